@@ -1,0 +1,321 @@
+#include "cli/commands.h"
+
+#include <nlohmann/json.hpp>
+
+#include "core/atomic_file.h"
+#include "core/text_table.h"
+#include "inputs/loader.h"
+#include "planner/enumerate.h"
+#include "planner/legality.h"
+#include "planner/pipeline_split.h"
+#include "planner/rank_export.h"
+#include "planner/rank_map.h"
+#include "topology/topology.h"
+
+namespace foldplan {
+namespace {
+
+using nlohmann::json;
+using Align = TextTable::Align;
+
+int Fail(std::ostream& err, const Status& status) {
+  err << "foldplan: " << status.message() << "\n";
+  return 1;
+}
+
+Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
+  if (o.seq) {
+    if (*o.seq < 1) return Status::Error("--seq: expected a positive integer");
+    job->seq_len = *o.seq;
+  }
+  if (o.global_batch) {
+    if (*o.global_batch < 1) return Status::Error("--global-batch: expected a positive integer");
+    job->global_batch = *o.global_batch;
+  }
+  if (o.micro_batch) {
+    if (*o.micro_batch < 1) return Status::Error("--micro-batch: expected a positive integer");
+    job->micro_batch_sizes = {*o.micro_batch};
+  }
+  if (o.precision) {
+    if (*o.precision == "bf16") job->precision = Precision::kBF16;
+    else if (*o.precision == "fp8") job->precision = Precision::kFP8;
+    else return Status::Error("--precision: expected bf16 or fp8, found \"" + *o.precision + "\"");
+  }
+  return Status();
+}
+
+std::string InputsLine(const Inputs& in) {
+  return "cluster " + in.cluster.name + " (" + std::to_string(in.cluster.total_gpus()) + " x " +
+         in.cluster.gpu.name + "), model " + in.model.name + ", job " + in.job.name + " (seq " +
+         std::to_string(in.job.seq_len) + ", global batch " + std::to_string(in.job.global_batch) +
+         ", " + Name(in.job.precision) + ")";
+}
+
+std::string StagesText(const Layout& l) {
+  // Per pipeline rank: "7/8/8/8/8/8/8/6"; even splits as "8 each".
+  std::vector<int> per_rank;
+  for (int p = 0; p < l.pp; ++p) per_rank.push_back(l.layers_on_stage(p));
+  bool even = true;
+  for (int n : per_rank) even &= (n == per_rank.front());
+  if (even) return std::to_string(per_rank.front()) + " each";
+  std::string out;
+  for (size_t i = 0; i < per_rank.size(); ++i) out += (i ? "/" : "") + std::to_string(per_rank[i]);
+  return out;
+}
+
+json LayoutJson(const Layout& l) {
+  return json{{"world", l.world},
+              {"tp", l.tp},
+              {"cp", l.cp},
+              {"dp", l.dp},
+              {"pp", l.pp},
+              {"vpp", l.vpp},
+              {"ep", l.ep},
+              {"etp", l.etp},
+              {"edp", l.edp},
+              {"mbs", l.mbs},
+              {"order", l.order},
+              {"cp_style", Name(l.cp_style)},
+              {"recompute", Name(l.recompute)},
+              {"placement", Name(l.placement)},
+              {"stage_layers", l.stage_layers},
+              {"layout", FormatLayout(l)}};
+}
+
+json InputsJson(const Inputs& in) {
+  return json{{"cluster", in.cluster.name},
+              {"cluster_gpus", in.cluster.total_gpus()},
+              {"model", in.model.name},
+              {"job", in.job.name},
+              {"seq_len", in.job.seq_len},
+              {"global_batch", in.job.global_batch},
+              {"precision", Name(in.job.precision)}};
+}
+
+std::string ViolationsText(const std::vector<Violation>& violations) {
+  std::string out;
+  for (const auto& v : violations) {
+    out += "  " + std::string(Name(v.rule)) + ": " + v.detail + "\n";
+  }
+  return out;
+}
+
+// Parses --layout against the world size, fills the stage split, and checks
+// legality; an illegal layout's error lists every rule it breaks.
+Result<Layout> ResolveLayout(const std::string& text, int default_world,
+                             const LegalityContext& ctx) {
+  auto parsed = ParseLayout(text, default_world);
+  if (!parsed.ok()) return parsed.status();
+  Layout layout = parsed.value();
+  auto violations = CheckLayout(layout, ctx);
+  if (!violations.empty()) {
+    return Status::Error("layout " + FormatLayout(layout) + " is illegal; it breaks " +
+                         std::to_string(violations.size()) + " rule" +
+                         (violations.size() > 1 ? "s" : "") + ":\n" + ViolationsText(violations));
+  }
+  if (ctx.model && !layout.explicit_stages) {
+    auto split = SplitLayers(ctx.model->layers, layout.pp, layout.vpp);
+    if (split.ok()) layout.stage_layers = split.value();
+  }
+  return layout;
+}
+
+int WorldOf(const ClusterSpec& cluster, const JobSpec& job) {
+  return job.world_size > 0 ? job.world_size : cluster.total_gpus();
+}
+
+}  // namespace
+
+Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& o) {
+  auto cluster = LoadCluster(o.cluster.empty() ? kDefaultCluster : o.cluster);
+  if (!cluster.ok()) return cluster.status();
+  ClusterSpec c = cluster.value();
+  if (o.nodes) {
+    if (*o.nodes < 1) return Status::Error("--nodes: expected a positive integer");
+    c.nodes = *o.nodes;
+    if (c.total_gpus() % c.nvlink_domain_gpus != 0) {
+      return Status::Error("--nodes " + std::to_string(*o.nodes) + ": " +
+                           std::to_string(c.total_gpus()) + " GPUs do not fill whole " +
+                           std::to_string(c.nvlink_domain_gpus) + "-GPU NVLink domains");
+    }
+    c.name += " (" + std::to_string(*o.nodes) + " nodes)";
+  }
+  return c;
+}
+
+Result<Inputs> LoadInputs(const InputOptions& o) {
+  auto cluster = LoadClusterWithOverrides(o);
+  if (!cluster.ok()) return cluster.status();
+  auto model = LoadModel(o.model.empty() ? kDefaultModel : o.model);
+  if (!model.ok()) return model.status();
+  auto job = LoadJob(o.job.empty() ? kDefaultJob : o.job);
+  if (!job.ok()) return job.status();
+  Inputs in{cluster.value(), model.value(), job.value()};
+  Status s = ApplyJobOverrides(o, &in.job);
+  if (!s.ok()) return s;
+  return in;
+}
+
+int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
+  json all = json::object();
+  all["schema"] = "foldplan.list/v1";
+  all["data_dir"] = DataDir();
+  std::string text = "Shipped inputs (" + DataDir() + "):\n";
+  for (InputKind kind : {InputKind::kCluster, InputKind::kModel, InputKind::kJob}) {
+    auto shipped = ListShipped(kind);
+    if (!shipped.ok()) return Fail(err, shipped.status());
+    TextTable table({std::string(Name(kind)) + "s", "what"});
+    json items = json::array();
+    for (const auto& s : shipped.value()) {
+      std::string what = s.description;
+      if (kind == InputKind::kCluster) {
+        if (auto c = LoadCluster(s.path); c.ok()) {
+          what = std::to_string(c->total_gpus()) + " x " + c->gpu.name + ", NVLink domain " +
+                 std::to_string(c->nvlink_domain_gpus) + "; " + what;
+        }
+      } else if (kind == InputKind::kModel) {
+        if (auto m = LoadModel(s.path); m.ok()) {
+          char params[64];
+          std::snprintf(params, sizeof params, "%.1fB params, %.1fB active",
+                        m->total_params() / 1e9, m->active_params() / 1e9);
+          what = std::string(params) + "; " + what;
+        }
+      }
+      if (what.size() > 100) what = what.substr(0, 97) + "...";
+      table.AddRow({s.name, what});
+      items.push_back({{"name", s.name}, {"path", s.path}, {"description", s.description}});
+    }
+    all[std::string(Name(kind)) + "s"] = items;
+    text += "\n" + table.Render("  ");
+  }
+  out << (options.json ? all.dump(2) + "\n" : text);
+  return 0;
+}
+
+int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
+  auto cluster = LoadClusterWithOverrides(options.inputs);
+  if (!cluster.ok()) return Fail(err, cluster.status());
+  auto topo = Topology::Build(cluster.value());
+  if (!topo.ok()) return Fail(err, topo.status());
+  out << (options.json ? TopologySummaryJson(topo.value()) : TopologySummaryText(topo.value()));
+  return 0;
+}
+
+int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ostream& err) {
+  auto inputs = LoadInputs(options.inputs);
+  if (!inputs.ok()) return Fail(err, inputs.status());
+  const Inputs& in = inputs.value();
+  const LegalityContext ctx{&in.cluster, &in.model, &in.job};
+
+  if (!options.layout.empty()) {
+    auto layout = ResolveLayout(options.layout, WorldOf(in.cluster, in.job), ctx);
+    if (!layout.ok()) return Fail(err, layout.status());
+    if (options.json) {
+      out << json{{"schema", "foldplan.enumeration/v1"}, {"inputs", InputsJson(in)},
+                  {"legal", true}, {"layout", LayoutJson(layout.value())}}.dump(2) << "\n";
+    } else {
+      out << InputsLine(in) << "\n" << "legal: " << FormatLayout(layout.value()) << "\n"
+          << "layers per pipeline stage: " << StagesText(layout.value()) << "\n";
+    }
+    return 0;
+  }
+
+  const Enumeration e = EnumerateLayouts(ctx);
+  if (options.json) {
+    json rejected = json::object();
+    for (int r = 0; r < kRuleCount; ++r) rejected[Name(Rule(r))] = e.rejected[r];
+    json layouts = json::array();
+    size_t shown = 0;
+    for (const auto& l : e.legal) {
+      if (options.limit > 0 && shown++ >= static_cast<size_t>(options.limit)) break;
+      layouts.push_back(LayoutJson(l));
+    }
+    out << json{{"schema", "foldplan.enumeration/v1"},
+                {"inputs", InputsJson(in)},
+                {"world", e.world},
+                {"candidates", e.candidates},
+                {"legal_count", e.legal_count},
+                {"rejected", rejected},
+                {"layouts", layouts}}
+               .dump(2)
+        << "\n";
+    return 0;
+  }
+
+  out << InputsLine(in) << "\n";
+  out << "world " << e.world << ": " << WithCommas(e.candidates) << " candidates, "
+      << WithCommas(e.legal_count) << " legal\n";
+  if (options.why) {
+    TextTable table({"rule", "rejected", "statement"}, {Align::kLeft, Align::kRight, Align::kLeft});
+    for (int r = 0; r < kRuleCount; ++r) {
+      table.AddRow({Name(Rule(r)), WithCommas(e.rejected[r]), Info(Rule(r)).statement});
+    }
+    table.AddRow({"legal", WithCommas(e.legal_count), ""});
+    table.AddRow({"total", WithCommas(e.candidates), ""});
+    out << "\nRejections (each candidate under the first rule it breaks):\n" << table.Render("  ");
+  }
+  TextTable table({"#", "tp", "cp", "dp", "pp", "vpp", "ep", "etp", "edp", "mbs", "order", "cp_style",
+                   "recompute", "placement", "layers/stage"},
+                  {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+                   Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
+  size_t shown = 0;
+  for (const auto& l : e.legal) {
+    if (options.limit > 0 && shown >= static_cast<size_t>(options.limit)) break;
+    ++shown;
+    table.AddRow({std::to_string(shown), std::to_string(l.tp), std::to_string(l.cp),
+                  std::to_string(l.dp), std::to_string(l.pp), std::to_string(l.vpp),
+                  std::to_string(l.ep), std::to_string(l.etp), std::to_string(l.edp),
+                  std::to_string(l.mbs), l.order, l.cp > 1 ? Name(l.cp_style) : "-",
+                  Name(l.recompute), Name(l.placement), StagesText(l)});
+  }
+  if (shown > 0) out << "\n" << table.Render("  ");
+  if (shown < e.legal.size()) {
+    out << "  ... " << WithCommas(e.legal.size() - shown) << " more (--limit 0 shows all)\n";
+  }
+  return 0;
+}
+
+int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) {
+  auto format = ParseExportFormat(options.format);
+  if (!format.ok()) return Fail(err, format.status());
+
+  ClusterSpec cluster;
+  if (options.world_size) {
+    if (*options.world_size < 1) return Fail(err, Status::Error("--world-size: expected a positive integer"));
+    cluster = GenericCluster(*options.world_size);
+  } else {
+    auto c = LoadClusterWithOverrides(options.inputs);
+    if (!c.ok()) return Fail(err, c.status());
+    cluster = c.value();
+  }
+  auto job = LoadJob(options.inputs.job.empty() ? kDefaultJob : options.inputs.job);
+  if (!job.ok()) return Fail(err, job.status());
+  JobSpec j = job.value();
+  if (Status s = ApplyJobOverrides(options.inputs, &j); !s.ok()) return Fail(err, s);
+  std::optional<ModelSpec> model;
+  if (options.model_given) {
+    auto m = LoadModel(options.inputs.model);
+    if (!m.ok()) return Fail(err, m.status());
+    model = m.value();
+  }
+  // Degrees alone get the degree, order and placement rules; --model adds
+  // the model's rules, and --model or --job the sequence and batch rules.
+  const bool job_rules = options.model_given || !options.inputs.job.empty();
+  const LegalityContext ctx{&cluster, model ? &*model : nullptr, job_rules ? &j : nullptr};
+  auto layout = ResolveLayout(options.layout, WorldOf(cluster, j), ctx);
+  if (!layout.ok()) return Fail(err, layout.status());
+  auto map = BuildRankMap(layout.value(), cluster);
+  if (!map.ok()) return Fail(err, map.status());
+  const ExportContext export_ctx{&cluster, model ? &*model : nullptr, &j};
+  auto text = ExportRankMap(map.value(), format.value(), export_ctx);
+  if (!text.ok()) return Fail(err, text.status());
+  if (options.output.empty()) {
+    out << text.value();
+    return 0;
+  }
+  if (Status s = WriteFileAtomically(options.output, text.value()); !s.ok()) return Fail(err, s);
+  err << "wrote " << options.output << "\n";
+  return 0;
+}
+
+}  // namespace foldplan

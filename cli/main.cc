@@ -1,0 +1,72 @@
+// foldplan: the command line. A thin dispatch table: each subcommand parses
+// its flags into an options struct and makes one library call (cli/commands.h).
+#include <iostream>
+
+#include <CLI/CLI.hpp>
+
+#include "cli/commands.h"
+
+namespace {
+
+void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_job = true) {
+  cmd->add_option("--cluster", in->cluster, "cluster: shipped name or JSON path (default h100-dgx-16n)");
+  if (with_model_job) {
+    cmd->add_option("--model", in->model, "model: shipped name or JSON path (default mixtral-8x22b)");
+    cmd->add_option("--job", in->job, "job: shipped name or JSON path (default: default)");
+    cmd->add_option("--seq", in->seq, "override the job's sequence length (tokens)");
+    cmd->add_option("--global-batch", in->global_batch, "override the job's global batch (sequences)");
+    cmd->add_option("--micro-batch", in->micro_batch, "consider only this micro-batch size");
+    cmd->add_option("--precision", in->precision, "override the job's precision: bf16 or fp8");
+  }
+  cmd->add_option("--nodes", in->nodes, "override the cluster's node count");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"foldplan: parallel-folding layout planner for MoE training"};
+  app.require_subcommand(1);
+  app.set_version_flag("--version", "foldplan 0.1.0");
+
+  foldplan::ListOptions list;
+  auto* list_cmd = app.add_subcommand("list", "show the shipped clusters, models and jobs");
+  list_cmd->add_flag("--json", list.json, "print JSON");
+
+  foldplan::TopoOptions topo;
+  auto* topo_cmd = app.add_subcommand("topo", "summarise a cluster's topology");
+  AddInputFlags(topo_cmd, &topo.inputs, false);
+  topo_cmd->add_flag("--json", topo.json, "print JSON (schema foldplan.topology/v1)");
+
+  foldplan::EnumerateOptionsCli enumerate;
+  auto* enum_cmd = app.add_subcommand("enumerate", "list every legal layout of a model on a cluster");
+  AddInputFlags(enum_cmd, &enumerate.inputs);
+  enum_cmd->add_flag("--json", enumerate.json, "print JSON (schema foldplan.enumeration/v1)");
+  enum_cmd->add_flag("--why", enumerate.why, "count the candidates each rule rejected");
+  enum_cmd->add_option("--limit", enumerate.limit, "layouts to list (0 = all)")->capture_default_str();
+  enum_cmd->add_option("--layout", enumerate.layout, "check one layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1");
+
+  foldplan::RanksOptions ranks;
+  auto* ranks_cmd = app.add_subcommand("ranks", "export a layout's rank map");
+  AddInputFlags(ranks_cmd, &ranks.inputs);
+  ranks_cmd->add_option("--layout", ranks.layout, "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1")->required();
+  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core")
+      ->capture_default_str();
+  auto* world = ranks_cmd->add_option("--world-size", ranks.world_size,
+                                      "a generic cluster of N GPUs, 8 per node (instead of --cluster)");
+  world->excludes(ranks_cmd->get_option("--cluster"));
+  world->excludes(ranks_cmd->get_option("--nodes"));
+  ranks_cmd->add_option("-o,--output", ranks.output, "write to FILE (atomically) instead of stdout");
+
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::ParseError& e) {
+    return app.exit(e) == 0 ? 0 : 2;
+  }
+  ranks.model_given = !ranks.inputs.model.empty();
+
+  if (*list_cmd) return foldplan::RunList(list, std::cout, std::cerr);
+  if (*topo_cmd) return foldplan::RunTopo(topo, std::cout, std::cerr);
+  if (*enum_cmd) return foldplan::RunEnumerate(enumerate, std::cout, std::cerr);
+  if (*ranks_cmd) return foldplan::RunRanks(ranks, std::cout, std::cerr);
+  return 2;
+}

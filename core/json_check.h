@@ -1,0 +1,102 @@
+// Checked reading of JSON input files. Every accessor names the field by its
+// JSON pointer, so a bad file gets "FILE: /moe/top_k: expected an integer
+// >= 1, found -1". Errors are collected (not thrown) so that one run reports
+// every problem in a file; Finish() adds one error per unknown field.
+//
+//   JsonErrors errors("data/models/x.json");
+//   CheckedObject root(json, "", &errors);
+//   int layers = root.Int("layers", 1);
+//   root.Finish();
+//   if (!errors.empty()) return errors.status();
+#pragma once
+
+#include <cstdint>
+#include <initializer_list>
+#include <limits>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace foldplan {
+
+// Parses text as JSON; a syntax error names the file, line and column.
+Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& file);
+// Reads and parses a file.
+Result<nlohmann::json> ParseJsonFile(const std::string& path);
+
+// Short rendering of a JSON value for "found ..." in messages.
+std::string DescribeJsonValue(const nlohmann::json& value);
+
+class JsonErrors {
+ public:
+  explicit JsonErrors(std::string file) : file_(std::move(file)) {}
+  void Add(const std::string& pointer, const std::string& what);
+  bool empty() const { return lines_.empty(); }
+  // All errors, one per line, each prefixed with the file name.
+  Status status() const;
+  const std::string& file() const { return file_; }
+
+ private:
+  std::string file_;
+  std::vector<std::string> lines_;
+};
+
+class CheckedObject {
+ public:
+  // `value` must outlive this object. A non-object value records an error and
+  // behaves as an empty object.
+  CheckedObject(const nlohmann::json& value, std::string pointer, JsonErrors* errors);
+
+  bool Has(const std::string& key) const;
+  std::string Pointer(const std::string& key) const;
+
+  // Required unless a default is given; ranges are inclusive.
+  int64_t Int(const std::string& key, int64_t min = std::numeric_limits<int64_t>::min(),
+              int64_t max = std::numeric_limits<int64_t>::max());
+  int64_t Int(const std::string& key, int64_t min, int64_t max, int64_t default_value);
+  double Number(const std::string& key, double min, double max);
+  double Number(const std::string& key, double min, double max, double default_value);
+  bool Bool(const std::string& key);
+  bool Bool(const std::string& key, bool default_value);
+  std::string String(const std::string& key);
+  std::string String(const std::string& key, const std::string& default_value);
+  // One of `allowed`; required unless a default is given.
+  std::string Enum(const std::string& key, std::initializer_list<const char*> allowed);
+  std::string Enum(const std::string& key, std::initializer_list<const char*> allowed,
+                   const std::string& default_value);
+  // A list of integers in [min, max]; required unless a default is given.
+  std::vector<int64_t> IntList(const std::string& key, int64_t min, int64_t max);
+  std::vector<int64_t> IntList(const std::string& key, int64_t min, int64_t max,
+                               std::vector<int64_t> default_value);
+  // A non-empty list of strings each in `allowed`.
+  std::vector<std::string> EnumList(const std::string& key,
+                                    std::initializer_list<const char*> allowed,
+                                    std::vector<std::string> default_value);
+
+  // Sub-objects. Object() records an error when missing and returns an empty view.
+  CheckedObject Object(const std::string& key);
+  std::optional<CheckedObject> OptionalObject(const std::string& key);
+
+  // Records an error for every key that no accessor asked for.
+  void Finish();
+
+  JsonErrors* errors() const { return errors_; }
+  const std::string& pointer() const { return pointer_; }
+
+ private:
+  const nlohmann::json* Field(const std::string& key);
+  void Missing(const std::string& key, const std::string& expected);
+  void Wrong(const std::string& key, const std::string& expected, const nlohmann::json& found);
+
+  const nlohmann::json* value_;
+  std::string pointer_;
+  JsonErrors* errors_;
+  std::set<std::string> seen_;
+};
+
+}  // namespace foldplan

@@ -1,0 +1,328 @@
+#include "planner/legality.h"
+
+#include <algorithm>
+#include <array>
+#include <numeric>
+#include <sstream>
+
+#include "planner/pipeline_split.h"
+
+namespace foldplan {
+namespace {
+
+constexpr std::array<RuleInfo, kRuleCount> kRules = {{
+    {Rule::kWorldFitsCluster, "world_fits_cluster", "world size <= GPUs in the cluster"},
+    {Rule::kPpDividesWorld, "pp_divides_world", "world % pp == 0"},
+    {Rule::kVppNeedsPp, "vpp_needs_pp", "vpp > 1 needs pp > 1"},
+    {Rule::kPipelineSplit, "pipeline_split",
+     "layers spread over pp x vpp stages (even, or Megatron's uneven first/last)"},
+    {Rule::kTpDividesHeads, "tp_divides_heads", "heads % tp == 0"},
+    {Rule::kTpDividesKvHeads, "tp_divides_kv_heads", "kv_heads % tp == 0"},
+    {Rule::kTpDividesFfn, "tp_divides_ffn", "dense and shared-expert FFN hidden % tp == 0"},
+    {Rule::kDenseProduct, "dense_product", "tp * cp * dp == world / pp"},
+    {Rule::kUlyssesHeads, "ulysses_heads", "Ulysses CP: (heads / tp) % cp == 0"},
+    {Rule::kUlyssesKvHeads, "ulysses_kv_heads",
+     "Ulysses CP: (kv_heads / tp) % cp == 0, unless the job allows KV replication"},
+    {Rule::kSeqDividesCp, "seq_divides_cp",
+     "Ulysses: seq % cp == 0; ring (load-balanced): seq % (2 cp) == 0"},
+    {Rule::kSeqDividesTp, "seq_divides_tp", "sequence parallel: (seq / cp) % tp == 0"},
+    {Rule::kDenseModelExperts, "dense_model_experts", "a dense model has ep == 1 and etp == tp"},
+    {Rule::kEpDividesExperts, "ep_divides_experts", "experts % ep == 0"},
+    {Rule::kEtpDividesExpertFfn, "etp_divides_expert_ffn", "expert FFN hidden % etp == 0"},
+    {Rule::kExpertProduct, "expert_product", "etp * ep * edp == world / pp"},
+    {Rule::kBatchDivides, "batch_divides", "global_batch % (dp * mbs) == 0"},
+    {Rule::kMicrobatchesCoverPp, "microbatches_cover_pp", "1F1B: micro-batches >= pp"},
+    {Rule::kInterleavedMicrobatches, "interleaved_microbatches",
+     "interleaved 1F1B (vpp > 1): micro-batches % pp == 0"},
+    {Rule::kOrderValid, "order_valid",
+     "order: tokens from tp,cp,ep,dp,pp, none repeated, every axis of size > 1 present"},
+    {Rule::kOrderPpStride, "order_pp_stride",
+     "dense and expert pp groups equal: order ends with pp, or pp == 1, or edp == dp"},
+    {Rule::kPlacementFits, "placement_fits",
+     "a packed placement's whole heavy blocks per NVLink domain hold every rank"},
+}};
+
+std::string Str(long long v) { return std::to_string(v); }
+
+// Sizes of the order's axes in one generator; empty on an invalid order.
+struct OrderAxes {
+  std::vector<std::string> tokens;
+  bool ok = true;
+  std::string error;
+};
+
+OrderAxes ParseOrder(const std::string& order) {
+  OrderAxes out;
+  std::stringstream in(order);
+  std::string token;
+  while (std::getline(in, token, '-')) {
+    if (token != "tp" && token != "cp" && token != "ep" && token != "dp" && token != "pp") {
+      out.ok = false;
+      out.error = "unknown axis \"" + token + "\" in order " + order;
+      return out;
+    }
+    for (const auto& t : out.tokens) {
+      if (t == token) {
+        out.ok = false;
+        out.error = "axis " + token + " repeated in order " + order;
+        return out;
+      }
+    }
+    out.tokens.push_back(token);
+  }
+  return out;
+}
+
+int DenseSize(const Layout& l, const std::string& axis) {
+  if (axis == "tp") return l.tp;
+  if (axis == "cp") return l.cp;
+  if (axis == "dp") return l.dp;
+  if (axis == "pp") return l.pp;
+  return 1;  // ep in the dense generator
+}
+
+int ExpertSize(const Layout& l, const std::string& axis) {
+  if (axis == "tp") return l.etp;
+  if (axis == "ep") return l.ep;
+  if (axis == "dp") return l.edp;
+  if (axis == "pp") return l.pp;
+  return 1;  // cp in the expert generator
+}
+
+template <class SizeFn>
+long long StrideOf(const std::vector<std::string>& tokens, const std::string& axis, SizeFn size) {
+  long long stride = 1;
+  for (const auto& t : tokens) {
+    if (t == axis) return stride;
+    stride *= size(t);
+  }
+  return stride;  // missing axes are appended last
+}
+
+template <class SizeFn>
+long long BlockOf(const std::vector<std::string>& tokens, std::initializer_list<const char*> heavy,
+                  SizeFn size) {
+  long long prefix = 1, block = 1;
+  for (const auto& t : tokens) {
+    prefix *= size(t);
+    for (const char* h : heavy) {
+      if (t == h && size(t) > 1) block = prefix;
+    }
+  }
+  return block;
+}
+
+void Add(std::vector<Violation>* out, Rule rule, std::string detail) {
+  out->push_back({rule, std::move(detail)});
+}
+
+void CheckModelRules(const Layout& l, const ModelSpec& m, const JobSpec& job,
+                     std::vector<Violation>* out) {
+  if (l.explicit_stages) {
+    Status s = CheckStageLayers(l.stage_layers, m.layers, l.pp, l.vpp);
+    if (!s.ok()) Add(out, Rule::kPipelineSplit, s.message());
+  } else {
+    auto split = SplitLayers(m.layers, l.pp, l.vpp);
+    if (!split.ok()) Add(out, Rule::kPipelineSplit, split.status().message());
+  }
+  if (!rules::TpDividesHeads(m, l.tp)) {
+    Add(out, Rule::kTpDividesHeads, "heads " + Str(m.heads) + " % tp " + Str(l.tp) + " != 0");
+  }
+  if (!rules::TpDividesKvHeads(m, l.tp)) {
+    Add(out, Rule::kTpDividesKvHeads,
+        "kv_heads " + Str(m.kv_heads) + " % tp " + Str(l.tp) + " != 0");
+  }
+  if (!rules::TpDividesFfn(m, l.tp)) {
+    const int shared = m.moe ? m.moe->shared_ffn_hidden : 0;
+    Add(out, Rule::kTpDividesFfn, "ffn_hidden " + Str(m.ffn_hidden) + " or shared expert ffn " +
+                                      Str(shared) + " % tp " + Str(l.tp) + " != 0");
+  }
+  if (rules::TpDividesHeads(m, l.tp) && !rules::UlyssesHeads(m, l)) {
+    Add(out, Rule::kUlyssesHeads, "heads/tp = " + Str(m.heads / l.tp) + " % cp " + Str(l.cp) + " != 0");
+  }
+  if (rules::TpDividesKvHeads(m, l.tp) && !rules::UlyssesKvHeads(m, job, l)) {
+    const int kv_local = m.kv_heads / l.tp;
+    Add(out, Rule::kUlyssesKvHeads,
+        "kv_heads/tp = " + Str(kv_local) + " % cp " + Str(l.cp) + " != 0" +
+            (l.cp % kv_local == 0 ? " (the job could allow ulysses_kv_replication)" : ""));
+  }
+  if (!m.moe) {
+    if (l.ep != 1 || l.etp != l.tp) {
+      Add(out, Rule::kDenseModelExperts, "dense model with ep " + Str(l.ep) + ", etp " + Str(l.etp) +
+                                             " (needs ep 1, etp = tp " + Str(l.tp) + ")");
+    }
+    return;
+  }
+  if (!rules::EpDividesExperts(m, l.ep)) {
+    Add(out, Rule::kEpDividesExperts,
+        "experts " + Str(m.moe->experts) + " % ep " + Str(l.ep) + " != 0");
+  }
+  if (!rules::EtpDividesExpertFfn(m, l.etp)) {
+    Add(out, Rule::kEtpDividesExpertFfn,
+        "expert ffn_hidden " + Str(m.moe->ffn_hidden) + " % etp " + Str(l.etp) + " != 0");
+  }
+}
+
+void CheckSequenceRules(const Layout& l, int seq, std::vector<Violation>* out) {
+  if (!rules::SeqDividesCp(seq, l)) {
+    Add(out, Rule::kSeqDividesCp,
+        l.cp_style == CpStyle::kRing
+            ? "ring CP: seq " + Str(seq) + " % (2 cp) " + Str(2 * l.cp) + " != 0"
+            : "seq " + Str(seq) + " % cp " + Str(l.cp) + " != 0");
+  }
+  if (seq % l.cp == 0 && !rules::SeqDividesTp(seq, l)) {
+    Add(out, Rule::kSeqDividesTp,
+        "seq/cp = " + Str(seq / l.cp) + " % tp " + Str(l.tp) + " != 0 (sequence parallel)");
+  }
+}
+
+void CheckBatchRules(const Layout& l, int global_batch, std::vector<Violation>* out) {
+  if (!rules::BatchDivides(global_batch, l)) {
+    Add(out, Rule::kBatchDivides, "global_batch " + Str(global_batch) + " % (dp " + Str(l.dp) +
+                                      " x mbs " + Str(l.mbs) + ") != 0");
+    return;
+  }
+  const long long micro = rules::MicroBatches(global_batch, l);
+  if (!rules::MicrobatchesCoverPp(global_batch, l)) {
+    Add(out, Rule::kMicrobatchesCoverPp,
+        Str(micro) + " micro-batches < pp " + Str(l.pp) + " (1F1B cannot fill the pipeline)");
+  }
+  if (!rules::InterleavedMicrobatches(global_batch, l)) {
+    Add(out, Rule::kInterleavedMicrobatches,
+        Str(micro) + " micro-batches % pp " + Str(l.pp) + " != 0 (interleaved 1F1B)");
+  }
+}
+
+}  // namespace
+
+namespace rules {
+bool TpDividesHeads(const ModelSpec& m, int tp) { return m.heads % tp == 0; }
+bool TpDividesKvHeads(const ModelSpec& m, int tp) { return m.kv_heads % tp == 0; }
+bool TpDividesFfn(const ModelSpec& m, int tp) {
+  const bool dense_ok = m.ffn_hidden == 0 || m.ffn_hidden % tp == 0;
+  const bool shared_ok = !m.moe || m.moe->shared_experts == 0 || m.moe->shared_ffn_hidden % tp == 0;
+  return dense_ok && shared_ok;
+}
+bool UlyssesHeads(const ModelSpec& m, const Layout& l) {
+  return l.cp == 1 || l.cp_style != CpStyle::kUlysses || (m.heads / l.tp) % l.cp == 0;
+}
+bool UlyssesKvHeads(const ModelSpec& m, const JobSpec& j, const Layout& l) {
+  if (l.cp == 1 || l.cp_style != CpStyle::kUlysses) return true;
+  const int kv_local = m.kv_heads / l.tp;
+  return kv_local % l.cp == 0 || (j.ulysses_kv_replication && l.cp % kv_local == 0);
+}
+bool SeqDividesCp(int seq, const Layout& l) {
+  if (l.cp_style == CpStyle::kRing && l.cp > 1) return seq % (2 * l.cp) == 0;
+  return seq % l.cp == 0;
+}
+bool SeqDividesTp(int seq, const Layout& l) { return (seq / l.cp) % l.tp == 0; }
+bool EpDividesExperts(const ModelSpec& m, int ep) { return !m.moe || m.moe->experts % ep == 0; }
+bool EtpDividesExpertFfn(const ModelSpec& m, int etp) { return !m.moe || m.moe->ffn_hidden % etp == 0; }
+bool BatchDivides(int global_batch, const Layout& l) { return global_batch % (1LL * l.dp * l.mbs) == 0; }
+long long MicroBatches(int global_batch, const Layout& l) { return global_batch / (1LL * l.dp * l.mbs); }
+bool MicrobatchesCoverPp(int global_batch, const Layout& l) { return MicroBatches(global_batch, l) >= l.pp; }
+bool InterleavedMicrobatches(int global_batch, const Layout& l) {
+  return l.vpp == 1 || MicroBatches(global_batch, l) % l.pp == 0;
+}
+}  // namespace rules
+
+std::vector<Violation> CheckOrder(const Layout& l) {
+  std::vector<Violation> violations;
+  std::vector<Violation>* out = &violations;
+  OrderAxes axes = ParseOrder(l.order);
+  if (axes.ok) {
+    for (const char* axis : {"tp", "cp", "ep", "dp", "pp"}) {
+      bool present = false;
+      for (const auto& t : axes.tokens) present |= (t == axis);
+      if (present) continue;
+      const int dense = DenseSize(l, axis), expert = ExpertSize(l, axis);
+      if (dense > 1 || expert > 1) {
+        axes.ok = false;
+        axes.error = "axis " + std::string(axis) + " has size " + Str(std::max(dense, expert)) +
+                     " but is missing from order " + l.order;
+        break;
+      }
+    }
+  }
+  if (!axes.ok) {
+    Add(out, Rule::kOrderValid, axes.error);
+    return violations;
+  }
+  // pp groups are {low + s*k + s*pp*high}: equal in both views iff the pp
+  // stride s (product of the sizes of the axes before pp) is equal.
+  const long long dense_stride = StrideOf(axes.tokens, "pp", [&](auto& t) { return DenseSize(l, t); });
+  const long long expert_stride = StrideOf(axes.tokens, "pp", [&](auto& t) { return ExpertSize(l, t); });
+  if (l.pp > 1 && dense_stride != expert_stride) {
+    Add(out, Rule::kOrderPpStride, "order " + l.order + ": pp stride " + Str(dense_stride) +
+                                       " in the dense view but " + Str(expert_stride) +
+                                       " in the expert view (edp " + Str(l.edp) + " != dp " +
+                                       Str(l.dp) + ")");
+  }
+  return violations;
+}
+
+const RuleInfo& Info(Rule rule) { return kRules[static_cast<size_t>(rule)]; }
+const char* Name(Rule rule) { return Info(rule).id; }
+
+int HeavyBlock(const Layout& l) {
+  OrderAxes axes = ParseOrder(l.order);
+  if (!axes.ok) return 0;
+  for (const char* axis : {"tp", "cp", "ep", "dp", "pp"}) {
+    bool present = false;
+    for (const auto& t : axes.tokens) present |= (t == axis);
+    if (!present) axes.tokens.push_back(axis);
+  }
+  const long long dense = BlockOf(axes.tokens, {"tp", "cp"}, [&](auto& t) { return DenseSize(l, t); });
+  const long long expert = BlockOf(axes.tokens, {"tp", "ep"}, [&](auto& t) { return ExpertSize(l, t); });
+  return static_cast<int>(std::lcm(dense, expert));
+}
+
+long long PackedGpusNeeded(int world, int block, int domain_gpus) {
+  if (block <= 0 || block > domain_gpus) return -1;
+  const long long per_domain = 1LL * (domain_gpus / block) * block;
+  const long long domains = (world + per_domain - 1) / per_domain;
+  return domains * domain_gpus;
+}
+
+std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) {
+  std::vector<Violation> out;
+  if (ctx.cluster && l.world > ctx.cluster->total_gpus()) {
+    Add(&out, Rule::kWorldFitsCluster, "world " + Str(l.world) + " > " +
+                                          Str(ctx.cluster->total_gpus()) + " GPUs in " +
+                                          ctx.cluster->name);
+  }
+  if (l.pp < 1 || l.world % l.pp != 0) {
+    Add(&out, Rule::kPpDividesWorld, "world " + Str(l.world) + " % pp " + Str(l.pp) + " != 0");
+    return out;  // nothing below is meaningful without whole stages
+  }
+  if (l.vpp > 1 && l.pp == 1) Add(&out, Rule::kVppNeedsPp, "vpp " + Str(l.vpp) + " with pp 1");
+  const long long stage = l.world / l.pp;
+  if (ctx.model) CheckModelRules(l, *ctx.model, *ctx.job, &out);
+  if (1LL * l.tp * l.cp * l.dp != stage) {
+    Add(&out, Rule::kDenseProduct, "tp*cp*dp = " + Str(1LL * l.tp * l.cp * l.dp) +
+                                       " != world/pp = " + Str(stage));
+  }
+  if (ctx.job) CheckSequenceRules(l, ctx.job->seq_len, &out);
+  if (1LL * l.etp * l.ep * l.edp != stage) {
+    Add(&out, Rule::kExpertProduct, "etp*ep*edp = " + Str(1LL * l.etp * l.ep * l.edp) +
+                                        " != world/pp = " + Str(stage));
+  }
+  if (ctx.job) CheckBatchRules(l, ctx.job->global_batch, &out);
+  for (auto& v : CheckOrder(l)) out.push_back(std::move(v));
+  if (l.placement == Placement::kPacked && ctx.cluster) {
+    const int block = HeavyBlock(l);
+    const long long need = PackedGpusNeeded(l.world, block, ctx.cluster->nvlink_domain_gpus);
+    if (need > ctx.cluster->total_gpus()) {
+      Add(&out, Rule::kPlacementFits,
+          "packing " + Str(l.world) + " ranks in heavy blocks of " + Str(block) + " into " +
+              Str(ctx.cluster->nvlink_domain_gpus) + "-GPU domains needs " + Str(need) +
+              " GPUs, the cluster has " + Str(ctx.cluster->total_gpus()));
+    }
+  }
+  // Keep rule order regardless of which helper found what first.
+  std::stable_sort(out.begin(), out.end(),
+                   [](const Violation& a, const Violation& b) { return a.rule < b.rule; });
+  return out;
+}
+
+}  // namespace foldplan

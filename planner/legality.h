@@ -1,0 +1,102 @@
+// The rules that make a layout legal for (cluster, model, job): folding.md
+// section 2, each with its own name so that a rejection says which rule it
+// broke. Memory is not checked here (it needs the cost model).
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include "inputs/cluster.h"
+#include "inputs/job.h"
+#include "inputs/model.h"
+#include "planner/layout.h"
+
+namespace foldplan {
+
+// Rules in check order (the order enumeration attributes a rejection in).
+enum class Rule {
+  kWorldFitsCluster,          // world <= cluster GPUs
+  kPpDividesWorld,            // world % pp == 0
+  kVppNeedsPp,                // vpp > 1 needs pp > 1
+  kPipelineSplit,             // layers spread over pp x vpp the Megatron way
+  kTpDividesHeads,            // heads % tp == 0
+  kTpDividesKvHeads,          // kv_heads % tp == 0
+  kTpDividesFfn,              // dense (and shared-expert) FFN hidden % tp == 0
+  kDenseProduct,              // tp * cp * dp == world / pp
+  kUlyssesHeads,              // Ulysses: (heads / tp) % cp == 0
+  kUlyssesKvHeads,            // Ulysses: (kv_heads / tp) % cp == 0 (or KV replication allowed)
+  kSeqDividesCp,              // Ulysses: S % cp == 0; ring (load-balanced): S % (2 cp) == 0
+  kSeqDividesTp,              // sequence parallel: (S / cp) % tp == 0
+  kDenseModelExperts,         // a dense model has ep == 1 and etp == tp
+  kEpDividesExperts,          // experts % ep == 0
+  kEtpDividesExpertFfn,       // expert FFN hidden % etp == 0
+  kExpertProduct,             // etp * ep * edp == world / pp
+  kBatchDivides,              // global_batch % (dp * mbs) == 0
+  kMicrobatchesCoverPp,       // 1F1B: micro-batches >= pp
+  kInterleavedMicrobatches,   // interleaved 1F1B: micro-batches % pp == 0
+  kOrderValid,                // order string: known tokens, none repeated, none missing of size > 1
+  kOrderPpStride,             // order ends with pp, or pp == 1, or edp == dp
+  kPlacementFits,             // a packed placement fits in the cluster's NVLink domains
+};
+inline constexpr int kRuleCount = 22;
+
+struct RuleInfo {
+  Rule rule;
+  const char* id;           // snake_case name used in --why and JSON
+  const char* statement;    // the rule in one line
+};
+const RuleInfo& Info(Rule rule);
+const char* Name(Rule rule);  // Info(rule).id
+
+struct Violation {
+  Rule rule;
+  std::string detail;  // the numbers that break it: "heads 48 % tp 32 = 16"
+};
+
+// What legality is checked against. `model` may be null (degrees only: the
+// model rules are skipped).
+struct LegalityContext {
+  const ClusterSpec* cluster = nullptr;
+  const ModelSpec* model = nullptr;
+  const JobSpec* job = nullptr;
+};
+
+// Every rule the layout breaks, in rule order; empty when legal. The layout's
+// stage_layers, when given explicitly, are checked against the model; when
+// empty they are derived (SplitLayers) for the check.
+std::vector<Violation> CheckLayout(const Layout& layout, const LegalityContext& ctx);
+
+// The rules' predicates, shared by CheckLayout (which adds the numbers to a
+// Violation) and by enumeration (which needs only yes or no, fast).
+namespace rules {
+bool TpDividesHeads(const ModelSpec& m, int tp);
+bool TpDividesKvHeads(const ModelSpec& m, int tp);
+bool TpDividesFfn(const ModelSpec& m, int tp);
+bool UlyssesHeads(const ModelSpec& m, const Layout& l);            // needs tp | heads
+bool UlyssesKvHeads(const ModelSpec& m, const JobSpec& j, const Layout& l);  // needs tp | kv_heads
+bool SeqDividesCp(int seq, const Layout& l);
+bool SeqDividesTp(int seq, const Layout& l);                       // needs seq % cp == 0
+bool EpDividesExperts(const ModelSpec& m, int ep);
+bool EtpDividesExpertFfn(const ModelSpec& m, int etp);
+bool BatchDivides(int global_batch, const Layout& l);
+long long MicroBatches(int global_batch, const Layout& l);         // needs BatchDivides
+bool MicrobatchesCoverPp(int global_batch, const Layout& l);
+bool InterleavedMicrobatches(int global_batch, const Layout& l);
+}  // namespace rules
+
+// Order-string checks shared with enumeration.
+// The prefix product of axis sizes up to and including the last of `heavy`
+// axes in `order`: the aligned rank block that holds every group over those
+// axes. Returns 0 when the order is invalid.
+int HeavyBlock(const Layout& layout);
+
+// kOrderValid and kOrderPpStride for the layout's order and degrees.
+std::vector<Violation> CheckOrder(const Layout& layout);
+
+// Packed placement: GPUs needed to place `world` ranks in heavy blocks of
+// `block` ranks, whole blocks per NVLink domain of `domain_gpus` (domains
+// are filled completely with whole blocks; the remainder of each is idle).
+// Returns -1 when block > domain_gpus (packing cannot help).
+long long PackedGpusNeeded(int world, int block, int domain_gpus);
+
+}  // namespace foldplan

@@ -1,0 +1,214 @@
+// Each legality rule of folding.md section 2 with a passing and a failing case.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+
+#include "fixtures.h"
+#include "planner/legality.h"
+
+using namespace foldplan;
+using namespace foldplan::testing;
+
+namespace {
+
+struct Case {
+  ClusterSpec cluster = MakeCluster(16);  // 128 GPUs, 8 per NVLink domain
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+
+  std::vector<Violation> Check(const std::string& text) {
+    auto layout = ParseLayout(text, cluster.total_gpus());
+    REQUIRE_MESSAGE(layout.ok(), layout.status().message());
+    return CheckLayout(layout.value(), LegalityContext{&cluster, &model, &job});
+  }
+  bool Breaks(const std::string& text, Rule rule) {
+    auto v = Check(text);
+    return std::any_of(v.begin(), v.end(), [&](const Violation& x) { return x.rule == rule; });
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a typical folded layout is legal") {
+  Case c;
+  // 128 = pp 4 x (tp 2 cp 2 dp 8) = pp 4 x (etp 1 ep 8 edp 4); 64 / (8 x 1) = 8 micro-batches >= 4.
+  auto v = c.Check("tp=2,cp=2,pp=4,ep=8,etp=1");
+  CHECK_MESSAGE(v.empty(), (v.empty() ? "" : v.front().detail));
+}
+
+TEST_CASE("world_fits_cluster") {
+  Case c;
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,world=128", Rule::kWorldFitsCluster));
+  CHECK(c.Breaks("tp=2,pp=4,ep=8,etp=1,world=256", Rule::kWorldFitsCluster));
+}
+
+TEST_CASE("vpp_needs_pp") {
+  Case c;
+  CHECK_FALSE(c.Breaks("pp=2,vpp=2,ep=8,etp=1", Rule::kVppNeedsPp));
+  CHECK(c.Breaks("pp=1,vpp=2,ep=8,etp=1", Rule::kVppNeedsPp));
+}
+
+TEST_CASE("pipeline_split") {
+  Case c;
+  c.model.layers = 30;  // 30 over 4 x 2: 8/8/8/6 exists; 30 over 8 x 2 needs even middles
+  CHECK_FALSE(c.Breaks("pp=4,vpp=2,ep=8,etp=1", Rule::kPipelineSplit));
+  c.model.layers = 31;  // pp 8 vpp 2: middle even, first+last = 31 - 6m odd
+  CHECK(c.Breaks("pp=8,vpp=2,ep=8,etp=1", Rule::kPipelineSplit));
+  CHECK(c.Breaks("pp=4,ep=8,etp=1,stages=8/8/8/9", Rule::kPipelineSplit));
+}
+
+TEST_CASE("tp_divides_heads and tp_divides_kv_heads") {
+  Case c;
+  c.model.heads = 48;  // 48 % 16 = 0, 48 % 32 = 16
+  c.model.kv_heads = 8;
+  CHECK_FALSE(c.Breaks("tp=16,ep=8,etp=1", Rule::kTpDividesHeads));
+  CHECK(c.Breaks("tp=32,ep=4,etp=1", Rule::kTpDividesHeads));
+  CHECK_FALSE(c.Breaks("tp=8,ep=8,etp=1", Rule::kTpDividesKvHeads));
+  CHECK(c.Breaks("tp=16,ep=8,etp=1", Rule::kTpDividesKvHeads));
+}
+
+TEST_CASE("tp_divides_ffn covers the dense MLP and shared experts") {
+  Case c;
+  c.model.ffn_hidden = 18432;  // DeepSeek-V3's dense layers: 18432 = 2^11 * 9
+  CHECK_FALSE(c.Breaks("tp=8,ep=8,etp=1", Rule::kTpDividesFfn));
+  c.model.ffn_hidden = 0;
+  c.model.moe->shared_experts = 1;
+  c.model.moe->shared_ffn_hidden = 20;  // 20 % 8 = 4
+  CHECK(c.Breaks("tp=8,ep=8,etp=1", Rule::kTpDividesFfn));
+}
+
+TEST_CASE("dense_product and expert_product") {
+  Case c;
+  Layout l = ParseLayout("tp=2,pp=4,ep=8,etp=1", 128).value();
+  LegalityContext ctx{&c.cluster, &c.model, &c.job};
+  CHECK(CheckLayout(l, ctx).empty());
+  l.dp = 4;  // 2 * 1 * 4 = 8 != 128 / 4
+  l.edp = 2;
+  auto v = CheckLayout(l, ctx);
+  REQUIRE(v.size() >= 2);
+  CHECK(v[0].rule == Rule::kDenseProduct);
+  CHECK(v[0].detail == "tp*cp*dp = 8 != world/pp = 32");
+  CHECK(std::any_of(v.begin(), v.end(), [](auto& x) { return x.rule == Rule::kExpertProduct; }));
+}
+
+TEST_CASE("ulysses_heads and ulysses_kv_heads; ring CP has neither rule") {
+  Case c;  // 32 heads, 8 kv heads
+  // tp 2: 16 q heads, 4 kv heads per rank. cp 4 divides both; cp 8 divides q only.
+  CHECK_FALSE(c.Breaks("tp=2,cp=4,ep=8,etp=1", Rule::kUlyssesKvHeads));
+  CHECK(c.Breaks("tp=2,cp=8,ep=8,etp=1", Rule::kUlyssesKvHeads));
+  CHECK_FALSE(c.Breaks("tp=2,cp=8,ep=8,etp=1", Rule::kUlyssesHeads));
+  CHECK(c.Breaks("tp=4,cp=16,ep=8,etp=1", Rule::kUlyssesHeads));  // 8 q heads per rank, cp 16
+  CHECK_FALSE(c.Breaks("tp=2,cp=8,ep=8,etp=1,cp_style=ring", Rule::kUlyssesKvHeads));
+  // KV replication, when the job allows it, lifts the kv rule for cp a multiple of kv/tp.
+  c.job.ulysses_kv_replication = true;
+  CHECK_FALSE(c.Breaks("tp=2,cp=8,ep=8,etp=1", Rule::kUlyssesKvHeads));
+}
+
+TEST_CASE("seq_divides_cp: Ulysses needs S % cp, load-balanced ring S % 2cp") {
+  Case c;
+  c.job.seq_len = 4100;  // 4100 = 4 * 1025
+  CHECK_FALSE(c.Breaks("cp=4,ep=8,etp=1", Rule::kSeqDividesCp));
+  CHECK(c.Breaks("cp=4,ep=8,etp=1,cp_style=ring", Rule::kSeqDividesCp));
+  CHECK(c.Breaks("cp=8,ep=8,etp=1", Rule::kSeqDividesCp));
+}
+
+TEST_CASE("seq_divides_tp: sequence parallel needs (S / cp) % tp") {
+  Case c;
+  c.job.seq_len = 4100;  // 4100 / 2 = 2050 = 2 * 1025
+  CHECK_FALSE(c.Breaks("tp=2,cp=2,ep=8,etp=1", Rule::kSeqDividesTp));
+  CHECK(c.Breaks("tp=4,cp=2,ep=8,etp=1", Rule::kSeqDividesTp));
+}
+
+TEST_CASE("dense_model_experts") {
+  Case c;
+  c.model = MakeDense();
+  CHECK_FALSE(c.Breaks("tp=4,pp=4", Rule::kDenseModelExperts));  // etp defaults to tp
+  CHECK(c.Breaks("tp=4,pp=4,ep=2", Rule::kDenseModelExperts));
+  CHECK(c.Breaks("tp=4,pp=4,etp=1", Rule::kDenseModelExperts));
+}
+
+TEST_CASE("ep_divides_experts and etp_divides_expert_ffn") {
+  Case c;  // 8 experts, expert FFN 14336 = 2^11 * 7
+  CHECK_FALSE(c.Breaks("ep=8,etp=1", Rule::kEpDividesExperts));
+  CHECK(c.Breaks("ep=16,etp=1", Rule::kEpDividesExperts));
+  CHECK_FALSE(c.Breaks("ep=8,etp=2", Rule::kEtpDividesExpertFfn));
+  c.model.moe->ffn_hidden = 1000;  // 1000 % 16 = 8
+  CHECK(c.Breaks("ep=8,etp=16", Rule::kEtpDividesExpertFfn));
+}
+
+TEST_CASE("batch_divides, microbatches_cover_pp, interleaved_microbatches") {
+  Case c;  // global batch 64
+  // pp 1: dp = 128 / (tp 2) = 64, mbs 1 -> 1 micro-batch; mbs 2 -> 64 % 128 != 0.
+  CHECK_FALSE(c.Breaks("tp=2,ep=8,etp=1,mbs=1", Rule::kBatchDivides));
+  CHECK(c.Breaks("tp=2,ep=8,etp=1,mbs=2", Rule::kBatchDivides));
+  // pp 8: dp = 128 / 8 = 16 -> 4 micro-batches < 8.
+  CHECK(c.Breaks("pp=8,ep=8,etp=1", Rule::kMicrobatchesCoverPp));
+  // pp 4, tp 4: dp = 8 -> 8 micro-batches >= 4.
+  CHECK_FALSE(c.Breaks("pp=4,tp=4,ep=8,etp=1", Rule::kMicrobatchesCoverPp));
+}
+
+TEST_CASE("interleaved 1F1B wants micro-batches % pp == 0") {
+  Case c;
+  c.job.global_batch = 96;
+  // pp 4, tp 2: dp = 16; 96 / 16 = 6 micro-batches >= 4 but 6 % 4 != 0.
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1", Rule::kInterleavedMicrobatches));
+  CHECK(c.Breaks("tp=2,pp=4,vpp=2,ep=8,etp=1", Rule::kInterleavedMicrobatches));
+  c.job.global_batch = 128;  // 8 micro-batches
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,vpp=2,ep=8,etp=1", Rule::kInterleavedMicrobatches));
+}
+
+TEST_CASE("order_valid") {
+  Case c;
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-cp-ep-dp-pp", Rule::kOrderValid));
+  CHECK(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-xx-ep-dp-pp", Rule::kOrderValid));
+  CHECK(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-tp-ep-dp-pp", Rule::kOrderValid));
+  // cp = 1 may be missing from the order; tp = 2 may not.
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-ep-dp-pp", Rule::kOrderValid));
+  CHECK(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=cp-ep-dp-pp", Rule::kOrderValid));
+}
+
+TEST_CASE("order_pp_stride: pp not last needs edp == dp") {
+  Case c;
+  c.job.global_batch = 256;
+  // tp 2, pp 4: dp = 16; ep 8 etp 1: edp = 4 != 16 -> pp stride 2 vs 8.
+  CHECK(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-cp-ep-pp-dp", Rule::kOrderPpStride));
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-cp-ep-dp-pp", Rule::kOrderPpStride));
+  // ep 2 etp 1: edp = 16 == dp -> equal strides.
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=2,etp=1,order=tp-cp-ep-pp-dp", Rule::kOrderPpStride));
+}
+
+TEST_CASE("placement_fits: packed heavy blocks per NVLink domain") {
+  Case c;
+  c.cluster = MakeCluster(72, 4, 72);  // 4 NVL72 racks = 288 GPUs
+  c.job.global_batch = 1024;
+  // ep 64: 64-rank heavy blocks, one per 72-GPU rack: 256 ranks need 4 racks (288 GPUs).
+  CHECK_FALSE(c.Breaks("ep=8,etp=1,tp=8,world=256,placement=packed", Rule::kPlacementFits));
+  c.model.moe->experts = 64;
+  CHECK_FALSE(c.Breaks("ep=64,etp=1,world=256,placement=packed", Rule::kPlacementFits));
+  // 288 ranks cannot all sit in 64-rank blocks inside 4 racks.
+  // ep 16 x etp 2 = 32-rank blocks, two per rack: 288 ranks need 5 racks.
+  c.job.global_batch = 288;
+  CHECK(c.Breaks("ep=16,etp=2,world=288,placement=packed", Rule::kPlacementFits));
+}
+
+TEST_CASE("HeavyBlock is the aligned block holding every TP/CP/EP/ETP group") {
+  // Default order: dense heavy block tp*cp = 4, expert etp*ep = 8 -> lcm 8.
+  CHECK(HeavyBlock(ParseLayout("tp=2,cp=2,ep=8,etp=1", 64).value()) == 8);
+  // tp-dp-cp order: a cp group strides over dp (8), so the dense block is
+  // tp*dp*cp = 32; the expert ep group strides over edp: etp*edp*ep = 32.
+  CHECK(HeavyBlock(ParseLayout("tp=2,cp=2,ep=2,etp=1,order=tp-dp-cp-ep-pp", 32).value()) == 32);
+  CHECK(PackedGpusNeeded(256, 64, 72) == 288);
+  CHECK(PackedGpusNeeded(256, 128, 72) == -1);
+}
+
+TEST_CASE("CheckLayout reports every rule a layout breaks, in rule order") {
+  Case c;
+  c.model.heads = 48;
+  auto v = c.Check("tp=32,cp=1,pp=4,ep=16,etp=1,vpp=3");
+  std::vector<Rule> rules;
+  for (auto& x : v) rules.push_back(x.rule);
+  CHECK(std::is_sorted(rules.begin(), rules.end()));
+  CHECK(std::count(rules.begin(), rules.end(), Rule::kTpDividesHeads) == 1);
+  CHECK(std::count(rules.begin(), rules.end(), Rule::kEpDividesExperts) == 1);
+  CHECK(std::count(rules.begin(), rules.end(), Rule::kPipelineSplit) == 1);
+}
