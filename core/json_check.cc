@@ -79,6 +79,9 @@ Result<json> ParseJsonText(const std::string& text, const std::string& file) {
     if (pos != std::string::npos) what = what.substr(pos);
     return Status::Error(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
                          ": not valid JSON: " + what);
+  } catch (const json::exception& e) {
+    // e.g. a number out of range such as 1e999999
+    return Status::Error(file + ": not valid JSON: " + e.what());
   }
 }
 
