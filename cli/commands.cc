@@ -36,6 +36,10 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
     if (*o.micro_batch < 1) return Status::Error("--micro-batch: expected a positive integer");
     job->micro_batch_sizes = {*o.micro_batch};
   }
+  if (o.gpus) {
+    if (*o.gpus < 1) return Status::Error("--gpus: expected a positive integer");
+    job->world_size = *o.gpus;
+  }
   if (o.precision) {
     if (*o.precision == "bf16") job->precision = Precision::kBF16;
     else if (*o.precision == "fp8") job->precision = Precision::kFP8;

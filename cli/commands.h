@@ -21,6 +21,7 @@ struct InputOptions {
   std::string model = "";
   std::string job = "";
   std::optional<int> nodes;           // --nodes: override the cluster's node count
+  std::optional<int> gpus;            // --gpus: use only this many of the cluster's GPUs
   std::optional<int> seq;             // --seq: tokens per sequence
   std::optional<int> global_batch;    // --global-batch: sequences per step
   std::optional<int> micro_batch;     // --micro-batch: the only micro-batch size considered

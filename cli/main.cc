@@ -17,6 +17,7 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
     cmd->add_option("--global-batch", in->global_batch, "override the job's global batch (sequences)");
     cmd->add_option("--micro-batch", in->micro_batch, "consider only this micro-batch size");
     cmd->add_option("--precision", in->precision, "override the job's precision: bf16 or fp8");
+    cmd->add_option("--gpus", in->gpus, "use only N of the cluster's GPUs (the world size)");
   }
   cmd->add_option("--nodes", in->nodes, "override the cluster's node count");
 }

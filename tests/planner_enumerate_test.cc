@@ -148,7 +148,7 @@ TEST_CASE("every enumerated layout builds a rank map") {
   REQUIRE(e.legal_count > 0);
   for (const auto& l : e.legal) {
     auto map = BuildRankMap(l, cluster);
-    CHECK_MESSAGE(map.ok(), FormatLayout(l) + ": " + map.status().message());
+    CHECK_MESSAGE(map.ok(), FormatLayout(l) << ": " << map.status().message());
   }
 }
 

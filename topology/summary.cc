@@ -127,7 +127,8 @@ std::string TopologySummaryText(const Topology& topo) {
   std::ostringstream out;
 
   out << "cluster " << (c.name.empty() ? "(unnamed)" : c.name);
-  if (!c.description.empty()) out << ": " << c.description;
+  // The first sentence of the description; the rest (sources) is in the file.
+  if (!c.description.empty()) out << ": " << c.description.substr(0, c.description.find(". "));
   out << "\n";
   out << "  GPUs            " << counts.gpus << " x " << (c.gpu.name.empty() ? "GPU" : c.gpu.name)
       << ", " << c.gpus_per_node << " per node\n";

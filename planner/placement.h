@@ -1,0 +1,44 @@
+// Physical placement of logical ranks on the cluster's GPUs (folding.md
+// section 5). Linear: rank r on GPU r, as launchers do by default. Packed:
+// the ranks are cut into aligned blocks of B consecutive ranks, B the
+// smallest block that holds every heavy group (tp, cp, tp_cp, ep, etp,
+// tp_ep), and floor(D / B) whole blocks go into each NVLink domain of D GPUs
+// (domains filled in order, GPUs of a domain in order); the rest of each
+// domain stays idle, so no heavy group straddles two domains.
+#pragma once
+
+#include <vector>
+
+#include "core/status.h"
+#include "inputs/cluster.h"
+#include "planner/layout.h"
+#include "planner/rank_generator.h"
+#include "planner/rank_map.h"
+
+namespace foldplan {
+
+// The smallest B dividing `world` such that every heavy group (IsHeavy) lies
+// inside one aligned block [k*B, (k+1)*B). Computed from the groups
+// themselves, so any order string works; `world` when nothing smaller does.
+int HeavyBlockRanks(int world, const GroupSet& groups);
+// The same for a built map.
+int HeavyBlockRanks(const RankMap& map);
+
+// Where GPU `gpu` of the cluster sits (node, local GPU, domain, rail).
+PhysicalPlace PlaceOfGpu(int gpu, const ClusterSpec& cluster);
+
+// Whether the cluster's shape fields can place anything (positive GPUs per
+// node, whole nodes per NVLink domain, NICs > 0); the error names the field.
+Status CheckClusterShape(const ClusterSpec& cluster);
+
+// GPU of every rank. Packed with B > D falls back to linear (packing cannot
+// help; Straddles() reports the damage). Errors: world larger than the
+// cluster, or a packed placement needing more GPUs than the cluster has (the
+// message says how many it needs).
+Result<std::vector<PhysicalPlace>> PlaceRanks(int world, Placement placement, int block_ranks,
+                                              const ClusterSpec& cluster);
+
+// Heavy groups of `groups` touching more than one domain, given each rank's place.
+std::vector<Straddle> FindStraddles(const GroupSet& groups, const std::vector<PhysicalPlace>& places);
+
+}  // namespace foldplan

@@ -1,0 +1,57 @@
+// Exporting a rank map for trainers (doc/rankmap.md):
+//   rankmap     foldplan.rankmap/v1 JSON: every group, both views, placement
+//   megatron    Megatron-LM command-line arguments
+//   torch       a Python snippet building torch DeviceMeshes from the real rank arrays
+//   torchtitan  torchtitan [parallelism] TOML settings
+//   olmo-core   OLMo-core folded-MoE degrees and mesh shapes (Python dict)
+// A trainer that cannot express the layout gets a refusal: a Status error
+// whose message says why. Before any export the map's invariants are checked
+// (CheckRankMapInvariants); a violation is a bug and is reported as an error.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "core/status.h"
+#include "inputs/cluster.h"
+#include "inputs/job.h"
+#include "inputs/model.h"
+#include "planner/rank_map.h"
+
+namespace foldplan {
+
+enum class ExportFormat { kRankMap, kMegatron, kTorch, kTorchtitan, kOlmoCore };
+inline constexpr int kExportFormatCount = 5;
+
+const char* Name(ExportFormat format);  // "rankmap", "megatron", "torch", "torchtitan", "olmo-core"
+// Accepts the names above; the error lists them.
+Result<ExportFormat> ParseExportFormat(std::string_view text);
+
+// What an export may mention besides the map. Any pointer may be null:
+// cluster (possibly a generic one) for the placement's header, model for
+// experts and layer counts, job for sequence length, global batch and the
+// token dispatcher.
+struct ExportContext {
+  const ClusterSpec* cluster = nullptr;
+  const ModelSpec* model = nullptr;
+  const JobSpec* job = nullptr;
+};
+
+Result<std::string> ExportRankMap(const RankMap& map, ExportFormat format, const ExportContext& ctx);
+
+// The invariants a rank map satisfies, one sentence each, in the order
+// CheckRankMapInvariants checks them (also written to the rankmap JSON).
+const std::vector<std::string>& RankMapInvariants();
+// Checks every invariant; the error names the first one broken and where.
+Status CheckRankMapInvariants(const RankMap& map);
+
+// The individual exporters (ExportRankMap dispatches to them after the
+// invariant check).
+Result<std::string> ExportRankMapJson(const RankMap& map, const ExportContext& ctx);
+Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx);
+Result<std::string> ExportTorch(const RankMap& map, const ExportContext& ctx);
+Result<std::string> ExportTorchtitan(const RankMap& map, const ExportContext& ctx);
+Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx);
+
+}  // namespace foldplan

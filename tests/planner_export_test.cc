@@ -1,0 +1,285 @@
+// Rank-map exports: the foldplan.rankmap/v1 JSON round trip, Megatron
+// arguments, torch, torchtitan and OLMo-core, and each refusal's reason.
+#include <doctest/doctest.h>
+
+#include <nlohmann/json.hpp>
+#include <string>
+
+#include "planner/rank_export.h"
+#include "planner/rank_map.h"
+
+namespace foldplan {
+namespace {
+
+bool Contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+Layout MakeLayout(int world, int tp, int cp, int pp, int ep, int etp,
+                  const std::string& order = kDefaultOrder) {
+  Layout l;
+  l.world = world;
+  l.tp = tp;
+  l.cp = cp;
+  l.pp = pp;
+  l.dp = world / (tp * cp * pp);
+  l.ep = ep;
+  l.etp = etp;
+  l.edp = world / (pp * ep * etp);
+  l.order = order;
+  return l;
+}
+
+ClusterSpec Dgx(int nodes) {
+  ClusterSpec c;
+  c.name = "test-dgx";
+  c.nodes = nodes;
+  return c;
+}
+
+ModelSpec Moe(int layers, int experts) {
+  ModelSpec m;
+  m.name = "test-moe";
+  m.layers = layers;
+  m.heads = 16;
+  m.kv_heads = 8;
+  m.hidden = 1024;
+  m.moe = MoeSpec{};
+  m.moe->experts = experts;
+  m.moe->top_k = 2;
+  m.moe->ffn_hidden = 512;
+  return m;
+}
+
+RankMap Build(const Layout& l, int nodes = 2) {
+  Result<RankMap> map = BuildRankMap(l, Dgx(nodes));
+  REQUIRE_MESSAGE(map.ok(), map.status().message());
+  return std::move(map).value();
+}
+
+std::string Export(const RankMap& m, ExportFormat f, const ExportContext& ctx = {}) {
+  Result<std::string> out = ExportRankMap(m, f, ctx);
+  REQUIRE_MESSAGE(out.ok(), out.status().message());
+  return *out;
+}
+
+std::string Refusal(const RankMap& m, ExportFormat f, const ExportContext& ctx = {}) {
+  Result<std::string> out = ExportRankMap(m, f, ctx);
+  REQUIRE_FALSE(out.ok());
+  return out.status().message();
+}
+
+TEST_CASE("export: format names") {
+  for (int i = 0; i < kExportFormatCount; ++i) {
+    const auto f = static_cast<ExportFormat>(i);
+    Result<ExportFormat> parsed = ParseExportFormat(Name(f));
+    REQUIRE(parsed.ok());
+    CHECK(*parsed == f);
+  }
+  Result<ExportFormat> bad = ParseExportFormat("deepspeed");
+  REQUIRE_FALSE(bad.ok());
+  CHECK(Contains(bad.status().message(), "rankmap, megatron, torch, torchtitan, olmo-core"));
+}
+
+TEST_CASE("export rankmap: valid JSON that round-trips every group") {
+  Layout l = MakeLayout(16, 2, 2, 2, 4, 1);
+  l.stage_layers = {4, 4};
+  const RankMap m = Build(l, 4);
+  const ClusterSpec cluster = Dgx(4);
+  const ModelSpec model = Moe(8, 8);
+  JobSpec job;
+  const std::string text = Export(m, ExportFormat::kRankMap, {&cluster, &model, &job});
+  const nlohmann::json j = nlohmann::json::parse(text);
+  CHECK(j["schema"] == "foldplan.rankmap/v1");
+  CHECK(j["world_size"] == 16);
+  CHECK(j["degrees"]["edp"] == 2);
+  CHECK(j["order"] == "tp-cp-ep-dp-pp");
+  CHECK(j["stage_layers"] == nlohmann::json::array({4, 4}));
+  CHECK(j["views"]["dense"]["dims"] == nlohmann::json::array({"pp", "dp", "cp", "tp"}));
+  CHECK(j["views"]["expert"]["shape"] == nlohmann::json::array({2, 2, 4, 1}));
+  CHECK(j["views"]["dense"]["ranks"].get<std::vector<int>>() == m.dense_view());
+  CHECK(j["views"]["expert"]["ranks"].get<std::vector<int>>() == m.expert_view());
+  REQUIRE(j["groups"].size() == static_cast<size_t>(kGroupKindCount));
+  for (int i = 0; i < kGroupKindCount; ++i) {
+    const auto kind = static_cast<GroupKind>(i);
+    CHECK(j["groups"][Name(kind)].get<Groups>() == m.groups(kind));
+  }
+  // Group kinds appear in GroupKind order in the text.
+  CHECK(text.find("\"tp\": [[0, 1]") == std::string::npos);  // one group per line, not all on one
+  const size_t groups_at = text.find("\"groups\": {");
+  CHECK(text.find("\"dp_cp\": [", groups_at) < text.find("\"edp\": [", groups_at));
+  CHECK(Contains(text, "      [0, 2, 4, 6],\n"));
+  CHECK(j["roles"]["loss_and_dense_grads"] == "dp_cp");
+  CHECK(j["placement"]["kind"] == "linear");
+  CHECK(j["placement"]["gpu"].size() == 16);
+  CHECK(j["placement"]["rail"][9] == 1);
+  CHECK(j["idle_gpus"] == 16);
+  CHECK(j["straddles"].empty());
+  CHECK(j["expert_owner"]["local_experts"] == 2);
+  CHECK(j["expert_owner"]["first_expert"][5] == 2);  // rank 5 has ep coordinate 1
+  CHECK(j["invariants"].size() == RankMapInvariants().size());
+  CHECK(j["coords"]["edp"][4] == 1);
+}
+
+TEST_CASE("export rankmap: experts not divisible by ep is an error") {
+  const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1));
+  const ModelSpec model = Moe(8, 6);
+  CHECK(Contains(Refusal(m, ExportFormat::kRankMap, {nullptr, &model, nullptr}),
+                 "6 experts, not divisible by ep 4"));
+}
+
+TEST_CASE("export megatron: default order, tp-pp-dp order, odd orders") {
+  JobSpec job;
+  job.seq_len = 8192;
+  job.global_batch = 256;
+  SUBCASE("default order") {
+    Layout l = MakeLayout(16, 2, 2, 2, 4, 1);
+    l.recompute = Recompute::kFull;
+    const std::string args = Export(Build(l), ExportFormat::kMegatron, {nullptr, nullptr, &job});
+    CHECK(Contains(args, "--tensor-model-parallel-size 2 \\\n"));
+    CHECK(Contains(args, "--context-parallel-size 2 \\\n--cp-comm-type a2a \\\n"));
+    CHECK(Contains(args, "--expert-model-parallel-size 4 \\\n"));
+    CHECK(Contains(args, "--expert-tensor-parallel-size 1 \\\n"));
+    CHECK(Contains(args, "--sequence-parallel \\\n"));
+    CHECK(Contains(
+        args, "--recompute-granularity full \\\n--recompute-method uniform \\\n--recompute-num-layers 1"));
+    CHECK(Contains(args, "--seq-length 8192"));
+    CHECK(Contains(args, "--moe-token-dispatcher-type alltoall\n"));
+    CHECK_FALSE(Contains(args, "--use-tp-pp-dp-mapping"));
+  }
+  SUBCASE("tp-cp-ep-pp-dp gets --use-tp-pp-dp-mapping") {
+    Layout l = MakeLayout(16, 2, 2, 2, 4, 1, kPpDpOrder);
+    l.cp_style = CpStyle::kRing;
+    const std::string args = Export(Build(l), ExportFormat::kMegatron, {nullptr, nullptr, &job});
+    CHECK(Contains(args, "--use-tp-pp-dp-mapping \\\n"));
+    CHECK(Contains(args, "--cp-comm-type p2p"));
+  }
+  SUBCASE("an order Megatron cannot number is refused") {
+    const RankMap m = Build(MakeLayout(16, 2, 2, 2, 2, 1, "tp-dp-cp-ep-pp"));
+    CHECK(Contains(Refusal(m, ExportFormat::kMegatron), "megatron cannot express this layout"));
+    CHECK(Contains(Refusal(m, ExportFormat::kMegatron), "order 'tp-dp-cp-ep-pp'"));
+  }
+  SUBCASE("an odd spelling with the default order's groups is accepted") {
+    // cp = ep = 1: "tp-dp-pp" numbers ranks exactly like tp-cp-ep-dp-pp.
+    const std::string args =
+        Export(Build(MakeLayout(16, 2, 1, 2, 1, 2, "tp-dp-pp")), ExportFormat::kMegatron);
+    CHECK_FALSE(Contains(args, "--use-tp-pp-dp-mapping"));
+    CHECK(Contains(args, "# no job given"));
+  }
+  SUBCASE("virtual pipeline, even and uneven") {
+    Layout l = MakeLayout(16, 2, 2, 2, 4, 1);
+    l.vpp = 2;
+    l.stage_layers = {3, 3, 3, 3};
+    CHECK(Contains(Export(Build(l), ExportFormat::kMegatron), "--num-layers-per-virtual-pipeline-stage 3"));
+    l.stage_layers = {2, 3, 3, 2};
+    CHECK(Contains(Export(Build(l), ExportFormat::kMegatron),
+                   "--pipeline-model-parallel-layout \"Ett|ttt|ttt|ttL\""));
+    l.stage_layers = {};
+    const ModelSpec model = Moe(16, 8);
+    CHECK(Contains(Export(Build(l), ExportFormat::kMegatron, {nullptr, &model, nullptr}),
+                   "--num-layers-per-virtual-pipeline-stage 4"));
+    CHECK(Contains(Refusal(Build(l), ExportFormat::kMegatron), "give a model or stage layers"));
+  }
+  SUBCASE("uneven first and last stages without vpp") {
+    Layout l = MakeLayout(32, 1, 1, 4, 8, 1);
+    l.stage_layers = {5, 6, 6, 3};
+    const std::string args = Export(Build(l, 4), ExportFormat::kMegatron);
+    CHECK(Contains(args, "--decoder-first-pipeline-num-layers 5"));
+    CHECK(Contains(args, "--decoder-last-pipeline-num-layers 3"));
+  }
+  SUBCASE("packed placement adds the launcher note") {
+    // ep 6 blocks in 8-GPU domains: one block per domain, ranks 6..11 on GPUs 8..13.
+    Layout l = MakeLayout(12, 1, 1, 1, 6, 1);
+    l.placement = Placement::kPacked;
+    const RankMap m = Build(l);
+    CHECK(m.place(6).gpu == 8);
+    const std::string args = Export(m, ExportFormat::kMegatron);
+    CHECK(Contains(args,
+                   "# Placement 'packed': rank r must run on GPU gpu[r] of the rank map, not on GPU r\n"));
+    CHECK(Contains(args, "The launcher must place ranks per the rank map"));
+    CHECK(Contains(args, "--expert-model-parallel-size 6 \\\n"));
+  }
+  SUBCASE("packed placement that moves nothing says so") {
+    Layout l = MakeLayout(16, 2, 2, 2, 4, 1);
+    l.placement = Placement::kPacked;
+    CHECK(Contains(Export(Build(l), ExportFormat::kMegatron),
+                   "# Placement 'packed' puts rank r on GPU r here"));
+  }
+}
+
+TEST_CASE("export torch: DeviceMeshes from the real rank arrays") {
+  const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1, kPpDpOrder));
+  const std::string py = Export(m, ExportFormat::kTorch);
+  CHECK(Contains(py, "from torch.distributed.device_mesh import DeviceMesh"));
+  CHECK(Contains(py, "init_process_group"));
+  // Dense view of the tp-pp-dp order: (p, d, c, t) -> t + 2c + 4p + 8d.
+  CHECK(Contains(py,
+                 "dense_ranks = torch.tensor([0, 1, 2, 3, 8, 9, 10, 11, 4, 5, 6, 7, 12, 13, 14, "
+                 "15]).reshape(2, 2, 2, 2)"));
+  CHECK(Contains(py, "mesh_dim_names=(\"pp\", \"edp\", \"ep\", \"etp\")"));
+  CHECK(Contains(py, "dense_mesh[\"dp\", \"cp\"]._flatten(\"dp_cp\")"));
+  CHECK(Contains(py, "new_subgroups_by_enumeration(\n    [[0, 4],\n    [1, 5]"));
+}
+
+TEST_CASE("export torchtitan: expressible layouts and refusals") {
+  SUBCASE("ring cp, etp = tp, pp outermost") {
+    Layout l = MakeLayout(32, 2, 2, 2, 4, 2);  // dp 4; ep 4 borrows dp_shard_in_ep 2 x cp 2
+    l.cp_style = CpStyle::kRing;
+    const std::string toml = Export(Build(l, 4), ExportFormat::kTorchtitan);
+    CHECK(Contains(toml, "[parallelism]\n"));
+    CHECK(Contains(toml, "data_parallel_shard_degree = 4\n"));
+    CHECK(Contains(toml, "context_parallel_degree = 2\n"));
+    CHECK(Contains(toml, "expert_parallel_degree = 4\n"));
+    CHECK(Contains(toml, "expert_tensor_parallel_degree = 2\n"));
+    CHECK(Contains(toml, "pipeline_parallel_schedule = \"1F1B\"\n"));
+  }
+  SUBCASE("etp 1 with ep spanning cp x tp") {
+    Layout l = MakeLayout(16, 2, 1, 1, 4, 1);
+    CHECK(Contains(Export(Build(l), ExportFormat::kTorchtitan), "expert_tensor_parallel_degree = 1\n"));
+  }
+  SUBCASE("ulysses cp is refused") {
+    const std::string why = Refusal(Build(MakeLayout(16, 2, 2, 2, 4, 1)), ExportFormat::kTorchtitan);
+    CHECK(Contains(why, "torchtitan cannot express this layout"));
+    CHECK(Contains(why, "ring attention only"));
+  }
+  SUBCASE("etp neither 1 nor tp is refused") {
+    Layout l = MakeLayout(16, 4, 1, 1, 2, 2);
+    CHECK(Contains(Refusal(Build(l), ExportFormat::kTorchtitan), "must be 1 or tp 4"));
+  }
+  SUBCASE("ep not a multiple of cp is refused") {
+    Layout l = MakeLayout(16, 1, 4, 1, 2, 1);
+    l.cp_style = CpStyle::kRing;
+    CHECK(Contains(Refusal(Build(l), ExportFormat::kTorchtitan), "ep 2 must be a multiple of cp 4"));
+  }
+  SUBCASE("pp not outermost gives other groups and is refused") {
+    const Layout l = MakeLayout(16, 1, 1, 2, 1, 1, kPpDpOrder);  // dp = edp = 8
+    const std::string why = Refusal(Build(l), ExportFormat::kTorchtitan);
+    CHECK(Contains(why, "pp outermost"));
+    CHECK(Contains(why,
+                   "dp groups differ: this layout has [0, 2, 4, 6, 8, 10, 12, 14], torchtitan has [0, 1, 2, "
+                   "3, 4, 5, 6, 7]"));
+  }
+}
+
+TEST_CASE("export olmo-core: tp = etp = 1 and pp outermost only") {
+  SUBCASE("expressible") {
+    const ModelSpec model = Moe(8, 16);
+    const std::string py =
+        Export(Build(MakeLayout(16, 1, 2, 2, 4, 1)), ExportFormat::kOlmoCore, {nullptr, &model, nullptr});
+    CHECK(Contains(py, "olmo_core_parallelism = {"));
+    CHECK(Contains(py, "\"moe_mesh\": {\"dims\": [\"pp\", \"ep_dp\", \"ep_mp\"], \"shape\": [2, 2, 4]}"));
+    CHECK(Contains(py, "\"local_experts\": 4"));
+  }
+  SUBCASE("tp > 1 is refused") {
+    const std::string why = Refusal(Build(MakeLayout(16, 2, 2, 2, 4, 1)), ExportFormat::kOlmoCore);
+    CHECK(Contains(why, "olmo-core cannot express this layout"));
+    CHECK(Contains(why, "no tensor parallelism (tp must be 1, this layout has tp 2)"));
+  }
+  SUBCASE("pp-dp order with pp > 1 is refused") {
+    Layout l = MakeLayout(16, 1, 1, 2, 1, 1, kPpDpOrder);
+    CHECK(Contains(Refusal(Build(l), ExportFormat::kOlmoCore), "pp outermost"));
+  }
+}
+
+}  // namespace
+}  // namespace foldplan
