@@ -1,0 +1,25 @@
+// Everything a cost evaluation reads, gathered once per (cluster, model,
+// job) and shared by the compute, communication, memory and step-time
+// models. Non-owning; every pointer must outlive the evaluation.
+#pragma once
+
+#include "inputs/cluster.h"
+#include "inputs/job.h"
+#include "inputs/model.h"
+
+namespace foldplan {
+
+class Topology;
+class ComputeProfile;
+struct CommParams;
+
+struct CostContext {
+  const ClusterSpec* cluster = nullptr;
+  const ModelSpec* model = nullptr;
+  const JobSpec* job = nullptr;
+  const Topology* topology = nullptr;       // built from *cluster
+  const ComputeProfile* profile = nullptr;  // GEMM / attention rate tables
+  const CommParams* comm = nullptr;         // collective model parameters (calibration)
+};
+
+}  // namespace foldplan
