@@ -124,6 +124,21 @@ Result<Layout> ResolveLayout(const std::string& text, int default_world,
   return layout;
 }
 
+// Heavy groups (TP, CP, EP, ETP) outside one NVLink domain are the main
+// placement hazard; say so on stderr whatever the export format.
+void WarnAboutStraddles(const RankMap& map, std::ostream& err) {
+  const auto straddles = map.Straddles();
+  if (straddles.empty()) return;
+  err << "warning: " << straddles.size() << " heavy group" << (straddles.size() > 1 ? "s" : "")
+      << " straddle NVLink domains";
+  const Straddle& s = straddles.front();
+  err << " (e.g. " << Name(s.kind) << " group " << s.group_index << ": ranks per domain ";
+  for (size_t i = 0; i < s.ranks_per_domain.size(); ++i) err << (i ? "+" : "") << s.ranks_per_domain[i];
+  err << ")";
+  if (map.layout().placement == Placement::kLinear) err << "; placement=packed may keep them inside";
+  err << "\n";
+}
+
 int WorldOf(const ClusterSpec& cluster, const JobSpec& job) {
   return job.world_size > 0 ? job.world_size : cluster.total_gpus();
 }
@@ -310,6 +325,7 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   if (!layout.ok()) return Fail(err, layout.status());
   auto map = BuildRankMap(layout.value(), cluster);
   if (!map.ok()) return Fail(err, map.status());
+  WarnAboutStraddles(map.value(), err);
   const ExportContext export_ctx{&cluster, model ? &*model : nullptr, &j};
   auto text = ExportRankMap(map.value(), format.value(), export_ctx);
   if (!text.ok()) return Fail(err, text.status());
