@@ -40,6 +40,8 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
      "dense and expert pp groups equal: order ends with pp, or pp == 1, or edp == dp"},
     {Rule::kPlacementFits, "placement_fits",
      "a packed placement's whole heavy blocks per NVLink domain hold every rank"},
+    {Rule::kFitsMemory, "fits_memory",
+     "peak memory per GPU <= HBM (cost model; counted by plan, not by enumerate)"},
 }};
 
 std::string Str(long long v) { return std::to_string(v); }

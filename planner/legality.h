@@ -37,8 +37,9 @@ enum class Rule {
   kOrderValid,                // order string: known tokens, none repeated, none missing of size > 1
   kOrderPpStride,             // order ends with pp, or pp == 1, or edp == dp
   kPlacementFits,             // a packed placement fits in the cluster's NVLink domains
+  kFitsMemory,                // peak memory per GPU <= HBM; judged by the cost model during search
 };
-inline constexpr int kRuleCount = 22;
+inline constexpr int kRuleCount = 23;
 
 struct RuleInfo {
   Rule rule;

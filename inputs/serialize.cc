@@ -1,0 +1,104 @@
+#include "inputs/serialize.h"
+
+#include "inputs/loader.h"
+
+namespace foldplan {
+
+using nlohmann::json;
+
+json ToJson(const ClusterSpec& c) {
+  json out = {
+      {"schema", kClusterSchema},
+      {"description", c.description},
+      {"gpu",
+       {{"name", c.gpu.name},
+        {"peak_bf16_tflops", c.gpu.peak_bf16_flops / 1e12},
+        {"peak_fp8_tflops", c.gpu.peak_fp8_flops / 1e12},
+        {"hbm_gib", c.gpu.hbm_gib},
+        {"hbm_tb_per_s", c.gpu.hbm_tb_per_s}}},
+      {"nodes", c.nodes},
+      {"gpus_per_node", c.gpus_per_node},
+      {"nvlink", {{"domain_gpus", c.nvlink_domain_gpus}, {"gb_per_s_per_direction", c.nvlink_gb_per_s}}},
+      {"network",
+       {{"nics_per_node", c.nics_per_node},
+        {"nic_gbit_per_s", c.nic_gbit_per_s},
+        {"scalable_unit_nodes", c.fabric.su_nodes},
+        {"spine_oversubscription", c.fabric.spine_oversubscription}}},
+      {"latency_us",
+       {{"nvlink_hop", c.latency.nvlink_us},
+        {"network_hop", c.latency.network_us},
+        {"spine_hop", c.latency.spine_us}}},
+  };
+  if (!c.calibration.empty()) out["calibration"] = c.calibration;
+  return out;
+}
+
+json ToJson(const ModelSpec& m) {
+  const char* attention = m.attention == AttentionKind::kMHA   ? "mha"
+                          : m.attention == AttentionKind::kMLA ? "mla"
+                                                               : "gqa";
+  json out = {
+      {"schema", kModelSchema},
+      {"description", m.description},
+      {"layers", m.layers},
+      {"hidden", m.hidden},
+      {"heads", m.heads},
+      {"kv_heads", m.kv_heads},
+      {"head_dim", m.head_dim},
+      {"vocab", m.vocab},
+      {"ffn_hidden", m.ffn_hidden},
+      {"activation", m.activation == Activation::kSwiGLU ? "swiglu" : "gelu"},
+      {"attention", attention},
+      {"qkv_bias", m.qkv_bias},
+      {"qk_norm", m.qk_norm},
+      {"tied_embeddings", m.tied_embeddings},
+      {"learned_positions", m.learned_positions},
+      {"max_positions", m.max_positions},
+      {"mtp_layers", m.mtp_layers},
+  };
+  if (m.mla) {
+    out["mla"] = {{"q_lora_rank", m.mla->q_lora_rank},
+                  {"kv_lora_rank", m.mla->kv_lora_rank},
+                  {"qk_nope_head_dim", m.mla->qk_nope_head_dim},
+                  {"qk_rope_head_dim", m.mla->qk_rope_head_dim},
+                  {"v_head_dim", m.mla->v_head_dim}};
+  }
+  if (m.moe) {
+    out["moe"] = {{"experts", m.moe->experts},
+                  {"top_k", m.moe->top_k},
+                  {"ffn_hidden", m.moe->ffn_hidden},
+                  {"shared_experts", m.moe->shared_experts},
+                  {"shared_ffn_hidden", m.moe->shared_ffn_hidden},
+                  {"shared_expert_gate", m.moe->shared_expert_gate},
+                  {"first_k_dense", m.moe->first_k_dense},
+                  {"layer_freq", m.moe->layer_freq}};
+  }
+  if (!m.learned_positions) out.erase("max_positions");
+  return out;
+}
+
+json ToJson(const JobSpec& j) {
+  json recompute = json::array(), styles = json::array();
+  for (Recompute r : j.recompute) recompute.push_back(Name(r));
+  for (CpStyle s : j.cp_styles) styles.push_back(Name(s));
+  return {
+      {"schema", kJobSchema},
+      {"description", j.description},
+      {"seq_len", j.seq_len},
+      {"global_batch", j.global_batch},
+      {"micro_batch_sizes", j.micro_batch_sizes},
+      {"precision", Name(j.precision)},
+      {"recompute", recompute},
+      {"cp_styles", styles},
+      {"vpp", j.vpp},
+      {"orders", j.orders},
+      {"dispatcher", Name(j.dispatcher)},
+      {"capacity_factor", j.capacity_factor},
+      {"routing_imbalance", j.routing_imbalance},
+      {"distributed_optimizer", j.distributed_optimizer},
+      {"ulysses_kv_replication", j.ulysses_kv_replication},
+      {"world_size", j.world_size},
+  };
+}
+
+}  // namespace foldplan

@@ -1,0 +1,90 @@
+#include "planner/search.h"
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <thread>
+
+namespace foldplan {
+namespace {
+
+bool Better(const ScoredLayout& a, const ScoredLayout& b) {
+  if (a.score.objective != b.score.objective) return a.score.objective < b.score.objective;
+  if (a.score.step_time_s != b.score.step_time_s) return a.score.step_time_s < b.score.step_time_s;
+  return FormatLayout(a.layout) < FormatLayout(b.layout);
+}
+
+// Keeps the best `top` of what one thread scores.
+struct Shard {
+  std::vector<ScoredLayout> best;
+  uint64_t rejected_memory = 0;
+  void Offer(ScoredLayout candidate, size_t top) {
+    if (best.size() == top && !Better(candidate, best.back())) return;
+    auto at = std::upper_bound(best.begin(), best.end(), candidate, Better);
+    best.insert(at, std::move(candidate));
+    if (best.size() > top) best.pop_back();
+  }
+};
+
+}  // namespace
+
+SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& scorer,
+                           const SearchOptions& options) {
+  SearchResult result;
+  result.enumeration = EnumerateLayouts(ctx);
+  const std::vector<Layout>& legal = result.enumeration.legal;
+  const size_t top = static_cast<size_t>(std::max(options.top, 1));
+  const int threads = std::max(options.threads, 1);
+
+  std::vector<Shard> shards(static_cast<size_t>(threads));
+  std::atomic<size_t> next{0};
+  std::atomic<size_t> done{0};
+  constexpr size_t kChunk = 256;  // layouts claimed per grab
+  auto work = [&](Shard* shard) {
+    for (;;) {
+      const size_t begin = next.fetch_add(kChunk);
+      if (begin >= legal.size()) return;
+      const size_t end = std::min(begin + kChunk, legal.size());
+      for (size_t i = begin; i < end; ++i) {
+        LayoutScore score = scorer.Score(legal[i]);
+        if (!score.fits) {
+          ++shard->rejected_memory;
+          continue;
+        }
+        shard->Offer({legal[i], score}, top);
+      }
+      done.fetch_add(end - begin);
+    }
+  };
+  std::vector<std::thread> pool;
+  for (int t = 1; t < threads; ++t) pool.emplace_back(work, &shards[static_cast<size_t>(t)]);
+  if (options.progress) {
+    // The calling thread reports progress while the pool works, then helps.
+    std::thread last(work, &shards[0]);
+    while (done.load() < legal.size()) {
+      options.progress(legal.empty() ? 1.0 : double(done.load()) / double(legal.size()));
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    last.join();
+    options.progress(1.0);
+  } else {
+    work(&shards[0]);
+  }
+  for (auto& t : pool) t.join();
+
+  uint64_t rejected_memory = 0;
+  for (auto& shard : shards) {
+    rejected_memory += shard.rejected_memory;
+    for (auto& c : shard.best) {
+      result.best.push_back(std::move(c));
+    }
+  }
+  std::sort(result.best.begin(), result.best.end(), Better);
+  if (result.best.size() > top) result.best.resize(top);
+  result.scored = legal.size();
+  result.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)] += rejected_memory;
+  result.enumeration.legal_count -= rejected_memory;
+  return result;
+}
+
+}  // namespace foldplan

@@ -1,0 +1,38 @@
+// The search: every legal layout (planner/enumerate.h), scored in parallel
+// through a LayoutScorer, the best `top` kept. Layouts that do not fit in
+// memory are counted under Rule::kFitsMemory.
+#pragma once
+
+#include <functional>
+#include <vector>
+
+#include "planner/enumerate.h"
+#include "planner/scoring.h"
+
+namespace foldplan {
+
+struct SearchOptions {
+  int top = 10;      // candidates kept, best first
+  int threads = 2;   // scoring threads (>= 1)
+  // Called from the calling thread with the fraction of layouts scored,
+  // about ten times a second; may be empty.
+  std::function<void(double fraction)> progress;
+};
+
+struct ScoredLayout {
+  Layout layout;
+  LayoutScore score;
+};
+
+struct SearchResult {
+  Enumeration enumeration;            // counts include the memory rejections
+  std::vector<ScoredLayout> best;     // at most `top`, lowest objective first
+  uint64_t scored = 0;                // legal layouts scored
+};
+
+// Ties on the objective are broken by step time, then by the layout's
+// canonical text, so the result does not depend on thread timing.
+SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& scorer,
+                           const SearchOptions& options = {});
+
+}  // namespace foldplan
