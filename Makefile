@@ -9,7 +9,7 @@ SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 .PHONY: plan test build deps bench clean
 
 plan: build
-	$(BUILD)/foldplan enumerate --why
+	$(BUILD)/foldplan plan
 
 test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
@@ -28,7 +28,7 @@ deps:
 	fi
 
 bench: build
-	$(BUILD)/enumerate_bench
+	for b in $(BUILD)/*_bench; do $$b; done
 
 clean:
 	rm -rf $(BUILD)

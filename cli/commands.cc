@@ -6,6 +6,7 @@
 #include "core/text_table.h"
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
+#include "planner/layout_json.h"
 #include "planner/legality.h"
 #include "planner/pipeline_split.h"
 #include "planner/rank_export.h"
@@ -15,7 +16,7 @@
 namespace foldplan {
 namespace {
 
-using nlohmann::json;
+using json = nlohmann::ordered_json;
 using Align = TextTable::Align;
 
 int Fail(std::ostream& err, const Status& status) {
@@ -65,25 +66,6 @@ std::string StagesText(const Layout& l) {
   std::string out;
   for (size_t i = 0; i < per_rank.size(); ++i) out += (i ? "/" : "") + std::to_string(per_rank[i]);
   return out;
-}
-
-json LayoutJson(const Layout& l) {
-  return json{{"world", l.world},
-              {"tp", l.tp},
-              {"cp", l.cp},
-              {"dp", l.dp},
-              {"pp", l.pp},
-              {"vpp", l.vpp},
-              {"ep", l.ep},
-              {"etp", l.etp},
-              {"edp", l.edp},
-              {"mbs", l.mbs},
-              {"order", l.order},
-              {"cp_style", Name(l.cp_style)},
-              {"recompute", Name(l.recompute)},
-              {"placement", Name(l.placement)},
-              {"stage_layers", l.stage_layers},
-              {"layout", FormatLayout(l)}};
 }
 
 json InputsJson(const Inputs& in) {
@@ -231,7 +213,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
     if (!layout.ok()) return Fail(err, layout.status());
     if (options.json) {
       out << json{{"schema", "foldplan.enumeration/v1"}, {"inputs", InputsJson(in)},
-                  {"legal", true}, {"layout", LayoutJson(layout.value())}}.dump(2) << "\n";
+                  {"legal", true}, {"layout", LayoutToJson(layout.value())}}.dump(2) << "\n";
     } else {
       out << InputsLine(in) << "\n" << "legal: " << FormatLayout(layout.value()) << "\n"
           << "layers per pipeline stage: " << StagesText(layout.value()) << "\n";
@@ -247,7 +229,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
     size_t shown = 0;
     for (const auto& l : e.legal) {
       if (options.limit > 0 && shown++ >= static_cast<size_t>(options.limit)) break;
-      layouts.push_back(LayoutJson(l));
+      layouts.push_back(LayoutToJson(l));
     }
     out << json{{"schema", "foldplan.enumeration/v1"},
                 {"inputs", InputsJson(in)},

@@ -69,4 +69,23 @@ struct RanksOptions {
 };
 int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err);
 
+struct PlanOptions {
+  InputOptions inputs;
+  int top = 10;                       // candidates shown and written
+  std::string objective = "throughput";  // throughput|memory
+  bool json = false;
+  std::string output;                 // -o plan.json
+  bool why = false;                   // rejection counts, memory included
+  int threads = 2;
+};
+int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);
+
+struct ExplainOptions {
+  InputOptions inputs;
+  std::string layout;                 // required
+  bool json = false;
+  std::string output;                 // -o plan.json holding just this layout
+};
+int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err);
+
 }  // namespace foldplan

@@ -58,6 +58,23 @@ int main(int argc, char** argv) {
   world->excludes(ranks_cmd->get_option("--nodes"));
   ranks_cmd->add_option("-o,--output", ranks.output, "write to FILE (atomically) instead of stdout");
 
+  foldplan::PlanOptions plan;
+  auto* plan_cmd = app.add_subcommand("plan", "search every legal layout and rank them by the cost model");
+  AddInputFlags(plan_cmd, &plan.inputs);
+  plan_cmd->add_option("--top", plan.top, "candidates to show and write")->capture_default_str();
+  plan_cmd->add_option("--objective", plan.objective, "throughput|memory")->capture_default_str();
+  plan_cmd->add_flag("--json", plan.json, "print JSON (schema foldplan.plan/v1)");
+  plan_cmd->add_option("-o,--output", plan.output, "write the plan (foldplan.plan/v1) to FILE");
+  plan_cmd->add_flag("--why", plan.why, "count the candidates each rule rejected, memory included");
+  plan_cmd->add_option("--threads", plan.threads, "scoring threads")->capture_default_str();
+
+  foldplan::ExplainOptions explain;
+  auto* explain_cmd = app.add_subcommand("explain", "the full cost breakdown of one layout");
+  AddInputFlags(explain_cmd, &explain.inputs);
+  explain_cmd->add_option("--layout", explain.layout, "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1")->required();
+  explain_cmd->add_flag("--json", explain.json, "print the layout's costs as JSON (a plan candidate)");
+  explain_cmd->add_option("-o,--output", explain.output, "write a foldplan.plan/v1 file holding this layout");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -69,5 +86,7 @@ int main(int argc, char** argv) {
   if (*topo_cmd) return foldplan::RunTopo(topo, std::cout, std::cerr);
   if (*enum_cmd) return foldplan::RunEnumerate(enumerate, std::cout, std::cerr);
   if (*ranks_cmd) return foldplan::RunRanks(ranks, std::cout, std::cerr);
+  if (*plan_cmd) return foldplan::RunPlan(plan, std::cout, std::cerr);
+  if (*explain_cmd) return foldplan::RunExplain(explain, std::cout, std::cerr);
   return 2;
 }

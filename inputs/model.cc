@@ -27,77 +27,104 @@ N MlpParams(const ModelSpec& m, N width) {
   return matrices * MatrixCount<N>(m.hidden, width);
 }
 
+// The parts of one layer, counted in N. Mirrors LayerParams (model.h),
+// which is this struct counted in int64.
 template <class N>
-N MlaParams(const ModelSpec& m) {
+struct LayerCounts {
+  N attention = 0;
+  N attention_replicated = 0;
+  N norms = 0;
+  N dense_mlp = 0;
+  N router = 0;
+  N routed_expert = 0;
+  N routed_experts = 0;
+  N shared_experts = 0;
+  N shared_expert_gate = 0;
+
+  N Total(N routed) const {
+    return attention + attention_replicated + norms + dense_mlp + router + shared_experts +
+           shared_expert_gate + routed * routed_expert;
+  }
+};
+
+// MLA: the down-projections (q_a, kv_a) and their latent norms are not
+// split over TP (Megatron-Core builds them as duplicated linears on the
+// sequence-parallel rows); the up-projections and o are.
+template <class N>
+void CountMla(const ModelSpec& m, LayerCounts<N>& c) {
   const MlaSpec& a = *m.mla;
   const N heads = m.heads;
   const N qk_dim = N(a.qk_nope_head_dim) + a.qk_rope_head_dim;
-  N q = 0;
   if (a.q_lora_rank > 0) {
     // q_a (down), its norm, q_b (up to every head's nope + rope parts).
-    q = MatrixCount<N>(m.hidden, a.q_lora_rank) + a.q_lora_rank +
-        MatrixCount<N>(a.q_lora_rank, heads * qk_dim);
+    c.attention_replicated += MatrixCount<N>(m.hidden, a.q_lora_rank) + a.q_lora_rank;
+    c.attention += MatrixCount<N>(a.q_lora_rank, heads * qk_dim);
   } else {
-    q = MatrixCount<N>(m.hidden, heads * qk_dim);
+    c.attention += MatrixCount<N>(m.hidden, heads * qk_dim);
   }
   // kv_a makes the compressed KV latent plus the shared rope key; kv_b
   // expands the latent into every head's nope key and value.
-  const N kv = MatrixCount<N>(m.hidden, N(a.kv_lora_rank) + a.qk_rope_head_dim) +
-               a.kv_lora_rank +
-               MatrixCount<N>(a.kv_lora_rank, heads * (N(a.qk_nope_head_dim) + a.v_head_dim));
-  const N o = MatrixCount<N>(heads * a.v_head_dim, m.hidden);
-  return q + kv + o;
+  c.attention_replicated +=
+      MatrixCount<N>(m.hidden, N(a.kv_lora_rank) + a.qk_rope_head_dim) + a.kv_lora_rank;
+  c.attention += MatrixCount<N>(a.kv_lora_rank, heads * (N(a.qk_nope_head_dim) + a.v_head_dim));
+  c.attention += MatrixCount<N>(heads * a.v_head_dim, m.hidden);  // o
 }
 
 template <class N>
-N AttentionParams(const ModelSpec& m) {
-  N params = 0;
+LayerCounts<N> CountLayer(const ModelSpec& m, bool moe_layer) {
+  LayerCounts<N> c;
   if (m.attention == AttentionKind::kMLA && m.mla) {
-    params = MlaParams<N>(m);
+    CountMla<N>(m, c);
   } else {
     const N q_width = N(m.heads) * m.head_dim;
     const N kv_width = N(m.kv_heads) * m.head_dim;
-    params = MatrixCount<N>(m.hidden, q_width + 2 * kv_width) + MatrixCount<N>(q_width, m.hidden);
-    if (m.qkv_bias) params += q_width + 2 * kv_width;
+    c.attention =
+        MatrixCount<N>(m.hidden, q_width + 2 * kv_width) + MatrixCount<N>(q_width, m.hidden);
+    if (m.qkv_bias) c.attention += q_width + 2 * kv_width;
   }
-  if (m.qk_norm) params += 2 * N(m.head_dim);  // per-head-dim RMSNorm of q and k
-  return params;
+  if (m.qk_norm) c.attention_replicated += 2 * N(m.head_dim);  // per-head-dim RMSNorm of q and k
+  c.norms = 2 * N(m.hidden);  // before attention, before the MLP
+  if (moe_layer && m.moe) {
+    const MoeSpec& e = *m.moe;
+    c.router = MatrixCount<N>(m.hidden, e.experts);
+    c.routed_expert = MlpParams<N>(m, e.ffn_hidden);
+    c.routed_experts = e.experts;
+    c.shared_experts = N(e.shared_experts) * MlpParams<N>(m, e.shared_ffn_hidden);
+    if (e.shared_expert_gate) c.shared_expert_gate = m.hidden;  // hidden -> 1
+  } else {
+    c.dense_mlp = MlpParams<N>(m, m.ffn_hidden);
+  }
+  return c;
 }
 
-// One MoE block with `routed` routed experts counted (all of them for the
-// total, top_k for the active count).
-template <class N>
-N MoeParams(const ModelSpec& m, N routed) {
-  const MoeSpec& e = *m.moe;
-  N params = MatrixCount<N>(m.hidden, e.experts);  // router
-  params += routed * MlpParams<N>(m, e.ffn_hidden);
-  params += N(e.shared_experts) * MlpParams<N>(m, e.shared_ffn_hidden);
-  if (e.shared_expert_gate) params += m.hidden;  // hidden -> 1
-  return params;
+EmbeddingParams CountEmbeddings(const ModelSpec& m) {
+  EmbeddingParams e;
+  e.input_embedding = MatrixCount<int64_t>(m.vocab, m.hidden);
+  e.output_layer = m.tied_embeddings ? 0 : e.input_embedding;
+  if (m.learned_positions) e.position_embedding = MatrixCount<int64_t>(m.max_positions, m.hidden);
+  e.final_norm = m.hidden;
+  return e;
 }
 
 template <class N>
-N EmbeddingParams(const ModelSpec& m) {
+N EmbeddingCount(const ModelSpec& m) {
   const N table = MatrixCount<N>(m.vocab, m.hidden);
   N params = m.tied_embeddings ? table : 2 * table;  // input table + output layer
   if (m.learned_positions) params += MatrixCount<N>(m.max_positions, m.hidden);
-  return params;
+  return params + N(m.hidden);  // + final norm
 }
 
+// With all routed experts (the total) or top_k of them (the active count).
 template <class N>
 N CountParams(const ModelSpec& m, bool active_only) {
-  const N norms_per_layer = 2 * N(m.hidden);  // before attention, before the MLP
-  const N dense_layer = AttentionParams<N>(m) + norms_per_layer + MlpParams<N>(m, m.ffn_hidden);
-  N moe_layer = 0;
-  if (m.moe) {
-    const N routed = active_only ? m.moe->top_k : m.moe->experts;
-    moe_layer = AttentionParams<N>(m) + norms_per_layer + MoeParams<N>(m, routed);
-  }
   const N moe_layers = m.moe_layer_count();
   const N dense_layers = N(m.layers) - moe_layers;
-  const N final_norm = m.hidden;
-  return EmbeddingParams<N>(m) + dense_layers * dense_layer + moe_layers * moe_layer +
-         final_norm;
+  N params = EmbeddingCount<N>(m) + dense_layers * CountLayer<N>(m, false).Total(0);
+  if (m.moe) {
+    const N routed = active_only ? m.moe->top_k : m.moe->experts;
+    params += moe_layers * CountLayer<N>(m, true).Total(routed);
+  }
+  return params;
 }
 
 }  // namespace
@@ -115,6 +142,23 @@ int ModelSpec::moe_layer_count() const {
 }
 
 int ModelSpec::v_head_dim() const { return mla ? mla->v_head_dim : head_dim; }
+
+LayerParams ModelSpec::layer_params(bool moe_layer) const {
+  const LayerCounts<int64_t> c = CountLayer<int64_t>(*this, moe_layer);
+  LayerParams p;
+  p.attention = c.attention;
+  p.attention_replicated = c.attention_replicated;
+  p.norms = c.norms;
+  p.dense_mlp = c.dense_mlp;
+  p.router = c.router;
+  p.routed_expert = c.routed_expert;
+  p.routed_experts = static_cast<int>(c.routed_experts);
+  p.shared_experts = c.shared_experts;
+  p.shared_expert_gate = c.shared_expert_gate;
+  return p;
+}
+
+EmbeddingParams ModelSpec::embedding_params() const { return CountEmbeddings(*this); }
 
 int64_t ModelSpec::total_params() const { return CountParams<int64_t>(*this, false); }
 

@@ -31,6 +31,43 @@ struct MoeSpec {
   int layer_freq = 1;          // after those, every layer_freq-th layer is MoE
 };
 
+// Parameters of one decoder layer, split by how parallelism shards them, so
+// that the memory model (costmodel/memory.h) places each part on a rank
+// without counting again. The sum is what total_params() counts per layer.
+struct LayerParams {
+  int64_t attention = 0;             // TP-sharded: q/k/v/o (MLA: q_b or q, kv_b, o), QKV bias
+  int64_t attention_replicated = 0;  // not TP-sharded: MLA q_a/kv_a down-projections and
+                                     // their latent norms (Megatron builds them duplicated),
+                                     // q/k norms
+  int64_t norms = 0;                 // the norms before attention and before the MLP
+  int64_t dense_mlp = 0;             // dense layers only; TP-sharded
+  int64_t router = 0;                // MoE layers only; replicated (a dense-view parameter)
+  int64_t routed_expert = 0;         // ONE routed expert's MLP; ETP-sharded
+  int routed_experts = 0;            // routed experts in the layer (0 in dense layers)
+  int64_t shared_experts = 0;        // every shared expert together; TP-sharded like a dense MLP
+  int64_t shared_expert_gate = 0;    // hidden -> 1, replicated
+
+  // Every weight of the layer, all routed experts included.
+  int64_t total() const { return non_expert() + int64_t(routed_experts) * routed_expert; }
+  // Everything outside the routed experts (gradients reduce over DP x CP).
+  int64_t non_expert() const {
+    return attention + attention_replicated + norms + dense_mlp + router + shared_experts +
+           shared_expert_gate;
+  }
+};
+
+// Parameters outside the decoder layers.
+struct EmbeddingParams {
+  int64_t input_embedding = 0;     // vocab x hidden, vocab-parallel over TP (first stage)
+  int64_t position_embedding = 0;  // learned positions, replicated (first stage)
+  int64_t output_layer = 0;        // vocab x hidden, vocab-parallel over TP (last stage);
+                                   // 0 when tied: the last stage then holds a copy of the
+                                   // input embedding instead (when pp > 1)
+  int64_t final_norm = 0;          // hidden (last stage)
+
+  int64_t total() const { return input_embedding + position_embedding + output_layer + final_norm; }
+};
+
 struct ModelSpec {
   std::string name;
   std::string source;          // file it came from
@@ -59,6 +96,10 @@ struct ModelSpec {
   int moe_layer_count() const;
   // Value head dim: MLA's v_head_dim, else head_dim.
   int v_head_dim() const;
+
+  // Parameters of one dense (moe_layer false) or MoE decoder layer.
+  LayerParams layer_params(bool moe_layer) const;
+  EmbeddingParams embedding_params() const;
 
   // Parameter counts, embeddings and output layer included, MTP excluded.
   int64_t total_params() const;

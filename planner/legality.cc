@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <numeric>
-#include <sstream>
+#include <string_view>
 
 #include "planner/pipeline_split.h"
 
@@ -46,70 +46,88 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
 
 std::string Str(long long v) { return std::to_string(v); }
 
-// Sizes of the order's axes in one generator; empty on an invalid order.
+// An order string as axis ids, fastest first. Parsed without allocating:
+// the search checks orders for every candidate.
+enum Axis { kTpAxis, kCpAxis, kEpAxis, kDpAxis, kPpAxis, kAxisCount };
+constexpr const char* kAxisNames[kAxisCount] = {"tp", "cp", "ep", "dp", "pp"};
+
 struct OrderAxes {
-  std::vector<std::string> tokens;
+  std::array<Axis, kAxisCount> axes{};
+  int count = 0;
   bool ok = true;
-  std::string error;
+  bool Has(Axis a) const { return std::find(axes.begin(), axes.begin() + count, a) != axes.begin() + count; }
+  // Appends the missing axes, as Megatron appends missing size-1 axes.
+  void Complete() {
+    for (int a = 0; a < kAxisCount; ++a) {
+      if (!Has(Axis(a))) axes[static_cast<size_t>(count++)] = Axis(a);
+    }
+  }
 };
 
-OrderAxes ParseOrder(const std::string& order) {
+// Parses `order`; on failure `error` says why.
+OrderAxes ParseOrder(std::string_view order, std::string* error) {
   OrderAxes out;
-  std::stringstream in(order);
-  std::string token;
-  while (std::getline(in, token, '-')) {
-    if (token != "tp" && token != "cp" && token != "ep" && token != "dp" && token != "pp") {
+  size_t start = 0;
+  while (start <= order.size()) {
+    size_t dash = order.find('-', start);
+    if (dash == std::string_view::npos) dash = order.size();
+    const std::string_view token = order.substr(start, dash - start);
+    int axis = 0;
+    while (axis < kAxisCount && token != kAxisNames[axis]) ++axis;
+    if (axis == kAxisCount) {
       out.ok = false;
-      out.error = "unknown axis \"" + token + "\" in order " + order;
+      if (error) *error = "unknown axis \"" + std::string(token) + "\" in order " + std::string(order);
       return out;
     }
-    for (const auto& t : out.tokens) {
-      if (t == token) {
-        out.ok = false;
-        out.error = "axis " + token + " repeated in order " + order;
-        return out;
-      }
+    if (out.Has(Axis(axis))) {
+      out.ok = false;
+      if (error) *error = "axis " + std::string(token) + " repeated in order " + std::string(order);
+      return out;
     }
-    out.tokens.push_back(token);
+    out.axes[static_cast<size_t>(out.count++)] = Axis(axis);
+    start = dash + 1;
   }
   return out;
 }
 
-int DenseSize(const Layout& l, const std::string& axis) {
-  if (axis == "tp") return l.tp;
-  if (axis == "cp") return l.cp;
-  if (axis == "dp") return l.dp;
-  if (axis == "pp") return l.pp;
-  return 1;  // ep in the dense generator
-}
-
-int ExpertSize(const Layout& l, const std::string& axis) {
-  if (axis == "tp") return l.etp;
-  if (axis == "ep") return l.ep;
-  if (axis == "dp") return l.edp;
-  if (axis == "pp") return l.pp;
-  return 1;  // cp in the expert generator
-}
-
-template <class SizeFn>
-long long StrideOf(const std::vector<std::string>& tokens, const std::string& axis, SizeFn size) {
-  long long stride = 1;
-  for (const auto& t : tokens) {
-    if (t == axis) return stride;
-    stride *= size(t);
+int DenseSize(const Layout& l, Axis axis) {
+  switch (axis) {
+    case kTpAxis: return l.tp;
+    case kCpAxis: return l.cp;
+    case kDpAxis: return l.dp;
+    case kPpAxis: return l.pp;
+    default: return 1;  // ep in the dense generator
   }
-  return stride;  // missing axes are appended last
 }
 
+int ExpertSize(const Layout& l, Axis axis) {
+  switch (axis) {
+    case kTpAxis: return l.etp;
+    case kEpAxis: return l.ep;
+    case kDpAxis: return l.edp;
+    case kPpAxis: return l.pp;
+    default: return 1;  // cp in the expert generator
+  }
+}
+
+// Product of the sizes of the axes before `axis` (missing axes come last).
 template <class SizeFn>
-long long BlockOf(const std::vector<std::string>& tokens, std::initializer_list<const char*> heavy,
-                  SizeFn size) {
+long long StrideOf(const OrderAxes& order, Axis axis, SizeFn size) {
+  long long stride = 1;
+  for (int i = 0; i < order.count && order.axes[static_cast<size_t>(i)] != axis; ++i) {
+    stride *= size(order.axes[static_cast<size_t>(i)]);
+  }
+  return stride;
+}
+
+// The prefix product through the last heavy axis of size > 1.
+template <class SizeFn>
+long long BlockOf(const OrderAxes& order, Axis heavy_a, Axis heavy_b, SizeFn size) {
   long long prefix = 1, block = 1;
-  for (const auto& t : tokens) {
-    prefix *= size(t);
-    for (const char* h : heavy) {
-      if (t == h && size(t) > 1) block = prefix;
-    }
+  for (int i = 0; i < order.count; ++i) {
+    const Axis a = order.axes[static_cast<size_t>(i)];
+    prefix *= size(a);
+    if ((a == heavy_a || a == heavy_b) && size(a) > 1) block = prefix;
   }
   return block;
 }
@@ -230,35 +248,28 @@ bool InterleavedMicrobatches(int global_batch, const Layout& l) {
 
 std::vector<Violation> CheckOrder(const Layout& l) {
   std::vector<Violation> violations;
-  std::vector<Violation>* out = &violations;
-  OrderAxes axes = ParseOrder(l.order);
-  if (axes.ok) {
-    for (const char* axis : {"tp", "cp", "ep", "dp", "pp"}) {
-      bool present = false;
-      for (const auto& t : axes.tokens) present |= (t == axis);
-      if (present) continue;
-      const int dense = DenseSize(l, axis), expert = ExpertSize(l, axis);
-      if (dense > 1 || expert > 1) {
-        axes.ok = false;
-        axes.error = "axis " + std::string(axis) + " has size " + Str(std::max(dense, expert)) +
-                     " but is missing from order " + l.order;
-        break;
-      }
-    }
-  }
-  if (!axes.ok) {
-    Add(out, Rule::kOrderValid, axes.error);
+  std::string error;
+  const OrderAxes order = ParseOrder(l.order, &error);
+  if (!order.ok) {
+    Add(&violations, Rule::kOrderValid, error);
     return violations;
+  }
+  for (int a = 0; a < kAxisCount; ++a) {
+    const int size = std::max(DenseSize(l, Axis(a)), ExpertSize(l, Axis(a)));
+    if (!order.Has(Axis(a)) && size > 1) {
+      Add(&violations, Rule::kOrderValid, "axis " + std::string(kAxisNames[a]) + " has size " +
+                                              Str(size) + " but is missing from order " + l.order);
+      return violations;
+    }
   }
   // pp groups are {low + s*k + s*pp*high}: equal in both views iff the pp
   // stride s (product of the sizes of the axes before pp) is equal.
-  const long long dense_stride = StrideOf(axes.tokens, "pp", [&](auto& t) { return DenseSize(l, t); });
-  const long long expert_stride = StrideOf(axes.tokens, "pp", [&](auto& t) { return ExpertSize(l, t); });
+  const long long dense_stride = StrideOf(order, kPpAxis, [&](Axis a) { return DenseSize(l, a); });
+  const long long expert_stride = StrideOf(order, kPpAxis, [&](Axis a) { return ExpertSize(l, a); });
   if (l.pp > 1 && dense_stride != expert_stride) {
-    Add(out, Rule::kOrderPpStride, "order " + l.order + ": pp stride " + Str(dense_stride) +
-                                       " in the dense view but " + Str(expert_stride) +
-                                       " in the expert view (edp " + Str(l.edp) + " != dp " +
-                                       Str(l.dp) + ")");
+    Add(&violations, Rule::kOrderPpStride,
+        "order " + l.order + ": pp stride " + Str(dense_stride) + " in the dense view but " +
+            Str(expert_stride) + " in the expert view (edp " + Str(l.edp) + " != dp " + Str(l.dp) + ")");
   }
   return violations;
 }
@@ -267,15 +278,11 @@ const RuleInfo& Info(Rule rule) { return kRules[static_cast<size_t>(rule)]; }
 const char* Name(Rule rule) { return Info(rule).id; }
 
 int HeavyBlock(const Layout& l) {
-  OrderAxes axes = ParseOrder(l.order);
-  if (!axes.ok) return 0;
-  for (const char* axis : {"tp", "cp", "ep", "dp", "pp"}) {
-    bool present = false;
-    for (const auto& t : axes.tokens) present |= (t == axis);
-    if (!present) axes.tokens.push_back(axis);
-  }
-  const long long dense = BlockOf(axes.tokens, {"tp", "cp"}, [&](auto& t) { return DenseSize(l, t); });
-  const long long expert = BlockOf(axes.tokens, {"tp", "ep"}, [&](auto& t) { return ExpertSize(l, t); });
+  OrderAxes order = ParseOrder(l.order, nullptr);
+  if (!order.ok) return 0;
+  order.Complete();
+  const long long dense = BlockOf(order, kTpAxis, kCpAxis, [&](Axis a) { return DenseSize(l, a); });
+  const long long expert = BlockOf(order, kTpAxis, kEpAxis, [&](Axis a) { return ExpertSize(l, a); });
   return static_cast<int>(std::lcm(dense, expert));
 }
 

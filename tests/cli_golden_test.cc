@@ -1,6 +1,8 @@
 // End-to-end: the foldplan binary's output on shipped inputs, against golden files.
 #include "cli_run.h"
 
+#include <nlohmann/json.hpp>
+
 
 using foldplan::testing::CheckGolden;
 using foldplan::testing::RunFoldplan;
@@ -82,4 +84,72 @@ TEST_CASE("a refused export writes no output file") {
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("ring attention only") != std::string::npos);
   CHECK(access(path.c_str(), F_OK) != 0);
+}
+
+TEST_CASE("plan on the shipped defaults") {
+  auto r = RunFoldplan("plan --top 5");
+  CHECK(r.exit_code == 0);
+  CheckGolden("plan_default.txt", r.out);
+}
+
+TEST_CASE("plan --json and -o write the same foldplan.plan/v1 document") {
+  const std::string path = "/tmp/foldplan_cli_plan_" + std::to_string(::getpid()) + ".json";
+  auto r = RunFoldplan("plan --model mixtral-8x7b --top 3 --json -o " + path);
+  CHECK(r.exit_code == 0);
+  const auto printed = nlohmann::json::parse(r.out);
+  const auto written = nlohmann::json::parse(foldplan::testing::Slurp(path));
+  std::remove(path.c_str());
+  CHECK(printed == written);
+  CHECK(printed["schema"] == "foldplan.plan/v1");
+  REQUIRE(printed["candidates"].size() == 3);
+  const auto& best = printed["candidates"][0];
+  for (const char* key : {"layout", "step_time_s", "tokens_per_s", "mfu", "memory", "comm"}) {
+    CHECK_MESSAGE(best.contains(key), key);
+  }
+  for (const char* key : {"tp", "cp", "dp", "pp", "vpp", "ep", "etp", "edp", "mbs", "order", "cp_style", "recompute"}) {
+    CHECK_MESSAGE(best["layout"].contains(key), key);
+  }
+  CHECK(best["memory"].contains("peak_gib"));
+  CHECK(printed["candidates"][0]["step_time_s"] <= printed["candidates"][1]["step_time_s"]);
+  CHECK(printed["rank_map"]["schema"] == "foldplan.rankmap/v1");
+  CHECK(printed["rank_map"]["layout"] == best["layout"]["text"]);
+  CHECK(printed["inputs"]["model"]["spec"]["schema"] == "foldplan.model/v1");
+}
+
+TEST_CASE("plan --objective memory puts the smallest peak first") {
+  auto r = RunFoldplan("plan --model mixtral-8x7b --top 4 --objective memory --json");
+  CHECK(r.exit_code == 0);
+  const auto plan = nlohmann::json::parse(r.out);
+  double last = 0;
+  for (const auto& c : plan["candidates"]) {
+    CHECK(c["memory"]["peak_gib"].get<double>() >= last);
+    last = c["memory"]["peak_gib"].get<double>();
+  }
+}
+
+TEST_CASE("explain one layout") {
+  auto r = RunFoldplan("explain --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1,recompute=selective");
+  CHECK(r.exit_code == 0);
+  CheckGolden("explain_mixtral_8x7b.txt", r.out);
+}
+
+TEST_CASE("explain an illegal layout lists every reason and exits 1") {
+  auto r = RunFoldplan("explain --model mixtral-8x7b --layout tp=16,cp=1,pp=8,ep=16,etp=1");
+  CHECK(r.exit_code == 1);
+  CHECK(r.out.find("ILLEGAL: this layout breaks 2 rules") != std::string::npos);
+  CHECK(r.out.find("tp_divides_kv_heads") != std::string::npos);
+  CHECK(r.out.find("ep_divides_experts") != std::string::npos);
+}
+
+TEST_CASE("explain -o writes a plan file holding just that layout") {
+  const std::string path = "/tmp/foldplan_cli_explain_" + std::to_string(::getpid()) + ".json";
+  auto r = RunFoldplan("explain --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1 -o " + path);
+  CHECK(r.exit_code == 0);
+  const auto plan = nlohmann::json::parse(foldplan::testing::Slurp(path));
+  std::remove(path.c_str());
+  CHECK(plan["schema"] == "foldplan.plan/v1");
+  CHECK(plan["objective"] == "explain");
+  REQUIRE(plan["candidates"].size() == 1);
+  CHECK(plan["candidates"][0]["layout"]["tp"] == 2);
+  CHECK(plan["rank_map"]["world_size"] == 128);
 }

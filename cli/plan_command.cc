@@ -1,0 +1,243 @@
+// `foldplan plan` and `foldplan explain`: the cost model wired to the search.
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdio>
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/commands.h"
+#include "core/atomic_file.h"
+#include "core/text_table.h"
+#include "costmodel/evaluate.h"
+#include "costmodel/plan_file.h"
+#include "planner/pipeline_split.h"
+#include "planner/search.h"
+
+namespace foldplan {
+namespace {
+
+using Align = TextTable::Align;
+
+int Fail(std::ostream& err, const Status& status) {
+  err << "foldplan: " << status.message() << "\n";
+  return 1;
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+
+std::string Seconds(double s) {
+  if (s >= 1) return Fixed(s, 2) + " s";
+  if (s >= 1e-3) return Fixed(s * 1e3, 1) + " ms";
+  return Fixed(s * 1e6, 0) + " us";
+}
+
+std::string Degrees(const Layout& l) {
+  std::string out = "tp" + std::to_string(l.tp) + " cp" + std::to_string(l.cp) + " dp" +
+                    std::to_string(l.dp) + " pp" + std::to_string(l.pp);
+  if (l.vpp > 1) out += "x" + std::to_string(l.vpp);
+  out += " | ep" + std::to_string(l.ep) + " etp" + std::to_string(l.etp) + " edp" +
+         std::to_string(l.edp);
+  return out;
+}
+
+std::string Options(const Layout& l) {
+  std::string out = "mbs" + std::to_string(l.mbs) + " " + Name(l.recompute);
+  if (l.cp > 1) out += std::string(" ") + Name(l.cp_style);
+  if (l.order != kDefaultOrder) out += " " + l.order;
+  if (l.placement != Placement::kLinear) out += std::string(" ") + Name(l.placement);
+  return out;
+}
+
+// The largest exposed communication kinds, "ep_dispatch 12 ms, tp_ag 3 ms".
+std::string TopExposed(const Evaluation& e, size_t n) {
+  std::vector<CommKindCost> kinds = e.comm;
+  std::sort(kinds.begin(), kinds.end(),
+            [](const auto& a, const auto& b) { return a.exposed_s > b.exposed_s; });
+  std::string out;
+  for (size_t i = 0; i < kinds.size() && i < n; ++i) {
+    if (kinds[i].exposed_s <= 0) break;
+    out += (out.empty() ? "" : ", ") + kinds[i].name + " " + Seconds(kinds[i].exposed_s);
+  }
+  return out.empty() ? "-" : out;
+}
+
+std::string CandidatesTable(const std::vector<Evaluation>& evals) {
+  TextTable table({"#", "degrees", "options", "step", "tokens/s", "MFU", "mem GiB", "exposed comm per step"},
+                  {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
+                   Align::kRight, Align::kRight, Align::kLeft});
+  for (size_t i = 0; i < evals.size(); ++i) {
+    const Evaluation& e = evals[i];
+    table.AddRow({std::to_string(i + 1), Degrees(e.layout), Options(e.layout), Seconds(e.step.step_time_s),
+                  WithCommas(static_cast<unsigned long long>(e.step.tokens_per_s)),
+                  Fixed(100 * e.step.mfu, 1) + "%", Fixed(e.memory.peak_gib(), 1), TopExposed(e, 3)});
+  }
+  return table.Render("  ");
+}
+
+std::string Breakdown(const Evaluation& e) {
+  const StepBreakdown& s = e.step;
+  std::string out;
+  out += "  layout       " + FormatLayout(e.layout) + "\n";
+  out += "  step         " + Seconds(s.step_time_s) + " = pipeline " + Seconds(s.pipeline_s) +
+         " (of which bubble " + Seconds(s.bubble_s) + ") + exposed data-parallel " +
+         Seconds(s.dp_exposed_s) + " + optimizer " + Seconds(s.optimizer_s) + "\n";
+  out += "  per micro-batch on stage " + std::to_string(s.slowest_stage) + ": compute " +
+         Seconds(s.stage_compute_s) + " + exposed communication " + Seconds(s.stage_exposed_comm_s) +
+         ", " + std::to_string(s.microbatches) + " micro-batches\n";
+  out += "  throughput   " + WithCommas(static_cast<unsigned long long>(s.tokens_per_s)) +
+         " tokens/s, MFU " + Fixed(100 * s.mfu, 1) + "% (" + Fixed(s.model_flops_per_token / 1e9, 2) +
+         " GFLOP per token; see doc/cost-model.md)\n";
+  TextTable comm({"communication", "total per step", "exposed"}, {Align::kLeft, Align::kRight, Align::kRight});
+  for (const auto& c : e.comm) comm.AddRow({c.name, Seconds(c.total_s), Seconds(c.exposed_s)});
+  out += "\n" + comm.Render("  ");
+  TextTable mem({"memory (stage " + std::to_string(e.memory.worst_stage) + ")", "GiB", "how"},
+                {Align::kLeft, Align::kRight, Align::kLeft});
+  for (const auto& t : e.memory.terms) {
+    if (t.bytes == 0) continue;
+    mem.AddRow({t.name, Fixed(t.bytes / kBytesPerGiB, 2), t.note});
+  }
+  mem.AddRow({"peak", Fixed(e.memory.peak_gib(), 2),
+              std::string(e.memory.fits ? "fits" : "DOES NOT FIT") + " in " + Fixed(e.memory.hbm_gib, 1) + " GiB"});
+  out += "\n" + mem.Render("  ");
+  return out;
+}
+
+// Why the best beats the runner-up: the components of the step that differ most.
+std::string WhyBetter(const Evaluation& a, const Evaluation& b) {
+  std::vector<std::pair<std::string, double>> deltas = {
+      {"compute per micro-batch x micro-batches",
+       (b.step.stage_compute_s * b.step.microbatches) - (a.step.stage_compute_s * a.step.microbatches)},
+      {"exposed communication in the pipeline",
+       (b.step.stage_exposed_comm_s * b.step.microbatches) - (a.step.stage_exposed_comm_s * a.step.microbatches)},
+      {"pipeline bubble", b.step.bubble_s - a.step.bubble_s},
+      {"exposed data-parallel traffic", b.step.dp_exposed_s - a.step.dp_exposed_s},
+      {"optimizer step", b.step.optimizer_s - a.step.optimizer_s},
+  };
+  std::sort(deltas.begin(), deltas.end(),
+            [](const auto& x, const auto& y) { return std::abs(x.second) > std::abs(y.second); });
+  std::string out = "  the runner-up (" + Degrees(b.layout) + ", " + Options(b.layout) + ") takes " +
+                    Seconds(b.step.step_time_s - a.step.step_time_s) + " longer per step:\n";
+  for (const auto& [what, d] : deltas) {
+    if (std::abs(d) < 1e-6) continue;
+    out += "    " + std::string(d > 0 ? "+" : "-") + Seconds(std::abs(d)) + "  " + what + "\n";
+  }
+  out += "  peak memory " + Fixed(a.memory.peak_gib(), 1) + " GiB vs " + Fixed(b.memory.peak_gib(), 1) + " GiB\n";
+  return out;
+}
+
+Status WriteOrPrint(const std::string& text, const std::string& path, std::ostream& out, std::ostream& err) {
+  if (path.empty()) {
+    out << text;
+    return Status();
+  }
+  Status s = WriteFileAtomically(path, text);
+  if (s.ok()) err << "wrote " << path << "\n";
+  return s;
+}
+
+}  // namespace
+
+int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
+  Objective objective;
+  if (options.objective == "throughput") objective = Objective::kThroughput;
+  else if (options.objective == "memory") objective = Objective::kMemory;
+  else return Fail(err, Status::Error("--objective: expected throughput or memory, found \"" + options.objective + "\""));
+  if (options.top < 1) return Fail(err, Status::Error("--top: expected a positive integer"));
+  auto inputs = LoadInputs(options.inputs);
+  if (!inputs.ok()) return Fail(err, inputs.status());
+  const Inputs& in = inputs.value();
+  auto model = CostModel::Create(in.cluster, in.model, in.job);
+  if (!model.ok()) return Fail(err, model.status());
+  const CostModel& cost = *model.value();
+
+  SearchOptions search;
+  search.top = std::max(options.top, 2);  // the runner-up explains the winner
+  search.threads = std::max(options.threads, 1);
+  const bool tty = ::isatty(2);
+  const auto start = std::chrono::steady_clock::now();
+  if (tty) {
+    search.progress = [&](double fraction) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+      if (elapsed > 1.0) err << "\rscoring layouts: " << Fixed(100 * fraction, 0) << "%" << std::flush;
+    };
+  }
+  const CostScorer scorer(cost, objective);
+  const LegalityContext ctx{&in.cluster, &in.model, &in.job};
+  SearchResult result = SearchLayouts(ctx, scorer, search);
+  if (tty && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 1.0) {
+    err << "\r" << std::string(30, ' ') << "\r";
+  }
+  std::vector<Evaluation> evals;
+  for (const auto& s : result.best) evals.push_back(cost.Evaluate(s.layout));
+  std::vector<Evaluation> shown(evals.begin(), evals.begin() + std::min<size_t>(evals.size(), options.top));
+
+  PlanFileContents contents{&cost, Name(objective), shown, &result.enumeration};
+  if (options.json || !options.output.empty()) {
+    auto text = PlanFileJson(contents);
+    if (!text.ok()) return Fail(err, text.status());
+    if (options.json) out << text.value();
+    if (!options.output.empty()) {
+      if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
+    }
+    if (options.json) return 0;
+  }
+
+  out << "cluster " << in.cluster.name << " (" << in.cluster.total_gpus() << " x " << in.cluster.gpu.name
+      << "), model " << in.model.name << ", job " << in.job.name << " (seq " << in.job.seq_len
+      << ", global batch " << in.job.global_batch << ", " << Name(in.job.precision) << ")\n";
+  out << "searched " << WithCommas(result.enumeration.candidates) << " candidates: "
+      << WithCommas(result.scored) << " legal, "
+      << WithCommas(result.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)])
+      << " of them do not fit in memory; objective " << Name(objective) << "\n";
+  if (shown.empty()) {
+    out << "no legal layout fits; `foldplan enumerate --why` and `foldplan explain` show why\n";
+    return 1;
+  }
+  out << "\n" << CandidatesTable(shown);
+  out << "\nbest layout:\n" << Breakdown(evals.front());
+  if (evals.size() > 1) out << "\nwhy it wins:\n" << WhyBetter(evals[0], evals[1]);
+  if (options.why) {
+    TextTable table({"rule", "rejected"}, {Align::kLeft, Align::kRight});
+    for (int r = 0; r < kRuleCount; ++r) table.AddRow({Name(Rule(r)), WithCommas(result.enumeration.rejected[r])});
+    out << "\nrejections:\n" << table.Render("  ");
+  }
+  return 0;
+}
+
+int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err) {
+  auto inputs = LoadInputs(options.inputs);
+  if (!inputs.ok()) return Fail(err, inputs.status());
+  const Inputs& in = inputs.value();
+  const int world = in.job.world_size > 0 ? in.job.world_size : in.cluster.total_gpus();
+  auto layout = ParseLayout(options.layout, world);
+  if (!layout.ok()) return Fail(err, layout.status());
+  auto model = CostModel::Create(in.cluster, in.model, in.job);
+  if (!model.ok()) return Fail(err, model.status());
+  const Evaluation e = model.value()->Evaluate(layout.value());
+  if (options.json || !options.output.empty()) {
+    PlanFileContents contents{model.value().get(), "explain", {e}, nullptr};
+    auto text = PlanFileJson(contents);
+    if (!text.ok()) return Fail(err, text.status());
+    if (options.json) out << nlohmann::ordered_json::parse(text.value())["candidates"][0].dump(1) << "\n";
+    if (!options.output.empty()) {
+      if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
+    }
+    if (options.json) return e.violations.empty() ? 0 : 1;
+  }
+  if (!e.violations.empty()) {
+    out << "ILLEGAL: this layout breaks " << e.violations.size() << " rule"
+        << (e.violations.size() > 1 ? "s" : "") << ":\n";
+    for (const auto& v : e.violations) out << "  " << Name(v.rule) << ": " << v.detail << "\n";
+    out << "its costs below are what the degrees imply, for comparison only\n\n";
+  }
+  out << Breakdown(e);
+  return e.violations.empty() ? 0 : 1;
+}
+
+}  // namespace foldplan

@@ -1,0 +1,56 @@
+// Time of one collective on one group, from where the group sits on the
+// topology (its GroupSpan) and the model parameters (comm_params.h).
+// Formulas and their sources: doc/cost-model-comm.md.
+//
+// Byte conventions are nccl-tests' (cost-model.md section 3), so that a
+// measured nccl-tests curve can be compared with, or fitted into, this model:
+//   kAllGather      bytes = the gathered total = n x the per-rank input
+//   kReduceScatter  bytes = the total input    = n x the per-rank output
+//   kAllReduce      bytes = the buffer (same on every rank)
+//   kAllToAll       bytes = one rank's send buffer (n slices, its own included)
+//   kSendRecv       bytes = the message one rank sends to its peer
+// algbw = bytes / seconds; busbw = algbw x BusBandwidthFactor(collective, n):
+// all-reduce 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n,
+// send/recv 1.
+#pragma once
+
+#include <vector>
+
+#include "topology/topology.h"
+
+namespace foldplan {
+
+struct CommParams;
+
+enum class Collective { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kSendRecv };
+inline constexpr int kCollectiveCount = 5;
+// "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv"
+// (also the names calibration files use).
+const char* Name(Collective collective);
+
+// nccl-tests' busbw / algbw factor for a group of n ranks (0 when n < 2).
+double BusBandwidthFactor(Collective collective, int n);
+
+struct CollectiveCost {
+  double seconds = 0;
+  double algbw_gb_per_s = 0;   // bytes / seconds, 10^9 bytes/s (0 when nothing moves)
+  double busbw_gb_per_s = 0;   // algbw x BusBandwidthFactor
+  const char* algorithm = "none";  // "ring/Simple", "nvls/Simple", "alltoall/LL", "calibrated", ...
+};
+
+// The fastest applicable algorithm (and protocol) for `bytes` on a group
+// placed as `span`. `groups_sharing_links` is the number of groups of the
+// same kind whose ranks share one node's NICs at the same time (all of them
+// run the collective concurrently); it only matters for traffic that leaves
+// the NVLink domain. A group of fewer than 2 GPUs, or bytes <= 0, costs 0.
+CollectiveCost CollectiveTime(Collective collective, double bytes, const GroupSpan& span,
+                              const CommParams& params, int groups_sharing_links = 1);
+
+// Every candidate CollectiveTime chose among (one per applicable algorithm
+// and protocol), for tests, reports and "why this algorithm" questions.
+// Empty when nothing moves.
+std::vector<CollectiveCost> CollectiveCandidates(Collective collective, double bytes,
+                                                 const GroupSpan& span, const CommParams& params,
+                                                 int groups_sharing_links = 1);
+
+}  // namespace foldplan

@@ -1,0 +1,448 @@
+// Reading a compute profile and looking rates up (compute_profile.h).
+#include "costmodel/compute_profile.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <initializer_list>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/json_check.h"
+#include "inputs/loader.h"
+
+namespace foldplan {
+
+using nlohmann::json;
+
+namespace {
+
+constexpr int64_t kMaxDim = (int64_t(1) << 31) - 1;  // any GEMM or sequence size
+constexpr int64_t kMaxCount = 1 << 20;               // heads, experts, CP degree
+constexpr double kMaxRate = 1e9;                     // TFLOP/s or GB/s; more is a typo
+constexpr double kMinPositive = 1e-12;
+
+// Free-text fields of the root (the measurement's provenance).
+constexpr std::initializer_list<const char*> kInformational = {
+    "description", "source", "notes", "method", "torch", "date"};
+// Every field the root may have.
+constexpr std::initializer_list<const char*> kRootFields = {
+    "schema", "description", "source", "notes", "method", "torch", "date", "gpu",
+    "peak_bf16_tflops", "peak_fp8_tflops", "hbm_tb_per_s", "d2d_copy_gbps", "gemm_bf16",
+    "gemm_fp8", "grouped_gemm_bf16", "attention", "permute_copy"};
+
+using Points = std::vector<std::pair<double, double>>;  // (x, rate)
+
+ComputeProfile::Curve BuildCurve(Points points) {
+  std::sort(points.begin(), points.end());
+  ComputeProfile::Curve c;
+  for (size_t i = 0; i < points.size();) {
+    // Repeated measurements of one x (the H200 file has a few) are averaged.
+    size_t j = i;
+    double sum = 0;
+    while (j < points.size() && points[j].first == points[i].first) sum += points[j++].second;
+    c.log_x.push_back(std::log(points[i].first));
+    c.rate.push_back(sum / double(j - i));
+    i = j;
+  }
+  return c;
+}
+
+double Sq(double x) { return x * x; }
+
+// Nearest entry of `tables` by (log n, log k) among those `usable`; -1 if none.
+template <class Table, class Usable>
+int NearestShape(const std::vector<Table>& tables, double log_n, double log_k, Usable usable) {
+  int best = -1;
+  double best_d = 0;
+  for (size_t i = 0; i < tables.size(); ++i) {
+    if (!usable(tables[i])) continue;
+    const double d = Sq(tables[i].log_n - log_n) + Sq(tables[i].log_k - log_k);
+    if (best < 0 || d < best_d) {
+      best = int(i);
+      best_d = d;
+    }
+  }
+  return best;
+}
+
+// A field that is free text or null (the H200 file's "model" of generic
+// shapes is null). Asking for it as an optional object marks it read
+// without an error when null; otherwise it must be a string.
+void InformationalField(CheckedObject& o, const json& raw, const char* key) {
+  if (raw.is_object() && raw.contains(key) && raw.at(key).is_null()) {
+    o.OptionalObject(key);
+    return;
+  }
+  o.String(key, "");
+}
+
+// The list at root/key, or nullptr (with an error when required or mistyped).
+const json* ObjectList(const json& root, const std::string& key, bool required,
+                       JsonErrors& errors) {
+  const std::string pointer = "/" + key;
+  auto it = root.find(key);
+  if (it == root.end()) {
+    if (required) errors.Add(pointer, "missing; expected a non-empty list of objects");
+    return nullptr;
+  }
+  if (!it->is_array() || it->empty()) {
+    errors.Add(pointer, "expected a non-empty list of objects, found " + DescribeJsonValue(*it));
+    return nullptr;
+  }
+  return &*it;
+}
+
+std::string ElementPointer(const std::string& key, size_t i) {
+  return "/" + key + "/" + std::to_string(i);
+}
+
+}  // namespace
+
+double ComputeProfile::Curve::At(double log_x_query, Below below) const {
+  const size_t n = rate.size();
+  if (n == 0) return 0;
+  if (log_x_query <= log_x[0]) {
+    // Holding the time: rate proportional to x below the first point.
+    if (below == Below::kHoldTime) return rate[0] * std::exp(log_x_query - log_x[0]);
+    return rate[0];
+  }
+  if (log_x_query >= log_x[n - 1]) return rate[n - 1];
+  const size_t i = size_t(std::upper_bound(log_x.begin(), log_x.end(), log_x_query) - log_x.begin());
+  const double t = (log_x_query - log_x[i - 1]) / (log_x[i] - log_x[i - 1]);
+  return rate[i - 1] + t * (rate[i] - rate[i - 1]);
+}
+
+// Builds a ComputeProfile from checked JSON; one instance per file.
+class ComputeProfileParser {
+ public:
+  explicit ComputeProfileParser(const std::string& file) : errors_(file) {}
+
+  Result<ComputeProfile> Run(const json& j) {
+    if (!j.is_object()) {
+      errors_.Add("", "expected an object, found " + DescribeJsonValue(j));
+      return errors_.status();
+    }
+    CheckedObject root(j, "", &errors_);
+    // A file of another format gets one line, not a page of unknown fields.
+    const std::string schema = root.String("schema");
+    if (!errors_.empty()) return errors_.status();
+    if (schema != kComputeProfileSchema) {
+      errors_.Add("/schema", std::string("expected \"") + kComputeProfileSchema +
+                                 "\", found " + DescribeJsonValue(j.at("schema")));
+      return errors_.status();
+    }
+    for (const char* key : kInformational) root.String(key, "");
+    p_.gpu_ = root.String("gpu", "");
+    p_.peak_bf16_flops_ = root.Number("peak_bf16_tflops", 0.001, kMaxRate, 989) * 1e12;
+    p_.peak_fp8_flops_ = root.Number("peak_fp8_tflops", 0.001, kMaxRate, 1979) * 1e12;
+    p_.hbm_bytes_per_s_ = root.Number("hbm_tb_per_s", 0.001, kMaxRate, 4.8) * 1e12;
+    p_.copy_gb_per_s_ = root.Number("d2d_copy_gbps", 0.001, kMaxRate);
+    // Lists are read below; root.Finish() cannot see them, so unknown root
+    // fields are checked by name here.
+    for (auto it = j.begin(); it != j.end(); ++it) {
+      const bool known = std::any_of(kRootFields.begin(), kRootFields.end(),
+                                     [&](const char* k) { return it.key() == k; });
+      if (!known) errors_.Add(root.Pointer(it.key()), "unknown field");
+    }
+
+    ReadGemms(j, "gemm_bf16", true, false);
+    ReadGemms(j, "gemm_fp8", false, true);
+    ReadGrouped(j);
+    ReadAttention(j);
+    ReadPermute(j);
+    if (!errors_.empty()) return errors_.status();
+    Build();
+    return std::move(p_);
+  }
+
+ private:
+  struct GemmPoints {
+    int64_t n = 0, k = 0;
+    Points bf16, fp8;
+  };
+  struct GroupedPoints {
+    int64_t n = 0, k = 0;
+    std::vector<std::pair<int64_t, Points>> by_experts;
+  };
+  struct AttentionPoints {
+    int64_t heads = 0, kv_heads = 0, head_dim = 0;
+    Points fwd, fwd_bwd;
+  };
+
+  template <class T>
+  static T& Find(std::vector<T>& list, int64_t n, int64_t k) {
+    for (T& t : list) {
+      if (t.n == n && t.k == k) return t;
+    }
+    list.push_back(T{});
+    list.back().n = n;
+    list.back().k = k;
+    return list.back();
+  }
+
+  int64_t Dim(CheckedObject& o, const char* key) { return o.Int(key, 1, kMaxDim); }
+  double Positive(CheckedObject& o, const char* key) {
+    return o.Number(key, kMinPositive, kMaxRate);
+  }
+
+  void ReadGemms(const json& j, const std::string& key, bool required, bool fp8) {
+    const json* list = ObjectList(j, key, required, errors_);
+    if (!list) return;
+    for (size_t i = 0; i < list->size(); ++i) {
+      const json& raw = (*list)[i];
+      CheckedObject e(raw, ElementPointer(key, i), &errors_);
+      InformationalField(e, raw, "model");
+      InformationalField(e, raw, "op");
+      const int64_t m = Dim(e, "M"), k = Dim(e, "K"), n = Dim(e, "N");
+      Positive(e, "s");
+      const double tflops = Positive(e, "tflops");
+      e.Finish();
+      GemmPoints& g = Find(gemm_, n, k);
+      (fp8 ? g.fp8 : g.bf16).push_back({double(m), tflops * 1e12});
+    }
+  }
+
+  void ReadGrouped(const json& j) {
+    const std::string key = "grouped_gemm_bf16";
+    const json* list = ObjectList(j, key, false, errors_);
+    if (!list) return;
+    for (size_t i = 0; i < list->size(); ++i) {
+      const json& raw = (*list)[i];
+      CheckedObject e(raw, ElementPointer(key, i), &errors_);
+      InformationalField(e, raw, "model");
+      const int64_t experts = e.Int("experts", 1, kMaxCount);
+      const int64_t tokens = Dim(e, "tokens_per_expert");
+      const int64_t k = Dim(e, "K"), n = Dim(e, "N");
+      Positive(e, "s");
+      const double tflops = Positive(e, "tflops");
+      e.Finish();
+      GroupedPoints& g = Find(grouped_, n, k);
+      auto it = std::find_if(g.by_experts.begin(), g.by_experts.end(),
+                             [&](const auto& p) { return p.first == experts; });
+      if (it == g.by_experts.end()) {
+        g.by_experts.push_back({experts, {}});
+        it = g.by_experts.end() - 1;
+      }
+      it->second.push_back({double(tokens), tflops * 1e12});
+    }
+  }
+
+  void ReadAttention(const json& j) {
+    const std::string key = "attention";
+    const json* list = ObjectList(j, key, true, errors_);
+    if (!list) return;
+    for (size_t i = 0; i < list->size(); ++i) {
+      const json& raw = (*list)[i];
+      CheckedObject e(raw, ElementPointer(key, i), &errors_);
+      const int64_t heads = e.Int("heads", 1, kMaxCount);
+      const int64_t kv_heads = e.Int("kv_heads", 1, kMaxCount);
+      const int64_t seq = Dim(e, "S");
+      const int64_t head_dim = e.Int("d", 1, kMaxCount);
+      const bool causal = e.Bool("causal");
+      Positive(e, "fwd_s");
+      const double fwd = Positive(e, "fwd_tflops");
+      Positive(e, "fwd_bwd_s");
+      const double fwd_bwd = Positive(e, "fwd_bwd_tflops");
+      e.Finish();
+      if (kv_heads > heads) {
+        errors_.Add(e.Pointer("kv_heads"), "expected at most heads (" + std::to_string(heads) +
+                                               "), found " + std::to_string(kv_heads));
+        continue;
+      }
+      if (!causal) continue;  // the model is causal; other points are not used
+      AttentionPoints* a = nullptr;
+      for (AttentionPoints& t : attention_) {
+        if (t.heads == heads && t.kv_heads == kv_heads && t.head_dim == head_dim) a = &t;
+      }
+      if (!a) {
+        attention_.push_back({heads, kv_heads, head_dim, {}, {}});
+        a = &attention_.back();
+      }
+      a->fwd.push_back({double(seq), fwd * 1e12});
+      a->fwd_bwd.push_back({double(seq), fwd_bwd * 1e12});
+    }
+    if (errors_.empty() && attention_.empty()) {
+      errors_.Add("/" + key, "expected at least one causal entry");
+    }
+  }
+
+  void ReadPermute(const json& j) {
+    const std::string key = "permute_copy";
+    const json* list = ObjectList(j, key, false, errors_);
+    if (!list) return;
+    for (size_t i = 0; i < list->size(); ++i) {
+      const json& raw = (*list)[i];
+      CheckedObject e(raw, ElementPointer(key, i), &errors_);
+      InformationalField(e, raw, "op");
+      e.Int("C", 1, kMaxCount);
+      e.Int("heads", 1, kMaxCount);
+      Dim(e, "tokens");
+      e.Int("d", 1, kMaxCount);
+      const double bytes = e.Number("bytes_moved", 1, 1e18);
+      Positive(e, "s");
+      const double gbps = Positive(e, "gbps");
+      e.Finish();
+      permute_.push_back({bytes, gbps});
+    }
+  }
+
+  // Sorted curves and the FP8 fallback shapes, computed once.
+  void Build() {
+    for (GemmPoints& g : gemm_) {
+      ComputeProfile::GemmShapeTable t;
+      t.log_n = std::log(double(g.n));
+      t.log_k = std::log(double(g.k));
+      t.bf16 = BuildCurve(std::move(g.bf16));
+      t.fp8 = BuildCurve(std::move(g.fp8));
+      p_.gemm_.push_back(std::move(t));
+    }
+    auto both = [](const ComputeProfile::GemmShapeTable& t) {
+      return !t.bf16.empty() && !t.fp8.empty();
+    };
+    for (ComputeProfile::GemmShapeTable& t : p_.gemm_) {
+      t.ratio_shape = NearestShape(p_.gemm_, t.log_n, t.log_k, both);
+      if (both(t)) p_.has_fp8_ = true;
+    }
+    for (GroupedPoints& g : grouped_) {
+      ComputeProfile::GroupedShapeTable t;
+      t.log_n = std::log(double(g.n));
+      t.log_k = std::log(double(g.k));
+      std::sort(g.by_experts.begin(), g.by_experts.end(),
+                [](const auto& a, const auto& b) { return a.first < b.first; });
+      for (auto& [experts, points] : g.by_experts) {
+        t.by_experts.push_back({std::log(double(experts)), BuildCurve(std::move(points))});
+      }
+      p_.grouped_.push_back(std::move(t));
+    }
+    for (AttentionPoints& a : attention_) {
+      ComputeProfile::AttentionTable t;
+      t.heads = double(a.heads);
+      t.log_heads = std::log(double(a.heads));
+      t.log_kv_heads = std::log(double(a.kv_heads));
+      t.log_head_dim = std::log(double(a.head_dim));
+      t.fwd = BuildCurve(std::move(a.fwd));
+      t.fwd_bwd = BuildCurve(std::move(a.fwd_bwd));
+      p_.attention_.push_back(std::move(t));
+    }
+    p_.permute_ = BuildCurve(std::move(permute_));
+  }
+
+  JsonErrors errors_;
+  ComputeProfile p_;
+  std::vector<GemmPoints> gemm_;
+  std::vector<GroupedPoints> grouped_;
+  std::vector<AttentionPoints> attention_;
+  Points permute_;
+};
+
+std::string ComputeProfile::DefaultPath() { return DataDir() + "/compute/h200.json"; }
+
+Result<ComputeProfile> ComputeProfile::Load(const std::string& path) {
+  auto j = ParseJsonFile(path);
+  if (!j.ok()) return j.status();
+  return Parse(j.value(), path);
+}
+
+Result<ComputeProfile> ComputeProfile::Parse(const json& json, const std::string& file) {
+  return ComputeProfileParser(file).Run(json);
+}
+
+double ComputeProfile::GemmBf16Raw(double log_m, double log_n, double log_k) const {
+  const int i = NearestShape(gemm_, log_n, log_k,
+                             [](const GemmShapeTable& t) { return !t.bf16.empty(); });
+  return gemm_[size_t(i)].bf16.At(log_m, Below::kHoldTime);
+}
+
+// Precondition: has_fp8_ (some shape is measured in both precisions).
+double ComputeProfile::GemmFp8Raw(double log_m, double log_n, double log_k) const {
+  const int i = NearestShape(gemm_, log_n, log_k, [](const GemmShapeTable&) { return true; });
+  const GemmShapeTable& t = gemm_[size_t(i)];
+  if (!t.fp8.empty()) return t.fp8.At(log_m, Below::kHoldTime);
+  // BF16 here x the FP8/BF16 ratio, at this m, of the nearest shape measured in both.
+  const GemmShapeTable& r = gemm_[size_t(t.ratio_shape)];
+  const double ratio = r.fp8.At(log_m, Below::kHoldTime) / r.bf16.At(log_m, Below::kHoldTime);
+  return t.bf16.At(log_m, Below::kHoldTime) * ratio;
+}
+
+double ComputeProfile::GemmFlopsPerS(double m, double n, double k, Precision precision) const {
+  // Dimensions below 1 (fractional per-rank shares) count as 1.
+  const double log_m = std::log(std::max(1.0, m));
+  const double log_n = std::log(std::max(1.0, n));
+  const double log_k = std::log(std::max(1.0, k));
+  if (precision == Precision::kFP8 && has_fp8_ && !fp8_as_bf16_) {
+    return GemmFp8Raw(log_m, log_n, log_k) * fp8_scale_;
+  }
+  return GemmBf16Raw(log_m, log_n, log_k) * bf16_scale_;
+}
+
+double ComputeProfile::GroupedGemmFlopsPerS(int experts, double tokens_per_expert, double k,
+                                            double n, Precision precision) const {
+  if (experts <= 1 || grouped_.empty()) return GemmFlopsPerS(tokens_per_expert, n, k, precision);
+  const double log_t = std::log(std::max(1.0, tokens_per_expert));
+  const int g = NearestShape(grouped_, std::log(std::max(1.0, n)), std::log(std::max(1.0, k)),
+                             [](const GroupedShapeTable&) { return true; });
+  const std::vector<ExpertCurve>& by = grouped_[size_t(g)].by_experts;
+  const double log_e = std::log(double(experts));
+  double raw = 0;
+  if (log_e <= by.front().log_experts) {
+    raw = by.front().curve.At(log_t, Below::kHoldTime);
+  } else if (log_e >= by.back().log_experts) {
+    raw = by.back().curve.At(log_t, Below::kHoldTime);
+  } else {
+    size_t i = 1;
+    while (by[i].log_experts < log_e) ++i;  // by[i-1] < log_e <= by[i]
+    const double lo = by[i - 1].curve.At(log_t, Below::kHoldTime);
+    const double hi = by[i].curve.At(log_t, Below::kHoldTime);
+    const double t = (log_e - by[i - 1].log_experts) / (by[i].log_experts - by[i - 1].log_experts);
+    raw = lo + t * (hi - lo);
+  }
+  double rate = raw * bf16_scale_;
+  if (precision == Precision::kFP8) {
+    // No grouped FP8 points: the plain GEMM's FP8/BF16 ratio at the same m.
+    rate *= GemmFlopsPerS(tokens_per_expert, n, k, Precision::kFP8) /
+            GemmFlopsPerS(tokens_per_expert, n, k, Precision::kBF16);
+  }
+  return rate;
+}
+
+double ComputeProfile::AttentionFlopsPerS(double seq, int heads, int kv_heads, int head_dim,
+                                          bool forward_and_backward) const {
+  const int h = std::max(1, heads);
+  const int kv = std::clamp(kv_heads, 1, h);
+  const double log_h = std::log(double(h));
+  const double log_kv = std::log(double(kv));
+  const double log_d = std::log(double(std::max(1, head_dim)));
+  const AttentionTable* best = nullptr;
+  double best_d = 0;
+  for (const AttentionTable& t : attention_) {
+    const double d = Sq(t.log_heads - log_h) + Sq(t.log_kv_heads - log_kv) + Sq(t.log_head_dim - log_d);
+    if (!best || d < best_d) {
+      best = &t;
+      best_d = d;
+    }
+  }
+  // Fewer heads than measured: the same grid size at a longer sequence.
+  double effective_seq = std::max(1.0, seq);
+  if (h < best->heads) effective_seq *= h / best->heads;
+  const Curve& c = forward_and_backward ? best->fwd_bwd : best->fwd;
+  return c.At(std::log(std::max(1.0, effective_seq)), Below::kHoldRate) * bf16_scale_;
+}
+
+double ComputeProfile::PermuteGbPerS(double bytes_moved) const {
+  if (permute_.empty()) return copy_gb_per_s();
+  return permute_.At(std::log(std::max(1.0, bytes_moved)), Below::kHoldRate) * copy_scale_;
+}
+
+ComputeProfile ComputeProfile::ScaledTo(const GpuSpec& target) const {
+  ComputeProfile out = *this;
+  out.scaled_to_ = target.name;
+  out.bf16_scale_ = target.peak_bf16_flops > 0 ? target.peak_bf16_flops / peak_bf16_flops_ : 1;
+  out.fp8_as_bf16_ = target.peak_fp8_flops <= 0;
+  out.fp8_scale_ = out.fp8_as_bf16_ ? 1 : target.peak_fp8_flops / peak_fp8_flops_;
+  out.copy_scale_ = target.hbm_tb_per_s > 0 ? target.hbm_tb_per_s * 1e12 / hbm_bytes_per_s_ : 1;
+  return out;
+}
+
+}  // namespace foldplan

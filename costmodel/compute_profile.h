@@ -1,0 +1,144 @@
+// Measured compute rates of one GPU (a `foldplan.compute-profile/v1` file,
+// e.g. data/compute/h200.json measured on the project's H200), looked up by
+// shape, and scaled to another GPU by datasheet ratios.
+// doc/cost-model-compute.md explains the lookup rules; in short:
+//  - GEMM [m, k] x [k, n]: the measured (n, k) shape nearest in log space
+//    (Euclidean distance of (log n, log k)), then linear interpolation of
+//    the rate in log m between that shape's measured m. Above the largest m
+//    the rate is held; below the smallest m the *time* is held (a GEMM that
+//    small is bound by reading its weights, so fewer rows take no less time).
+//    A shape far from every measured one still gets the nearest: the rate is
+//    then an estimate of the right order, not a measurement.
+//  - FP8: the nearest shape's FP8 curve when it has one, else its BF16 rate
+//    x the FP8/BF16 ratio (at the same m) of the nearest shape measured in
+//    both. A profile without FP8 points gives FP8 the BF16 rate.
+//  - Grouped GEMM: nearest (n, k) shape, then linear in log(experts)
+//    between the measured expert counts (held outside them) of rates
+//    interpolated in log(tokens_per_expert) as for GEMMs. One expert is a
+//    plain GEMM. FP8 applies the plain-GEMM FP8/BF16 ratio at
+//    m = tokens_per_expert.
+//  - Attention (causal flash attention, bf16): the nearest measured
+//    (heads, kv_heads, head_dim) in log space, then linear in log(seq),
+//    rate held outside the measured range. Fewer heads than the nearest
+//    measured count: looked up at seq x heads / measured_heads (the kernel's
+//    grid is heads x query blocks, so that is the same parallel work).
+//    Callers pass batch x heads as `heads` for batched calls.
+//  - Rates use the file's FLOP counting. Attention forward is
+//    2 heads S^2 d (causal half of 4 heads S^2 d); forward + backward is
+//    kAttentionFwdBwdFlopsRatio = 3.5 x forward (flash backward recomputes
+//    QK^T: 5 matmuls against the forward's 2).
+//  - Scaling (ScaledTo): BF16 GEMM, grouped GEMM and attention rates x
+//    target bf16 peak / profiled bf16 peak; FP8 rates x the FP8 peak ratio
+//    (a target without FP8 gets the BF16 rates for FP8); copy bandwidths x
+//    the HBM bandwidth ratio. The profiled GPU's peaks are the optional file
+//    fields peak_bf16_tflops, peak_fp8_tflops and hbm_tb_per_s, by default
+//    the H200 datasheet's 989, 1979 and 4.8.
+// Lookups allocate nothing: each curve is sorted (and duplicates averaged)
+// at load; a lookup scans the few measured shapes and bisects one curve.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "inputs/cluster.h"
+#include "inputs/job.h"
+
+namespace foldplan {
+
+inline constexpr const char* kComputeProfileSchema = "foldplan.compute-profile/v1";
+// Flash-attention forward + backward FLOPs as counted in profile rates.
+inline constexpr double kAttentionFwdBwdFlopsRatio = 3.5;
+
+class ComputeProfile {
+ public:
+  // data/compute/h200.json in the shipped data directory (inputs/loader.h).
+  static std::string DefaultPath();
+  static Result<ComputeProfile> Load(const std::string& path);
+  // `file` names the source in error messages ("FILE: /gemm_bf16/3/tflops: ...").
+  static Result<ComputeProfile> Parse(const nlohmann::json& json, const std::string& file);
+
+  // FLOP/s of one [m, k] x [k, n] GEMM.
+  double GemmFlopsPerS(double m, double n, double k, Precision precision) const;
+  // FLOP/s of a grouped GEMM of `experts` equal groups of
+  // [tokens_per_expert, k] x [k, n].
+  double GroupedGemmFlopsPerS(int experts, double tokens_per_expert, double k, double n,
+                              Precision precision = Precision::kBF16) const;
+  // FLOP/s of causal attention over `seq` tokens and `heads` query heads
+  // (batch x heads for batched calls), in the counting described above.
+  double AttentionFlopsPerS(double seq, int heads, int kv_heads, int head_dim,
+                            bool forward_and_backward) const;
+  // GB/s (10^9 bytes read + written per second) of a plain device copy.
+  double copy_gb_per_s() const { return copy_gb_per_s_ * copy_scale_; }
+  // GB/s (read + written) of the Ulysses layout change (view, permute,
+  // contiguous) moving `bytes_moved`; linear in log(bytes), held outside
+  // the measured range; the copy rate when the profile has no such points.
+  double PermuteGbPerS(double bytes_moved) const;
+
+  // The GPU the rates were measured on.
+  const std::string& gpu() const { return gpu_; }
+  // The GPU the rates were scaled to; "" when not scaled.
+  const std::string& scaled_to() const { return scaled_to_; }
+  double profiled_peak_bf16_flops() const { return peak_bf16_flops_; }
+  double profiled_peak_fp8_flops() const { return peak_fp8_flops_; }
+  double profiled_hbm_bytes_per_s() const { return hbm_bytes_per_s_; }
+
+  // A copy whose rates describe `target` (ratios above). Scaling is always
+  // relative to the profiled GPU, so scaling a scaled profile does not
+  // compound. A target without FP8 (peak_fp8_flops 0) gets the BF16 rates
+  // for FP8; a zero bf16 peak or HBM bandwidth leaves that rate unscaled.
+  ComputeProfile ScaledTo(const GpuSpec& target) const;
+
+  // How a curve continues below its smallest measured x.
+  enum class Below { kHoldRate, kHoldTime };
+  // Rate against log(x), sorted by x, repeated x averaged.
+  struct Curve {
+    std::vector<double> log_x;
+    std::vector<double> rate;
+    bool empty() const { return rate.empty(); }
+    double At(double log_x_query, Below below) const;
+  };
+
+ private:
+  struct GemmShapeTable {
+    double log_n = 0, log_k = 0;
+    Curve bf16, fp8;
+    int ratio_shape = -1;  // nearest shape measured in both precisions
+  };
+  struct ExpertCurve {
+    double log_experts = 0;
+    Curve curve;  // against log(tokens_per_expert)
+  };
+  struct GroupedShapeTable {
+    double log_n = 0, log_k = 0;
+    std::vector<ExpertCurve> by_experts;  // ascending experts
+  };
+  struct AttentionTable {
+    double heads = 0;
+    double log_heads = 0, log_kv_heads = 0, log_head_dim = 0;
+    Curve fwd, fwd_bwd;  // against log(seq)
+  };
+
+  double GemmBf16Raw(double log_m, double log_n, double log_k) const;
+  double GemmFp8Raw(double log_m, double log_n, double log_k) const;
+
+  std::string gpu_;
+  std::string scaled_to_;
+  double peak_bf16_flops_ = 989e12;
+  double peak_fp8_flops_ = 1979e12;
+  double hbm_bytes_per_s_ = 4.8e12;
+  double copy_gb_per_s_ = 0;
+  double bf16_scale_ = 1, fp8_scale_ = 1, copy_scale_ = 1;
+  bool has_fp8_ = false;      // some shape is measured in both precisions
+  bool fp8_as_bf16_ = false;  // the target has no FP8
+  std::vector<GemmShapeTable> gemm_;
+  std::vector<GroupedShapeTable> grouped_;
+  std::vector<AttentionTable> attention_;
+  Curve permute_;  // GB/s against log(bytes)
+
+  friend class ComputeProfileParser;
+};
+
+}  // namespace foldplan

@@ -1,0 +1,113 @@
+// One layout's cost, end to end: compute per stage (compute_time.h),
+// communication and what of it is exposed (comm_plan.h), the pipeline
+// schedule, data-parallel gradient traffic, the optimizer step, and memory
+// (memory.h). CostModel holds what every evaluation of one (cluster, model,
+// job) shares; CostScorer plugs it into the planner's search.
+//
+// Step time (analytical, derived in doc/cost-model.md):
+//   t_p     = per micro-batch time of pipeline rank p: forward + backward +
+//             recompute of its layers (+ embedding on the first, output layer
+//             and loss on the last) + its exposed communication
+//   t_max   = max_p t_p
+//   pipeline = (m + (pp - 1) / vpp) x t_max     (1F1B; interleaved 1F1B
+//             shrinks the bubble by vpp), m = global_batch / (dp x mbs)
+//   step    = pipeline + exposed data-parallel traffic + optimizer step
+// tokens/s = global_batch x seq / step; MFU = model FLOPs per token
+// (flops.h ModelFlopsPerToken) x tokens/s / (world x dense bf16 peak).
+#pragma once
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "costmodel/comm_params.h"
+#include "costmodel/compute_profile.h"
+#include "costmodel/cost_context.h"
+#include "costmodel/memory.h"
+#include "planner/legality.h"
+#include "planner/scoring.h"
+#include "topology/topology.h"
+
+namespace foldplan {
+
+// Communication of one kind over a step on the slowest stage.
+struct CommKindCost {
+  std::string name;      // "tp_allgather", "ulysses_alltoall", "ep_dispatch", ...
+  double total_s = 0;    // time the collectives take
+  double exposed_s = 0;  // of which not hidden behind compute
+};
+
+struct StepBreakdown {
+  long long microbatches = 0;     // m
+  int slowest_stage = 0;          // pipeline rank with t_max
+  double stage_compute_s = 0;     // per micro-batch on that stage
+  double stage_exposed_comm_s = 0;
+  double stage_time_s = 0;        // t_max
+  double pipeline_s = 0;          // (m + (pp-1)/vpp) t_max
+  double bubble_s = 0;            // (pp-1)/vpp t_max
+  double dp_exposed_s = 0;        // gradient reduce-scatter + parameter all-gather not hidden
+  double optimizer_s = 0;
+  double step_time_s = 0;
+  double tokens_per_s = 0;
+  double mfu = 0;                 // against the GPU's dense bf16 peak
+  double model_flops_per_token = 0;
+};
+
+struct Evaluation {
+  Layout layout;                        // stage_layers filled
+  std::vector<Violation> violations;    // legality; empty when legal
+  StepBreakdown step;
+  MemoryBreakdown memory;
+  std::vector<CommKindCost> comm;       // every kind the layout uses
+};
+
+class CostModel {
+ public:
+  // Loads the compute profile (data/compute/h200.json, scaled to the
+  // cluster's GPU), the calibration (the cluster's file, else defaults from
+  // line rates and NCCL's model) and builds the topology.
+  static Result<std::unique_ptr<CostModel>> Create(const ClusterSpec& cluster,
+                                                   const ModelSpec& model, const JobSpec& job);
+
+  // Full evaluation (for reports). Illegal layouts are evaluated as far as
+  // their degrees allow, with their violations listed.
+  Evaluation Evaluate(const Layout& layout) const;
+  // Only what the search needs; allocates little.
+  LayoutScore Score(const Layout& layout, bool minimise_memory) const;
+
+  const CostContext& context() const { return ctx_; }
+  const ComputeProfile& profile() const { return profile_; }
+  const CommParams& comm_params() const { return comm_; }
+
+ private:
+  CostModel(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job,
+            Topology topology, ComputeProfile profile, CommParams comm);
+  StepBreakdown Step(const Layout& layout, std::vector<CommKindCost>* comm) const;
+
+  ClusterSpec cluster_;
+  ModelSpec model_;
+  JobSpec job_;
+  Topology topology_;
+  ComputeProfile profile_;
+  CommParams comm_;
+  CostContext ctx_;
+  MemoryModel memory_;
+};
+
+enum class Objective { kThroughput, kMemory };
+const char* Name(Objective objective);  // "throughput", "memory"
+
+class CostScorer : public LayoutScorer {
+ public:
+  CostScorer(const CostModel& model, Objective objective) : model_(model), objective_(objective) {}
+  LayoutScore Score(const Layout& layout) const override {
+    return model_.Score(layout, objective_ == Objective::kMemory);
+  }
+
+ private:
+  const CostModel& model_;
+  Objective objective_;
+};
+
+}  // namespace foldplan

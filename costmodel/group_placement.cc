@@ -1,0 +1,563 @@
+// Worst-case group spans per kind, from the mixed-radix structure of
+// Megatron's groups (see the header for why one group per residue class of
+// the bases suffices).
+#include "costmodel/group_placement.h"
+
+#include <algorithm>
+#include <bit>
+#include <cassert>
+#include <cstdint>
+#include <numeric>
+#include <optional>
+#include <span>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "planner/legality.h"
+#include "planner/rank_generator.h"
+
+namespace foldplan {
+
+namespace {
+
+// SlowerSpan's order as a tuple, for GroupSpan and the counts below alike.
+template <class Span>
+auto SlownessKey(const Span& s) {
+  return std::make_tuple(s.crosses_spine, s.domains > 1, -s.min_per_domain, s.domains, s.scalable_units,
+                         s.nodes, -s.max_per_domain, -s.rails, s.gpus);
+}
+
+}  // namespace
+
+bool SlowerSpan(const GroupSpan& a, const GroupSpan& b) { return SlownessKey(a) > SlownessKey(b); }
+
+namespace {
+
+using i64 = int64_t;
+
+std::string Str(i64 v) { return std::to_string(v); }
+
+// Division by a divisor fixed per layout: a shift when it is a power of two
+// (GPUs per node, domains and SUs usually are), for the hot loop below.
+class Divider {
+ public:
+  explicit Divider(int divisor)
+      : divisor_(divisor),
+        shift_(std::has_single_bit(static_cast<unsigned>(divisor)) ? std::countr_zero(static_cast<unsigned>(divisor))
+                                                                    : -1) {}
+  int operator()(int x) const { return shift_ >= 0 ? x >> shift_ : x / divisor_; }  // x >= 0
+
+ private:
+  int divisor_;
+  int shift_;
+};
+
+// The cluster's index arithmetic, as Topology numbers GPUs (node-major,
+// domains of whole nodes, rail = local GPU % NICs, scalable units of nodes).
+struct Shape {
+  explicit Shape(const ClusterSpec& c)
+      : gpus_per_node(c.gpus_per_node),
+        domain_gpus(c.nvlink_domain_gpus),
+        rails(c.nics_per_node),
+        su_nodes(c.fabric.su_nodes),
+        single_su(c.nodes <= c.fabric.su_nodes),
+        per_node(c.gpus_per_node),
+        per_domain_nodes(c.nvlink_domain_gpus / c.gpus_per_node),
+        per_domain_gpus(c.nvlink_domain_gpus),
+        per_su_nodes(c.fabric.su_nodes) {}
+
+  int node_of(int gpu) const { return per_node(gpu); }
+  int domain_of(int gpu) const { return per_domain_gpus(gpu); }
+  int su_of(int gpu) const { return per_su_nodes(node_of(gpu)); }
+  int rail_of(int gpu) const { return (gpu - node_of(gpu) * gpus_per_node) % rails; }
+  i64 su_gpus() const { return i64{su_nodes} * gpus_per_node; }
+
+  int gpus_per_node, domain_gpus, rails, su_nodes;
+  bool single_su;  // no scalable-unit boundary anywhere in the cluster
+  Divider per_node, per_domain_nodes, per_domain_gpus, per_su_nodes;
+};
+
+// Rank -> GPU: rank r on GPU r (linear), or PlaceRanks' packed rule: ranks
+// fill the first ranks_per_domain GPUs of each domain.
+class Placer {
+ public:
+  Placer(int ranks_per_domain, int domain_gpus)
+      : ranks_per_domain_(ranks_per_domain), domain_gpus_(domain_gpus), per_domain_(ranks_per_domain) {}
+  int ranks_per_domain() const { return ranks_per_domain_; }
+  int gpu(int rank) const {
+    if (ranks_per_domain_ == domain_gpus_) return rank;
+    const int domain = per_domain_(rank);
+    return domain * domain_gpus_ + (rank - domain * ranks_per_domain_);
+  }
+  // GPU shift of a rank shift that is a multiple of ranks_per_domain.
+  int gpu_shift(int rank_shift) const { return rank_shift / ranks_per_domain_ * domain_gpus_; }
+
+ private:
+  int ranks_per_domain_;
+  int domain_gpus_;
+  Divider per_domain_;
+};
+
+// The fields of GroupSpan that SlowerSpan compares, without the tiers: the
+// hot loop below evaluates hundreds of groups per layout and must not touch
+// GroupSpan's vector.
+struct SpanCounts {
+  int gpus = 0, nodes = 0, domains = 0, rails = 0, scalable_units = 0;
+  int min_per_domain = 0, max_per_domain = 0;
+  bool crosses_spine = false;
+};
+
+// The fields of Topology::Span for GPUs added in increasing order, counted
+// the same way.
+class SpanCounter {
+ public:
+  explicit SpanCounter(const Shape& shape)
+      : shape_(shape), rail_words_((static_cast<size_t>(shape.rails) + 63) / 64) {}
+
+  void Reset() {
+    counts_ = SpanCounts{};
+    counts_.min_per_domain = INT32_MAX;
+    node_start_ = node_end_ = 0;
+    domain_ = su_ = -1;
+    in_domain_ = 0;
+    if (rail_words_.size() == 1) {
+      rail_words_[0] = 0;
+    } else {
+      std::fill(rail_words_.begin(), rail_words_.end(), 0);
+    }
+  }
+
+  void Add(int gpu) {
+    if (counts_.gpus == 0) first_ = gpu;
+    last_ = gpu;
+    ++counts_.gpus;
+    if (gpu >= node_end_) EnterNode(gpu);  // members arrive in GPU order
+    ++in_domain_;
+    const int local = gpu - node_start_;
+    const int rail = local < shape_.rails ? local : local % shape_.rails;
+    uint64_t& word = rail_words_[static_cast<size_t>(rail) >> 6];
+    const uint64_t bit = uint64_t{1} << (rail & 63);
+    counts_.rails += (word & bit) == 0;
+    word |= bit;
+  }
+
+  SpanCounts Counts() const {
+    SpanCounts c = counts_;
+    if (in_domain_ > 0) {  // the domain still open
+      c.min_per_domain = std::min(c.min_per_domain, in_domain_);
+      c.max_per_domain = std::max(c.max_per_domain, in_domain_);
+    }
+    c.crosses_spine = shape_.domain_of(first_) != shape_.domain_of(last_) &&
+                      shape_.su_of(first_) != shape_.su_of(last_);
+    return c;
+  }
+
+  int first() const { return first_; }
+  int last() const { return last_; }
+
+ private:
+  void EnterNode(int gpu) {
+    const int node = shape_.node_of(gpu);
+    node_start_ = node * shape_.gpus_per_node;
+    node_end_ = node_start_ + shape_.gpus_per_node;
+    ++counts_.nodes;
+    const int su = shape_.per_su_nodes(node);
+    counts_.scalable_units += su != su_;  // SUs never decrease along the walk
+    su_ = su;
+    const int domain = shape_.per_domain_nodes(node);
+    if (domain != domain_) {
+      if (in_domain_ > 0) {
+        counts_.min_per_domain = std::min(counts_.min_per_domain, in_domain_);
+        counts_.max_per_domain = std::max(counts_.max_per_domain, in_domain_);
+      }
+      in_domain_ = 0;
+      ++counts_.domains;
+      domain_ = domain;
+    }
+  }
+
+  const Shape& shape_;
+  SpanCounts counts_;
+  int node_start_ = 0, node_end_ = 0, domain_ = -1, su_ = -1, in_domain_ = 0;
+  int first_ = 0, last_ = 0;
+  std::vector<uint64_t> rail_words_;
+};
+
+struct Digit {
+  i64 stride, size;
+};
+
+// Offsets of a mixed-radix counter, first digit fastest; ascending, because
+// Megatron's axes nest (each stride is at least the previous extent + 1).
+std::vector<int> Offsets(const std::vector<Digit>& digits) {
+  std::vector<int> out = {0};
+  for (const Digit& d : digits) {
+    const size_t n = out.size();
+    out.reserve(n * static_cast<size_t>(d.size));
+    for (i64 c = 1; c < d.size; ++c)
+      for (size_t i = 0; i < n; ++i) out.push_back(out[i] + static_cast<int>(c * d.stride));
+  }
+  return out;
+}
+
+// The offsets O of a group, split as O = A + B with every B offset a
+// multiple of the period M (so each B-translate of A is A moved by whole
+// periods). A digit that straddles M is cut where its multiples first hit
+// M: digit (s, n) = (s, q) + (s q, n / q), q = M / gcd(s, M), when q | n.
+struct GroupOffsets {
+  std::vector<int> a;           // ascending
+  std::vector<Digit> b_digits;  // B as digits (it can be large; rarely listed)
+  int b_count = 1;              // |B|
+  int b_gap = 0;                // smallest nonzero B offset (its first stride)
+  int b_last = 0;               // largest B offset
+};
+
+GroupOffsets SplitOffsets(const std::vector<Digit>& digits, i64 period) {
+  std::vector<Digit> a;
+  GroupOffsets out;
+  std::vector<Digit>& b = out.b_digits;
+  for (const Digit& d : digits) {
+    if (!b.empty() || d.stride % period == 0) {
+      b.push_back(d);  // nested digits after a multiple of M are multiples of M
+      continue;
+    }
+    const i64 q = period / std::gcd(d.stride, period);
+    if (q < d.size && d.size % q == 0) {
+      a.push_back({d.stride, q});
+      b.push_back({d.stride * q, d.size / q});
+    } else {
+      a.push_back(d);
+    }
+  }
+  out.a = Offsets(a);
+  for (const Digit& d : b) {
+    out.b_count *= static_cast<int>(d.size);
+    out.b_last += static_cast<int>((d.size - 1) * d.stride);
+  }
+  if (!b.empty()) out.b_gap = static_cast<int>(b.front().stride);
+  return out;
+}
+
+// Distinct residues modulo M of the bases sum c_u s_u over the unmasked
+// digits, in the order Megatron lists the groups (first axis fastest), each
+// at its first occurrence: ties between equally slow groups then go to the
+// group the rank map lists first.
+// `seen` is scratch, all zero on entry and on return.
+std::vector<int> BaseResidues(const std::vector<Digit>& digits, i64 modulus, std::vector<char>& seen) {
+  std::vector<int> residues = {0};
+  if (seen.size() < static_cast<size_t>(modulus)) seen.assign(static_cast<size_t>(modulus), 0);
+  const int m = static_cast<int>(modulus);
+  for (const Digit& d : digits) {
+    const int step = static_cast<int>(d.stride % modulus);
+    if (step == 0) continue;
+    const i64 cycle = modulus / std::gcd<i64>(step, modulus);  // c x step repeats after this
+    const i64 count = std::min(d.size, cycle);
+    for (int r : residues) seen[static_cast<size_t>(r)] = 1;
+    std::vector<int> next = residues;
+    int shift = 0;  // c x step mod M, kept below M without dividing
+    for (i64 c = 1; c < count; ++c) {
+      shift += step;
+      if (shift >= m) shift -= m;
+      for (int r : residues) {
+        int v = r + shift;
+        if (v >= m) v -= m;
+        if (!seen[static_cast<size_t>(v)]) {
+          seen[static_cast<size_t>(v)] = 1;
+          next.push_back(v);
+        }
+      }
+    }
+    for (int r : next) seen[static_cast<size_t>(r)] = 0;
+    residues = std::move(next);
+  }
+  return residues;
+}
+
+// Everything needed to evaluate the groups of one kind.
+class KindEvaluator {
+ public:
+  KindEvaluator(const Shape& shape, const Placer& placer, GroupOffsets offsets)
+      : shape_(shape), placer_(placer), offsets_(std::move(offsets)), counter_(shape) {
+    b_gap_gpus_ = placer_.gpu_shift(offsets_.b_gap);
+    b_last_gpus_ = placer_.gpu_shift(offsets_.b_last);
+  }
+
+  // The span of the group with base `base` (tiers empty). `base` is a
+  // residue below the period, so base + A lies below B's smallest offset
+  // (the axes faster than B's first digit, masked or not, nest below its
+  // stride), and B's offsets are multiples of the period: the translates of
+  // base + A fill disjoint windows of whole periods, hence of whole domains,
+  // nodes and SUs. Their counts add up; only the first and last member and
+  // the SU count need the shift.
+  SpanCounts SpanOf(int base) {
+    counter_.Reset();
+    for (int a : offsets_.a) counter_.Add(placer_.gpu(base + a));
+    SpanCounts span = counter_.Counts();
+    if (offsets_.b_count == 1) return span;
+    assert(shape_.domain_of(counter_.last()) - shape_.domain_of(counter_.first()) <
+           b_gap_gpus_ / shape_.domain_gpus);
+    const int copies = offsets_.b_count;
+    span.gpus *= copies;
+    span.nodes *= copies;
+    span.domains *= copies;
+    // Without SU boundaries everything is in SU 0 (the period then ignores SUs).
+    if (!shape_.single_su) span.scalable_units *= copies;
+    const int first = counter_.first();
+    const int last = counter_.last() + b_last_gpus_;
+    span.crosses_spine = shape_.domain_of(first) != shape_.domain_of(last) &&
+                         shape_.su_of(first) != shape_.su_of(last);
+    return span;
+  }
+
+  // The GPU pairs Topology::Span picks to represent the group's tiers: the
+  // first consecutive members in one domain, and the first consecutive
+  // members in different domains of one SU ({-1, -1} when none). Walks one
+  // translate of A only: the others are copies moved by whole periods (same
+  // relations inside), so the only other candidates are the steps from one
+  // translate to the next, which differ only by their B offsets.
+  struct Pairs {
+    std::pair<int, int> nvlink{-1, -1}, network{-1, -1};
+  };
+  Pairs PairsOf(int base) const {
+    Pairs pairs;
+    int prev = -1;
+    for (int a : offsets_.a) {
+      const int gpu = placer_.gpu(base + a);
+      if (prev >= 0) {
+        const bool same_domain = shape_.domain_of(prev) == shape_.domain_of(gpu);
+        if (same_domain && pairs.nvlink.first < 0) pairs.nvlink = {prev, gpu};
+        if (!same_domain && pairs.network.first < 0 && shape_.su_of(prev) == shape_.su_of(gpu))
+          pairs.network = {prev, gpu};
+      }
+      prev = gpu;
+    }
+    if (pairs.network.first >= 0 || offsets_.b_count == 1) return pairs;
+    // A step from translate j to j + 1 stays in one SU only when the B offsets
+    // move by exactly the SUs one translate spans (none when it spans one,
+    // unless the cluster has a single SU).
+    const int first = placer_.gpu(base);
+    if (!shape_.single_su && shape_.su_of(prev) == shape_.su_of(first)) return pairs;
+    const std::vector<int> b = Offsets(offsets_.b_digits);
+    for (size_t j = 0; j + 1 < b.size(); ++j) {
+      const int from = prev + placer_.gpu_shift(b[j]);
+      const int to = first + placer_.gpu_shift(b[j + 1]);
+      if (shape_.su_of(from) == shape_.su_of(to)) {
+        pairs.network = {from, to};
+        break;
+      }
+    }
+    return pairs;
+  }
+
+  int size() const { return static_cast<int>(offsets_.a.size()) * offsets_.b_count; }
+  int a_size() const { return static_cast<int>(offsets_.a.size()); }
+  int first_gpu(int base) const { return placer_.gpu(base); }
+  int last_gpu(int base) const { return placer_.gpu(base + offsets_.a.back() + offsets_.b_last); }
+
+ private:
+  const Shape& shape_;
+  Placer placer_;
+  GroupOffsets offsets_;
+  SpanCounter counter_;
+  int b_gap_gpus_ = 0;   // GPU shift between consecutive B translates (the smallest)
+  int b_last_gpus_ = 0;  // GPU shift of the last translate
+};
+
+// The tier Topology::Span reports for a GPU pair. Every pair of one route
+// class (same domain; else same or different SU, same or different rail)
+// gets the same TierInfo (the topology's fabric is uniform), so each class
+// is asked of the topology once per PlaceGroups call.
+class TierCache {
+ public:
+  TierCache(const Topology& topo, const Shape& shape) : topo_(topo), shape_(shape) {}
+
+  TierInfo Of(int a, int b, LinkTier tier) {
+    std::optional<TierInfo>& slot = cache_[ClassOf(a, b) * 3 + static_cast<int>(tier)];
+    if (!slot) slot = Ask(a, b, tier);
+    return *slot;
+  }
+
+ private:
+  int ClassOf(int a, int b) const {
+    if (shape_.domain_of(a) == shape_.domain_of(b)) return 0;
+    const int rails = shape_.rails;
+    const bool same_rail = (a % shape_.gpus_per_node) % rails == (b % shape_.gpus_per_node) % rails;
+    const bool same_su = shape_.su_of(a) == shape_.su_of(b);
+    return 1 + (same_su ? 0 : 2) + (same_rail ? 0 : 1);
+  }
+
+  TierInfo Ask(int a, int b, LinkTier tier) const {
+    const int pair[2] = {a, b};
+    const GroupSpan span = topo_.Span(std::span<const int>(pair, 2));
+    for (const TierInfo& t : span.tiers)
+      if (t.tier == tier) return t;
+    return TierInfo{tier};  // unreachable for the pairs AddTiers picks
+  }
+
+  const Topology& topo_;
+  const Shape& shape_;
+  std::array<std::optional<TierInfo>, 5 * 3> cache_;
+};
+
+// Adds the tiers Topology::Span would report for the whole group, from the
+// same representative pairs it picks: the first consecutive members in one
+// domain (NVLink); the first consecutive members in different domains of one
+// SU, else the first and last (network); the first and last (spine).
+void AddTiers(TierCache& tiers, const KindEvaluator& eval, int base, GroupSpan& span) {
+  KindEvaluator::Pairs pairs = eval.PairsOf(base);
+  const int first = eval.first_gpu(base), last = eval.last_gpu(base);
+  if (span.max_per_domain >= 2)
+    span.tiers.push_back(tiers.Of(pairs.nvlink.first, pairs.nvlink.second, LinkTier::kNvlink));
+  if (span.domains >= 2) {
+    if (pairs.network.first < 0) pairs.network = {first, last};
+    span.tiers.push_back(tiers.Of(pairs.network.first, pairs.network.second, LinkTier::kNetwork));
+  }
+  if (span.crosses_spine) span.tiers.push_back(tiers.Of(first, last, LinkTier::kSpine));
+}
+
+// One generator's axes in normalised order: (name, stride, size).
+struct AxisInfo {
+  std::string name;
+  i64 stride, size;
+};
+std::vector<AxisInfo> AxesOf(const RankGenerator& gen) {
+  std::vector<AxisInfo> axes;
+  for (const std::string& name : gen.axes()) axes.push_back({name, gen.Stride(name), gen.Size(name)});
+  return axes;
+}
+
+struct KindSource {
+  GroupKind kind;
+  bool expert;
+  std::initializer_list<const char*> axes;
+};
+const KindSource kKindSources[] = {
+    {GroupKind::kTp, false, {"tp"}},        {GroupKind::kCp, false, {"cp"}},
+    {GroupKind::kTpCp, false, {"tp", "cp"}}, {GroupKind::kDp, false, {"dp"}},
+    {GroupKind::kDpCp, false, {"dp", "cp"}}, {GroupKind::kPp, false, {"pp"}},
+    {GroupKind::kEp, true, {"ep"}},          {GroupKind::kEtp, true, {"tp"}},
+    {GroupKind::kTpEp, true, {"tp", "ep"}},  {GroupKind::kEdp, true, {"dp"}},
+};
+
+bool Masked(const KindSource& source, const std::string& axis) {
+  for (const char* a : source.axes)
+    if (axis == a) return true;
+  return false;
+}
+
+Status CheckDegrees(const Layout& l, const ClusterSpec& cluster) {
+  for (int v : {l.world, l.pp, l.dp, l.cp, l.tp, l.ep, l.etp, l.edp})
+    if (v < 1) return Status::Error("layout " + FormatLayout(l) + ": every degree must be >= 1");
+  if (i64{l.pp} * l.tp * l.cp * l.dp != l.world || i64{l.pp} * l.etp * l.ep * l.edp != l.world)
+    return Status::Error("layout " + FormatLayout(l) + ": degrees do not multiply to world " + Str(l.world));
+  if (l.world > cluster.total_gpus())
+    return Status::Error("layout: world " + Str(l.world) + " ranks > " + Str(cluster.total_gpus()) +
+                         " GPUs in cluster " + cluster.name);
+  return Status();
+}
+
+// PlaceRanks' rule: packed keeps whole heavy blocks inside domains when a
+// block fits in one; otherwise (and for linear) rank r is on GPU r.
+Result<Placer> MakePlacer(const Layout& l, const ClusterSpec& cluster) {
+  const int domain = cluster.nvlink_domain_gpus;
+  const int block = HeavyBlock(l);
+  const bool pack = l.placement == Placement::kPacked && block >= 1 && block <= domain && l.world % block == 0;
+  if (!pack) return Placer(domain, domain);
+  const i64 needed = PackedGpusNeeded(l.world, block, domain);
+  if (needed > cluster.total_gpus())
+    return Status::Error("packed placement needs " + Str(needed) + " GPUs (heavy blocks of " + Str(block) +
+                         " ranks, " + Str(domain / block) + " per NVLink domain of " + Str(domain) +
+                         ") for " + Str(l.world) + " ranks, but cluster " + cluster.name + " has " +
+                         Str(cluster.total_gpus()));
+  return Placer(domain / block * block, domain);
+}
+
+// The rank period P (header): a multiple of ranks_per_domain whose GPU image
+// is a multiple of the domain, node and (when there are several) SU sizes.
+// Capped at the world size: with P >= world no two bases alias anyway.
+i64 RankPeriod(const Shape& shape, const Placer& placer, int world) {
+  i64 gpu_period = shape.domain_gpus;
+  if (!shape.single_su) gpu_period = std::lcm(gpu_period, shape.su_gpus());
+  const i64 period = gpu_period / shape.domain_gpus * placer.ranks_per_domain();
+  return std::min<i64>(period, world);
+}
+
+GroupPlacement PlaceKind(const KindSource& source, const std::vector<AxisInfo>& axes, const Shape& shape,
+                         const Placer& placer, i64 period, int world, TierCache& tiers,
+                         std::vector<char>& scratch) {
+  std::vector<Digit> masked, unmasked;
+  for (const AxisInfo& axis : axes) {
+    if (axis.size < 2) continue;
+    (Masked(source, axis.name) ? masked : unmasked).push_back({axis.stride, axis.size});
+  }
+  KindEvaluator eval(shape, placer, SplitOffsets(masked, period));
+
+  // With one offset in A, every class gives the same span (|B| members one
+  // period apart: one per domain, node and, with SUs, SU; one rail), so one
+  // class is enough.
+  const std::vector<int> bases = eval.a_size() == 1 ? std::vector<int>{0} : BaseResidues(unmasked, period, scratch);
+  int worst_base = bases.front();
+  SpanCounts worst = eval.SpanOf(worst_base);
+  for (size_t i = 1; i < bases.size(); ++i) {
+    const SpanCounts span = eval.SpanOf(bases[i]);
+    if (SlownessKey(span) > SlownessKey(worst)) {
+      worst = span;
+      worst_base = bases[i];
+    }
+  }
+  GroupSpan span;
+  span.gpus = worst.gpus;
+  span.nodes = worst.nodes;
+  span.domains = worst.domains;
+  span.rails = worst.rails;
+  span.scalable_units = worst.scalable_units;
+  span.min_per_domain = worst.min_per_domain;
+  span.max_per_domain = worst.max_per_domain;
+  span.inside_one_domain = worst.domains == 1;
+  span.crosses_spine = worst.crosses_spine;
+  AddTiers(tiers, eval, worst_base, span);
+
+  GroupPlacement out;
+  out.kind = source.kind;
+  out.size = eval.size();
+  out.groups = world / out.size;
+  out.span = std::move(span);
+  if (out.span.domains >= 2) {
+    // Ranks a node runs (packed leaves the tail of each domain idle) over the
+    // worst group's ranks per node.
+    const i64 used = std::min<i64>({shape.gpus_per_node, placer.ranks_per_domain(), world});
+    const i64 per_node = (out.span.gpus + out.span.nodes - 1) / out.span.nodes;
+    out.groups_sharing_links = static_cast<int>(std::max<i64>(1, (used + per_node - 1) / per_node));
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology) {
+  const ClusterSpec& cluster = topology.cluster();
+  if (Status s = CheckDegrees(layout, cluster); !s.ok()) return s;
+  Result<FoldedGenerators> gens = MakeFoldedGenerators(layout);
+  if (!gens.ok()) return gens.status();
+  if (layout.pp > 1 && gens->dense.Stride("pp") != gens->expert.Stride("pp"))
+    return Status::Error("order '" + layout.order + "' gives different pipeline groups in the dense view (pp stride " +
+                         Str(gens->dense.Stride("pp")) + ") and the expert view (pp stride " +
+                         Str(gens->expert.Stride("pp")) + ")");
+  Result<Placer> placer = MakePlacer(layout, cluster);
+  if (!placer.ok()) return placer.status();
+
+  const Shape shape(cluster);
+  const i64 period = RankPeriod(shape, *placer, layout.world);
+  const std::vector<AxisInfo> dense = AxesOf(gens->dense), expert = AxesOf(gens->expert);
+  TierCache tiers(topology, shape);
+  std::vector<char> scratch;
+  LayoutPlacement out;
+  for (const KindSource& source : kKindSources) {
+    out.by_kind[static_cast<int>(source.kind)] =
+        PlaceKind(source, source.expert ? expert : dense, shape, *placer, period, layout.world, tiers, scratch);
+  }
+  return out;
+}
+
+}  // namespace foldplan

@@ -1,0 +1,66 @@
+// Where a layout's process groups sit on the cluster, one worst case per
+// group kind, computed without building the rank map (it is called for
+// every layout a search scores: ~10^5 layouts on 16,384 GPUs).
+//
+// Why this is exact. Under a Megatron order string, a group of kind K is
+// {b + o : o in O}, O the mixed-radix offsets of K's axes and b a base made
+// of the other axes: every group is a translate of the group through rank 0.
+// Rank r sits on GPU r (linear), or on GPU (r / R) x D + r % R (packed:
+// R ranks per D-GPU domain). Shifting a rank by a multiple of
+//   P = R x lcm(D, gpus per scalable unit) / D
+// shifts its GPU by a multiple of the NVLink domain, node and scalable-unit
+// sizes, so it changes no "same node / domain / SU / rail" relation: two
+// groups whose bases are congruent modulo P have identical spans. One group
+// per residue class of the bases therefore gives the exact worst case.
+// The offsets themselves split as O = A + B, B the part made of multiples of
+// P, so each class costs |A| steps rather than |O| (doc/cost-model-comm.md).
+#pragma once
+
+#include <array>
+
+#include "core/status.h"
+#include "planner/layout.h"
+#include "planner/rank_map.h"
+#include "topology/topology.h"
+
+namespace foldplan {
+
+struct GroupPlacement {
+  GroupKind kind = GroupKind::kTp;
+  int size = 1;     // ranks per group
+  int groups = 0;   // groups of this kind (world / size)
+  // The span of the group of this kind whose traffic is slowest (SlowerSpan).
+  GroupSpan span;
+  // Groups of this kind whose ranks share one node's NICs at once: the ranks
+  // a node runs, over the worst group's ranks per node. 1 when the worst
+  // group stays inside one NVLink domain (no NIC is used).
+  int groups_sharing_links = 1;
+};
+
+// The kinds the communication model times.
+inline constexpr std::array<GroupKind, 10> kTimedGroupKinds = {
+    GroupKind::kTp, GroupKind::kCp, GroupKind::kTpCp, GroupKind::kDp, GroupKind::kDpCp,
+    GroupKind::kEp, GroupKind::kEtp, GroupKind::kTpEp, GroupKind::kEdp, GroupKind::kPp,
+};
+
+struct LayoutPlacement {
+  // Indexed by GroupKind; only kTimedGroupKinds are filled.
+  std::array<GroupPlacement, kGroupKindCount> by_kind;
+  const GroupPlacement& of(GroupKind kind) const { return by_kind[static_cast<int>(kind)]; }
+};
+
+// Whether a group spanning `a` communicates more slowly than one spanning
+// `b`: crossing the spine first, then leaving the NVLink domain, then fewer
+// ranks in the emptiest domain (a larger network share for all-to-all and
+// fewer NICs for a ring), then more domains, scalable units and nodes;
+// fewer ranks in the fullest domain and fewer rails break the remaining
+// ties. A strict weak order on every field but the tiers.
+bool SlowerSpan(const GroupSpan& a, const GroupSpan& b);
+
+// The worst-case placement of every timed group kind of `layout` on the
+// topology's cluster. Errors as BuildRankMap's: degrees that do not multiply
+// out, an order Megatron would refuse, a layout larger than the cluster, a
+// packed placement that does not fit.
+Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology);
+
+}  // namespace foldplan

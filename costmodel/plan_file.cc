@@ -1,0 +1,91 @@
+#include "costmodel/plan_file.h"
+
+#include "inputs/serialize.h"
+#include "planner/layout_json.h"
+#include "planner/rank_export.h"
+#include "planner/rank_map.h"
+
+namespace foldplan {
+
+using Json = nlohmann::ordered_json;
+
+namespace {
+
+Json StepJson(const StepBreakdown& s) {
+  return Json{{"microbatches", s.microbatches},
+              {"slowest_stage", s.slowest_stage},
+              {"stage_compute_s", s.stage_compute_s},
+              {"stage_exposed_comm_s", s.stage_exposed_comm_s},
+              {"stage_time_s", s.stage_time_s},
+              {"pipeline_s", s.pipeline_s},
+              {"bubble_s", s.bubble_s},
+              {"dp_exposed_s", s.dp_exposed_s},
+              {"optimizer_s", s.optimizer_s},
+              {"model_flops_per_token", s.model_flops_per_token}};
+}
+
+Json MemoryJson(const MemoryBreakdown& m) {
+  Json terms = Json::object();
+  for (const auto& t : m.terms) terms[t.name] = {{"gib", t.bytes / kBytesPerGiB}, {"note", t.note}};
+  return Json{{"terms", terms},
+              {"peak_gib", m.peak_gib()},
+              {"hbm_gib", m.hbm_gib},
+              {"fits", m.fits},
+              {"worst_stage", m.worst_stage},
+              {"inflight_microbatches", m.inflight_microbatches}};
+}
+
+}  // namespace
+
+Json CandidateJson(const Evaluation& e) {
+  Json comm = Json::object();
+  for (const auto& c : e.comm) comm[c.name] = {{"total_s", c.total_s}, {"exposed_s", c.exposed_s}};
+  Json violations = Json::array();
+  for (const auto& v : e.violations) violations.push_back({{"rule", Name(v.rule)}, {"detail", v.detail}});
+  return Json{{"layout", LayoutToJson(e.layout)},
+              {"step_time_s", e.step.step_time_s},
+              {"tokens_per_s", e.step.tokens_per_s},
+              {"mfu", e.step.mfu},
+              {"step", StepJson(e.step)},
+              {"memory", MemoryJson(e.memory)},
+              {"comm", comm},
+              {"violations", violations}};
+}
+
+Result<std::string> PlanFileJson(const PlanFileContents& c) {
+  const CostContext& ctx = c.model->context();
+  Json out;
+  out["schema"] = kPlanSchema;
+  out["objective"] = c.objective;
+  out["mfu_convention"] =
+      "model FLOPs per token (6 x matmul parameters touched + causal attention, flops.h) x "
+      "tokens/s / (GPUs x dense bf16 peak)";
+  out["inputs"] = {{"cluster", {{"name", ctx.cluster->name}, {"spec", ToJson(*ctx.cluster)}}},
+                   {"model", {{"name", ctx.model->name}, {"spec", ToJson(*ctx.model)}}},
+                   {"job", {{"name", ctx.job->name}, {"spec", ToJson(*ctx.job)}}},
+                   {"compute_profile", c.model->profile().gpu()},
+                   {"calibration", c.model->comm_params().source}};
+  if (c.enumeration) {
+    Json rejected = Json::object();
+    for (int r = 0; r < kRuleCount; ++r) rejected[Name(Rule(r))] = c.enumeration->rejected[r];
+    out["search"] = {{"world", c.enumeration->world},
+                     {"candidates", c.enumeration->candidates},
+                     {"legal_and_fitting", c.enumeration->legal_count},
+                     {"rejected", rejected}};
+  }
+  Json candidates = Json::array();
+  for (const auto& e : c.candidates) candidates.push_back(CandidateJson(e));
+  out["candidates"] = candidates;
+  out["rank_map"] = nullptr;
+  if (!c.candidates.empty()) {
+    auto map = BuildRankMap(c.candidates.front().layout, *ctx.cluster);
+    Result<std::string> text = map.ok() ? ExportRankMap(map.value(), ExportFormat::kRankMap,
+                                                        {ctx.cluster, ctx.model, ctx.job})
+                                        : Result<std::string>(map.status());
+    if (text.ok()) out["rank_map"] = Json::parse(text.value());
+    else out["rank_map_error"] = text.status().message();
+  }
+  return out.dump(1) + "\n";
+}
+
+}  // namespace foldplan

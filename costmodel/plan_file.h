@@ -1,0 +1,39 @@
+// The `foldplan.plan/v1` file written by `plan -o` and `explain -o`: the
+// inputs it was made from (in their own file formats, overrides applied),
+// the ranked candidates with their costs, and the best layout's rank map
+// (foldplan.rankmap/v1). doc/formats.md documents every field; validate/
+// reads these files.
+#pragma once
+
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+#include "costmodel/evaluate.h"
+#include "planner/enumerate.h"
+
+namespace foldplan {
+
+inline constexpr const char* kPlanSchema = "foldplan.plan/v1";
+
+// One candidate: layout, step_time_s, tokens_per_s, mfu, step (breakdown),
+// memory (terms and peak_gib), comm (per kind total_s and exposed_s),
+// violations (names, empty when legal).
+nlohmann::ordered_json CandidateJson(const Evaluation& evaluation);
+
+struct PlanFileContents {
+  const CostModel* model = nullptr;
+  std::string objective;               // "throughput", "memory", or "explain"
+  std::vector<Evaluation> candidates;  // best first
+  // Search counts; absent for explain.
+  const Enumeration* enumeration = nullptr;
+};
+
+// The whole file as JSON text. The first candidate's rank map is built and
+// exported; an error there (e.g. an illegal explained layout) leaves the
+// "rank_map" field null with "rank_map_error" saying why.
+Result<std::string> PlanFileJson(const PlanFileContents& contents);
+
+}  // namespace foldplan

@@ -1,0 +1,24 @@
+#include "planner/layout_json.h"
+
+namespace foldplan {
+
+nlohmann::ordered_json LayoutToJson(const Layout& l) {
+  return {{"tp", l.tp},
+          {"cp", l.cp},
+          {"dp", l.dp},
+          {"pp", l.pp},
+          {"vpp", l.vpp},
+          {"ep", l.ep},
+          {"etp", l.etp},
+          {"edp", l.edp},
+          {"mbs", l.mbs},
+          {"order", l.order},
+          {"cp_style", Name(l.cp_style)},
+          {"recompute", Name(l.recompute)},
+          {"placement", Name(l.placement)},
+          {"world", l.world},
+          {"stage_layers", l.stage_layers},
+          {"text", FormatLayout(l)}};
+}
+
+}  // namespace foldplan

@@ -1,0 +1,361 @@
+// The communication inventory of a layout (costmodel/comm_plan.h): volumes
+// computed by hand for a Mixtral-8x7B layout, then the knobs that change them.
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "costmodel/comm_params.h"
+#include "costmodel/comm_plan.h"
+#include "costmodel/group_placement.h"
+#include "fixtures.h"
+#include "inputs/loader.h"
+#include "topology/topology.h"
+
+namespace foldplan {
+namespace {
+
+using testing::MakeCluster;
+using testing::MakeDense;
+using testing::MakeJob;
+using testing::MakeMixtral;
+
+Topology MustBuild(const ClusterSpec& cluster) {
+  Result<Topology> topo = Topology::Build(cluster);
+  REQUIRE_MESSAGE(topo.ok(), topo.status().message());
+  return std::move(topo).value();
+}
+
+const CommOp* FindOp(const std::vector<CommOp>& ops, const std::string& name) {
+  for (const CommOp& op : ops)
+    if (name == op.name) return &op;
+  return nullptr;
+}
+
+std::vector<std::string> Names(const std::vector<CommOp>& ops) {
+  std::vector<std::string> names;
+  for (const CommOp& op : ops) names.push_back(op.name);
+  return names;
+}
+
+// Mixtral-8x7B on 4 DGX nodes: pp4 x (tp2 cp2 dp2) dense, pp4 x (etp1 ep8
+// edp1) expert, Ulysses CP, mbs 1, S 4096, the default order (a stage is one
+// node), dropless all-to-all dispatch with perfect balance.
+struct MixtralSetup {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  Topology topo = MustBuild(cluster);
+  CommParams params = DefaultCommParams(cluster);
+  Layout layout;
+
+  MixtralSetup() {
+    job.routing_imbalance = 1.0;
+    layout.world = 32;
+    layout.pp = 4;
+    layout.tp = 2;
+    layout.cp = 2;
+    layout.dp = 2;
+    layout.ep = 8;
+    layout.etp = 1;
+    layout.edp = 1;
+    layout.mbs = 1;
+  }
+  CostContext ctx() const {
+    CostContext c;
+    c.cluster = &cluster;
+    c.model = &model;
+    c.job = &job;
+    c.topology = &topo;
+    c.comm = &params;
+    return c;
+  }
+  std::vector<CommOp> Plan() const { return BuildCommPlan(layout, ctx()); }
+};
+
+TEST_CASE("Mixtral-8x7B: the ops and their volumes, by hand") {
+  const MixtralSetup s;
+  const std::vector<CommOp> ops = s.Plan();
+  // Mixtral has no dense MLP layer and no shared expert: TP traffic is the
+  // attention block's only. EDP is 1: no expert data-parallel ops.
+  CHECK(Names(ops) == std::vector<std::string>{
+                          "tp_attn_allgather", "tp_attn_reducescatter", "tp_attn_regather", "cp_ulysses_q",
+                          "cp_ulysses_k", "cp_ulysses_v", "cp_ulysses_out", "moe_token_counts", "moe_dispatch",
+                          "moe_dispatch_probs", "moe_combine", "pp_send_recv", "dp_grad_reducescatter",
+                          "dp_param_allgather"});
+
+  // TP/SP: [mbs x S/CP, H] = 1 x 2048 x 4096 x 2 bytes = 16 MiB per call, the
+  // gathered total. Forward 1 all-gather + 1 reduce-scatter per layer;
+  // backward 1 + 1 mirrored, plus the overlapped re-gather.
+  const CommOp* ag = FindOp(ops, "tp_attn_allgather");
+  REQUIRE(ag);
+  CHECK(ag->bytes == 2048.0 * 4096 * 2);
+  CHECK(ag->scope == CommOp::kPerLayer);
+  CHECK(ag->calls_fwd == 1);
+  CHECK(ag->calls_bwd == 1);
+  CHECK_FALSE(ag->overlappable);
+  CHECK(FindOp(ops, "tp_attn_reducescatter")->collective == Collective::kReduceScatter);
+  CHECK(FindOp(ops, "tp_attn_regather")->calls_fwd == 0);
+  CHECK(FindOp(ops, "tp_attn_regather")->overlappable);
+  // Two GPUs of one node, ring Simple: 8.4 + 3.4 us + 16 MiB / (370.8 x 2/1 GB/s).
+  CHECK(ag->seconds_per_call == doctest::Approx(11.8e-6 + 16777216.0 / (370.8 * 2 * 1e9)));
+  CHECK(std::string(ag->algorithm) == "ring/Simple");
+
+  // Ulysses: per rank 2048 tokens x heads/TP x 128 x 2 bytes: q and out 16
+  // heads (8 MiB), k and v 4 KV heads (2 MiB). Sum = b (mbs S/C) d (2a +
+  // 2a_kv)/TP = 2 x 2048 x 128 x (64 + 16)/2 = 20 MiB.
+  double ulysses = 0;
+  for (const char* name : {"cp_ulysses_q", "cp_ulysses_k", "cp_ulysses_v", "cp_ulysses_out"}) {
+    const CommOp* op = FindOp(ops, name);
+    REQUIRE(op);
+    CHECK(op->collective == Collective::kAllToAll);
+    CHECK(op->group == GroupKind::kCp);
+    CHECK(op->calls_fwd == 1);
+    CHECK(op->calls_bwd == 1);
+    ulysses += op->bytes;
+  }
+  CHECK(FindOp(ops, "cp_ulysses_q")->bytes == 2048.0 * 16 * 128 * 2);
+  CHECK(FindOp(ops, "cp_ulysses_k")->bytes == 2048.0 * 4 * 128 * 2);
+  CHECK(ulysses == 2.0 * 2048 * 128 * (64 + 16) / 2);
+
+  // MoE all-to-all: T = mbs S/(CP TP) = 1024 tokens, K = 2: 2048 rows x
+  // 4096 x 2 bytes = 16 MiB each way, probs 2048 x 4 bytes; counts: 8 ranks
+  // of TP x EP x 8 experts x 8 bytes.
+  const CommOp* dispatch = FindOp(ops, "moe_dispatch");
+  REQUIRE(dispatch);
+  CHECK(dispatch->bytes == 2048.0 * 4096 * 2);
+  CHECK(dispatch->scope == CommOp::kPerMoeLayer);
+  CHECK(dispatch->group == GroupKind::kEp);
+  CHECK(FindOp(ops, "moe_combine")->bytes == dispatch->bytes);
+  CHECK(FindOp(ops, "moe_dispatch_probs")->bytes == 2048.0 * 4);
+  CHECK(FindOp(ops, "moe_token_counts")->bytes == 8.0 * 8 * 8);
+  CHECK(FindOp(ops, "moe_token_counts")->group == GroupKind::kTpEp);
+
+  // PP: [mbs x S/(CP TP), H] = 1024 x 4096 x 2 = 8 MiB per boundary and
+  // direction. The 4 stages sit on 4 nodes: each boundary crosses a NIC:
+  // 8.4 + 14 us + 8 MiB / 50 GB/s.
+  const CommOp* pp = FindOp(ops, "pp_send_recv");
+  REQUIRE(pp);
+  CHECK(pp->bytes == 1024.0 * 4096 * 2);
+  CHECK(pp->scope == CommOp::kPerStageBoundary);
+  CHECK(pp->seconds_per_call == doctest::Approx(22.4e-6 + 8388608.0 / 50e9));
+
+  // DP over DP x CP (4 ranks), per step. A layer's non-expert parameters:
+  // attention 4096 x (4096 + 2 x 1024) + 4096 x 4096 = 41,943,040, two norms
+  // 8,192, router 4096 x 8 = 32,768: 41,984,000. The largest stage is the
+  // last: 8 layers + output layer 32000 x 4096 + final norm 4096 =
+  // 466,948,096, over TP 2 = 233,474,048 per rank; fp32 gradients
+  // reduce-scattered (x 4 bytes), bf16 parameters all-gathered (x 2).
+  const double dense_per_rank = (8.0 * 41984000 + 32000.0 * 4096 + 4096) / 2;
+  const CommOp* rs = FindOp(ops, "dp_grad_reducescatter");
+  REQUIRE(rs);
+  CHECK(rs->bytes == dense_per_rank * 4);
+  CHECK(rs->group == GroupKind::kDpCp);
+  CHECK(rs->scope == CommOp::kPerStep);
+  CHECK(rs->calls_bwd == 1);
+  CHECK(rs->overlappable);
+  CHECK(FindOp(ops, "dp_param_allgather")->bytes == dense_per_rank * 2);
+}
+
+TEST_CASE("every op is timed on its group's worst-case span") {
+  const MixtralSetup s;
+  Result<LayoutPlacement> placement = PlaceGroups(s.layout, s.topo);
+  REQUIRE(placement.ok());
+  for (const CommOp& op : s.Plan()) {
+    CAPTURE(op.name);
+    const GroupPlacement& g = placement->of(op.group);
+    CHECK(g.size >= 2);
+    const CollectiveCost cost = CollectiveTime(op.collective, op.bytes, g.span, s.params, g.groups_sharing_links);
+    CHECK(op.seconds_per_call == cost.seconds);
+    CHECK(std::string(op.algorithm) == cost.algorithm);
+    CHECK(op.seconds_per_call > 0);
+  }
+  // Without a topology or parameters in the context, the same plan.
+  MixtralSetup bare;
+  CostContext ctx = bare.ctx();
+  ctx.topology = nullptr;
+  ctx.comm = nullptr;
+  const std::vector<CommOp> rebuilt = BuildCommPlan(bare.layout, ctx);
+  const std::vector<CommOp> original = s.Plan();
+  REQUIRE(rebuilt.size() == original.size());
+  for (size_t i = 0; i < rebuilt.size(); ++i) CHECK(rebuilt[i].seconds_per_call == original[i].seconds_per_call);
+}
+
+TEST_CASE("routing imbalance and capacity factor scale the EP bytes") {
+  MixtralSetup s;
+  const CommOp balanced = *FindOp(s.Plan(), "moe_dispatch");
+  // Dropless: the busiest rank receives imbalance x the mean.
+  s.job.routing_imbalance = 1.5;
+  const std::vector<CommOp> skewed = s.Plan();
+  CHECK(FindOp(skewed, "moe_dispatch")->bytes == doctest::Approx(1.5 * balanced.bytes));
+  CHECK(FindOp(skewed, "moe_combine")->bytes == doctest::Approx(1.5 * balanced.bytes));
+  CHECK(FindOp(skewed, "moe_dispatch_probs")->bytes == doctest::Approx(1.5 * 2048 * 4));
+  CHECK(FindOp(skewed, "moe_dispatch")->seconds_per_call > balanced.seconds_per_call);
+  CHECK(FindOp(skewed, "moe_token_counts")->bytes == 8.0 * 8 * 8);  // counts do not scale
+  // A capacity factor pads every expert to CF x mean, whatever the imbalance.
+  s.job.capacity_factor = 1.25;
+  CHECK(FindOp(s.Plan(), "moe_dispatch")->bytes == doctest::Approx(1.25 * balanced.bytes));
+}
+
+TEST_CASE("ETP adds all-gather-v and reduce-scatter-v over the expert TP group") {
+  MixtralSetup s;
+  s.layout.ep = 4;
+  s.layout.etp = 2;
+  const std::vector<CommOp> ops = s.Plan();
+  // rows = T K = 2048 received per rank; all-gather over ETP 2: 2 x 2048 x
+  // (4096 x 2 + 4) bytes; reduce-scatter in fp32: 2 x 2048 x 4096 x 4.
+  const CommOp* ag = FindOp(ops, "moe_etp_allgather");
+  REQUIRE(ag);
+  CHECK(ag->bytes == 2.0 * 2048 * (4096 * 2 + 4));
+  CHECK(ag->calls_fwd == 1);
+  CHECK(ag->calls_bwd == 0);
+  const CommOp* rs = FindOp(ops, "moe_etp_reducescatter");
+  REQUIRE(rs);
+  CHECK(rs->bytes == 2.0 * 2048 * 4096 * 4);
+  // Backward swaps them.
+  CHECK(FindOp(ops, "moe_etp_allgather_grad")->collective == Collective::kReduceScatter);
+  CHECK(FindOp(ops, "moe_etp_reducescatter_grad")->collective == Collective::kAllGather);
+  CHECK(FindOp(ops, "moe_etp_reducescatter_grad")->calls_bwd == 1);
+  CHECK(FindOp(ops, "moe_token_counts")->bytes == 8.0 * 8 * 8);  // TP x EP still 8 ranks
+}
+
+TEST_CASE("the other dispatchers") {
+  MixtralSetup s;
+  // All-gather over TP x EP (8 ranks) of every token: 8 x 1024 x (4096 x 2
+  // hidden + 8 routing-map bytes + 8 x 4 probs); reduce-scatter 8 x 1024 x
+  // 4096 x 2.
+  s.job.dispatcher = Dispatcher::kAllGather;
+  std::vector<CommOp> ops = s.Plan();
+  CHECK(FindOp(ops, "moe_dispatch") == nullptr);
+  REQUIRE(FindOp(ops, "moe_allgather_tokens"));
+  CHECK(FindOp(ops, "moe_allgather_tokens")->bytes == 8.0 * 1024 * (4096 * 2 + 8 + 8 * 4));
+  CHECK(FindOp(ops, "moe_reducescatter_tokens")->bytes == 8.0 * 1024 * 4096 * 2);
+  CHECK(FindOp(ops, "moe_allgather_tokens")->group == GroupKind::kTpEp);
+
+  // Flex: a token goes once to each distinct rank of its 2 experts; with 8
+  // experts on 8 ranks that is exactly 2: 1024 x 2 x 4096 x 2 bytes.
+  s.job.dispatcher = Dispatcher::kFlex;
+  ops = s.Plan();
+  REQUIRE(FindOp(ops, "moe_flex_dispatch"));
+  CHECK(FindOp(ops, "moe_flex_dispatch")->bytes == doctest::Approx(1024.0 * 2 * 4096 * 2));
+  CHECK(FindOp(ops, "moe_flex_combine")->collective == Collective::kAllToAll);
+}
+
+TEST_CASE("expected distinct destination ranks for uniform top-k routing") {
+  // 8 experts on 8 ranks, top 2: two distinct experts are always on 2 ranks.
+  CHECK(ExpectedDistinctRanks(8, 2, 8) == doctest::Approx(2));
+  // One rank: 1. Top-1: 1.
+  CHECK(ExpectedDistinctRanks(256, 8, 1) == 1);
+  CHECK(ExpectedDistinctRanks(256, 1, 64) == doctest::Approx(1));
+  // DeepSeek-V3 (256 experts, top 8) on EP 64, exact: 64 (1 - prod_{i<8}
+  // (252 - i)/(256 - i)) = 7.676; the with-replacement approximation
+  // 64 (1 - (63/64)^8) = 7.576 is 1.3% lower (it lets a token pick the same
+  // expert twice).
+  const double exact = ExpectedDistinctRanks(256, 8, 64);
+  double none = 1;
+  for (int i = 0; i < 8; ++i) none *= (252.0 - i) / (256.0 - i);
+  CHECK(exact == doctest::Approx(64 * (1 - none)));
+  CHECK(exact == doctest::Approx(7.676).epsilon(0.0005));
+  const double approx = 64 * (1 - std::pow(63.0 / 64, 8));
+  CHECK(approx < exact);
+  CHECK(exact == doctest::Approx(approx).epsilon(0.015));
+  // Never more than min(top_k, ep).
+  CHECK(ExpectedDistinctRanks(64, 8, 4) <= 4);
+}
+
+TEST_CASE("ring CP exchanges K and V blocks, overlapped") {
+  MixtralSetup s;
+  s.layout.cp_style = CpStyle::kRing;
+  const std::vector<CommOp> ops = s.Plan();
+  CHECK(FindOp(ops, "cp_ulysses_q") == nullptr);
+  const CommOp* ring = FindOp(ops, "cp_ring_kv");
+  REQUIRE(ring);
+  // Block: 2048 tokens x 8/2 KV heads x (128 + 128) x 2 bytes; CP-1 = 1 step
+  // forward, K/V and their gradients backward: 2.
+  CHECK(ring->bytes == 2048.0 * 4 * 256 * 2);
+  CHECK(ring->collective == Collective::kSendRecv);
+  CHECK(ring->calls_fwd == 1);
+  CHECK(ring->calls_bwd == 2);
+  CHECK(ring->overlappable);
+}
+
+TEST_CASE("recomputation repeats forward communication in the backward pass") {
+  MixtralSetup s;
+  s.layout.recompute = Recompute::kSelective;  // core attention: the CP all-to-alls
+  std::vector<CommOp> ops = s.Plan();
+  CHECK(FindOp(ops, "cp_ulysses_q")->calls_bwd == 2);
+  CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 1);
+  CHECK(FindOp(ops, "moe_dispatch")->calls_bwd == 1);
+  s.layout.recompute = Recompute::kFull;  // the whole layer
+  ops = s.Plan();
+  CHECK(FindOp(ops, "cp_ulysses_q")->calls_bwd == 2);
+  CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 2);
+  CHECK(FindOp(ops, "tp_attn_regather")->calls_bwd == 1);
+  CHECK(FindOp(ops, "moe_dispatch")->calls_bwd == 2);
+  CHECK(FindOp(ops, "pp_send_recv")->calls_bwd == 1);
+}
+
+TEST_CASE("dense model: MLP TP traffic, no MoE ops; no distributed optimizer: all-reduce") {
+  MixtralSetup s;
+  s.model = MakeDense();
+  s.layout.ep = 1;
+  s.layout.etp = 2;
+  s.layout.edp = 4;
+  s.job.distributed_optimizer = false;
+  const std::vector<CommOp> ops = s.Plan();
+  CHECK(FindOp(ops, "tp_mlp_allgather") != nullptr);
+  CHECK(FindOp(ops, "tp_mlp_allgather")->scope == CommOp::kPerDenseLayer);
+  for (const CommOp& op : ops) CHECK(op.kind != CommKind::kExpertParallel);
+  CHECK(FindOp(ops, "dp_grad_reducescatter") == nullptr);
+  REQUIRE(FindOp(ops, "dp_grad_allreduce"));
+  CHECK(FindOp(ops, "dp_grad_allreduce")->collective == Collective::kAllReduce);
+  CHECK(FindOp(ops, "edp_grad_allreduce") == nullptr);  // no expert parameters
+}
+
+TEST_CASE("data-parallel volumes agree with the model's parameter count") {
+  // pp 1, tp 1: the only stage holds everything, so dense + expert parameters
+  // per rank x EP = ModelSpec::total_params(). DeepSeek-V3 (MLA, shared
+  // experts, 3 dense layers) on 8 DGX nodes: dp 64, ep 64, edp 1... use ep 32
+  // so that EDP = 2 reduces the experts too.
+  Result<ModelSpec> model = LoadModel(std::string(FOLDPLAN_SOURCE_DIR) + "/data/models/deepseek-v3.json");
+  REQUIRE_MESSAGE(model.ok(), model.status().message());
+  MixtralSetup s;
+  s.cluster = MakeCluster(8);
+  s.topo = MustBuild(s.cluster);
+  s.params = DefaultCommParams(s.cluster);
+  s.model = *model;
+  s.layout = Layout{};
+  s.layout.world = 64;
+  s.layout.dp = 64;
+  s.layout.ep = 32;
+  s.layout.edp = 2;
+  const std::vector<CommOp> ops = s.Plan();
+  const CommOp* dense = FindOp(ops, "dp_grad_reducescatter");
+  const CommOp* expert = FindOp(ops, "edp_grad_reducescatter");
+  REQUIRE(dense);
+  REQUIRE(expert);
+  CHECK(dense->bytes / 4 + expert->bytes / 4 * 32 == doctest::Approx(double(model->total_params())));
+  // The shared experts and 3 dense layers are dense parameters: routed
+  // experts alone are 58 layers x 256 x 3 x 7168 x 2048.
+  CHECK(expert->bytes / 4 * 32 == doctest::Approx(58.0 * 256 * 3 * 7168 * 2048));
+
+  // MLA under Ulysses: q and k heads of 192 (128 nope + 64 rope), v of 128.
+  s.layout.cp = 2;
+  s.layout.dp = 32;
+  const std::vector<CommOp> cp_ops = s.Plan();
+  const double tokens = 4096.0 / 2;
+  CHECK(FindOp(cp_ops, "cp_ulysses_q")->bytes == tokens * 128 * 192 * 2);
+  CHECK(FindOp(cp_ops, "cp_ulysses_k")->bytes == tokens * 128 * 192 * 2);
+  CHECK(FindOp(cp_ops, "cp_ulysses_v")->bytes == tokens * 128 * 128 * 2);
+  CHECK(FindOp(cp_ops, "cp_ulysses_out")->bytes == tokens * 128 * 128 * 2);
+}
+
+TEST_CASE("a layout the placement refuses gives an empty plan") {
+  MixtralSetup s;
+  s.layout.world = 64;  // degrees no longer multiply out
+  CHECK(s.Plan().empty());
+}
+
+}  // namespace
+}  // namespace foldplan

@@ -1,0 +1,83 @@
+// SearchLayouts with a scorer written for the test: the best are ranked by
+// the objective, layouts that do not fit are counted, nothing illegal is
+// ranked, and the result does not depend on the number of threads.
+#include <doctest/doctest.h>
+
+#include <atomic>
+
+#include "fixtures.h"
+#include "planner/search.h"
+
+using namespace foldplan;
+using namespace foldplan::testing;
+
+namespace {
+
+// Objective: a made-up function of the degrees; "does not fit" when tp == 1
+// and pp == 1 (as if the whole model sat on one GPU).
+class ToyScorer : public LayoutScorer {
+ public:
+  LayoutScore Score(const Layout& l) const override {
+    ++calls;
+    LayoutScore s;
+    s.fits = !(l.tp == 1 && l.pp == 1);
+    s.step_time_s = 1.0 / (l.tp * 0.9 + l.ep * 1.1 + l.mbs) + 0.01 * l.pp + 0.001 * l.vpp;
+    s.objective = s.step_time_s;
+    return s;
+  }
+  mutable std::atomic<int> calls{0};
+};
+
+}  // namespace
+
+TEST_CASE("the search ranks legal, fitting layouts by objective") {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  const LegalityContext ctx{&cluster, &model, &job};
+  ToyScorer scorer;
+  const SearchResult r = SearchLayouts(ctx, scorer, {.top = 7, .threads = 2});
+  REQUIRE(r.best.size() == 7);
+  CHECK(scorer.calls == static_cast<int>(r.scored));
+  for (size_t i = 1; i < r.best.size(); ++i) {
+    CHECK(r.best[i - 1].score.objective <= r.best[i].score.objective);
+  }
+  for (const auto& b : r.best) {
+    CHECK(CheckLayout(b.layout, ctx).empty());  // illegal layouts are never ranked
+    CHECK(b.score.fits);
+  }
+  // Every legal layout was either kept as fitting or counted under fits_memory.
+  const Enumeration all = EnumerateLayouts(ctx);
+  uint64_t not_fitting = 0;
+  for (const auto& l : all.legal) not_fitting += (l.tp == 1 && l.pp == 1);
+  CHECK(r.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)] == not_fitting);
+  CHECK(r.enumeration.legal_count == all.legal_count - not_fitting);
+  CHECK(r.enumeration.candidates == all.candidates);
+}
+
+TEST_CASE("one thread and two threads give the same ranking") {
+  ClusterSpec cluster = MakeCluster(16);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  const LegalityContext ctx{&cluster, &model, &job};
+  ToyScorer scorer;
+  const SearchResult one = SearchLayouts(ctx, scorer, {.top = 20, .threads = 1});
+  const SearchResult two = SearchLayouts(ctx, scorer, {.top = 20, .threads = 2});
+  REQUIRE(one.best.size() == two.best.size());
+  for (size_t i = 0; i < one.best.size(); ++i) CHECK(one.best[i].layout == two.best[i].layout);
+}
+
+TEST_CASE("progress is reported and reaches 1") {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  ToyScorer scorer;
+  double last = -1;
+  SearchOptions options;
+  options.progress = [&](double f) {
+    CHECK(f >= last);
+    last = f;
+  };
+  SearchLayouts({&cluster, &model, &job}, scorer, options);
+  CHECK(last == 1.0);
+}
