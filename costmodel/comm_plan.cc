@@ -96,19 +96,19 @@ std::vector<int> StageLayers(const Layout& l, const ModelSpec& m) {
   return even;
 }
 
-struct StageParams {
+struct DataParallelParams {
   double dense = 0;   // reduced over DP x CP, whole stage (before the TP split)
   double expert = 0;  // reduced over EDP, whole stage (before the EP x ETP split)
 };
 
 // The largest dense and expert parameter counts of any pipeline stage (the
 // stage whose data-parallel reduction is slowest bounds the step).
-StageParams LargestStage(const Layout& l, const ModelSpec& m) {
+DataParallelParams LargestStage(const Layout& l, const ModelSpec& m) {
   const std::vector<int> layers = StageLayers(l, m);
-  std::vector<StageParams> stages(static_cast<size_t>(l.pp));
+  std::vector<DataParallelParams> stages(static_cast<size_t>(l.pp));
   int layer = 0;
   for (size_t v = 0; v < layers.size(); ++v) {  // virtual stage v runs on pipeline rank v % pp
-    StageParams& s = stages[v % static_cast<size_t>(l.pp)];
+    DataParallelParams& s = stages[v % static_cast<size_t>(l.pp)];
     for (int i = 0; i < layers[v]; ++i, ++layer) {
       const bool moe = m.layer_is_moe(layer);
       s.dense += DenseLayerParams(m, moe);
@@ -121,8 +121,8 @@ StageParams LargestStage(const Layout& l, const ModelSpec& m) {
   // The output layer; a tied one is still a copy on the last stage when pp > 1.
   if (!m.tied_embeddings || l.pp > 1) stages.back().dense += table;
   stages.back().dense += m.hidden;  // final norm
-  StageParams largest;
-  for (const StageParams& s : stages) {
+  DataParallelParams largest;
+  for (const DataParallelParams& s : stages) {
     largest.dense = std::max(largest.dense, s.dense);
     largest.expert = std::max(largest.expert, s.expert);
   }
@@ -332,11 +332,12 @@ void AddFlexDispatcher(const Volumes& v, PlanBuilder& plan) {
 }
 
 // One [mbs x S/(CP TP), H] activation per micro-batch per boundary forward,
-// its gradient backward. The interleaved schedule overlaps these with
-// compute (Megatron's --overlap-p2p-communication, on by default there).
+// its gradient backward. Marked exposed: Megatron overlaps these with
+// compute only in the interleaved schedule, and only partly
+// (--overlap-p2p-communication); doc/cost-model.md counts them exposed.
 void AddPipeline(const Volumes& v, PlanBuilder& plan) {
   plan.Add(CommKind::kPipeline, "pp_send_recv", GroupKind::kPp, Collective::kSendRecv,
-           v.tokens * v.hidden * kActivationBytes, CommOp::kPerStageBoundary, 1, 1, v.layout.vpp > 1);
+           v.tokens * v.hidden * kActivationBytes, CommOp::kPerStageBoundary, 1, 1, false);
 }
 
 // Data parallel, once per step, overlapped with backward (gradients) and
@@ -347,7 +348,7 @@ void AddPipeline(const Volumes& v, PlanBuilder& plan) {
 // all-reduced.
 void AddDataParallel(const Volumes& v, const CostContext& ctx, PlanBuilder& plan) {
   const Layout& l = v.layout;
-  const StageParams stage = LargestStage(l, v.model);
+  const DataParallelParams stage = LargestStage(l, v.model);
   struct Reduction {
     GroupKind group;
     double params_per_rank;

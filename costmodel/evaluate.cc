@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <map>
+#include <tuple>
 
 #include "costmodel/comm_plan.h"
 #include "costmodel/compute_time.h"
@@ -85,14 +86,36 @@ CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const J
       profile_(std::move(profile)),
       comm_(std::move(comm)),
       ctx_{&cluster_, &model_, &job_, &topology_, &profile_, &comm_},
-      memory_(ctx_) {}
+      memory_(ctx_),
+      id_(next_id_.fetch_add(1) + 1) {}
+
+std::atomic<uint64_t> CostModel::next_id_{0};
+
+// Group placement depends only on the degrees, order and placement, and is
+// most of a layout's scoring time; the search scores layouts sharing them
+// one after another (planner/search.cc), so each thread keeps the last one.
+const LayoutPlacement* CostModel::PlacementOf(const Layout& l) const {
+  struct Cache {
+    uint64_t model_id = 0;
+    std::tuple<int, int, int, int, int, int, int, std::string, Placement> key;
+    Result<LayoutPlacement> placement = Status::Error("empty");
+  };
+  thread_local Cache cache;
+  auto key = std::make_tuple(l.world, l.pp, l.tp, l.cp, l.dp, l.ep, l.etp, l.order, l.placement);
+  if (cache.model_id != id_ || cache.key != key) {
+    cache.model_id = id_;
+    cache.key = std::move(key);
+    cache.placement = PlaceGroups(l, topology_);
+  }
+  return cache.placement.ok() ? &cache.placement.value() : nullptr;
+}
 
 StepBreakdown CostModel::Step(const Layout& layout, std::vector<CommKindCost>* comm_out) const {
   StepBreakdown s;
   const ComputeTimes compute = ComputeLayerTimes(layout, ctx_);
   std::vector<CommOp> ops;
-  if (auto placement = PlaceGroups(layout, topology_); placement.ok()) {
-    ops = BuildCommPlan(layout, ctx_, placement.value());
+  if (const LayoutPlacement* placement = PlacementOf(layout)) {
+    ops = BuildCommPlan(layout, ctx_, *placement);
   }
   const std::vector<StageLayers> stages = LayersPerStage(layout, model_);
   s.microbatches = job_.global_batch / (static_cast<long long>(layout.dp) * layout.mbs);

@@ -16,6 +16,8 @@
 // (flops.h ModelFlopsPerToken) x tokens/s / (world x dense bf16 peak).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
 #include <memory>
 #include <string>
 #include <vector>
@@ -84,6 +86,7 @@ class CostModel {
   CostModel(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job,
             Topology topology, ComputeProfile profile, CommParams comm);
   StepBreakdown Step(const Layout& layout, std::vector<CommKindCost>* comm) const;
+  const struct LayoutPlacement* PlacementOf(const Layout& layout) const;
 
   ClusterSpec cluster_;
   ModelSpec model_;
@@ -93,6 +96,8 @@ class CostModel {
   CommParams comm_;
   CostContext ctx_;
   MemoryModel memory_;
+  uint64_t id_;  // tells per-thread caches which model they hold data of
+  static std::atomic<uint64_t> next_id_;
 };
 
 enum class Objective { kThroughput, kMemory };

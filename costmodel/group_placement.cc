@@ -1,9 +1,10 @@
 // Worst-case group spans per kind, from the mixed-radix structure of
 // Megatron's groups (see the header for why one group per residue class of
-// the bases suffices).
+// the bases suffices, and doc/cost-model-comm.md for the speed-ups).
 #include "costmodel/group_placement.h"
 
 #include <algorithm>
+#include <array>
 #include <bit>
 #include <cassert>
 #include <cstdint>
@@ -11,6 +12,7 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <tuple>
 #include <vector>
 
@@ -37,6 +39,9 @@ namespace {
 using i64 = int64_t;
 
 std::string Str(i64 v) { return std::to_string(v); }
+
+// ---------------------------------------------------------------------------
+// The cluster and the placement, as index arithmetic.
 
 // Division by a divisor fixed per layout: a shift when it is a power of two
 // (GPUs per node, domains and SUs usually are), for the hot loop below.
@@ -99,6 +104,9 @@ class Placer {
   Divider per_domain_;
 };
 
+// ---------------------------------------------------------------------------
+// Counting a span.
+
 // The fields of GroupSpan that SlowerSpan compares, without the tiers: the
 // hot loop below evaluates hundreds of groups per layout and must not touch
 // GroupSpan's vector.
@@ -128,18 +136,31 @@ class SpanCounter {
     }
   }
 
+  // One GPU, above every GPU added so far.
   void Add(int gpu) {
     if (counts_.gpus == 0) first_ = gpu;
     last_ = gpu;
     ++counts_.gpus;
-    if (gpu >= node_end_) EnterNode(gpu);  // members arrive in GPU order
+    if (gpu >= node_end_) EnterNode(gpu);
     ++in_domain_;
     const int local = gpu - node_start_;
-    const int rail = local < shape_.rails ? local : local % shape_.rails;
-    uint64_t& word = rail_words_[static_cast<size_t>(rail) >> 6];
-    const uint64_t bit = uint64_t{1} << (rail & 63);
-    counts_.rails += (word & bit) == 0;
-    word |= bit;
+    MarkRail(local < shape_.rails ? local : local % shape_.rails);
+  }
+
+  // GPUs gpu .. gpu + count - 1, above every GPU added so far: one step per
+  // node they touch.
+  void AddRun(int gpu, int count) {
+    if (counts_.gpus == 0) first_ = gpu;
+    last_ = gpu + count - 1;
+    counts_.gpus += count;
+    while (count > 0) {
+      if (gpu >= node_end_) EnterNode(gpu);
+      const int chunk = std::min(count, node_end_ - gpu);
+      in_domain_ += chunk;
+      MarkRails(gpu - node_start_, chunk);
+      gpu += chunk;
+      count -= chunk;
+    }
   }
 
   SpanCounts Counts() const {
@@ -177,6 +198,27 @@ class SpanCounter {
     }
   }
 
+  // Rails of `count` consecutive local GPUs from `local`.
+  void MarkRails(int local, int count) {
+    const int rails = shape_.rails;
+    if (count >= rails) {  // every rail
+      for (size_t w = 0; w < rail_words_.size(); ++w) {
+        const int bits = std::min(64, rails - static_cast<int>(w) * 64);
+        rail_words_[w] = bits == 64 ? ~uint64_t{0} : (uint64_t{1} << bits) - 1;
+      }
+      counts_.rails = rails;
+      return;
+    }
+    for (int i = 0; i < count; ++i) MarkRail((local + i) % rails);
+  }
+
+  void MarkRail(int rail) {
+    uint64_t& word = rail_words_[static_cast<size_t>(rail) >> 6];
+    const uint64_t bit = uint64_t{1} << (rail & 63);
+    counts_.rails += (word & bit) == 0;
+    word |= bit;
+  }
+
   const Shape& shape_;
   SpanCounts counts_;
   int node_start_ = 0, node_end_ = 0, domain_ = -1, su_ = -1, in_domain_ = 0;
@@ -184,39 +226,64 @@ class SpanCounter {
   std::vector<uint64_t> rail_words_;
 };
 
+// ---------------------------------------------------------------------------
+// Groups as mixed-radix offsets.
+
 struct Digit {
-  i64 stride, size;
+  i64 stride = 0, size = 1;
+  bool operator==(const Digit&) const = default;
 };
 
-// Offsets of a mixed-radix counter, first digit fastest; ascending, because
-// Megatron's axes nest (each stride is at least the previous extent + 1).
-std::vector<int> Offsets(const std::vector<Digit>& digits) {
-  std::vector<int> out = {0};
-  for (const Digit& d : digits) {
+// A few digits (an order has five axes), without allocating.
+struct Digits {
+  std::array<Digit, 5> items{};
+  int count = 0;
+  void push_back(Digit d) { items[static_cast<size_t>(count++)] = d; }
+  const Digit* begin() const { return items.data(); }
+  const Digit* end() const { return items.data() + count; }
+  bool empty() const { return count == 0; }
+  bool operator==(const Digits& o) const { return std::equal(begin(), end(), o.begin(), o.end()); }
+};
+
+// Offsets of a mixed-radix counter over digits [first, last), first digit
+// fastest, into `out`; ascending, because Megatron's axes nest (each stride
+// is at least the previous extent + 1).
+void Offsets(const Digit* first, const Digit* last, std::vector<int>& out) {
+  out.assign(1, 0);
+  for (const Digit* d = first; d != last; ++d) {
     const size_t n = out.size();
-    out.reserve(n * static_cast<size_t>(d.size));
-    for (i64 c = 1; c < d.size; ++c)
-      for (size_t i = 0; i < n; ++i) out.push_back(out[i] + static_cast<int>(c * d.stride));
+    for (i64 c = 1; c < d->size; ++c)
+      for (size_t i = 0; i < n; ++i) out.push_back(out[i] + static_cast<int>(c * d->stride));
   }
-  return out;
 }
+
+// Buffers reused from kind to kind and call to call (PlaceGroups runs ~10^5
+// times per search; allocation would otherwise cost as much as the work).
+struct Workspace {
+  std::vector<int> a, run_starts, b, residues, next, classes;
+  std::vector<char> seen;  // all zero between uses
+};
 
 // The offsets O of a group, split as O = A + B with every B offset a
 // multiple of the period M (so each B-translate of A is A moved by whole
 // periods). A digit that straddles M is cut where its multiples first hit
 // M: digit (s, n) = (s, q) + (s q, n / q), q = M / gcd(s, M), when q | n.
 struct GroupOffsets {
-  std::vector<int> a;           // ascending
-  std::vector<Digit> b_digits;  // B as digits (it can be large; rarely listed)
-  int b_count = 1;              // |B|
-  int b_gap = 0;                // smallest nonzero B offset (its first stride)
-  int b_last = 0;               // largest B offset
+  const std::vector<int>* a = nullptr;  // A, ascending
+  // A as runs of consecutive ranks: A = {s + i : s in run_starts, i < run}.
+  int run = 1;
+  const std::vector<int>* run_starts = nullptr;
+  int a_gcd = 0;    // gcd of A's offsets = gcd of its digits' strides (0 for A = {0})
+  Digits b_digits;  // B as digits (it can be large; rarely listed)
+  int b_count = 1;  // |B|
+  int b_gap = 0;    // smallest nonzero B offset (its first stride)
+  int b_last = 0;   // largest B offset
 };
 
-GroupOffsets SplitOffsets(const std::vector<Digit>& digits, i64 period) {
-  std::vector<Digit> a;
+GroupOffsets SplitOffsets(const Digits& digits, i64 period, Workspace& ws) {
+  Digits a;
   GroupOffsets out;
-  std::vector<Digit>& b = out.b_digits;
+  Digits& b = out.b_digits;
   for (const Digit& d : digits) {
     if (!b.empty() || d.stride % period == 0) {
       b.push_back(d);  // nested digits after a multiple of M are multiples of M
@@ -230,22 +297,31 @@ GroupOffsets SplitOffsets(const std::vector<Digit>& digits, i64 period) {
       a.push_back(d);
     }
   }
-  out.a = Offsets(a);
+  Offsets(a.begin(), a.end(), ws.a);
+  out.a = &ws.a;
+  for (const Digit& d : a) out.a_gcd = std::gcd(out.a_gcd, static_cast<int>(d.stride));
+  // Leading digits that continue each other (stride = the extent so far)
+  // make runs of consecutive ranks.
+  const Digit* rest = a.begin();
+  while (rest != a.end() && rest->stride == out.run) out.run *= static_cast<int>((rest++)->size);
+  Offsets(rest, a.end(), ws.run_starts);
+  out.run_starts = &ws.run_starts;
   for (const Digit& d : b) {
     out.b_count *= static_cast<int>(d.size);
     out.b_last += static_cast<int>((d.size - 1) * d.stride);
   }
-  if (!b.empty()) out.b_gap = static_cast<int>(b.front().stride);
+  if (!b.empty()) out.b_gap = static_cast<int>(b.begin()->stride);
   return out;
 }
 
 // Distinct residues modulo M of the bases sum c_u s_u over the unmasked
 // digits, in the order Megatron lists the groups (first axis fastest), each
 // at its first occurrence: ties between equally slow groups then go to the
-// group the rank map lists first.
-// `seen` is scratch, all zero on entry and on return.
-std::vector<int> BaseResidues(const std::vector<Digit>& digits, i64 modulus, std::vector<char>& seen) {
-  std::vector<int> residues = {0};
+// group the rank map lists first. Into ws.residues.
+void BaseResidues(const Digits& digits, i64 modulus, Workspace& ws) {
+  std::vector<int>& residues = ws.residues;
+  std::vector<char>& seen = ws.seen;
+  residues.assign(1, 0);
   if (seen.size() < static_cast<size_t>(modulus)) seen.assign(static_cast<size_t>(modulus), 0);
   const int m = static_cast<int>(modulus);
   for (const Digit& d : digits) {
@@ -254,7 +330,7 @@ std::vector<int> BaseResidues(const std::vector<Digit>& digits, i64 modulus, std
     const i64 cycle = modulus / std::gcd<i64>(step, modulus);  // c x step repeats after this
     const i64 count = std::min(d.size, cycle);
     for (int r : residues) seen[static_cast<size_t>(r)] = 1;
-    std::vector<int> next = residues;
+    ws.next = residues;
     int shift = 0;  // c x step mod M, kept below M without dividing
     for (i64 c = 1; c < count; ++c) {
       shift += step;
@@ -264,23 +340,23 @@ std::vector<int> BaseResidues(const std::vector<Digit>& digits, i64 modulus, std
         if (v >= m) v -= m;
         if (!seen[static_cast<size_t>(v)]) {
           seen[static_cast<size_t>(v)] = 1;
-          next.push_back(v);
+          ws.next.push_back(v);
         }
       }
     }
-    for (int r : next) seen[static_cast<size_t>(r)] = 0;
-    residues = std::move(next);
+    for (int r : ws.next) seen[static_cast<size_t>(r)] = 0;
+    residues.swap(ws.next);
   }
-  return residues;
 }
 
-// Everything needed to evaluate the groups of one kind.
+// The groups of one kind: A + B offsets, evaluated per base.
 class KindEvaluator {
  public:
-  KindEvaluator(const Shape& shape, const Placer& placer, GroupOffsets offsets)
-      : shape_(shape), placer_(placer), offsets_(std::move(offsets)), counter_(shape) {
+  KindEvaluator(const Shape& shape, const Placer& placer, const GroupOffsets& offsets)
+      : shape_(shape), placer_(placer), offsets_(offsets), counter_(shape) {
     b_gap_gpus_ = placer_.gpu_shift(offsets_.b_gap);
     b_last_gpus_ = placer_.gpu_shift(offsets_.b_last);
+    grain_ = std::gcd(std::gcd(shape.gpus_per_node, placer.ranks_per_domain()), offsets_.a_gcd);
   }
 
   // The span of the group with base `base` (tiers empty). `base` is a
@@ -292,7 +368,11 @@ class KindEvaluator {
   // the SU count need the shift.
   SpanCounts SpanOf(int base) {
     counter_.Reset();
-    for (int a : offsets_.a) counter_.Add(placer_.gpu(base + a));
+    if (offsets_.run == 1) {
+      for (int a : *offsets_.a) counter_.Add(placer_.gpu(base + a));
+    } else {
+      for (int start : *offsets_.run_starts) AddRankRun(base + start, offsets_.run);
+    }
     SpanCounts span = counter_.Counts();
     if (offsets_.b_count == 1) return span;
     assert(shape_.domain_of(counter_.last()) - shape_.domain_of(counter_.first()) <
@@ -319,10 +399,10 @@ class KindEvaluator {
   struct Pairs {
     std::pair<int, int> nvlink{-1, -1}, network{-1, -1};
   };
-  Pairs PairsOf(int base) const {
+  Pairs PairsOf(int base, Workspace& ws) const {
     Pairs pairs;
     int prev = -1;
-    for (int a : offsets_.a) {
+    for (int a : *offsets_.a) {
       const int gpu = placer_.gpu(base + a);
       if (prev >= 0) {
         const bool same_domain = shape_.domain_of(prev) == shape_.domain_of(gpu);
@@ -338,10 +418,10 @@ class KindEvaluator {
     // unless the cluster has a single SU).
     const int first = placer_.gpu(base);
     if (!shape_.single_su && shape_.su_of(prev) == shape_.su_of(first)) return pairs;
-    const std::vector<int> b = Offsets(offsets_.b_digits);
-    for (size_t j = 0; j + 1 < b.size(); ++j) {
-      const int from = prev + placer_.gpu_shift(b[j]);
-      const int to = first + placer_.gpu_shift(b[j + 1]);
+    Offsets(offsets_.b_digits.begin(), offsets_.b_digits.end(), ws.b);
+    for (size_t j = 0; j + 1 < ws.b.size(); ++j) {
+      const int from = prev + placer_.gpu_shift(ws.b[j]);
+      const int to = first + placer_.gpu_shift(ws.b[j + 1]);
       if (shape_.su_of(from) == shape_.su_of(to)) {
         pairs.network = {from, to};
         break;
@@ -350,19 +430,42 @@ class KindEvaluator {
     return pairs;
   }
 
-  int size() const { return static_cast<int>(offsets_.a.size()) * offsets_.b_count; }
-  int a_size() const { return static_cast<int>(offsets_.a.size()); }
+  int size() const { return static_cast<int>(offsets_.a->size()) * offsets_.b_count; }
+  int a_size() const { return static_cast<int>(offsets_.a->size()); }
+  // Bases b and b + t with t < grain, b a multiple of the grain, give equal
+  // spans: grain = gcd(GPUs per node, ranks per domain, every A offset), so
+  // b + a is a multiple of the grain and adding t < grain to it crosses no
+  // node (nor packed domain-block) boundary; every member moves t GPUs along
+  // inside its node, which keeps the node, domain and SU of each and maps
+  // the rails one to one.
+  int grain() const { return grain_; }
   int first_gpu(int base) const { return placer_.gpu(base); }
-  int last_gpu(int base) const { return placer_.gpu(base + offsets_.a.back() + offsets_.b_last); }
+  int last_gpu(int base) const { return placer_.gpu(base + offsets_.a->back() + offsets_.b_last); }
 
  private:
+  // Consecutive ranks are consecutive GPUs except across a packed domain's
+  // block of ranks.
+  void AddRankRun(int rank, int count) {
+    const int block = placer_.ranks_per_domain();
+    while (count > 0) {
+      const int chunk = std::min(count, block - rank % block);
+      counter_.AddRun(placer_.gpu(rank), chunk);
+      rank += chunk;
+      count -= chunk;
+    }
+  }
+
   const Shape& shape_;
-  Placer placer_;
-  GroupOffsets offsets_;
+  const Placer& placer_;
+  const GroupOffsets& offsets_;
   SpanCounter counter_;
   int b_gap_gpus_ = 0;   // GPU shift between consecutive B translates (the smallest)
   int b_last_gpus_ = 0;  // GPU shift of the last translate
+  int grain_ = 1;
 };
+
+// ---------------------------------------------------------------------------
+// Tiers.
 
 // The tier Topology::Span reports for a GPU pair. Every pair of one route
 // class (same domain; else same or different SU, same or different rail)
@@ -373,7 +476,7 @@ class TierCache {
   TierCache(const Topology& topo, const Shape& shape) : topo_(topo), shape_(shape) {}
 
   TierInfo Of(int a, int b, LinkTier tier) {
-    std::optional<TierInfo>& slot = cache_[ClassOf(a, b) * 3 + static_cast<int>(tier)];
+    std::optional<TierInfo>& slot = cache_[static_cast<size_t>(ClassOf(a, b) * 3 + static_cast<int>(tier))];
     if (!slot) slot = Ask(a, b, tier);
     return *slot;
   }
@@ -381,8 +484,7 @@ class TierCache {
  private:
   int ClassOf(int a, int b) const {
     if (shape_.domain_of(a) == shape_.domain_of(b)) return 0;
-    const int rails = shape_.rails;
-    const bool same_rail = (a % shape_.gpus_per_node) % rails == (b % shape_.gpus_per_node) % rails;
+    const bool same_rail = shape_.rail_of(a) == shape_.rail_of(b);
     const bool same_su = shape_.su_of(a) == shape_.su_of(b);
     return 1 + (same_su ? 0 : 2) + (same_rail ? 0 : 1);
   }
@@ -404,9 +506,10 @@ class TierCache {
 // same representative pairs it picks: the first consecutive members in one
 // domain (NVLink); the first consecutive members in different domains of one
 // SU, else the first and last (network); the first and last (spine).
-void AddTiers(TierCache& tiers, const KindEvaluator& eval, int base, GroupSpan& span) {
-  KindEvaluator::Pairs pairs = eval.PairsOf(base);
+void AddTiers(TierCache& tiers, const KindEvaluator& eval, int base, Workspace& ws, GroupSpan& span) {
+  KindEvaluator::Pairs pairs = eval.PairsOf(base, ws);
   const int first = eval.first_gpu(base), last = eval.last_gpu(base);
+  span.tiers.reserve(3);
   if (span.max_per_domain >= 2)
     span.tiers.push_back(tiers.Of(pairs.nvlink.first, pairs.nvlink.second, LinkTier::kNvlink));
   if (span.domains >= 2) {
@@ -416,35 +519,130 @@ void AddTiers(TierCache& tiers, const KindEvaluator& eval, int base, GroupSpan& 
   if (span.crosses_spine) span.tiers.push_back(tiers.Of(first, last, LinkTier::kSpine));
 }
 
-// One generator's axes in normalised order: (name, stride, size).
+// ---------------------------------------------------------------------------
+// Kinds.
+
+enum Axis { kAxisTp, kAxisCp, kAxisEp, kAxisDp, kAxisPp, kAxisCount };
+
+Axis AxisOf(std::string_view name) {
+  if (name == "tp") return kAxisTp;
+  if (name == "cp") return kAxisCp;
+  if (name == "ep") return kAxisEp;
+  if (name == "dp") return kAxisDp;
+  return kAxisPp;
+}
+
+// One generator's axes in its order, fastest first.
 struct AxisInfo {
-  std::string name;
+  Axis axis;
   i64 stride, size;
 };
-std::vector<AxisInfo> AxesOf(const RankGenerator& gen) {
-  std::vector<AxisInfo> axes;
-  for (const std::string& name : gen.axes()) axes.push_back({name, gen.Stride(name), gen.Size(name)});
+std::array<AxisInfo, kAxisCount> AxesOf(const RankGenerator& gen) {
+  std::array<AxisInfo, kAxisCount> axes{};
+  const std::vector<std::string>& names = gen.axes();
+  const std::vector<int>& sizes = gen.sizes();
+  i64 stride = 1;
+  for (size_t i = 0; i < names.size() && i < axes.size(); ++i) {
+    axes[i] = {AxisOf(names[i]), stride, sizes[i]};
+    stride *= sizes[i];
+  }
   return axes;
 }
 
 struct KindSource {
   GroupKind kind;
-  bool expert;
-  std::initializer_list<const char*> axes;
+  bool expert;                  // the expert generator (etp, ep, edp) or the dense one
+  std::array<bool, kAxisCount> masked;  // the axes the kind's groups vary over
 };
-const KindSource kKindSources[] = {
-    {GroupKind::kTp, false, {"tp"}},        {GroupKind::kCp, false, {"cp"}},
-    {GroupKind::kTpCp, false, {"tp", "cp"}}, {GroupKind::kDp, false, {"dp"}},
-    {GroupKind::kDpCp, false, {"dp", "cp"}}, {GroupKind::kPp, false, {"pp"}},
-    {GroupKind::kEp, true, {"ep"}},          {GroupKind::kEtp, true, {"tp"}},
-    {GroupKind::kTpEp, true, {"tp", "ep"}},  {GroupKind::kEdp, true, {"dp"}},
+constexpr bool T = true, F = false;
+//                                               tp cp ep dp pp
+constexpr KindSource kKindSources[] = {
+    {GroupKind::kTp, false, {T, F, F, F, F}},   {GroupKind::kCp, false, {F, T, F, F, F}},
+    {GroupKind::kTpCp, false, {T, T, F, F, F}}, {GroupKind::kDp, false, {F, F, F, T, F}},
+    {GroupKind::kDpCp, false, {F, T, F, T, F}}, {GroupKind::kPp, false, {F, F, F, F, T}},
+    {GroupKind::kEp, true, {F, F, T, F, F}},    {GroupKind::kEtp, true, {T, F, F, F, F}},
+    {GroupKind::kTpEp, true, {T, F, T, F, F}},  {GroupKind::kEdp, true, {F, F, F, T, F}},
 };
 
-bool Masked(const KindSource& source, const std::string& axis) {
-  for (const char* a : source.axes)
-    if (axis == a) return true;
-  return false;
+// A kind's axes as digits: those its groups vary over (masked) and the
+// others (which number the groups). Kinds with equal digits have equal
+// groups (tp and etp when TP = ETP, for instance).
+struct KindDigits {
+  Digits masked, unmasked;
+  bool operator==(const KindDigits&) const = default;
+};
+
+KindDigits DigitsOf(const KindSource& source, const std::array<AxisInfo, kAxisCount>& axes) {
+  KindDigits d;
+  for (const AxisInfo& axis : axes) {
+    if (axis.size < 2) continue;
+    (source.masked[axis.axis] ? d.masked : d.unmasked).push_back({axis.stride, axis.size});
+  }
+  return d;
 }
+
+GroupPlacement PlaceKind(const KindDigits& digits, const Shape& shape, const Placer& placer, i64 period,
+                         int world, TierCache& tiers, Workspace& ws) {
+  const GroupOffsets offsets = SplitOffsets(digits.masked, period, ws);
+  KindEvaluator eval(shape, placer, offsets);
+
+  // With one offset in A, every class gives the same span (|B| members one
+  // period apart: one per domain, node and, with SUs, SU; one rail), so one
+  // class is enough.
+  if (eval.a_size() == 1) {
+    ws.residues.assign(1, 0);
+  } else {
+    BaseResidues(digits.unmasked, period, ws);
+  }
+  // Bases that agree but for the last bits below the grain give equal spans
+  // (KindEvaluator::grain): evaluate the first of each, the one the rank
+  // map lists first. ws.seen is all zero again afterwards.
+  const int grain = eval.grain();
+  ws.classes.clear();
+  int worst_base = ws.residues.front();
+  SpanCounts worst = eval.SpanOf(worst_base);
+  for (size_t i = 1; i < ws.residues.size(); ++i) {
+    const int base = ws.residues[i];
+    if (grain > 1) {
+      const int cls = base / grain;
+      if (cls == worst_base / grain || ws.seen[static_cast<size_t>(cls)]) continue;
+      ws.seen[static_cast<size_t>(cls)] = 1;
+      ws.classes.push_back(cls);
+    }
+    const SpanCounts span = eval.SpanOf(base);
+    if (SlownessKey(span) > SlownessKey(worst)) {
+      worst = span;
+      worst_base = base;
+    }
+  }
+  for (int cls : ws.classes) ws.seen[static_cast<size_t>(cls)] = 0;
+
+  GroupPlacement out;
+  out.size = eval.size();
+  out.groups = world / out.size;
+  GroupSpan& span = out.span;
+  span.gpus = worst.gpus;
+  span.nodes = worst.nodes;
+  span.domains = worst.domains;
+  span.rails = worst.rails;
+  span.scalable_units = worst.scalable_units;
+  span.min_per_domain = worst.min_per_domain;
+  span.max_per_domain = worst.max_per_domain;
+  span.inside_one_domain = worst.domains == 1;
+  span.crosses_spine = worst.crosses_spine;
+  AddTiers(tiers, eval, worst_base, ws, span);
+  if (span.domains >= 2) {
+    // Ranks a node runs (packed leaves the tail of each domain idle) over the
+    // worst group's ranks per node.
+    const i64 used = std::min<i64>({shape.gpus_per_node, placer.ranks_per_domain(), world});
+    const i64 per_node = (span.gpus + span.nodes - 1) / span.nodes;
+    out.groups_sharing_links = static_cast<int>(std::max<i64>(1, (used + per_node - 1) / per_node));
+  }
+  return out;
+}
+
+// ---------------------------------------------------------------------------
+// Checks, as BuildRankMap makes them.
 
 Status CheckDegrees(const Layout& l, const ClusterSpec& cluster) {
   for (int v : {l.world, l.pp, l.dp, l.cp, l.tp, l.ep, l.etp, l.edp})
@@ -461,9 +659,9 @@ Status CheckDegrees(const Layout& l, const ClusterSpec& cluster) {
 // block fits in one; otherwise (and for linear) rank r is on GPU r.
 Result<Placer> MakePlacer(const Layout& l, const ClusterSpec& cluster) {
   const int domain = cluster.nvlink_domain_gpus;
+  if (l.placement != Placement::kPacked) return Placer(domain, domain);
   const int block = HeavyBlock(l);
-  const bool pack = l.placement == Placement::kPacked && block >= 1 && block <= domain && l.world % block == 0;
-  if (!pack) return Placer(domain, domain);
+  if (block < 1 || block > domain || l.world % block != 0) return Placer(domain, domain);
   const i64 needed = PackedGpusNeeded(l.world, block, domain);
   if (needed > cluster.total_gpus())
     return Status::Error("packed placement needs " + Str(needed) + " GPUs (heavy blocks of " + Str(block) +
@@ -483,56 +681,6 @@ i64 RankPeriod(const Shape& shape, const Placer& placer, int world) {
   return std::min<i64>(period, world);
 }
 
-GroupPlacement PlaceKind(const KindSource& source, const std::vector<AxisInfo>& axes, const Shape& shape,
-                         const Placer& placer, i64 period, int world, TierCache& tiers,
-                         std::vector<char>& scratch) {
-  std::vector<Digit> masked, unmasked;
-  for (const AxisInfo& axis : axes) {
-    if (axis.size < 2) continue;
-    (Masked(source, axis.name) ? masked : unmasked).push_back({axis.stride, axis.size});
-  }
-  KindEvaluator eval(shape, placer, SplitOffsets(masked, period));
-
-  // With one offset in A, every class gives the same span (|B| members one
-  // period apart: one per domain, node and, with SUs, SU; one rail), so one
-  // class is enough.
-  const std::vector<int> bases = eval.a_size() == 1 ? std::vector<int>{0} : BaseResidues(unmasked, period, scratch);
-  int worst_base = bases.front();
-  SpanCounts worst = eval.SpanOf(worst_base);
-  for (size_t i = 1; i < bases.size(); ++i) {
-    const SpanCounts span = eval.SpanOf(bases[i]);
-    if (SlownessKey(span) > SlownessKey(worst)) {
-      worst = span;
-      worst_base = bases[i];
-    }
-  }
-  GroupSpan span;
-  span.gpus = worst.gpus;
-  span.nodes = worst.nodes;
-  span.domains = worst.domains;
-  span.rails = worst.rails;
-  span.scalable_units = worst.scalable_units;
-  span.min_per_domain = worst.min_per_domain;
-  span.max_per_domain = worst.max_per_domain;
-  span.inside_one_domain = worst.domains == 1;
-  span.crosses_spine = worst.crosses_spine;
-  AddTiers(tiers, eval, worst_base, span);
-
-  GroupPlacement out;
-  out.kind = source.kind;
-  out.size = eval.size();
-  out.groups = world / out.size;
-  out.span = std::move(span);
-  if (out.span.domains >= 2) {
-    // Ranks a node runs (packed leaves the tail of each domain idle) over the
-    // worst group's ranks per node.
-    const i64 used = std::min<i64>({shape.gpus_per_node, placer.ranks_per_domain(), world});
-    const i64 per_node = (out.span.gpus + out.span.nodes - 1) / out.span.nodes;
-    out.groups_sharing_links = static_cast<int>(std::max<i64>(1, (used + per_node - 1) / per_node));
-  }
-  return out;
-}
-
 }  // namespace
 
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology) {
@@ -549,13 +697,20 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
 
   const Shape shape(cluster);
   const i64 period = RankPeriod(shape, *placer, layout.world);
-  const std::vector<AxisInfo> dense = AxesOf(gens->dense), expert = AxesOf(gens->expert);
+  const std::array<AxisInfo, kAxisCount> dense = AxesOf(gens->dense), expert = AxesOf(gens->expert);
   TierCache tiers(topology, shape);
-  std::vector<char> scratch;
+  thread_local Workspace ws;
   LayoutPlacement out;
-  for (const KindSource& source : kKindSources) {
-    out.by_kind[static_cast<int>(source.kind)] =
-        PlaceKind(source, source.expert ? expert : dense, shape, *placer, period, layout.world, tiers, scratch);
+  std::array<KindDigits, std::size(kKindSources)> digits;
+  for (size_t k = 0; k < std::size(kKindSources); ++k) {
+    const KindSource& source = kKindSources[k];
+    GroupPlacement& placement = out.by_kind[static_cast<int>(source.kind)];
+    digits[k] = DigitsOf(source, source.expert ? expert : dense);
+    size_t same = 0;
+    while (same < k && !(digits[same] == digits[k])) ++same;
+    placement = same < k ? out.by_kind[static_cast<int>(kKindSources[same].kind)]
+                         : PlaceKind(digits[k], shape, *placer, period, layout.world, tiers, ws);
+    placement.kind = source.kind;
   }
   return out;
 }

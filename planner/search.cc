@@ -4,6 +4,7 @@
 #include <atomic>
 #include <chrono>
 #include <thread>
+#include <tuple>
 
 namespace foldplan {
 namespace {
@@ -33,6 +34,17 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   SearchResult result;
   result.enumeration = EnumerateLayouts(ctx);
   const std::vector<Layout>& legal = result.enumeration.legal;
+  // Score layouts with equal degrees, order and placement one after another:
+  // they differ only in options (vpp, mbs, recompute, CP style), and a
+  // scorer can reuse what depends on the degrees alone (group placement).
+  std::vector<size_t> by_degrees(legal.size());
+  for (size_t i = 0; i < by_degrees.size(); ++i) by_degrees[i] = i;
+  auto key = [&](size_t i) {
+    const Layout& l = legal[i];
+    return std::tie(l.pp, l.tp, l.cp, l.ep, l.etp, l.order, l.placement);
+  };
+  std::stable_sort(by_degrees.begin(), by_degrees.end(),
+                   [&](size_t a, size_t b) { return key(a) < key(b); });
   const size_t top = static_cast<size_t>(std::max(options.top, 1));
   const int threads = std::max(options.threads, 1);
 
@@ -46,12 +58,13 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
       if (begin >= legal.size()) return;
       const size_t end = std::min(begin + kChunk, legal.size());
       for (size_t i = begin; i < end; ++i) {
-        LayoutScore score = scorer.Score(legal[i]);
+        const Layout& layout = legal[by_degrees[i]];
+        LayoutScore score = scorer.Score(layout);
         if (!score.fits) {
           ++shard->rejected_memory;
           continue;
         }
-        shard->Offer({legal[i], score}, top);
+        shard->Offer({layout, score}, top);
       }
       done.fetch_add(end - begin);
     }

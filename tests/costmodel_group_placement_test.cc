@@ -233,6 +233,10 @@ TEST_CASE("PlaceGroups equals the rank map's worst groups (property, seeded)") {
       // inside racks), 72-GPU domains that 2^k blocks do not fill.
       {Nvl72(4, 18), {288, 256, 128, 192, 144}},
       {Nvl72(4, 27), {288, 256, 216}},
+      // SUs smaller than a domain (9 nodes = 36 GPUs: racks straddle SUs),
+      // and DGX SUs of 3 nodes (no power of two anywhere).
+      {Nvl72(4, 9), {288, 144, 96}},
+      {Dgx(24, 3), {192, 96, 144}},
       // 64 DGX nodes, SUs of 8: periods smaller than the world.
       {Dgx(64, 8), {512, 256, 384}},
   };
@@ -246,7 +250,7 @@ TEST_CASE("PlaceGroups equals the rank map's worst groups (property, seeded)") {
       }
     }
   }
-  CHECK(checked == 40 * 15);
+  CHECK(checked == 40 * 21);
 }
 
 TEST_CASE("large groups on a large cluster: split offsets agree with the rank map") {

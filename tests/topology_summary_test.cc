@@ -5,41 +5,24 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/topology.h"
+#include "topology_fixtures.h"
 
 namespace foldplan {
 namespace {
 
-// DGX H100: 8 GPUs (450 GB/s NVLink) and 8 NICs of 400 Gbit/s per node.
-ClusterSpec DgxH100(int nodes, int su_nodes = 32, double spine_oversubscription = 1) {
-  ClusterSpec c;
-  c.name = "h100-dgx-" + std::to_string(nodes) + "n";
-  c.description = "DGX H100 test cluster";
-  c.gpu.name = "H100 SXM5";
-  c.nodes = nodes;
-  c.gpus_per_node = 8;
-  c.nvlink_domain_gpus = 8;
-  c.nvlink_gb_per_s = 450;
-  c.nics_per_node = 8;
-  c.nic_gbit_per_s = 400;
-  c.fabric.su_nodes = su_nodes;
-  c.fabric.spine_oversubscription = spine_oversubscription;
-  return c;
-}
-
-Topology MustBuild(const ClusterSpec& cluster) {
-  Result<Topology> topo = Topology::Build(cluster);
-  REQUIRE_MESSAGE(topo.ok(), topo.status().message());
-  return std::move(topo).value();
-}
+using testing::DgxH100;
+using testing::MustBuild;
+using testing::Nvl72;
 
 bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
 TEST_CASE("text summary, two scalable units") {
-  const Topology topo = MustBuild(DgxH100(16, /*su_nodes=*/8, /*spine_oversubscription=*/2));
+  ClusterSpec cluster = DgxH100(16, /*su_nodes=*/8, /*spine_oversubscription=*/2);
+  cluster.description = "DGX H100 test cluster. Sources: none";
+  const Topology topo = MustBuild(cluster);
   const std::string text = TopologySummaryText(topo);
-  MESSAGE(text);
   CHECK(Contains(text, "cluster h100-dgx-16n: DGX H100 test cluster\n"));
   CHECK(Contains(text, "128 x H100 SXM5, 8 per node"));
   CHECK(Contains(text, "16 of 8 GPUs (1 node), 450 GB/s per GPU per direction"));
