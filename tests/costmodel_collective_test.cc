@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 
+#include "topology_fixtures.h"
 #include "costmodel/collective.h"
 #include "costmodel/comm_params.h"
 #include "topology/topology.h"
@@ -18,35 +19,9 @@
 namespace foldplan {
 namespace {
 
-// DGX H100: 8 GPUs and 8 x 400 Gbit/s NICs per node, 450 GB/s NVLink 4.
-ClusterSpec Dgx(int nodes, int su_nodes = 32) {
-  ClusterSpec c;
-  c.name = "dgx";
-  c.gpu.name = "H100 SXM5";
-  c.nodes = nodes;
-  c.fabric.su_nodes = su_nodes;
-  return c;
-}
-
-// GB200 NVL72: 18 nodes of 4 GPUs per 72-GPU domain, 900 GB/s NVLink 5.
-ClusterSpec Nvl72(int racks, int su_nodes = 36) {
-  ClusterSpec c;
-  c.name = "nvl72";
-  c.gpu.name = "B200";
-  c.nodes = 18 * racks;
-  c.gpus_per_node = 4;
-  c.nvlink_domain_gpus = 72;
-  c.nvlink_gb_per_s = 900;
-  c.nics_per_node = 4;
-  c.fabric.su_nodes = su_nodes;
-  return c;
-}
-
-Topology MustBuild(const ClusterSpec& cluster) {
-  Result<Topology> topo = Topology::Build(cluster);
-  REQUIRE_MESSAGE(topo.ok(), topo.status().message());
-  return std::move(topo).value();
-}
+ClusterSpec Dgx(int nodes, int su_nodes = 32) { return testing::DgxH100(nodes, su_nodes); }
+using testing::MustBuild;
+using testing::Nvl72;
 
 GroupSpan SpanOf(const Topology& topo, int first, int count, int stride = 1) {
   std::vector<int> gpus;

@@ -6,6 +6,7 @@
 
 #include <doctest/doctest.h>
 
+#include "topology_fixtures.h"
 #include "costmodel/comm_params.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/group_placement.h"
@@ -21,11 +22,7 @@ using testing::MakeDense;
 using testing::MakeJob;
 using testing::MakeMixtral;
 
-Topology MustBuild(const ClusterSpec& cluster) {
-  Result<Topology> topo = Topology::Build(cluster);
-  REQUIRE_MESSAGE(topo.ok(), topo.status().message());
-  return std::move(topo).value();
-}
+using testing::MustBuild;
 
 const CommOp* FindOp(const std::vector<CommOp>& ops, const std::string& name) {
   for (const CommOp& op : ops)

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "topology_fixtures.h"
 #include "costmodel/group_placement.h"
 #include "planner/rank_map.h"
 #include "topology/topology.h"
@@ -15,33 +16,9 @@
 namespace foldplan {
 namespace {
 
-ClusterSpec Dgx(int nodes, int su_nodes = 32) {
-  ClusterSpec c;
-  c.name = "dgx-" + std::to_string(nodes);
-  c.gpu.name = "H100 SXM5";
-  c.nodes = nodes;
-  c.fabric.su_nodes = su_nodes;
-  return c;
-}
-
-ClusterSpec Nvl72(int racks, int su_nodes) {
-  ClusterSpec c;
-  c.name = "nvl72-" + std::to_string(racks);
-  c.gpu.name = "B200";
-  c.nodes = 18 * racks;
-  c.gpus_per_node = 4;
-  c.nvlink_domain_gpus = 72;
-  c.nvlink_gb_per_s = 900;
-  c.nics_per_node = 4;
-  c.fabric.su_nodes = su_nodes;
-  return c;
-}
-
-Topology MustBuild(const ClusterSpec& cluster) {
-  Result<Topology> topo = Topology::Build(cluster);
-  REQUIRE_MESSAGE(topo.ok(), topo.status().message());
-  return std::move(topo).value();
-}
+ClusterSpec Dgx(int nodes, int su_nodes = 32) { return testing::DgxH100(nodes, su_nodes); }
+using testing::MustBuild;
+using testing::Nvl72;
 
 Layout MakeLayout(int pp, int tp, int cp, int dp, int ep, int etp, std::string order = kDefaultOrder,
                   Placement placement = Placement::kLinear) {

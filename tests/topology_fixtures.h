@@ -31,7 +31,7 @@ inline ClusterSpec DgxH100(int nodes, int su_nodes = 32, double spine_oversubscr
 
 // GB200 NVL72: racks of 18 nodes x 4 GPUs in one 72-GPU NVLink domain
 // (900 GB/s per direction), 4 NICs of 400 Gbit/s per node.
-inline ClusterSpec Nvl72(int racks, int su_nodes) {
+inline ClusterSpec Nvl72(int racks, int su_nodes = 36) {
   ClusterSpec c;
   c.name = "gb200-nvl72-" + std::to_string(racks) + "r";
   c.gpu.name = "B200";
