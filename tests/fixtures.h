@@ -4,6 +4,7 @@
 #include "inputs/cluster.h"
 #include "inputs/job.h"
 #include "inputs/model.h"
+#include "planner/layout.h"
 
 namespace foldplan::testing {
 
@@ -51,6 +52,22 @@ inline JobSpec MakeJob() {
   j.micro_batch_sizes = {1, 2};
   j.vpp = {1, 2};
   return j;
+}
+
+// A layout from degrees alone, dp and edp derived from the world size.
+inline Layout MakeLayout(int world, int tp, int cp, int pp, int ep, int etp,
+                         const std::string& order = kDefaultOrder) {
+  Layout l;
+  l.world = world;
+  l.tp = tp;
+  l.cp = cp;
+  l.pp = pp;
+  l.dp = world / (tp * cp * pp);
+  l.ep = ep;
+  l.etp = etp;
+  l.edp = world / (pp * ep * etp);
+  l.order = order;
+  return l;
 }
 
 }  // namespace foldplan::testing

@@ -5,6 +5,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "fixtures.h"
 #include "planner/rank_export.h"
 #include "planner/rank_map.h"
 
@@ -15,27 +16,8 @@ bool Contains(const std::string& text, const std::string& part) {
   return text.find(part) != std::string::npos;
 }
 
-Layout MakeLayout(int world, int tp, int cp, int pp, int ep, int etp,
-                  const std::string& order = kDefaultOrder) {
-  Layout l;
-  l.world = world;
-  l.tp = tp;
-  l.cp = cp;
-  l.pp = pp;
-  l.dp = world / (tp * cp * pp);
-  l.ep = ep;
-  l.etp = etp;
-  l.edp = world / (pp * ep * etp);
-  l.order = order;
-  return l;
-}
-
-ClusterSpec Dgx(int nodes) {
-  ClusterSpec c;
-  c.name = "test-dgx";
-  c.nodes = nodes;
-  return c;
-}
+using testing::MakeLayout;
+ClusterSpec Dgx(int nodes) { return testing::MakeCluster(nodes); }
 
 ModelSpec Moe(int layers, int experts) {
   ModelSpec m;

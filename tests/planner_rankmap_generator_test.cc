@@ -4,36 +4,15 @@
 
 #include <string>
 
+#include "fixtures.h"
 #include "planner/rank_generator.h"
 #include "planner/rank_map.h"
 
 namespace foldplan {
 namespace {
 
-Layout MakeLayout(int world, int tp, int cp, int pp, int ep, int etp,
-                  const std::string& order = kDefaultOrder) {
-  Layout l;
-  l.world = world;
-  l.tp = tp;
-  l.cp = cp;
-  l.pp = pp;
-  l.dp = world / (tp * cp * pp);
-  l.ep = ep;
-  l.etp = etp;
-  l.edp = world / (pp * ep * etp);
-  l.order = order;
-  return l;
-}
-
-ClusterSpec Dgx(int nodes) {
-  ClusterSpec c;
-  c.name = "test-dgx";
-  c.nodes = nodes;
-  c.gpus_per_node = 8;
-  c.nvlink_domain_gpus = 8;
-  c.nics_per_node = 8;
-  return c;
-}
+using testing::MakeLayout;
+ClusterSpec Dgx(int nodes) { return testing::MakeCluster(nodes); }
 
 RankMap Build(const Layout& l) {
   Result<RankMap> map = BuildRankMap(l, Dgx(2));
