@@ -645,10 +645,7 @@ GroupPlacement PlaceKind(const KindDigits& digits, const Shape& shape, const Pla
 // Checks, as BuildRankMap makes them.
 
 Status CheckDegrees(const Layout& l, const ClusterSpec& cluster) {
-  for (int v : {l.world, l.pp, l.dp, l.cp, l.tp, l.ep, l.etp, l.edp})
-    if (v < 1) return Status::Error("layout " + FormatLayout(l) + ": every degree must be >= 1");
-  if (i64{l.pp} * l.tp * l.cp * l.dp != l.world || i64{l.pp} * l.etp * l.ep * l.edp != l.world)
-    return Status::Error("layout " + FormatLayout(l) + ": degrees do not multiply to world " + Str(l.world));
+  if (Status s = CheckLayoutDegrees(l); !s.ok()) return s;
   if (l.world > cluster.total_gpus())
     return Status::Error("layout: world " + Str(l.world) + " ranks > " + Str(cluster.total_gpus()) +
                          " GPUs in cluster " + cluster.name);

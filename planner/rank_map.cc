@@ -46,8 +46,9 @@ namespace {
 
 std::string Str(long long v) { return std::to_string(v); }
 
-// world == pp*tp*cp*dp == pp*etp*ep*edp, every degree >= 1.
-Status CheckDegrees(const Layout& l) {
+}  // namespace
+
+Status CheckLayoutDegrees(const Layout& l) {
   const std::pair<const char*, int> degrees[] = {{"world", l.world}, {"pp", l.pp},  {"dp", l.dp},
                                                  {"cp", l.cp},       {"tp", l.tp},  {"ep", l.ep},
                                                  {"etp", l.etp},     {"edp", l.edp}};
@@ -65,10 +66,8 @@ Status CheckDegrees(const Layout& l) {
   return Status();
 }
 
-}  // namespace
-
 Result<RankMap> BuildRankMap(const Layout& layout, const ClusterSpec& cluster) {
-  if (Status s = CheckDegrees(layout); !s.ok()) return s;
+  if (Status s = CheckLayoutDegrees(layout); !s.ok()) return s;
   if (Status s = CheckClusterShape(cluster); !s.ok()) return s;
   if (layout.world > cluster.total_gpus())
     return Status::Error("layout: world " + Str(layout.world) + " ranks > " + Str(cluster.total_gpus()) +

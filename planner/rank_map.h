@@ -74,6 +74,10 @@ class RankMap {
   int idle_gpus_ = 0;
 };
 
+// world == pp*tp*cp*dp == pp*etp*ep*edp and every degree >= 1; the error
+// shows the products.
+Status CheckLayoutDegrees(const Layout& layout);
+
 // Builds the map. Errors (not asserts) for a layout whose degrees do not
 // multiply out, an order string Megatron would refuse, or a placement that
 // does not fit the cluster. Legality against a model is planner/legality.h's job.
