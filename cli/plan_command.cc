@@ -3,7 +3,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <map>
 
 #include <nlohmann/json.hpp>
 
@@ -37,15 +36,6 @@ std::string Seconds(double s) {
   return Fixed(s * 1e6, 0) + " us";
 }
 
-std::string Degrees(const Layout& l) {
-  std::string out = "tp" + std::to_string(l.tp) + " cp" + std::to_string(l.cp) + " dp" +
-                    std::to_string(l.dp) + " pp" + std::to_string(l.pp);
-  if (l.vpp > 1) out += "x" + std::to_string(l.vpp);
-  out += " | ep" + std::to_string(l.ep) + " etp" + std::to_string(l.etp) + " edp" +
-         std::to_string(l.edp);
-  return out;
-}
-
 std::string Options(const Layout& l) {
   std::string out = "mbs" + std::to_string(l.mbs) + " " + Name(l.recompute);
   if (l.cp > 1) out += std::string(" ") + Name(l.cp_style);
@@ -73,7 +63,7 @@ std::string CandidatesTable(const std::vector<Evaluation>& evals) {
                    Align::kRight, Align::kRight, Align::kLeft});
   for (size_t i = 0; i < evals.size(); ++i) {
     const Evaluation& e = evals[i];
-    table.AddRow({std::to_string(i + 1), Degrees(e.layout), Options(e.layout), Seconds(e.step.step_time_s),
+    table.AddRow({std::to_string(i + 1), ShortDegrees(e.layout), Options(e.layout), Seconds(e.step.step_time_s),
                   WithCommas(static_cast<unsigned long long>(e.step.tokens_per_s)),
                   Fixed(100 * e.step.mfu, 1) + "%", Fixed(e.memory.peak_gib(), 1), TopExposed(e, 3)});
   }
@@ -121,7 +111,7 @@ std::string WhyBetter(const Evaluation& a, const Evaluation& b) {
   };
   std::sort(deltas.begin(), deltas.end(),
             [](const auto& x, const auto& y) { return std::abs(x.second) > std::abs(y.second); });
-  std::string out = "  the runner-up (" + Degrees(b.layout) + ", " + Options(b.layout) + ") takes " +
+  std::string out = "  the runner-up (" + ShortDegrees(b.layout) + ", " + Options(b.layout) + ") takes " +
                     Seconds(b.step.step_time_s - a.step.step_time_s) + " longer per step:\n";
   for (const auto& [what, d] : deltas) {
     if (std::abs(d) < 1e-6) continue;

@@ -166,8 +166,9 @@ std::string FormatLayout(const Layout& l) {
 
 std::string ShortDegrees(const Layout& l) {
   std::ostringstream s;
-  s << "tp" << l.tp << " cp" << l.cp << " dp" << l.dp << " pp" << l.pp << " | ep" << l.ep
-    << " etp" << l.etp << " edp" << l.edp;
+  s << "tp" << l.tp << " cp" << l.cp << " dp" << l.dp << " pp" << l.pp;
+  if (l.vpp > 1) s << "x" << l.vpp;
+  s << " | ep" << l.ep << " etp" << l.etp << " edp" << l.edp;
   return s.str();
 }
 

@@ -63,7 +63,7 @@ Result<Layout> ParseLayout(const std::string& text, int default_world);
 
 // Canonical text form, accepted back by ParseLayout.
 std::string FormatLayout(const Layout& layout);
-// Short form for tables: "tp2 cp1 dp8 pp8 | ep8 etp1 edp2".
+// Short form for tables: "tp2 cp1 dp8 pp8 | ep8 etp1 edp2" (pp8x2 with vpp 2).
 std::string ShortDegrees(const Layout& layout);
 
 }  // namespace foldplan
