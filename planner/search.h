@@ -16,7 +16,7 @@ struct SearchOptions {
   int threads = 2;   // scoring threads (>= 1)
   // Called from the calling thread with the fraction of layouts scored,
   // about ten times a second; may be empty.
-  std::function<void(double fraction)> progress;
+  std::function<void(double fraction)> progress = nullptr;
 };
 
 struct ScoredLayout {

@@ -1,0 +1,53 @@
+// What foldbench needs from a plan or rank map file: the world size, the
+// process groups of every kind, the micro-batch size and, from a plan, the
+// model and job shapes the Ulysses op moves. Read straight from the JSON
+// (doc/formats.md "Plan", doc/rankmap.md) so that validate/ depends on core
+// only, not on the planner or cost model whose output it checks.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "core/status.h"
+
+namespace foldplan::validate {
+
+using GroupList = std::vector<std::vector<int>>;
+
+// Tensor shapes of one micro-batch; present only in plan files (a rank map
+// names its model but does not carry the spec).
+struct ModelShapes {
+  int64_t seq_len = 0;   // tokens per sequence (the job's)
+  int64_t mbs = 0;       // sequences per micro-batch (the layout's)
+  int64_t heads = 0;     // attention (query) heads
+  int64_t kv_heads = 0;  // key/value heads (GQA)
+  int64_t head_dim = 0;
+  int64_t hidden = 0;
+};
+
+struct BenchInput {
+  std::string file;
+  std::string schema;       // "foldplan.plan/v1" or "foldplan.rankmap/v1"
+  std::string layout_text;  // the layout in foldplan's command-line syntax
+  int world_size = 0;
+  std::map<std::string, int64_t> degrees;  // pp dp cp tp ep etp edp mbs ...
+  std::map<std::string, GroupList> groups; // "cp" -> [[0, 1], [2, 3], ...]
+  bool has_shapes = false;
+  ModelShapes shapes;
+};
+
+// Parses an already-read document; `file` names it in errors. Every error
+// names the file and the JSON pointer of the field, all at once.
+Result<BenchInput> ParseBenchInput(const nlohmann::json& doc, const std::string& file);
+// Reads and parses a file.
+Result<BenchInput> ReadBenchInput(const std::string& path);
+
+// Refuses an MPI world that is not the plan's: run before any collective so
+// that a wrong -np is one clear message, not a hang or a wrong measurement.
+Status CheckWorldSize(const BenchInput& input, int mpi_world_size);
+
+}  // namespace foldplan::validate
