@@ -315,6 +315,37 @@ std::vector<std::string> CheckedObject::EnumList(const std::string& key,
   return out;
 }
 
+std::vector<std::string> CheckedObject::StringList(const std::string& key,
+                                                   const StringListRules& rules,
+                                                   std::vector<std::string> default_value) {
+  if (!Has(key)) {
+    seen_.insert(key);
+    return default_value;
+  }
+  const json* v = Field(key);
+  if (!v->is_array() || v->empty()) {
+    Wrong(key, rules.list_expected, *v);
+    return default_value;
+  }
+  std::vector<std::string> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& e = (*v)[i];
+    const std::string pointer = Pointer(key) + "/" + std::to_string(i);
+    if (!e.is_string()) {
+      errors_->Add(pointer, "expected " + rules.item_expected + ", found " + DescribeJsonValue(e));
+      continue;
+    }
+    const std::string problem = rules.problem ? rules.problem(e.get<std::string>()) : "";
+    if (!problem.empty()) {
+      errors_->Add(pointer, "expected " + rules.valid_expected + ", found " + DescribeJsonValue(e) +
+                                " (" + problem + ")");
+      continue;
+    }
+    out.push_back(e.get<std::string>());
+  }
+  return out;
+}
+
 CheckedObject CheckedObject::Object(const std::string& key) {
   const json* v = Field(key);
   if (!v) {

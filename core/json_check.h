@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <initializer_list>
 #include <limits>
 #include <optional>
@@ -77,6 +78,19 @@ class CheckedObject {
   std::vector<std::string> EnumList(const std::string& key,
                                     std::initializer_list<const char*> allowed,
                                     std::vector<std::string> default_value);
+
+  // A non-empty list of free-form strings, each vetted by `problem` (which
+  // returns "" for a good item, else what is wrong with it). The three
+  // descriptions complete "expected ..." for a bad list, a non-string item,
+  // and an item `problem` rejects.
+  struct StringListRules {
+    std::string list_expected;
+    std::string item_expected;
+    std::string valid_expected;
+    std::function<std::string(const std::string&)> problem;
+  };
+  std::vector<std::string> StringList(const std::string& key, const StringListRules& rules,
+                                      std::vector<std::string> default_value);
 
   // Sub-objects. Object() records an error when missing and returns an empty view.
   CheckedObject Object(const std::string& key);

@@ -66,36 +66,12 @@ std::string OrderProblem(const std::string& order) {
   return "";
 }
 
-// CheckedObject has no accessor for a list of free-form strings, so the
-// caller removes "orders" from the object it checks and reads it here.
-std::vector<std::string> ReadOrders(const json& root, JsonErrors& errors,
-                                    std::vector<std::string> default_value) {
-  const auto it = root.find("orders");
-  if (it == root.end()) return default_value;
-  const char* expected = "a non-empty list of order strings such as \"tp-cp-ep-dp-pp\"";
-  if (!it->is_array() || it->empty()) {
-    errors.Add("/orders", std::string("expected ") + expected + ", found " +
-                              DescribeJsonValue(*it));
-    return default_value;
-  }
-  std::vector<std::string> out;
-  for (size_t i = 0; i < it->size(); ++i) {
-    const json& e = (*it)[i];
-    const std::string pointer = "/orders/" + std::to_string(i);
-    if (!e.is_string()) {
-      errors.Add(pointer, std::string("expected an order string such as \"tp-cp-ep-dp-pp\", found ") +
-                              DescribeJsonValue(e));
-      continue;
-    }
-    const std::string problem = OrderProblem(e.get<std::string>());
-    if (!problem.empty()) {
-      errors.Add(pointer, "expected '-'-joined distinct tokens from tp, cp, ep, dp, pp, found " +
-                              DescribeJsonValue(e) + " (" + problem + ")");
-      continue;
-    }
-    out.push_back(e.get<std::string>());
-  }
-  return out;
+std::vector<std::string> ReadOrders(CheckedObject& root, std::vector<std::string> default_value) {
+  const CheckedObject::StringListRules rules{
+      "a non-empty list of order strings such as \"tp-cp-ep-dp-pp\"",
+      "an order string such as \"tp-cp-ep-dp-pp\"",
+      "'-'-joined distinct tokens from tp, cp, ep, dp, pp", OrderProblem};
+  return root.StringList("orders", rules, std::move(default_value));
 }
 
 void ReadBatch(CheckedObject& root, JobSpec& j) {
@@ -149,10 +125,7 @@ void CheckJobRules(const JobSpec& j, JsonErrors& errors) {
 
 Result<JobSpec> ParseJob(const json& input, const std::string& file) {
   JsonErrors errors(file);
-  // A copy without "orders" for CheckedObject (see ReadOrders).
-  json rest = input;
-  if (rest.is_object()) rest.erase("orders");
-  CheckedObject root(rest, "", &errors);
+  CheckedObject root(input, "", &errors);
   if (!inputs_internal::CheckSchema(root, kJobSchema)) return errors.status();
 
   JobSpec j;
@@ -161,7 +134,7 @@ Result<JobSpec> ParseJob(const json& input, const std::string& file) {
   j.description = root.String("description", "");
   ReadBatch(root, j);
   ReadChoices(root, j);
-  j.orders = ReadOrders(input, errors, j.orders);
+  j.orders = ReadOrders(root, j.orders);
   ReadMoeOptions(root, j);
   root.Finish();
 
