@@ -1,8 +1,8 @@
 #include "cli/commands.h"
+#include "cli/output.h"
 
 #include <nlohmann/json.hpp>
 
-#include "core/atomic_file.h"
 #include "core/text_table.h"
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
@@ -18,11 +18,6 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using Align = TextTable::Align;
-
-int Fail(std::ostream& err, const Status& status) {
-  err << "foldplan: " << status.message() << "\n";
-  return 1;
-}
 
 Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   if (o.seq) {
@@ -311,12 +306,7 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   const ExportContext export_ctx{&cluster, model ? &*model : nullptr, &j};
   auto text = ExportRankMap(map.value(), format.value(), export_ctx);
   if (!text.ok()) return Fail(err, text.status());
-  if (options.output.empty()) {
-    out << text.value();
-    return 0;
-  }
-  if (Status s = WriteFileAtomically(options.output, text.value()); !s.ok()) return Fail(err, s);
-  err << "wrote " << options.output << "\n";
+  if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
   return 0;
 }
 

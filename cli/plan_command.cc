@@ -7,7 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
-#include "core/atomic_file.h"
+#include "cli/output.h"
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/plan_file.h"
@@ -18,11 +18,6 @@ namespace foldplan {
 namespace {
 
 using Align = TextTable::Align;
-
-int Fail(std::ostream& err, const Status& status) {
-  err << "foldplan: " << status.message() << "\n";
-  return 1;
-}
 
 std::string Fixed(double v, int digits) {
   char buf[64];
@@ -119,16 +114,6 @@ std::string WhyBetter(const Evaluation& a, const Evaluation& b) {
   }
   out += "  peak memory " + Fixed(a.memory.peak_gib(), 1) + " GiB vs " + Fixed(b.memory.peak_gib(), 1) + " GiB\n";
   return out;
-}
-
-Status WriteOrPrint(const std::string& text, const std::string& path, std::ostream& out, std::ostream& err) {
-  if (path.empty()) {
-    out << text;
-    return Status();
-  }
-  Status s = WriteFileAtomically(path, text);
-  if (s.ok()) err << "wrote " << path << "\n";
-  return s;
 }
 
 }  // namespace

@@ -1,0 +1,23 @@
+#include "cli/output.h"
+
+#include "core/atomic_file.h"
+
+namespace foldplan {
+
+int Fail(std::ostream& err, const Status& status) {
+  err << "foldplan: " << status.message() << "\n";
+  return 1;
+}
+
+Status WriteOrPrint(const std::string& text, const std::string& path, std::ostream& out,
+                    std::ostream& err) {
+  if (path.empty()) {
+    out << text;
+    return Status();
+  }
+  Status s = WriteFileAtomically(path, text);
+  if (s.ok()) err << "wrote " << path << "\n";
+  return s;
+}
+
+}  // namespace foldplan
