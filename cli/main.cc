@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/validate_command.h"
 
 namespace {
 
@@ -75,6 +76,38 @@ int main(int argc, char** argv) {
   explain_cmd->add_flag("--json", explain.json, "print the layout's costs as JSON (a plan candidate)");
   explain_cmd->add_option("-o,--output", explain.output, "write a foldplan.plan/v1 file holding this layout");
 
+  foldplan::ValidateOptions validate;
+  auto* validate_cmd = app.add_subcommand(
+      "validate", "run foldbench on a plan under mpirun, printing the exact command first");
+  validate_cmd->add_option("--plan", validate.plan, "a foldplan.plan/v1 or foldplan.rankmap/v1 file")
+      ->type_name("FILE")
+      ->required();
+  validate_cmd->add_option("--np", validate.np, "ranks (default and only value: the plan's world size)")
+      ->type_name("N");
+  validate_cmd->add_option("--backend", validate.backend, "mpi|nccl (default: foldbench's, mpi)")
+      ->type_name("NAME")
+      ->check(CLI::IsMember({"mpi", "nccl"}));
+  validate_cmd->add_option("--ops", validate.ops, "comma-separated foldbench ops (default: foldbench's)")
+      ->type_name("LIST");
+  validate_cmd->add_option("-o,--output", validate.output, "foldbench writes its measurements JSON to FILE")
+      ->type_name("FILE");
+  validate_cmd->add_option("--mpirun", validate.mpirun,
+                           "the launcher (default " + foldplan::DefaultLauncher() + ")")
+      ->type_name("PATH");
+  validate_cmd->add_option("--mpirun-args", validate.mpirun_args,
+                           "more launcher flags, split on spaces, e.g. \"--hostfile hosts\"")
+      ->type_name("ARGS");
+  validate_cmd->add_flag("--dry-run", validate.dry_run, "print the command on stdout and run nothing");
+  validate_cmd->add_option("foldbench-args", validate.foldbench_args,
+                           "after --: more foldbench flags, e.g. -- --max-seq 512 --iters 3")
+      ->type_name("");
+  validate_cmd->footer(
+      "Flags for foldbench go after -- (doc/validate.md lists them). foldbench is\n"
+      "$FOLDBENCH if set, else the foldbench next to foldplan. Open MPI gets\n"
+      "--allow-run-as-root when run as root and --oversubscribe when the ranks outnumber\n"
+      "this machine's cores. Exit status is foldbench's: 0 every element right, 1 a wrong\n"
+      "element, 2 refused (nothing ran), 3 a backend error.");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -88,5 +121,6 @@ int main(int argc, char** argv) {
   if (*ranks_cmd) return foldplan::RunRanks(ranks, std::cout, std::cerr);
   if (*plan_cmd) return foldplan::RunPlan(plan, std::cout, std::cerr);
   if (*explain_cmd) return foldplan::RunExplain(explain, std::cout, std::cerr);
+  if (*validate_cmd) return foldplan::RunValidate(validate, std::cout, std::cerr);
   return 2;
 }

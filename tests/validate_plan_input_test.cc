@@ -48,6 +48,10 @@ TEST_CASE("the fixture plan: PP2, DP2 x CP2, EP4 on 8 ranks") {
   CHECK(input->shapes.kv_heads == 8);
   CHECK(input->shapes.head_dim == 128);
   CHECK(input->shapes.hidden == 4096);
+  // Mixtral 8x7B's experts, for the dispatcher.
+  CHECK(input->shapes.experts == 8);
+  CHECK(input->shapes.top_k == 2);
+  CHECK(input->shapes.moe_ffn_hidden == 14336);
   CHECK(input->layout_text.find("cp=2") != std::string::npos);
 }
 
@@ -69,6 +73,12 @@ TEST_CASE("errors name the file and the JSON pointer") {
     json doc = FixturePlan();
     doc["inputs"]["model"]["spec"].erase("heads");
     CHECK(ErrorOf(doc).find("x.json: /inputs/model/spec/heads: missing") != std::string::npos);
+  }
+  SUBCASE("more experts per token than experts") {
+    json doc = FixturePlan();
+    doc["inputs"]["model"]["spec"]["moe"]["top_k"] = 9;
+    CHECK(ErrorOf(doc).find("x.json: /inputs/model/spec/moe/top_k: is 9, more than the 8 "
+                            "experts") != std::string::npos);
   }
   SUBCASE("a rank outside the world") {
     json doc = FixturePlan();
@@ -133,7 +143,7 @@ TEST_CASE("report helpers") {
   row.wrong_elements = 3;
   const OpResult ran{.op = "ulysses", .group_kind = "cp", .group_size = 2, .group_count = 4,
                      .skip_reason = "", .notes = {}, .cases = {row}};
-  Environment env{{"h", "h", "h", "h", "h", "h", "h", "h"}, "Open MPI", "mpi", "emulated"};
+  Environment env{{"h", "h", "h", "h", "h", "h", "h", "h"}, "Open MPI", "mpi", "emulated", {}};
   const auto doc = MeasurementsJson(env, input.value(), {ran});
   CHECK(doc["schema"] == "foldplan.measurements/v1");
   CHECK(doc["environment"]["backend"] == "mpi");

@@ -1,14 +1,16 @@
 // foldbench: every rank of `mpirun -np N foldbench --plan FILE ...` runs
 // this. Exit status: 0 all checked elements right, 1 a wrong element,
-// 2 bad arguments or input (nothing ran), 3 a backend error.
+// 2 bad arguments or input (nothing ran), 3 a backend error or a hang the
+// watchdog ended (the job is aborted).
 #include <mpi.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
 #include <sstream>
-#include <type_traits>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/atomic_file.h"
@@ -16,6 +18,7 @@
 #include "validate/op.h"
 #include "validate/plan_input.h"
 #include "validate/report.h"
+#include "validate/watchdog.h"
 
 namespace {
 
@@ -23,18 +26,39 @@ using namespace foldplan;
 using namespace foldplan::validate;
 
 constexpr const char* kUsage =
-    "usage: mpirun -np N foldbench --plan FILE [--backend mpi] [--ops ulysses]\n"
-    "                 [-o measurements.json] [--max-seq N] [--warmup N] [--iters N]\n"
-    "                 [--corrupt-rank R]\n"
+    "usage: mpirun -np N foldbench --plan FILE [--backend mpi|nccl]\n"
+    "                 [--ops ulysses,dispatch,sweep,compute] [-o measurements.json]\n"
+    "                 [--max-seq N] [--routing uniform,skewed] [--skew S] [--seed N]\n"
+    "                 [--sweep-min-bytes N] [--sweep-max-bytes N] [--sweep-step N]\n"
+    "                 [--warmup N] [--iters N] [--timeout SECONDS]\n"
+    "                 [--corrupt-rank R] [--hang-rank R]\n"
     "  FILE is a foldplan.plan/v1 (foldplan plan/explain -o) or foldplan.rankmap/v1 file\n";
 
 struct Args {
   std::string plan, output, backend = "mpi";
-  std::vector<std::string> ops = {"ulysses"};
+  std::vector<std::string> ops = {"ulysses", "dispatch"};
   OpOptions op_options;
   LoopOptions loop;
   bool help = false;
 };
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> items;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+  return items;
+}
+
+Result<double> ParseNumber(const std::string& flag, const std::string& text, double min) {
+  try {
+    size_t used = 0;
+    const double value = std::stod(text, &used);
+    if (used == text.size() && value >= min) return value;
+  } catch (const std::exception&) {
+  }
+  return Status::Error(flag + ": expected a number >= " + std::to_string(min) + ", found \"" +
+                       text + "\"");
+}
 
 Result<int64_t> ParseInt(const std::string& flag, const std::string& text, int64_t min) {
   try {
@@ -63,40 +87,64 @@ Result<Args> ParseArgs(int argc, char** argv) {
       *out = static_cast<std::remove_pointer_t<decltype(out)>>(parsed.value());
       return Status();
     };
+    auto number = [&](double min, double* out) -> Status {
+      auto parsed = ParseNumber(flag, value, min);
+      if (!parsed.ok()) return parsed.status();
+      *out = parsed.value();
+      return Status();
+    };
+    OpOptions& op = args.op_options;
     Status s;
     if (flag == "--plan") args.plan = value;
     else if (flag == "-o" || flag == "--output") args.output = value;
     else if (flag == "--backend") args.backend = value;
-    else if (flag == "--ops") {
-      args.ops.clear();
-      std::stringstream list(value);
-      for (std::string op; std::getline(list, op, ',');) args.ops.push_back(op);
-    } else if (flag == "--max-seq") s = integer(1, &args.op_options.max_seq_len);
+    else if (flag == "--ops") args.ops = SplitList(value);
+    else if (flag == "--max-seq") s = integer(1, &op.max_seq_len);
+    else if (flag == "--routing") op.routings = SplitList(value);
+    else if (flag == "--skew") s = number(0, &op.skew);
+    else if (flag == "--seed") s = integer(0, &op.seed);
+    else if (flag == "--sweep-min-bytes") s = integer(4, &op.sweep_min_bytes);
+    else if (flag == "--sweep-max-bytes") s = integer(4, &op.sweep_max_bytes);
+    else if (flag == "--sweep-step") s = integer(2, &op.sweep_step);
     else if (flag == "--warmup") s = integer(0, &args.loop.warmup_iters);
     else if (flag == "--iters") s = integer(1, &args.loop.timed_iters);
+    else if (flag == "--timeout") s = number(0, &args.loop.timeout_s);
     else if (flag == "--corrupt-rank") s = integer(0, &args.loop.corrupt_rank);
+    else if (flag == "--hang-rank") s = integer(0, &args.loop.hang_rank);
     else return Status::Error(flag + ": unknown flag");
     if (!s.ok()) return s;
   }
-  if (!args.help && args.plan.empty()) return Status::Error("--plan FILE is required");
-  if (args.backend != "mpi") {
-    return Status::Error("--backend " + args.backend +
-                         ": only the mpi backend is built (nccl is not implemented yet)");
+  if (args.help) return args;
+  if (args.plan.empty()) return Status::Error("--plan FILE is required");
+  if (args.backend != "mpi" && args.backend != "nccl") {
+    return Status::Error("--backend " + args.backend + ": expected mpi or nccl");
+  }
+  for (const std::string& op : args.ops) {
+    const auto& known = KnownOpNames();
+    if (std::find(known.begin(), known.end(), op) == known.end()) {
+      return Status::Error("--ops: unknown op \"" + op +
+                           "\"; known ops: ulysses, dispatch, sweep, compute");
+    }
+    if (op == "compute" && args.backend != "nccl") {
+      return Status::Error("--ops compute times GPU kernels; it needs --backend nccl");
+    }
+  }
+  for (const std::string& routing : args.op_options.routings) {
+    if (routing != "uniform" && routing != "skewed") {
+      return Status::Error("--routing " + routing + ": expected uniform or skewed");
+    }
+  }
+  if (args.op_options.sweep_max_bytes < args.op_options.sweep_min_bytes) {
+    return Status::Error("--sweep-max-bytes is below --sweep-min-bytes");
   }
   return args;
 }
 
-// Every rank reaches the same verdict on arguments and input (they read
-// the same file), so all exit together without a collective to hang in.
-int Finish(int code) {
-  MPI_Finalize();
-  return code;
-}
-
-}  // namespace
-
-int main(int argc, char** argv) {
-  MPI_Init(&argc, &argv);
+// Everything after MPI_Init and before MPI_Finalize, so that the backend and
+// its communicators are gone before MPI is. Every rank reaches the same
+// verdict on arguments and input (they read the same file), so a refusal
+// exits all ranks without a collective to hang in.
+int Run(int argc, char** argv) {
   int world_rank = 0, world_size = 0;
   MPI_Comm_rank(MPI_COMM_WORLD, &world_rank);
   MPI_Comm_size(MPI_COMM_WORLD, &world_size);
@@ -105,46 +153,74 @@ int main(int argc, char** argv) {
   Result<Args> args = ParseArgs(argc, argv);
   if (!args.ok()) {
     if (root) std::cerr << "foldbench: " << args.status().message() << "\n" << kUsage;
-    return Finish(2);
+    return 2;
   }
   if (args->help) {
     if (root) std::cout << kUsage;
-    return Finish(0);
+    return 0;
   }
   Result<BenchInput> input = ReadBenchInput(args->plan);
   Status world_ok = input.ok() ? CheckWorldSize(input.value(), world_size) : input.status();
   if (!world_ok.ok()) {
     if (root) std::cerr << "foldbench: " << world_ok.message() << "\n";
-    return Finish(2);
+    return 2;
   }
-  if (args->loop.corrupt_rank >= world_size) {
-    if (root) std::cerr << "foldbench: --corrupt-rank must be below " << world_size << "\n";
-    return Finish(2);
+  for (int rank : {args->loop.corrupt_rank, args->loop.hang_rank}) {
+    if (rank >= world_size) {
+      if (root) std::cerr << "foldbench: --corrupt-rank and --hang-rank must be below "
+                          << world_size << "\n";
+      return 2;
+    }
   }
 
-  std::unique_ptr<Backend> backend = MakeMpiBackend();
+  std::unique_ptr<Backend> backend;
+  if (args->backend == "nccl") {
+    auto made = MakeNcclBackend();
+    if (!made.ok()) {
+      // The verdict may differ between ranks (one GPU missing): abort all.
+      std::cerr << "foldbench: rank " << world_rank << ": " << made.status().message() << "\n";
+      MPI_Abort(MPI_COMM_WORLD, 3);
+      return 3;
+    }
+    backend = std::move(made).value();
+  } else {
+    backend = MakeMpiBackend();
+  }
   Environment env;
   env.hosts = backend->AllHostNames();
   env.library_version = backend->LibraryVersion();
   env.backend = backend->name();
   env.placement_class = backend->placement_class();
+  env.device_facts = backend->device_facts();
+
+  Backend* raw_backend = backend.get();
+  Watchdog watchdog(args->loop.timeout_s, [raw_backend, world_rank, &args](const std::string& what) {
+    std::cerr << "foldbench: rank " << world_rank << ": " << what << " did not finish within "
+              << args->loop.timeout_s
+              << " s (a peer crashed or never joined); aborting the job\n"
+              << std::flush;
+    raw_backend->Abort(3);
+  });
 
   std::vector<OpResult> results;
   for (const std::string& name : args->ops) {
-    auto op = MakeOp(name, input.value(), args->op_options, backend.get());
-    if (!op.ok()) {  // same on every rank: nothing has run yet for this op
-      if (root) std::cerr << "foldbench: " << op.status().message() << "\n";
-      return Finish(2);
+    auto ops = MakeOps(name, input.value(), args->op_options, backend.get());
+    if (!ops.ok()) {
+      // Names were checked; what fails here (a communicator split) may
+      // fail on one rank only, so abort rather than leave others waiting.
+      std::cerr << "foldbench: rank " << world_rank << ": " << ops.status().message() << "\n";
+      backend->Abort(3);
     }
-    auto result = RunOp(*op.value(), args->loop, *backend, input.value());
-    if (!result.ok()) {
-      // A failure on one rank leaves the others inside a collective: abort.
-      std::cerr << "foldbench: rank " << world_rank << ": op " << name << ": "
-                << result.status().message() << "\n";
-      MPI_Abort(MPI_COMM_WORLD, 3);
-      return 3;
+    for (auto& op : ops.value()) {
+      auto result = RunOp(*op, args->loop, *backend, input.value(), &watchdog);
+      if (!result.ok()) {
+        // A failure on one rank leaves the others inside a collective: abort.
+        std::cerr << "foldbench: rank " << world_rank << ": op " << op->name() << ": "
+                  << result.status().message() << "\n";
+        backend->Abort(3);
+      }
+      results.push_back(std::move(result).value());
     }
-    results.push_back(std::move(result).value());
   }
 
   const int64_t wrong = TotalWrongElements(results);
@@ -163,5 +239,17 @@ int main(int argc, char** argv) {
   }
   // Every rank returns the verdict (wrong is summed over the world) so
   // mpirun's exit status is non-zero whichever rank it reports.
-  return Finish(code);
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  // The watchdog thread may call MPI_Abort while the main thread is inside
+  // a collective, which MPI allows at MPI_THREAD_MULTIPLE.
+  int provided = 0;
+  MPI_Init_thread(&argc, &argv, MPI_THREAD_MULTIPLE, &provided);
+  const int code = Run(argc, argv);
+  MPI_Finalize();
+  return code;
 }

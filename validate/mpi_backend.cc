@@ -3,28 +3,51 @@
 // data movement anywhere MPI runs, and measures only an emulation.
 #include <mpi.h>
 
+#include <algorithm>
 #include <climits>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <string>
 
 #include "validate/backend.h"
+#include "validate/mpi_host.h"
 
 namespace foldplan::validate {
 
-size_t SizeOf(DType type) { return type == DType::kU16 ? 2 : 4; }
-
 namespace {
 
-MPI_Datatype ToMpi(DType type) { return type == DType::kU16 ? MPI_UINT16_T : MPI_FLOAT; }
-
-Status Check(int rc, const char* what) {
-  if (rc == MPI_SUCCESS) return Status();
-  char text[MPI_MAX_ERROR_STRING];
-  int length = 0;
-  MPI_Error_string(rc, text, &length);
-  return Status::Error(std::string(what) + " failed: " + std::string(text, length));
+MPI_Datatype ToMpi(DType type) {
+  switch (type) {
+    case DType::kU16:
+    case DType::kBF16: return MPI_UINT16_T;
+    case DType::kF32: return MPI_FLOAT;
+    case DType::kI32: return MPI_INT32_T;
+  }
+  return MPI_DATATYPE_NULL;
 }
+
+// MPI has no bfloat16: kBF16 travels as 16-bit words and is summed by this
+// user op, in float and rounded back to bf16 as NCCL's bf16 sum does.
+void SumBf16(void* in, void* inout, int* length, MPI_Datatype*) {
+  const auto* a = static_cast<const uint16_t*>(in);
+  auto* b = static_cast<uint16_t*>(inout);
+  for (int i = 0; i < *length; ++i) b[i] = FloatToBf16(Bf16ToFloat(a[i]) + Bf16ToFloat(b[i]));
+}
+
+// MemAvailable of /proc/meminfo in bytes; 0 when unreadable.
+int64_t HostAvailableBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string key;
+  int64_t kib = 0;
+  std::string unit;
+  while (meminfo >> key >> kib >> unit) {
+    if (key == "MemAvailable:") return kib * 1024;
+  }
+  return 0;
+}
+
+Status Check(int rc, const char* what) { return MpiStatus(rc, what); }
 
 // MPI counts are int; larger messages would need MPI-4 large-count calls.
 bool FitsInt(size_t n) { return n <= static_cast<size_t>(INT_MAX); }
@@ -80,9 +103,9 @@ class MpiBackend : public Backend {
   int world_rank() const override { return world_rank_; }
   int world_size() const override { return world_size_; }
   std::string placement_class() const override { return "emulated: MPI on host memory"; }
-  bool host_accessible() const override { return true; }
+  std::vector<std::string> device_facts() override { return {"host memory (no GPU used)"}; }
 
-  std::unique_ptr<GroupComm> Split(const GroupList& groups) override {
+  Result<std::unique_ptr<GroupComm>> Split(const GroupList& groups) override {
     // color = the index of this rank's group, key = its position there, so
     // the communicator's ranks follow the plan's group order.
     int color = MPI_UNDEFINED, key = 0;
@@ -96,19 +119,32 @@ class MpiBackend : public Backend {
       }
     }
     MPI_Comm comm = MPI_COMM_NULL;
-    MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm);
-    if (comm == MPI_COMM_NULL) return nullptr;
-    return std::make_unique<MpiGroupComm>(comm, color, groups[color], true);
+    if (Status s = Check(MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm), "MPI_Comm_split");
+        !s.ok()) {
+      return s;
+    }
+    if (comm == MPI_COMM_NULL) return std::unique_ptr<GroupComm>();
+    return std::unique_ptr<GroupComm>(
+        std::make_unique<MpiGroupComm>(comm, color, groups[color], true));
   }
   GroupComm& World() override { return *world_; }
 
+  int64_t FreeBytes() override {
+    // The ranks on one host share its memory; count them once.
+    const std::vector<std::string> hosts = AllHostNames();
+    int64_t on_this_host = 0;
+    for (const auto& h : hosts) on_this_host += h == hosts[world_rank_];
+    return HostAvailableBytes() / std::max<int64_t>(1, on_this_host);
+  }
   void* Alloc(size_t bytes) override { return std::malloc(bytes == 0 ? 1 : bytes); }
   void Free(void* buffer) override { std::free(buffer); }
-  void Upload(void* buffer, const void* host, size_t bytes) override {
+  Status Upload(void* buffer, const void* host, size_t bytes) override {
     std::memcpy(buffer, host, bytes);
+    return Status();
   }
-  void Download(void* host, const void* buffer, size_t bytes) override {
+  Status Download(void* host, const void* buffer, size_t bytes) override {
     std::memcpy(host, buffer, bytes);
+    return Status();
   }
 
   Status AllToAll(const void* send, void* recv, size_t count_per_peer, DType type,
@@ -150,75 +186,113 @@ class MpiBackend : public Backend {
   }
   Status ReduceScatter(const void* send, void* recv, size_t count_per_rank, DType type,
                        GroupComm& comm) override {
-    // MPI has no sum over 16-bit words that means bf16; reductions take kF32.
-    if (type != DType::kF32) return Status::Error("reduce-scatter needs f32 data");
+    MPI_Op sum = MPI_SUM;
+    if (Status s = SumOp(type, &sum); !s.ok()) return s;
     if (!FitsInt(count_per_rank)) {
       return Status::Error("reduce-scatter larger than MPI's int count");
     }
     return Check(MPI_Reduce_scatter_block(send, recv, static_cast<int>(count_per_rank),
-                                          MPI_FLOAT, MPI_SUM, CommOf(comm)),
+                                          ToMpi(type), sum, CommOf(comm)),
                  "MPI_Reduce_scatter_block");
   }
+  Status ReduceScatterV(const void* send, const std::vector<size_t>& counts,
+                        const std::vector<size_t>& offsets, void* recv, DType type,
+                        GroupComm& comm) override {
+    MPI_Op sum = MPI_SUM;
+    if (Status s = SumOp(type, &sum); !s.ok()) return s;
+    // MPI_Reduce_scatter takes blocks back to back in rank order.
+    std::vector<int> int_counts, int_offsets;
+    if (Status s = ToIntVectors(counts, offsets, &int_counts, &int_offsets); !s.ok()) return s;
+    for (size_t i = 0, next = 0; i < counts.size(); next += counts[i], ++i) {
+      if (offsets[i] != next) return Status::Error("reduce-scatter-v blocks must be contiguous");
+    }
+    return Check(MPI_Reduce_scatter(send, recv, int_counts.data(), ToMpi(type), sum,
+                                    CommOf(comm)),
+                 "MPI_Reduce_scatter");
+  }
   Status AllReduce(void* buffer, size_t count, DType type, GroupComm& comm) override {
-    if (type != DType::kF32) return Status::Error("all-reduce needs f32 data");
+    MPI_Op sum = MPI_SUM;
+    if (Status s = SumOp(type, &sum); !s.ok()) return s;
     if (!FitsInt(count)) return Status::Error("all-reduce larger than MPI's int count");
-    return Check(MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), MPI_FLOAT,
-                               MPI_SUM, CommOf(comm)),
+    return Check(MPI_Allreduce(MPI_IN_PLACE, buffer, static_cast<int>(count), ToMpi(type), sum,
+                               CommOf(comm)),
                  "MPI_Allreduce");
   }
-  Status Send(const void* buffer, size_t count, DType type, int peer,
-              GroupComm& comm) override {
-    if (!FitsInt(count)) return Status::Error("send larger than MPI's int count");
-    return Check(MPI_Send(buffer, static_cast<int>(count), ToMpi(type), peer, 0, CommOf(comm)),
-                 "MPI_Send");
+  Status SendRecv(const void* send, size_t send_count, int send_peer, void* recv,
+                  size_t recv_count, int recv_peer, DType type, GroupComm& comm) override {
+    if (!FitsInt(send_count) || !FitsInt(recv_count)) {
+      return Status::Error("send/recv larger than MPI's int count");
+    }
+    return Check(MPI_Sendrecv(send, static_cast<int>(send_count), ToMpi(type),
+                              send_peer < 0 ? MPI_PROC_NULL : send_peer, 0, recv,
+                              static_cast<int>(recv_count), ToMpi(type),
+                              recv_peer < 0 ? MPI_PROC_NULL : recv_peer, 0, CommOf(comm),
+                              MPI_STATUS_IGNORE),
+                 "MPI_Sendrecv");
   }
-  Status Recv(void* buffer, size_t count, DType type, int peer, GroupComm& comm) override {
-    if (!FitsInt(count)) return Status::Error("recv larger than MPI's int count");
-    return Check(MPI_Recv(buffer, static_cast<int>(count), ToMpi(type), peer, 0, CommOf(comm),
-                          MPI_STATUS_IGNORE),
-                 "MPI_Recv");
+  Status Barrier(GroupComm& comm) override {
+    return Check(MPI_Barrier(CommOf(comm)), "MPI_Barrier");
   }
-  void Barrier(GroupComm& comm) override { MPI_Barrier(CommOf(comm)); }
-  double NowSeconds() override { return MPI_Wtime(); }
+
+  Status CopyRuns(void* dst, const void* src, const RunCopy& copy) override {
+    HostCopyRuns(dst, src, copy);
+    return Status();
+  }
+  Status GatherRows(void* dst, const void* src, const int64_t* rows, int64_t count,
+                    int64_t row_bytes) override {
+    HostGatherRows(dst, src, rows, count, row_bytes);
+    return Status();
+  }
+  Status ExpertPartial(uint16_t* rows_bf16, int64_t count, int64_t hidden,
+                       const int32_t* row_expert, int etp_rank) override {
+    HostExpertPartial(rows_bf16, count, hidden, row_expert, etp_rank);
+    return Status();
+  }
+  Status CombineRows(float* out, const uint16_t* rows_bf16, const int64_t* rows,
+                     const float* weights, int64_t tokens, int64_t top_k,
+                     int64_t hidden) override {
+    HostCombineRows(out, rows_bf16, rows, weights, tokens, top_k, hidden);
+    return Status();
+  }
+
+  void TimerStart() override { timer_start_s_ = MPI_Wtime(); }
+  double TimerStopSeconds() override { return MPI_Wtime() - timer_start_s_; }
 
   std::vector<double> GatherToRoot(const std::vector<double>& values) override {
-    const int n = static_cast<int>(values.size());
-    std::vector<double> all(world_rank_ == 0 ? static_cast<size_t>(n) * world_size_ : 0);
-    MPI_Gather(values.data(), n, MPI_DOUBLE, all.data(), n, MPI_DOUBLE, 0, MPI_COMM_WORLD);
-    return all;
+    return MpiGatherToRoot(values);
   }
-  int64_t SumOverWorld(int64_t value) override {
-    int64_t sum = 0;
-    MPI_Allreduce(&value, &sum, 1, MPI_INT64_T, MPI_SUM, MPI_COMM_WORLD);
-    return sum;
-  }
-  std::vector<std::string> AllHostNames() override {
-    char name[MPI_MAX_PROCESSOR_NAME] = {};
-    int length = 0;
-    MPI_Get_processor_name(name, &length);
-    std::vector<char> all(static_cast<size_t>(MPI_MAX_PROCESSOR_NAME) * world_size_);
-    MPI_Allgather(name, MPI_MAX_PROCESSOR_NAME, MPI_CHAR, all.data(), MPI_MAX_PROCESSOR_NAME,
-                  MPI_CHAR, MPI_COMM_WORLD);
-    std::vector<std::string> names;
-    for (int r = 0; r < world_size_; ++r) {
-      names.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
-    }
-    return names;
-  }
-  std::string LibraryVersion() override {
-    char text[MPI_MAX_LIBRARY_VERSION_STRING] = {};
-    int length = 0;
-    MPI_Get_library_version(text, &length);
-    std::string version(text, length);
-    while (!version.empty() && (version.back() == '\n' || version.back() == '\0')) {
-      version.pop_back();
-    }
-    return version;
+  int64_t SumOverWorld(int64_t value) override { return MpiSumOverWorld(value); }
+  std::vector<std::string> AllHostNames() override { return MpiAllHostNames(); }
+  std::string LibraryVersion() override { return MpiLibraryVersion(); }
+  [[noreturn]] void Abort(int exit_code) override {
+    // From the watchdog thread MPI_Abort is only safe at MPI_THREAD_MULTIPLE;
+    // below it, exiting is enough: mpirun ends the job when a rank exits
+    // with a failure.
+    int level = MPI_THREAD_SINGLE;
+    MPI_Query_thread(&level);
+    if (level == MPI_THREAD_MULTIPLE) MPI_Abort(MPI_COMM_WORLD, exit_code);
+    std::_Exit(exit_code);
   }
 
  private:
+  // The sum a reduction of `type` uses: MPI_SUM, or the bf16 user op.
+  Status SumOp(DType type, MPI_Op* op) {
+    if (type == DType::kF32 || type == DType::kI32) {
+      *op = MPI_SUM;
+      return Status();
+    }
+    if (type == DType::kBF16) {
+      if (bf16_sum_ == MPI_OP_NULL) MPI_Op_create(&SumBf16, /*commute=*/1, &bf16_sum_);
+      *op = bf16_sum_;
+      return Status();
+    }
+    return Status::Error(std::string("a reduction cannot sum ") + DTypeName(type) + " words");
+  }
+
   int world_rank_ = 0, world_size_ = 0;
   std::unique_ptr<MpiGroupComm> world_;
+  MPI_Op bf16_sum_ = MPI_OP_NULL;  // freed by MPI_Finalize
+  double timer_start_s_ = 0;
 };
 
 }  // namespace

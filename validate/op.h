@@ -11,6 +11,7 @@
 #include "core/status.h"
 #include "validate/backend.h"
 #include "validate/plan_input.h"
+#include "validate/watchdog.h"
 
 namespace foldplan::validate {
 
@@ -23,10 +24,22 @@ struct OpCase {
   int64_t send_bytes_per_rank = 0;
   // busbw = algbw x this; all-to-all: (n - 1) / n.
   double bus_factor = 1.0;
+  // Floating-point operations one Run() does on this rank (compute op;
+  // 0 for communication): TFLOP/s = flops / time / 1e12.
+  double flops = 0;
 };
 
 struct OpOptions {
   int64_t max_seq_len = 4096;  // scale the plan's sequence down to at most this
+  // dispatch: one case per routing, "uniform" or "skewed" (expert e drawn
+  // with weight 1 / (e + 1)^skew, so expert 0 is the hottest).
+  std::vector<std::string> routings = {"uniform", "skewed"};
+  double skew = 1.0;
+  uint64_t seed = 1;  // routing and data seed; the same seed routes the same way
+  // sweep: message sizes per rank, min, min x step, ... up to max (bytes).
+  int64_t sweep_min_bytes = 1024;
+  int64_t sweep_max_bytes = int64_t{16} << 20;
+  int64_t sweep_step = 4;
 };
 
 class Op {
@@ -39,7 +52,12 @@ class Op {
   // Free text notes for the report ("seq_len scaled from 32768 to 4096").
   virtual std::vector<std::string> notes() const = 0;
   virtual int group_size() const = 0;
+  // This rank's group, for messages: "cp group 1 (world ranks 2, 3)".
+  virtual std::string group_label() const = 0;
   virtual std::vector<OpCase> cases() const = 0;
+  // Backend memory case `index` allocates on this rank, checked against
+  // Backend::FreeBytes() before Prepare.
+  virtual int64_t bytes_needed(int index) const = 0;
 
   // Allocates and fills the buffers of case `index` with exactly
   // predictable data. Called again before the correctness pass.
@@ -54,22 +72,42 @@ class Op {
   virtual void Release() = 0;
 };
 
-// Builds an op by name; an unknown name is an error listing the known ones.
-Result<std::unique_ptr<Op>> MakeOp(const std::string& name, const BenchInput& input,
-                                   const OpOptions& options, Backend* backend);
-std::unique_ptr<Op> MakeUlyssesOp(const BenchInput& input, const OpOptions& options,
-                                  Backend* backend);
+// Builds the ops one --ops name stands for ("sweep" is one op per
+// collective and group kind); an unknown name is an error listing the known
+// ones. Collective: ops split communicators.
+// The names MakeOps knows: "ulysses", "dispatch", "sweep", "compute".
+const std::vector<std::string>& KnownOpNames();
+Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
+                                                 const BenchInput& input,
+                                                 const OpOptions& options, Backend* backend);
+Result<std::unique_ptr<Op>> MakeUlyssesOp(const BenchInput& input, const OpOptions& options,
+                                          Backend* backend);
+Result<std::unique_ptr<Op>> MakeDispatchOp(const BenchInput& input, const OpOptions& options,
+                                           Backend* backend);
+// GPU only (NCCL backend builds); see ops_compute.cc.
+Result<std::unique_ptr<Op>> MakeComputeOp(const BenchInput& input, const OpOptions& options,
+                                          Backend* backend);
+Result<std::vector<std::unique_ptr<Op>>> MakeSweepOps(const BenchInput& input,
+                                                      const OpOptions& options,
+                                                      Backend* backend);
+// "cp group 1 (world ranks 2, 3)"; "cp (no group holds this rank)" for null.
+std::string GroupLabel(const std::string& kind, const GroupComm* comm);
 
 struct LoopOptions {
   int warmup_iters = 2;
   int timed_iters = 5;
   int corrupt_rank = -1;  // world rank whose output Corrupt() changes; -1 none
+  // The watchdog aborts the job when one step (an iteration, a check) takes
+  // longer than this, naming the op and the group (seconds; 0: no watchdog).
+  double timeout_s = 300;
+  int hang_rank = -1;  // test hook: this world rank never joins the check's collective
 };
 
 struct CaseResult {
   OpCase op_case;
   double median_s = 0, min_s = 0, max_s = 0;  // across iterations and ranks
   double algbw_gb_per_s = 0, busbw_gb_per_s = 0;  // from the median, 1 GB = 1e9 B
+  double tflops_per_s = 0;  // compute cases: op_case.flops / median / 1e12
   int64_t wrong_elements = 0;  // summed over all ranks
 };
 
@@ -83,8 +121,9 @@ struct OpResult {
 
 // Runs every case of `op`. Collective; the statistics are meaningful on
 // world rank 0 only (wrong_elements on every rank).
+// `watchdog` (may be null) is armed around every step that can block.
 Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
-                       const BenchInput& input);
+                       const BenchInput& input, Watchdog* watchdog);
 
 // Median of an unsorted list (mean of the middle two for an even count).
 double Median(std::vector<double> values);

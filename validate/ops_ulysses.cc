@@ -6,16 +6,14 @@
 // q, k, v go sequence -> heads (k and v with the GQA kv_heads), the
 // attention output goes heads -> sequence.
 //
-// Data: element (b, s, h, x) of tensor t holds the low 16 bits of a
-// SplitMix64 hash of its global linear index. Words are 16 bits so that the
-// bytes moved are the plan's bf16 bytes; they are moved and compared as
-// integers, so the values round-trip exactly. A misplaced element matches
-// its expected value with probability 2^-16; a corrupted one (bits flipped)
-// never does.
+// Data: element (b, s, h, x) of tensor t holds PatternWord of its global
+// linear index (pattern.h). Words are 16 bits so that the bytes moved are
+// the plan's bf16 bytes; they are moved and compared as integers, so the
+// values round-trip exactly.
 #include <algorithm>
-#include <cstring>
 
 #include "validate/op.h"
+#include "validate/pattern.h"
 
 namespace foldplan::validate {
 namespace {
@@ -29,14 +27,6 @@ struct UlyssesCase {
   Direction direction;
 };
 
-uint16_t ExpectedValue(uint64_t linear_index) {
-  uint64_t z = linear_index + 0x9E3779B97F4A7C15ULL;  // SplitMix64 finalizer
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  z ^= z >> 31;
-  return static_cast<uint16_t>(z);
-}
-
 class UlyssesOp : public Op {
  public:
   UlyssesOp(const BenchInput& input, const OpOptions& options, Backend* backend)
@@ -48,10 +38,6 @@ class UlyssesOp : public Op {
     cp_ = static_cast<int>(input.degrees.at("cp"));
     if (cp_ == 1) {
       skip_ = "skipped: cp = 1";
-      return;
-    }
-    if (!backend->host_accessible()) {
-      skip_ = "skipped: backend " + backend->name() + " has no device pack kernels yet";
       return;
     }
     const ModelShapes& shapes = input.shapes;
@@ -86,15 +72,28 @@ class UlyssesOp : public Op {
                        " not divisible by cp " + std::to_string(cp_));
     }
     cases_.push_back({"out heads->seq", 3, shapes.heads, Direction::kHeadsToSeq});
-    comm_ = backend->Split(input.groups.at("cp"));
   }
   ~UlyssesOp() override { Release(); }
+
+  // Collective: every rank makes its CP communicator.
+  Status Init(const BenchInput& input) {
+    if (!skip_.empty()) return Status();
+    auto comm = backend_->Split(input.groups.at("cp"));
+    if (!comm.ok()) return comm.status();
+    comm_ = std::move(comm).value();
+    return Status();
+  }
 
   std::string name() const override { return "ulysses"; }
   std::string group_kind() const override { return "cp"; }
   std::string skip_reason() const override { return skip_; }
   std::vector<std::string> notes() const override { return notes_; }
   int group_size() const override { return cp_; }
+  std::string group_label() const override { return GroupLabel("cp", comm_.get()); }
+  // in, send, recv, out: one tensor each.
+  int64_t bytes_needed(int index) const override {
+    return 4 * Elements(cases_[index].heads) * 2;
+  }
 
   std::vector<OpCase> cases() const override {
     std::vector<OpCase> out;
@@ -111,55 +110,63 @@ class UlyssesOp : public Op {
   }
 
   Status Prepare(int index) override {
-    if (index != current_) Release();
+    Release();
     current_ = index;
     const UlyssesCase& c = cases_[index];
     heads_ = c.heads;
-    const size_t n = static_cast<size_t>(batch_ * (seq_ / cp_) * heads_ * head_dim_);
-    if (in_.empty()) {
-      in_.resize(n);
-      out_.resize(n);
-      send_ = static_cast<uint16_t*>(backend_->Alloc(n * sizeof(uint16_t)));
-      recv_ = static_cast<uint16_t*>(backend_->Alloc(n * sizeof(uint16_t)));
-      if (send_ == nullptr || recv_ == nullptr) {
-        return Status::Error("ulysses: cannot allocate " + std::to_string(2 * n * 2) + " bytes");
+    const size_t n = static_cast<size_t>(Elements(heads_));
+    for (uint16_t** buffer : {&in_, &send_, &recv_, &out_}) {
+      *buffer = static_cast<uint16_t*>(backend_->Alloc(n * sizeof(uint16_t)));
+      if (*buffer == nullptr) {
+        return Status::Error("ulysses: cannot allocate " + std::to_string(n * 2) + " bytes");
       }
     }
-    FillInput(c, in_.data());
-    std::fill(out_.begin(), out_.end(), 0);
-    return Status();
+    host_in_.resize(n);
+    FillInput(c, host_in_.data());
+    if (Status s = backend_->Upload(in_, host_in_.data(), n * 2); !s.ok()) return s;
+    const std::vector<uint16_t> zeros(n, 0);
+    return backend_->Upload(out_, zeros.data(), n * 2);
   }
 
-  Status Run() override { return Move(cases_[current_].direction, in_.data(), out_.data()); }
+  Status Run() override { return Move(cases_[current_].direction, in_, out_); }
 
-  void Corrupt() override { out_[out_.size() / 2] ^= 0xFFFF; }
+  void Corrupt() override {
+    const size_t n = static_cast<size_t>(Elements(heads_));
+    std::vector<uint16_t> out(n);
+    if (!backend_->Download(out.data(), out_, n * 2).ok()) return;
+    out[n / 2] ^= 0xFFFF;
+    (void)backend_->Upload(out_, out.data(), n * 2);
+  }
 
   Result<int64_t> Check() override {
     const UlyssesCase& c = cases_[current_];
+    const size_t n = static_cast<size_t>(Elements(heads_));
+    // The forward result against the coordinates it must hold ...
+    std::vector<uint16_t> expected(n), got(n);
+    FillOutput(c, expected.data());
+    if (Status s = backend_->Download(got.data(), out_, n * 2); !s.ok()) return s;
+    int64_t wrong = 0;
+    for (size_t i = 0; i < n; ++i) wrong += got[i] != expected[i];
+    // ... and the way back (into the input buffer) against the input.
     const Direction back = c.direction == Direction::kSeqToHeads ? Direction::kHeadsToSeq
                                                                  : Direction::kSeqToHeads;
-    // The forward result against the coordinates it must hold ...
-    std::vector<uint16_t> expected(out_.size());
-    FillOutput(c, expected.data());
-    int64_t wrong = 0;
-    for (size_t i = 0; i < out_.size(); ++i) wrong += out_[i] != expected[i];
-    // ... and the way back against the input it started from.
-    std::vector<uint16_t> round_trip(in_.size());
-    if (Status s = Move(back, out_.data(), round_trip.data()); !s.ok()) return s;
-    for (size_t i = 0; i < in_.size(); ++i) wrong += round_trip[i] != in_[i];
+    if (Status s = Move(back, out_, in_); !s.ok()) return s;
+    if (Status s = backend_->Download(got.data(), in_, n * 2); !s.ok()) return s;
+    for (size_t i = 0; i < n; ++i) wrong += got[i] != host_in_[i];
     return wrong;
   }
 
   void Release() override {
-    if (send_ != nullptr) backend_->Free(send_);
-    if (recv_ != nullptr) backend_->Free(recv_);
-    send_ = recv_ = nullptr;
-    in_.clear();
-    out_.clear();
+    for (uint16_t** buffer : {&in_, &send_, &recv_, &out_}) {
+      if (*buffer != nullptr) backend_->Free(*buffer);
+      *buffer = nullptr;
+    }
+    host_in_.clear();
     current_ = -1;
   }
 
  private:
+  int64_t Elements(int64_t heads) const { return batch_ * (seq_ / cp_) * heads * head_dim_; }
   int64_t Chunk() const { return seq_ / cp_; }       // L: tokens per rank before
   int64_t HeadChunk() const { return heads_ / cp_; }  // G: heads per rank after
 
@@ -177,7 +184,7 @@ class UlyssesOp : public Op {
       for (int64_t s = 0; s < Chunk(); ++s)
         for (int64_t h = 0; h < heads_; ++h)
           for (int64_t x = 0; x < head_dim_; ++x)
-            data[i++] = ExpectedValue(GlobalIndex(tensor, b, r * Chunk() + s, h, x));
+            data[i++] = PatternWord(GlobalIndex(tensor, b, r * Chunk() + s, h, x));
   }
   void FillHeadSharded(int tensor, uint16_t* data) const {
     const int64_t r = comm_->rank();
@@ -186,7 +193,7 @@ class UlyssesOp : public Op {
       for (int64_t s = 0; s < seq_; ++s)
         for (int64_t h = 0; h < HeadChunk(); ++h)
           for (int64_t x = 0; x < head_dim_; ++x)
-            data[i++] = ExpectedValue(GlobalIndex(tensor, b, s, r * HeadChunk() + h, x));
+            data[i++] = PatternWord(GlobalIndex(tensor, b, s, r * HeadChunk() + h, x));
   }
   void FillInput(const UlyssesCase& c, uint16_t* data) const {
     if (c.direction == Direction::kSeqToHeads) FillSeqSharded(c.tensor_id, data);
@@ -198,35 +205,30 @@ class UlyssesOp : public Op {
   }
 
   // Pack, all-to-all, unpack. The packed buffer is [C][B][L][G][d] in both
-  // directions: block p is what peer p gets. Every copy is one run of G x d
-  // contiguous elements.
+  // directions: block p is what peer p gets. Pack and unpack are each one
+  // RunCopy over (p, b, i) of runs of G x d contiguous elements; the two
+  // sharded layouts differ only in where run (p, b, i) sits.
   Status Move(Direction direction, const uint16_t* in, uint16_t* out) {
-    const int64_t c = cp_, l = Chunk(), g = HeadChunk(), d = head_dim_;
-    const size_t run = static_cast<size_t>(g * d) * sizeof(uint16_t);
-    auto packed = [&](uint16_t* base, int64_t p, int64_t b, int64_t i) {
-      return base + (((p * batch_ + b) * l + i) * g) * d;
-    };
-    for (int64_t p = 0; p < c; ++p)
-      for (int64_t b = 0; b < batch_; ++b)
-        for (int64_t i = 0; i < l; ++i) {
-          const uint16_t* from = direction == Direction::kSeqToHeads
-                                     ? in + ((b * l + i) * heads_ + p * g) * d  // [B,L,H,d]
-                                     : in + ((b * seq_ + p * l + i) * g) * d;   // [B,S,G,d]
-          std::memcpy(packed(send_, p, b, i), from, run);
-        }
+    const int64_t l = Chunk(), g = HeadChunk(), d = head_dim_, e = 2;  // bytes per element
+    const int64_t packed[3] = {batch_ * l * g * d * e, l * g * d * e, g * d * e};
+    const int64_t seq_sharded[3] = {g * d * e, l * heads_ * d * e, heads_ * d * e};  // [B,L,H,d]
+    const int64_t head_sharded[3] = {l * g * d * e, seq_ * g * d * e, g * d * e};    // [B,S,G,d]
+    const int64_t* from = direction == Direction::kSeqToHeads ? seq_sharded : head_sharded;
+    const int64_t* to = direction == Direction::kSeqToHeads ? head_sharded : seq_sharded;
+    RunCopy pack, unpack;
+    for (int k = 0; k < 3; ++k) {
+      pack.count[k] = unpack.count[k] = k == 0 ? cp_ : k == 1 ? batch_ : l;
+      pack.src_stride_bytes[k] = from[k];
+      pack.dst_stride_bytes[k] = unpack.src_stride_bytes[k] = packed[k];
+      unpack.dst_stride_bytes[k] = to[k];
+    }
+    pack.run_bytes = unpack.run_bytes = g * d * e;
+    if (Status s = backend_->CopyRuns(send_, in, pack); !s.ok()) return s;
     const size_t per_peer = static_cast<size_t>(batch_ * l * g * d);
     if (Status s = backend_->AllToAll(send_, recv_, per_peer, DType::kU16, *comm_); !s.ok()) {
       return s;
     }
-    for (int64_t p = 0; p < c; ++p)
-      for (int64_t b = 0; b < batch_; ++b)
-        for (int64_t i = 0; i < l; ++i) {
-          uint16_t* to = direction == Direction::kSeqToHeads
-                             ? out + ((b * seq_ + p * l + i) * g) * d   // [B,S,G,d]
-                             : out + ((b * l + i) * heads_ + p * g) * d;  // [B,L,H,d]
-          std::memcpy(to, packed(recv_, p, b, i), run);
-        }
-    return Status();
+    return backend_->CopyRuns(out, recv_, unpack);
   }
 
   Backend* backend_;
@@ -237,16 +239,22 @@ class UlyssesOp : public Op {
   int cp_ = 1;
   int64_t batch_ = 0, seq_ = 0, head_dim_ = 0, heads_ = 0;
   int current_ = -1;
-  std::vector<uint16_t> in_, out_;     // host tensors (pack/unpack run on the host)
-  uint16_t* send_ = nullptr;           // backend buffers the all-to-all moves
+  std::vector<uint16_t> host_in_;  // the input as filled, kept to check the round trip
+  // Backend buffers: the sharded input and output, and the packed blocks
+  // the all-to-all moves.
+  uint16_t* in_ = nullptr;
+  uint16_t* send_ = nullptr;
   uint16_t* recv_ = nullptr;
+  uint16_t* out_ = nullptr;
 };
 
 }  // namespace
 
-std::unique_ptr<Op> MakeUlyssesOp(const BenchInput& input, const OpOptions& options,
-                                  Backend* backend) {
-  return std::make_unique<UlyssesOp>(input, options, backend);
+Result<std::unique_ptr<Op>> MakeUlyssesOp(const BenchInput& input, const OpOptions& options,
+                                          Backend* backend) {
+  auto op = std::make_unique<UlyssesOp>(input, options, backend);
+  if (Status s = op->Init(input); !s.ok()) return s;
+  return std::unique_ptr<Op>(std::move(op));
 }
 
 }  // namespace foldplan::validate

@@ -1,5 +1,6 @@
 #include "validate/plan_input.h"
 
+#include <optional>
 #include <set>
 
 #include "core/json_check.h"
@@ -142,6 +143,18 @@ void ReadPlan(const json& doc, JsonErrors* errors, BenchInput* out) {
   out->shapes.kv_heads = model.Int("kv_heads", 1, kMaxWorld);
   out->shapes.head_dim = model.Int("head_dim", 1, kMaxWorld);
   out->shapes.hidden = model.Int("hidden", 1, int64_t{1} << 30);
+  out->shapes.ffn_hidden = model.Int("ffn_hidden", 0, int64_t{1} << 30);
+  if (std::optional<CheckedObject> moe = model.OptionalObject("moe")) {
+    out->shapes.experts = moe->Int("experts", 1, kMaxWorld);
+    out->shapes.top_k = moe->Int("top_k", 1, kMaxWorld);
+    out->shapes.moe_ffn_hidden = moe->Int("ffn_hidden", 1, int64_t{1} << 30);
+    if (out->shapes.top_k > out->shapes.experts) {
+      errors->Add("/inputs/model/spec/moe/top_k", "is " + std::to_string(out->shapes.top_k) +
+                                                      ", more than the " +
+                                                      std::to_string(out->shapes.experts) +
+                                                      " experts");
+    }
+  }
   CheckedObject job = inputs.Object("job").Object("spec");
   out->shapes.seq_len = job.Int("seq_len", 1, int64_t{1} << 30);
 

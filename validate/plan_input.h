@@ -27,6 +27,10 @@ struct ModelShapes {
   int64_t kv_heads = 0;  // key/value heads (GQA)
   int64_t head_dim = 0;
   int64_t hidden = 0;
+  int64_t ffn_hidden = 0;      // dense MLP (0 when every layer is MoE)
+  int64_t experts = 0;         // routed experts; 0 for a dense model
+  int64_t top_k = 0;           // experts per token
+  int64_t moe_ffn_hidden = 0;  // per expert
 };
 
 struct BenchInput {

@@ -1,5 +1,6 @@
 #include "validate/report.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <map>
 #include <set>
@@ -8,6 +9,15 @@
 
 namespace foldplan::validate {
 namespace {
+
+// How to read the numbers; printed under the table and kept in the JSON.
+constexpr const char* kConventions =
+    "conventions: time per operation, median / min / max across timed iterations and ranks "
+    "(ulysses includes pack and unpack; dispatch is the whole dispatch and combine). "
+    "algbw = S / median time, GB = 1e9 B, with S (the bytes column) as in nccl-tests: the "
+    "per-rank send buffer for all-to-all(-v), send/recv, ulysses and dispatch (T x top_k x "
+    "hidden x 2 B), the gathered output for all-gather, the input for reduce-scatter and the "
+    "buffer for all-reduce. busbw = algbw x (n-1)/n, all-reduce 2(n-1)/n, send/recv 1.";
 
 std::string Format(const char* format, double value) {
   char text[64];
@@ -28,6 +38,16 @@ std::vector<std::string> UniqueHosts(const std::vector<std::string>& hosts) {
     if (seen.insert(h).second) unique.push_back(h);
   }
   return unique;
+}
+
+// Where one kind's groups run: the backend's class when it emulates the
+// fabric, else inside one node or across nodes. A node stands for an NVLink
+// domain, which is right for DGX / HGX nodes; foldbench does not know the
+// cluster, so an NVL72 rack's nodes count as separate domains here.
+std::string PlacementClass(const Environment& env, const GroupPlacement& placement) {
+  if (env.placement_class.find("emulated") != std::string::npos) return env.placement_class;
+  if (placement.max_hosts_per_group <= 1) return "inside one node (NVLink domain)";
+  return "across " + std::to_string(placement.max_hosts_per_group) + " nodes (network)";
 }
 
 }  // namespace
@@ -67,13 +87,11 @@ nlohmann::ordered_json MeasurementsJson(const Environment& env, const BenchInput
       {"ranks", env.hosts.size()},
       {"backend", env.backend},
       {"mpi_version", env.library_version},
+      {"devices", env.device_facts},
   };
   doc["plan"] = {{"file", input.file}, {"schema", input.schema}, {"layout", input.layout_text},
                  {"world_size", input.world_size}};
-  doc["conventions"] =
-      "time: seconds per operation, median / min / max across timed iterations and ranks; "
-      "algbw = S / median time with S the bytes each rank sends; busbw = algbw x bus_factor, "
-      "all-to-all bus_factor (n - 1) / n (nccl-tests); GB = 1e9 bytes";
+  doc["conventions"] = kConventions;
   json ops = json::array();
   for (const auto& r : results) {
     json op = {{"op", r.op}, {"group_kind", r.group_kind}, {"group_count", r.group_count},
@@ -85,21 +103,29 @@ nlohmann::ordered_json MeasurementsJson(const Environment& env, const BenchInput
     }
     op["status"] = "ran";
     op["group_size"] = r.group_size;
-    const GroupPlacement placement = PlaceGroups(input.groups.at(r.group_kind), env.hosts);
-    op["placement"] = {{"class", env.placement_class},
+    const GroupPlacement placement =
+        PlaceGroups(input.groups.contains(r.group_kind) ? input.groups.at(r.group_kind)
+                                                        : GroupList{},
+                    env.hosts);
+    op["placement"] = {{"class", PlacementClass(env, placement)},
                        {"max_nodes_per_group", placement.max_hosts_per_group},
                        {"ranks_per_node", placement.ranks_per_host}};
     json sizes = json::array();
     for (const auto& c : r.cases) {
-      sizes.push_back({{"case", c.op_case.name},
-                       {"elements_per_rank", c.op_case.elements_per_rank},
-                       {"element_bytes", SizeOf(c.op_case.type)},
-                       {"send_bytes_per_rank", c.op_case.send_bytes_per_rank},
-                       {"time_s", {{"median", c.median_s}, {"min", c.min_s}, {"max", c.max_s}}},
-                       {"algbw_gb_per_s", c.algbw_gb_per_s},
-                       {"bus_factor", c.op_case.bus_factor},
-                       {"busbw_gb_per_s", c.busbw_gb_per_s},
-                       {"wrong_elements", c.wrong_elements}});
+      json size = {{"case", c.op_case.name},
+                   {"elements_per_rank", c.op_case.elements_per_rank},
+                   {"element_bytes", SizeOf(c.op_case.type)},
+                   {"send_bytes_per_rank", c.op_case.send_bytes_per_rank},
+                   {"time_s", {{"median", c.median_s}, {"min", c.min_s}, {"max", c.max_s}}},
+                   {"algbw_gb_per_s", c.algbw_gb_per_s},
+                   {"bus_factor", c.op_case.bus_factor},
+                   {"busbw_gb_per_s", c.busbw_gb_per_s}};
+      if (c.op_case.flops > 0) {
+        size["flops"] = c.op_case.flops;
+        size["tflops_per_s"] = c.tflops_per_s;
+      }
+      size["wrong_elements"] = c.wrong_elements;
+      sizes.push_back(size);
     }
     op["sizes"] = sizes;
     ops.push_back(op);
@@ -118,30 +144,42 @@ std::string ReportTable(const Environment& env, const BenchInput& input,
           std::to_string(UniqueHosts(env.hosts).size()) + " host(s), backend " + env.backend +
           " (" + env.placement_class + ")\n";
   text += "  mpi      " + env.library_version.substr(0, env.library_version.find('\n')) + "\n";
+  for (const auto& fact : env.device_facts) text += "  device   " + fact + "\n";
   for (const auto& r : results) {
-    text += "\n" + r.op + " over " + r.group_kind + " groups";
+    const bool grouped = input.groups.contains(r.group_kind);
+    text += "\n" + r.op + (grouped ? " over " + r.group_kind + " groups" : " on every rank");
     if (!r.skip_reason.empty()) {
       text += ": " + r.skip_reason + "\n";
       continue;
     }
-    const GroupPlacement placement = PlaceGroups(input.groups.at(r.group_kind), env.hosts);
-    text += " (" + std::to_string(r.group_count) + " groups of " + std::to_string(r.group_size) +
-            ", widest spans " + std::to_string(placement.max_hosts_per_group) + " host(s))\n";
+    if (grouped) {
+      const GroupPlacement placement = PlaceGroups(input.groups.at(r.group_kind), env.hosts);
+      text += " (" + std::to_string(r.group_count) + " groups of " +
+              std::to_string(r.group_size) + ", widest spans " +
+              std::to_string(placement.max_hosts_per_group) + " host(s); " +
+              PlacementClass(env, placement) + ")";
+    }
+    text += "\n";
     for (const auto& note : r.notes) text += "  note: " + note + "\n";
     using A = TextTable::Align;
-    TextTable table({"case", "bytes/rank", "median", "min", "max", "algbw GB/s", "busbw GB/s",
-                     "wrong"},
+    const bool compute = std::any_of(r.cases.begin(), r.cases.end(),
+                                     [](const CaseResult& c) { return c.op_case.flops > 0; });
+    TextTable table({"case", compute ? "GFLOP" : "bytes S", "median", "min", "max",
+                     compute ? "TFLOP/s" : "algbw GB/s", compute ? "" : "busbw GB/s", "wrong"},
                     {A::kLeft, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight, A::kRight,
                      A::kRight});
     for (const auto& c : r.cases) {
-      table.AddRow({c.op_case.name, WithCommas(c.op_case.send_bytes_per_rank), Seconds(c.median_s),
-                    Seconds(c.min_s), Seconds(c.max_s), Format("%.2f", c.algbw_gb_per_s),
-                    Format("%.2f", c.busbw_gb_per_s), WithCommas(c.wrong_elements)});
+      table.AddRow({c.op_case.name,
+                    compute ? Format("%.1f", c.op_case.flops / 1e9)
+                            : WithCommas(c.op_case.send_bytes_per_rank),
+                    Seconds(c.median_s), Seconds(c.min_s), Seconds(c.max_s),
+                    Format("%.2f", compute ? c.tflops_per_s : c.algbw_gb_per_s),
+                    compute ? "" : Format("%.2f", c.busbw_gb_per_s),
+                    WithCommas(c.wrong_elements)});
     }
     text += table.Render("  ");
   }
-  text += "\nbusbw: all-to-all busbw = algbw x (n-1)/n, algbw = bytes each rank sends / median "
-          "time (nccl-tests); times include pack and unpack\n";
+  text += std::string("\n") + kConventions + "\n";
   size_t cases_run = 0;
   for (const auto& r : results) cases_run += r.cases.size();
   const int64_t wrong = TotalWrongElements(results);

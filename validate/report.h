@@ -18,6 +18,7 @@ struct Environment {
   std::string library_version;     // MPI_Get_library_version
   std::string backend;             // "mpi"
   std::string placement_class;     // "emulated: MPI on host memory"
+  std::vector<std::string> device_facts;  // GPU names, driver, NCCL version
 };
 
 // Where a group kind's groups sit: how many hosts the widest group spans and

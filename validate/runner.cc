@@ -1,4 +1,6 @@
 #include <algorithm>
+#include <chrono>
+#include <thread>
 
 #include "validate/op.h"
 
@@ -11,14 +13,49 @@ double Median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
-Result<std::unique_ptr<Op>> MakeOp(const std::string& name, const BenchInput& input,
-                                   const OpOptions& options, Backend* backend) {
-  if (name == "ulysses") return MakeUlyssesOp(input, options, backend);
-  return Status::Error("unknown op \"" + name + "\"; known ops: ulysses");
+std::string GroupLabel(const std::string& kind, const GroupComm* comm) {
+  if (comm == nullptr) return kind + " (no group holds this rank)";
+  std::string ranks;
+  for (int r : comm->members()) ranks += (ranks.empty() ? "" : ", ") + std::to_string(r);
+  return kind + " group " + std::to_string(comm->group_index()) + " (world ranks " + ranks + ")";
 }
 
+const std::vector<std::string>& KnownOpNames() {
+  static const std::vector<std::string> names = {"ulysses", "dispatch", "sweep", "compute"};
+  return names;
+}
+
+Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
+                                                 const BenchInput& input,
+                                                 const OpOptions& options, Backend* backend) {
+  auto one = [](Result<std::unique_ptr<Op>> op) -> Result<std::vector<std::unique_ptr<Op>>> {
+    if (!op.ok()) return op.status();
+    std::vector<std::unique_ptr<Op>> ops;
+    ops.push_back(std::move(op).value());
+    return ops;
+  };
+  if (name == "ulysses") return one(MakeUlyssesOp(input, options, backend));
+  if (name == "dispatch") return one(MakeDispatchOp(input, options, backend));
+  if (name == "sweep") return MakeSweepOps(input, options, backend);
+  if (name == "compute") return one(MakeComputeOp(input, options, backend));
+  return Status::Error("unknown op \"" + name + "\"; known ops: ulysses, dispatch, sweep, compute");
+}
+
+namespace {
+
+// Runs `step` under the watchdog's deadline, named for the report.
+template <typename Step>
+auto Guarded(Watchdog* watchdog, const std::string& what, Step step) {
+  if (watchdog != nullptr) watchdog->Arm(what);
+  auto result = step();
+  if (watchdog != nullptr) watchdog->Disarm();
+  return result;
+}
+
+}  // namespace
+
 Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
-                       const BenchInput& input) {
+                       const BenchInput& input, Watchdog* watchdog) {
   OpResult result;
   result.op = op.name();
   result.group_kind = op.group_kind();
@@ -34,20 +71,46 @@ Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
   for (int index = 0; index < static_cast<int>(cases.size()); ++index) {
     CaseResult row;
     row.op_case = cases[index];
+    const std::string where = "op " + op.name() + ", case \"" + cases[index].name + "\", on " +
+                              op.group_label();
+    auto step = [&](const std::string& what, auto body) {
+      return Guarded(watchdog, what + " of " + where, body);
+    };
+
+    // Every rank learns whether any rank lacks the memory before anyone
+    // allocates, so a refusal is collective and no rank waits in vain.
+    const int64_t needed = op.bytes_needed(index);
+    const int64_t free_bytes = backend.FreeBytes();
+    const bool short_here = needed > free_bytes;
+    if (step("memory check", [&] { return backend.SumOverWorld(short_here ? 1 : 0); }) > 0) {
+      return Status::Error(
+          where + ": needs " + std::to_string(needed) + " bytes per rank, " +
+          (short_here ? "only " + std::to_string(free_bytes) + " free on this rank"
+                      : std::string("another rank has less free memory")) +
+          "; lower --max-seq or --sweep-max-bytes");
+    }
     if (Status s = op.Prepare(index); !s.ok()) return s;
     for (int i = 0; i < options.warmup_iters; ++i) {
-      if (Status s = op.Run(); !s.ok()) return s;
+      if (Status s = step("warm-up iteration " + std::to_string(i), [&] { return op.Run(); });
+          !s.ok()) {
+        return s;
+      }
     }
     // Each iteration starts together (world barrier) so that one slow
     // rank's lateness is not counted as the others' transfer time.
     std::vector<double> times_s;
     for (int i = 0; i < options.timed_iters; ++i) {
-      backend.Barrier(backend.World());
-      const double start_s = backend.NowSeconds();
-      if (Status s = op.Run(); !s.ok()) return s;
-      times_s.push_back(backend.NowSeconds() - start_s);
+      Status s = step("timed iteration " + std::to_string(i), [&] {
+        if (Status b = backend.Barrier(backend.World()); !b.ok()) return b;
+        backend.TimerStart();
+        Status run = op.Run();
+        times_s.push_back(backend.TimerStopSeconds());
+        return run;
+      });
+      if (!s.ok()) return s;
     }
-    const std::vector<double> all_s = backend.GatherToRoot(times_s);
+    const std::vector<double> all_s =
+        step("gathering times", [&] { return backend.GatherToRoot(times_s); });
     if (backend.world_rank() == 0) {
       row.median_s = Median(all_s);
       row.min_s = *std::min_element(all_s.begin(), all_s.end());
@@ -56,17 +119,27 @@ Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
         row.algbw_gb_per_s = static_cast<double>(row.op_case.send_bytes_per_rank) /
                              row.median_s / 1e9;
         row.busbw_gb_per_s = row.algbw_gb_per_s * row.op_case.bus_factor;
+        row.tflops_per_s = row.op_case.flops / row.median_s / 1e12;
       }
     }
 
     // Correctness pass on freshly filled buffers, separate from the timing
     // so that checking never overlaps a timed iteration.
     if (Status s = op.Prepare(index); !s.ok()) return s;
-    if (Status s = op.Run(); !s.ok()) return s;
-    if (backend.world_rank() == options.corrupt_rank) op.Corrupt();
-    Result<int64_t> wrong = op.Check();
+    Result<int64_t> wrong = step("correctness pass", [&]() -> Result<int64_t> {
+      if (backend.world_rank() == options.hang_rank) {
+        // Test hook: never join the collective, as a hung peer would not,
+        // and stay silent so that the peers' watchdogs are the ones to speak.
+        if (watchdog != nullptr) watchdog->Disarm();
+        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+      }
+      if (Status s = op.Run(); !s.ok()) return s;
+      if (backend.world_rank() == options.corrupt_rank) op.Corrupt();
+      return op.Check();
+    });
     if (!wrong.ok()) return wrong.status();
-    row.wrong_elements = backend.SumOverWorld(wrong.value());
+    row.wrong_elements =
+        step("summing wrong elements", [&] { return backend.SumOverWorld(wrong.value()); });
     op.Release();
     result.cases.push_back(row);
   }

@@ -1,0 +1,313 @@
+// `foldplan validate`: the launcher command built from the options (no MPI
+// needed), its refusals, and the binary's exit status with a stand-in
+// launcher. The run under the real mpirun is tests/cli_validate_launch.sh.
+#include "cli_run.h"
+
+#include <sys/stat.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <string>
+#include <vector>
+
+#include "cli/validate_command.h"
+
+using foldplan::BuildValidateCommand;
+using foldplan::LaunchEnvironment;
+using foldplan::ValidateOptions;
+using foldplan::testing::RunFoldplan;
+using Words = std::vector<std::string>;
+
+namespace {
+
+const std::string kPlan = FOLDPLAN_TEST_DATA_DIR "/validate/pp2_cp2_ep4.plan.json";  // world 8
+const std::string kRankMap = FOLDPLAN_SOURCE_DIR "/tests/golden/ranks_w16_rankmap.json";  // world 16
+
+// A machine without Open MPI quirks: not root, plenty of cores.
+LaunchEnvironment PlainEnv() {
+  LaunchEnvironment env;
+  env.foldbench = "/opt/fp/bin/foldbench";
+  env.mpirun = "mpirun";
+  env.launcher_found = true;
+  env.cores = 64;
+  return env;
+}
+
+ValidateOptions Options(const std::string& plan = kPlan) {
+  ValidateOptions o;
+  o.plan = plan;
+  return o;
+}
+
+// Writes `text` to a fresh file under /tmp and returns its path.
+std::string TempFile(const std::string& name, const std::string& text, bool executable = false) {
+  const std::string path = "/tmp/foldplan_validate_test_" + std::to_string(::getpid()) + "_" + name;
+  std::ofstream(path) << text;
+  if (executable) ::chmod(path.c_str(), 0755);
+  return path;
+}
+
+std::string Error(const ValidateOptions& o, const LaunchEnvironment& env = PlainEnv()) {
+  auto cmd = BuildValidateCommand(o, env);
+  REQUIRE_MESSAGE(!cmd.ok(), "expected an error, got: " << foldplan::ShellJoin(cmd.value()));
+  return cmd.status().message();
+}
+
+bool Has(const std::string& text, const std::string& fragment) {
+  return text.find(fragment) != std::string::npos;
+}
+
+}  // namespace
+
+TEST_CASE("the rank count defaults to the plan's world size") {
+  auto cmd = BuildValidateCommand(Options(), PlainEnv());
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value() == Words{"mpirun", "-np", "8", "/opt/fp/bin/foldbench", "--plan", kPlan});
+
+  cmd = BuildValidateCommand(Options(kRankMap), PlainEnv());  // a rank map: /world_size
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value()[2] == "16");
+}
+
+TEST_CASE("--np other than the plan's world size is refused, naming both") {
+  ValidateOptions o = Options();
+  o.np = 4;
+  const std::string e = Error(o);
+  CHECK(Has(e, "--np 4: "));
+  CHECK(Has(e, "pp2_cp2_ep4.plan.json is for 8 ranks"));
+  CHECK(Has(e, "--np 8"));
+  o.np = 8;
+  CHECK(BuildValidateCommand(o, PlainEnv()).ok());
+  o.np = 0;
+  CHECK(Has(Error(o), "--np: expected a positive integer"));
+}
+
+TEST_CASE("flags for foldbench: --backend, --ops, -o, then the ones after -- in order") {
+  ValidateOptions o = Options();
+  o.backend = "nccl";
+  o.ops = "ulysses,dispatch";
+  o.output = "m.json";
+  o.foldbench_args = {"--max-seq", "512", "--iters", "3"};
+  auto cmd = BuildValidateCommand(o, PlainEnv());
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value() == Words{"mpirun", "-np", "8", "/opt/fp/bin/foldbench", "--plan", kPlan,
+                             "--backend", "nccl", "--ops", "ulysses,dispatch", "-o", "m.json",
+                             "--max-seq", "512", "--iters", "3"});
+}
+
+TEST_CASE("flags after -- are passed through unless validate owns them") {
+  ValidateOptions o = Options();
+  o.foldbench_args = {"--ops", "ulysses", "--backend", "mpi"};  // not given to validate: fine
+  CHECK(BuildValidateCommand(o, PlainEnv()).ok());
+
+  o.ops = "dispatch";
+  CHECK(Has(Error(o), "--ops is given both to foldplan validate and after --"));
+  o = Options();
+  o.output = "a.json";
+  o.foldbench_args = {"--output", "b.json"};
+  CHECK(Has(Error(o), "-o is given both"));
+  o = Options();
+  o.foldbench_args = {"--plan", "other.json"};
+  CHECK(Has(Error(o), "--plan after --"));
+  o = Options();
+  o.foldbench_args = {"512"};
+  CHECK(Has(Error(o), "unexpected argument \"512\": foldbench takes only flags"));
+}
+
+TEST_CASE("--backend accepts only mpi and nccl") {
+  ValidateOptions o = Options();
+  o.backend = "gloo";
+  CHECK(Has(Error(o), "--backend gloo: expected mpi or nccl"));
+}
+
+TEST_CASE("--mpirun and --mpirun-args: launcher flags before -np, split on spaces") {
+  ValidateOptions o = Options();
+  LaunchEnvironment env = PlainEnv();
+  env.mpirun = "/usr/local/bin/mpiexec";
+  o.mpirun_args = "  --hostfile hosts   --bind-to none ";
+  auto cmd = BuildValidateCommand(o, env);
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value() == Words{"/usr/local/bin/mpiexec", "--hostfile", "hosts", "--bind-to", "none",
+                             "-np", "8", "/opt/fp/bin/foldbench", "--plan", kPlan});
+  o.mpirun_args = "-n 8";
+  CHECK(Has(Error(o, env), "give the number of ranks with --np"));
+}
+
+TEST_CASE("Open MPI as root gets --allow-run-as-root; more ranks than cores get --oversubscribe") {
+  LaunchEnvironment env = PlainEnv();
+  env.open_mpi = true;
+  env.root = true;
+  env.cores = 2;
+  auto cmd = BuildValidateCommand(Options(), env);
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value() == Words{"mpirun", "--allow-run-as-root", "--oversubscribe", "-np", "8",
+                             "/opt/fp/bin/foldbench", "--plan", kPlan});
+
+  env.root = false;
+  env.cores = 8;  // 8 ranks on 8 cores: no oversubscription
+  cmd = BuildValidateCommand(Options(), env);
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value()[1] == "-np");
+
+  // Given already in --mpirun-args: not added twice.
+  env.root = true;
+  env.cores = 2;
+  ValidateOptions o = Options();
+  o.mpirun_args = "--oversubscribe --allow-run-as-root";
+  cmd = BuildValidateCommand(o, env);
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value() == Words{"mpirun", "--oversubscribe", "--allow-run-as-root", "-np", "8",
+                             "/opt/fp/bin/foldbench", "--plan", kPlan});
+
+  // Another MPI: these flags are Open MPI's, so neither.
+  env.open_mpi = false;
+  cmd = BuildValidateCommand(Options(), env);
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value()[1] == "-np");
+}
+
+TEST_CASE("the printed command is shell-quoted") {
+  using foldplan::ShellQuote;
+  CHECK(ShellQuote("tests/data/plan-1.json") == "tests/data/plan-1.json");
+  CHECK(ShellQuote("--ops=ulysses,dispatch") == "--ops=ulysses,dispatch");
+  CHECK(ShellQuote("my plan.json") == "'my plan.json'");
+  CHECK(ShellQuote("it's") == "'it'\\''s'");
+  CHECK(ShellQuote("$HOME") == "'$HOME'");
+  CHECK(ShellQuote("") == "''");
+  CHECK(ShellQuote("=x") == "'=x'");
+  CHECK(ShellQuote("a=b") == "a=b");
+  CHECK(foldplan::ShellJoin({"mpirun", "-np", "8", "fb", "--plan", "a b.json"}) ==
+        "mpirun -np 8 fb --plan 'a b.json'");
+}
+
+TEST_CASE("foldbench is found via $FOLDBENCH or next to foldplan, else a clear error") {
+  using foldplan::FindFoldbench;
+  auto missing = FindFoldbench(nullptr, "/no/such/dir");
+  REQUIRE(!missing.ok());
+  CHECK(Has(missing.status().message(), "foldbench not found: looked for /no/such/dir/foldbench"));
+  CHECK(Has(missing.status().message(), "only when CMake finds MPI"));
+
+  auto bad_env = FindFoldbench("/no/such/foldbench", "/no/such/dir");
+  REQUIRE(!bad_env.ok());
+  CHECK(Has(bad_env.status().message(), "FOLDBENCH=/no/such/foldbench is not an executable file"));
+
+  auto from_env = FindFoldbench("/bin/sh", "/no/such/dir");
+  REQUIRE(from_env.ok());
+  CHECK(from_env.value() == "/bin/sh");
+
+  const std::string dir = "/tmp/foldplan_validate_test_" + std::to_string(::getpid()) + "_bin";
+  ::mkdir(dir.c_str(), 0755);
+  std::ofstream(dir + "/foldbench") << "#!/bin/sh\n";
+  CHECK(!FindFoldbench(nullptr, dir).ok());  // not executable
+  CHECK(!FindFoldbench("/tmp", dir).ok());    // a directory
+  ::chmod((dir + "/foldbench").c_str(), 0755);
+  auto next_to = FindFoldbench("", dir);  // FOLDBENCH= (empty) counts as unset
+  REQUIRE(next_to.ok());
+  CHECK(next_to.value() == dir + "/foldbench");
+  std::remove((dir + "/foldbench").c_str());
+  ::rmdir(dir.c_str());
+}
+
+TEST_CASE("a bad plan file is refused naming the file and the JSON pointer") {
+  auto world = [](const std::string& name, const std::string& text) {
+    const std::string path = TempFile(name, text);
+    auto w = foldplan::ReadPlanWorldSize(path);
+    std::remove(path.c_str());
+    REQUIRE(!w.ok());
+    return w.status().message();
+  };
+  CHECK(Has(world("a.json", R"({"schema": "foldplan.plan/v1", "candidates": []})"),
+            "_a.json: /rank_map: missing; expected an object"));
+  CHECK(Has(world("b.json", R"({"schema": "foldplan.plan/v1", "rank_map": {"world_size": "8"}})"),
+            "_b.json: /rank_map/world_size: expected an integer in [1, 1048576], found the string \"8\""));
+  CHECK(Has(world("c.json", R"({"schema": "foldplan.rankmap/v1", "world_size": 0})"),
+            "_c.json: /world_size: expected an integer in [1, 1048576], found 0"));
+  CHECK(Has(world("d.json", R"({"schema": "foldplan.model/v1"})"), "_d.json: /schema: expected one of"));
+  CHECK(Has(world("e.json", "{\n  \"schema\": \n"), "_e.json:3:"));
+  CHECK(Has(world("f.json", "[1, 2]"), "_f.json: /: expected an object"));
+
+  auto missing = foldplan::ReadPlanWorldSize("/no/such/plan.json");
+  REQUIRE(!missing.ok());
+  CHECK(Has(missing.status().message(), "/no/such/plan.json: cannot open"));
+
+  ValidateOptions o = Options(TempFile("g.json", R"({"schema": "foldplan.rankmap/v1"})"));
+  CHECK(Has(Error(o), "_g.json: /world_size: missing"));
+  std::remove(o.plan.c_str());
+}
+
+// Through the binary, with $FOLDBENCH standing in for foldbench (so no MPI
+// is needed) and a script standing in for the launcher.
+TEST_CASE("foldplan validate: refusals exit 2 and launch nothing") {
+  ::setenv("FOLDBENCH", "/bin/true", 1);
+  auto r = RunFoldplan("validate --plan tests/data/validate/no-such-plan.json");
+  CHECK(r.exit_code == 2);
+  CHECK(Has(r.err, "foldplan: tests/data/validate/no-such-plan.json: cannot open"));
+  CHECK(r.out.empty());
+
+  r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --np 4");
+  CHECK(r.exit_code == 2);
+  CHECK(Has(r.err, "--np 4: tests/data/validate/pp2_cp2_ep4.plan.json is for 8 ranks"));
+  CHECK(!Has(r.err, "running:"));
+
+  r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --backend gloo");
+  CHECK(r.exit_code == 2);
+  r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --max-seq 512");
+  CHECK(r.exit_code == 2);  // foldbench flags go after --
+  r = RunFoldplan("validate");
+  CHECK(r.exit_code == 2);
+
+  r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --mpirun /no/such/mpirun");
+  CHECK(r.exit_code == 2);
+  CHECK(Has(r.err, "cannot start /no/such/mpirun: No such file or directory"));
+
+  ::setenv("FOLDBENCH", "/no/such/foldbench", 1);
+  r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --dry-run");
+  CHECK(r.exit_code == 2);
+  CHECK(Has(r.err, "FOLDBENCH=/no/such/foldbench is not an executable file"));
+  r = RunFoldplan("validate --plan tests/data/validate/no-such-plan.json");  // the plan first
+  CHECK(Has(r.err, "no-such-plan.json: cannot open"));
+  ::unsetenv("FOLDBENCH");
+}
+
+TEST_CASE("foldplan validate --dry-run prints the command on stdout") {
+  ::setenv("FOLDBENCH", "/bin/true", 1);
+  auto r = RunFoldplan(
+      "validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --mpirun-args='--tag-output' "
+      "--dry-run -- --ops ulysses --max-seq 512");
+  ::unsetenv("FOLDBENCH");
+  CHECK(r.exit_code == 0);
+  CHECK(Has(r.out, " --tag-output -np 8 /bin/true --plan tests/data/validate/pp2_cp2_ep4.plan.json "
+                   "--ops ulysses --max-seq 512\n"));
+  CHECK(!Has(r.err, "running:"));
+}
+
+TEST_CASE("foldplan validate prints the command, runs it, and returns its exit status") {
+  // The stand-in launcher echoes its arguments and exits with $FAKE_EXIT.
+  const std::string launcher = TempFile("launcher.sh",
+                                        "#!/bin/sh\n"
+                                        "[ \"$1\" = --version ] && { echo 'fake launcher 1.0'; exit 0; }\n"
+                                        "echo \"launched: $*\"\n"
+                                        "[ \"$FAKE_EXIT\" = kill ] && kill -TERM $$\n"
+                                        "exit \"$FAKE_EXIT\"\n",
+                                        true);
+  ::setenv("FOLDBENCH", "/bin/true", 1);
+  const std::string args = "validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --mpirun " +
+                           launcher + " -o 'my m.json' -- --iters 2";
+  for (const char* code : {"0", "1", "3"}) {
+    ::setenv("FAKE_EXIT", code, 1);
+    auto r = RunFoldplan(args);
+    CHECK(r.exit_code == std::atoi(code));
+    CHECK(Has(r.err, "running: " + launcher +
+                         " -np 8 /bin/true --plan tests/data/validate/pp2_cp2_ep4.plan.json "
+                         "-o 'my m.json' --iters 2\n"));
+    CHECK(Has(r.out, "launched: -np 8 /bin/true --plan tests/data/validate/pp2_cp2_ep4.plan.json "
+                     "-o my m.json --iters 2\n"));
+  }
+  ::setenv("FAKE_EXIT", "kill", 1);
+  auto r = RunFoldplan(args);
+  CHECK(r.exit_code == 128 + SIGTERM);
+  CHECK(Has(r.err, "was killed by signal 15"));
+  ::unsetenv("FAKE_EXIT");
+  ::unsetenv("FOLDBENCH");
+  std::remove(launcher.c_str());
+}

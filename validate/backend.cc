@@ -1,0 +1,17 @@
+#include "validate/backend.h"
+
+namespace foldplan::validate {
+
+size_t SizeOf(DType type) { return type == DType::kU16 || type == DType::kBF16 ? 2 : 4; }
+
+const char* DTypeName(DType type) {
+  switch (type) {
+    case DType::kU16: return "u16";
+    case DType::kBF16: return "bf16";
+    case DType::kF32: return "f32";
+    case DType::kI32: return "i32";
+  }
+  return "?";
+}
+
+}  // namespace foldplan::validate

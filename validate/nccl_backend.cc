@@ -1,0 +1,740 @@
+// The NCCL backend (contract: backend.h; GPU-only extras: nccl_backend.h).
+// One GPU per rank: device = node-local rank modulo the visible devices.
+// When a node has more ranks than GPUs, ranks share a GPU by looking like
+// separate hosts to NCCL (NCCL_HOSTID per rank, sockets on loopback; see
+// ../shared/device/README.md), and the placement class says so. Buffers are
+// device memory (cudaMalloc); collectives, kernels (cuda_kernels.cu), copies
+// and timer events all go on one CUDA stream, so the timer measures exactly
+// the work issued between its calls. Every CUDA and NCCL error becomes a
+// Status naming the call and the library's error string. Host code only:
+// compiled by the host compiler against the CUDA runtime and NCCL headers.
+#include <cuda_runtime.h>
+#include <mpi.h>
+#include <nccl.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <mutex>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "validate/cuda_kernels.h"
+#include "validate/mpi_host.h"
+#include "validate/nccl_backend.h"
+
+namespace foldplan::validate {
+namespace {
+
+Status CudaStatus(cudaError_t error, const std::string& call) {
+  if (error == cudaSuccess) return Status();
+  // Reset the runtime's last error (when it is not sticky), so a later
+  // kernel launch check does not report this one again.
+  (void)cudaGetLastError();
+  return Status::Error(call + " failed: " + cudaGetErrorName(error) + ": " +
+                       cudaGetErrorString(error));
+}
+
+Status NcclStatus(ncclResult_t result, const std::string& call) {
+  if (result == ncclSuccess) return Status();
+  std::string message = call + " failed: " + ncclGetErrorString(result);
+  const char* detail = ncclGetLastError(nullptr);
+  if (detail != nullptr && *detail != '\0') message += std::string(" (") + detail + ")";
+  return Status::Error(message);
+}
+
+// The NCCL type a reduction of `type` sums in; NCCL has no 16-bit integers.
+Result<ncclDataType_t> SumType(DType type) {
+  switch (type) {
+    case DType::kBF16: return ncclBfloat16;
+    case DType::kF32: return ncclFloat32;
+    case DType::kI32: return ncclInt32;
+    case DType::kU16: break;
+  }
+  return Status::Error(std::string("a reduction cannot sum ") + DTypeName(type) + " words");
+}
+
+std::string VersionText(int major, int minor) {
+  return std::to_string(major) + "." + std::to_string(minor);
+}
+
+// Every live communicator, so that Abort() can abort them all from the
+// watchdog thread while the main thread is blocked inside one.
+struct CommRegistry {
+  std::mutex mutex;
+  std::set<ncclComm_t> live;
+  bool aborting = false;
+
+  void Add(ncclComm_t comm) {
+    std::lock_guard<std::mutex> lock(mutex);
+    live.insert(comm);
+  }
+  // False when Abort() has taken over the communicators (do not destroy).
+  bool Remove(ncclComm_t comm) {
+    std::lock_guard<std::mutex> lock(mutex);
+    if (aborting) return false;
+    live.erase(comm);
+    return true;
+  }
+};
+
+class NcclGroupComm : public GroupComm {
+ public:
+  // `registry` null: the communicator is not owned (the world's).
+  NcclGroupComm(ncclComm_t comm, int group_index, std::vector<int> members, int rank,
+                std::shared_ptr<CommRegistry> registry)
+      : comm_(comm),
+        group_index_(group_index),
+        members_(std::move(members)),
+        rank_(rank),
+        registry_(std::move(registry)) {}
+  ~NcclGroupComm() override {
+    if (registry_ == nullptr || !registry_->Remove(comm_)) return;
+    if (Status s = NcclStatus(ncclCommDestroy(comm_), "ncclCommDestroy"); !s.ok()) {
+      std::fprintf(stderr, "foldbench: %s\n", s.message().c_str());
+    }
+  }
+  int size() const override { return static_cast<int>(members_.size()); }
+  int rank() const override { return rank_; }
+  int group_index() const override { return group_index_; }
+  const std::vector<int>& members() const override { return members_; }
+  ncclComm_t comm() const { return comm_; }
+
+ private:
+  ncclComm_t comm_;
+  int group_index_;
+  std::vector<int> members_;
+  int rank_;
+  std::shared_ptr<CommRegistry> registry_;
+};
+
+ncclComm_t CommOf(GroupComm& comm) { return static_cast<NcclGroupComm&>(comm).comm(); }
+
+// ncclGroupStart, the calls `body` issues, ncclGroupEnd (always, so that an
+// error inside does not leave the group open); the first error wins.
+template <typename Body>
+Status Grouped(const std::string& what, Body body) {
+  if (Status s = NcclStatus(ncclGroupStart(), "ncclGroupStart (" + what + ")"); !s.ok()) return s;
+  const Status inner = body();
+  const Status end = NcclStatus(ncclGroupEnd(), "ncclGroupEnd (" + what + ")");
+  return inner.ok() ? end : inner;
+}
+
+Status CheckCounts(const std::string& what, size_t n, std::initializer_list<size_t> sizes) {
+  for (size_t size : sizes) {
+    if (size != n) {
+      return Status::Error(what + ": " + std::to_string(size) +
+                           " counts or offsets for a group of " + std::to_string(n));
+    }
+  }
+  return Status();
+}
+
+const char* At(const void* buffer, size_t offset_bytes) {
+  return static_cast<const char*>(buffer) + offset_bytes;
+}
+char* At(void* buffer, size_t offset_bytes) { return static_cast<char*>(buffer) + offset_bytes; }
+
+class NcclBackendImpl : public NcclBackend {
+ public:
+  NcclBackendImpl() : registry_(std::make_shared<CommRegistry>()) {}
+  ~NcclBackendImpl() override {
+    if (stream_ != nullptr) (void)cudaStreamSynchronize(stream_);
+    world_.reset();
+    if (world_comm_ != nullptr && registry_->Remove(world_comm_)) {
+      if (Status s = NcclStatus(ncclCommDestroy(world_comm_), "ncclCommDestroy (world)");
+          !s.ok()) {
+        std::fprintf(stderr, "foldbench: %s\n", s.message().c_str());
+      }
+    }
+    if (barrier_word_ != nullptr) (void)cudaFree(barrier_word_);
+    if (start_ != nullptr) (void)cudaEventDestroy(start_);
+    if (stop_ != nullptr) (void)cudaEventDestroy(stop_);
+    if (stream_ != nullptr) (void)cudaStreamDestroy(stream_);
+  }
+
+  // Collective over MPI_COMM_WORLD: picks the GPU, sets up NCCL's
+  // environment, makes the stream, events and the world communicator.
+  Status Init();
+
+  std::string name() const override { return "nccl"; }
+  int world_rank() const override { return world_rank_; }
+  int world_size() const override { return world_size_; }
+  std::string placement_class() const override {
+    if (max_ranks_per_gpu_ == 1) return "nccl on device memory";
+    if (device_count_ == 1) {
+      return "socket-emulated (" + std::to_string(max_ranks_per_gpu_) + " ranks on one GPU)";
+    }
+    return "socket-emulated (up to " + std::to_string(max_ranks_per_gpu_) + " ranks per GPU on " +
+           std::to_string(device_count_) + " GPUs)";
+  }
+  std::vector<std::string> device_facts() override;
+
+  Result<std::unique_ptr<GroupComm>> Split(const GroupList& groups) override;
+  GroupComm& World() override { return *world_; }
+
+  int64_t FreeBytes() override {
+    size_t free_bytes = 0, total_bytes = 0;
+    if (Status s = CudaStatus(cudaMemGetInfo(&free_bytes, &total_bytes), "cudaMemGetInfo");
+        !s.ok()) {
+      Defer(s);
+      return 0;
+    }
+    return static_cast<int64_t>(free_bytes) / ranks_per_gpu_;
+  }
+  void* Alloc(size_t bytes) override {
+    void* buffer = nullptr;
+    if (!CudaStatus(cudaMalloc(&buffer, std::max<size_t>(bytes, 1)), "cudaMalloc").ok()) {
+      return nullptr;
+    }
+    return buffer;
+  }
+  void Free(void* buffer) override {
+    if (buffer != nullptr) Defer(CudaStatus(cudaFree(buffer), "cudaFree"));
+  }
+  Status Upload(void* buffer, const void* host, size_t bytes) override {
+    if (Status s = TakeDeferred(); !s.ok()) return s;
+    if (bytes == 0) return Status();
+    // On the stream (a plain cudaMemcpy from pageable memory may return
+    // before its copy lands), then wait for it.
+    if (Status s = CudaStatus(
+            cudaMemcpyAsync(buffer, host, bytes, cudaMemcpyHostToDevice, stream_),
+            "cudaMemcpyAsync (upload)");
+        !s.ok()) {
+      return s;
+    }
+    return CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (upload)");
+  }
+  Status Download(void* host, const void* buffer, size_t bytes) override {
+    if (Status s = TakeDeferred(); !s.ok()) return s;
+    if (bytes == 0) return Status();
+    if (Status s = CudaStatus(
+            cudaMemcpyAsync(host, buffer, bytes, cudaMemcpyDeviceToHost, stream_),
+            "cudaMemcpyAsync (download)");
+        !s.ok()) {
+      return s;
+    }
+    return CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (download)");
+  }
+
+  // Data movement goes as bytes (ncclUint8): NCCL has no 16-bit integer
+  // type, and a copy does not care what the bytes mean.
+  Status AllToAll(const void* send, void* recv, size_t count_per_peer, DType type,
+                  GroupComm& comm) override {
+    const size_t bytes = count_per_peer * SizeOf(type);
+    const ncclComm_t c = CommOf(comm);
+    const int n = comm.size();
+    if (bytes == 0) return Status();
+    return Grouped("all-to-all", [&]() -> Status {
+      for (int p = 0; p < n; ++p) {
+        const size_t at = static_cast<size_t>(p) * bytes;
+        if (Status s = NcclStatus(ncclSend(At(send, at), bytes, ncclUint8, p, c, stream_),
+                                  "ncclSend (all-to-all)");
+            !s.ok()) {
+          return s;
+        }
+        if (Status s = NcclStatus(ncclRecv(At(recv, at), bytes, ncclUint8, p, c, stream_),
+                                  "ncclRecv (all-to-all)");
+            !s.ok()) {
+          return s;
+        }
+      }
+      return Status();
+    });
+  }
+  Status AllToAllV(const void* send, const std::vector<size_t>& send_counts,
+                   const std::vector<size_t>& send_offsets, void* recv,
+                   const std::vector<size_t>& recv_counts,
+                   const std::vector<size_t>& recv_offsets, DType type,
+                   GroupComm& comm) override {
+    const size_t n = static_cast<size_t>(comm.size());
+    if (Status s = CheckCounts("all-to-all-v", n,
+                               {send_counts.size(), send_offsets.size(), recv_counts.size(),
+                                recv_offsets.size()});
+        !s.ok()) {
+      return s;
+    }
+    const size_t e = SizeOf(type);
+    const ncclComm_t c = CommOf(comm);
+    // A pair with nothing to move is skipped on both sides (my send count
+    // to p is p's receive count from me).
+    return Grouped("all-to-all-v", [&]() -> Status {
+      for (size_t p = 0; p < n; ++p) {
+        const int peer = static_cast<int>(p);
+        if (send_counts[p] > 0) {
+          if (Status s = NcclStatus(ncclSend(At(send, send_offsets[p] * e), send_counts[p] * e,
+                                             ncclUint8, peer, c, stream_),
+                                    "ncclSend (all-to-all-v)");
+              !s.ok()) {
+            return s;
+          }
+        }
+        if (recv_counts[p] > 0) {
+          if (Status s = NcclStatus(ncclRecv(At(recv, recv_offsets[p] * e), recv_counts[p] * e,
+                                             ncclUint8, peer, c, stream_),
+                                    "ncclRecv (all-to-all-v)");
+              !s.ok()) {
+            return s;
+          }
+        }
+      }
+      return Status();
+    });
+  }
+  Status AllGather(const void* send, void* recv, size_t count_per_rank, DType type,
+                   GroupComm& comm) override {
+    const size_t bytes = count_per_rank * SizeOf(type);
+    if (bytes == 0) return Status();
+    return NcclStatus(ncclAllGather(send, recv, bytes, ncclUint8, CommOf(comm), stream_),
+                      "ncclAllGather");
+  }
+  // One broadcast per root, grouped so that NCCL runs them together.
+  Status AllGatherV(const void* send, size_t send_count, void* recv,
+                    const std::vector<size_t>& recv_counts,
+                    const std::vector<size_t>& recv_offsets, DType type,
+                    GroupComm& comm) override {
+    const size_t n = static_cast<size_t>(comm.size());
+    if (Status s = CheckCounts("all-gather-v", n, {recv_counts.size(), recv_offsets.size()});
+        !s.ok()) {
+      return s;
+    }
+    const int me = comm.rank();
+    if (send_count != recv_counts[me]) {
+      return Status::Error("all-gather-v: rank " + std::to_string(me) + " sends " +
+                           std::to_string(send_count) + " elements but its block holds " +
+                           std::to_string(recv_counts[me]));
+    }
+    const size_t e = SizeOf(type);
+    const ncclComm_t c = CommOf(comm);
+    return Grouped("all-gather-v", [&]() -> Status {
+      for (size_t root = 0; root < n; ++root) {
+        if (recv_counts[root] == 0) continue;
+        char* block = At(recv, recv_offsets[root] * e);
+        const void* from = static_cast<int>(root) == me ? send : block;  // used on the root only
+        if (Status s = NcclStatus(ncclBroadcast(from, block, recv_counts[root] * e, ncclUint8,
+                                                static_cast<int>(root), c, stream_),
+                                  "ncclBroadcast (all-gather-v)");
+            !s.ok()) {
+          return s;
+        }
+      }
+      return Status();
+    });
+  }
+  Status ReduceScatter(const void* send, void* recv, size_t count_per_rank, DType type,
+                       GroupComm& comm) override {
+    Result<ncclDataType_t> t = SumType(type);
+    if (!t.ok()) return t.status();
+    if (count_per_rank == 0) return Status();
+    return NcclStatus(
+        ncclReduceScatter(send, recv, count_per_rank, *t, ncclSum, CommOf(comm), stream_),
+        "ncclReduceScatter");
+  }
+  // One reduce per root, grouped: rank i gets the sum of block i.
+  Status ReduceScatterV(const void* send, const std::vector<size_t>& counts,
+                        const std::vector<size_t>& offsets, void* recv, DType type,
+                        GroupComm& comm) override {
+    Result<ncclDataType_t> t = SumType(type);
+    if (!t.ok()) return t.status();
+    const size_t n = static_cast<size_t>(comm.size());
+    if (Status s = CheckCounts("reduce-scatter-v", n, {counts.size(), offsets.size()}); !s.ok()) {
+      return s;
+    }
+    const size_t e = SizeOf(type);
+    const ncclComm_t c = CommOf(comm);
+    return Grouped("reduce-scatter-v", [&]() -> Status {
+      for (size_t root = 0; root < n; ++root) {
+        if (counts[root] == 0) continue;
+        // recv is written on the root only.
+        if (Status s = NcclStatus(ncclReduce(At(send, offsets[root] * e), recv, counts[root], *t,
+                                             ncclSum, static_cast<int>(root), c, stream_),
+                                  "ncclReduce (reduce-scatter-v)");
+            !s.ok()) {
+          return s;
+        }
+      }
+      return Status();
+    });
+  }
+  Status AllReduce(void* buffer, size_t count, DType type, GroupComm& comm) override {
+    Result<ncclDataType_t> t = SumType(type);
+    if (!t.ok()) return t.status();
+    if (count == 0) return Status();
+    return NcclStatus(ncclAllReduce(buffer, buffer, count, *t, ncclSum, CommOf(comm), stream_),
+                      "ncclAllReduce");
+  }
+  Status SendRecv(const void* send, size_t send_count, int send_peer, void* recv,
+                  size_t recv_count, int recv_peer, DType type, GroupComm& comm) override {
+    const size_t e = SizeOf(type);
+    const ncclComm_t c = CommOf(comm);
+    return Grouped("send/recv", [&]() -> Status {
+      if (send_peer >= 0 && send_count > 0) {
+        if (Status s = NcclStatus(ncclSend(send, send_count * e, ncclUint8, send_peer, c, stream_),
+                                  "ncclSend");
+            !s.ok()) {
+          return s;
+        }
+      }
+      if (recv_peer >= 0 && recv_count > 0) {
+        return NcclStatus(ncclRecv(recv, recv_count * e, ncclUint8, recv_peer, c, stream_),
+                          "ncclRecv");
+      }
+      return Status();
+    });
+  }
+  // A one-word all-reduce, then wait for it: no rank leaves before every
+  // rank has joined, and the stream is idle afterwards.
+  Status Barrier(GroupComm& comm) override {
+    if (Status s = TakeDeferred(); !s.ok()) return s;
+    if (Status s = NcclStatus(ncclAllReduce(barrier_word_, barrier_word_, 1, ncclInt32, ncclSum,
+                                            CommOf(comm), stream_),
+                              "ncclAllReduce (barrier)");
+        !s.ok()) {
+      return s;
+    }
+    return CudaStatus(cudaStreamSynchronize(stream_), "cudaStreamSynchronize (barrier)");
+  }
+
+  Status CopyRuns(void* dst, const void* src, const RunCopy& copy) override {
+    if (copy.run_bytes <= 0 || copy.count[0] <= 0 || copy.count[1] <= 0 || copy.count[2] <= 0) {
+      return Status();
+    }
+    if (Status s = DeviceBuffers("CopyRuns", {{dst, "dst"}, {src, "src"}}); !s.ok()) return s;
+    return LaunchCopyRuns(dst, src, copy, stream_);
+  }
+  Status GatherRows(void* dst, const void* src, const int64_t* rows, int64_t count,
+                    int64_t row_bytes) override {
+    if (count <= 0 || row_bytes <= 0) return Status();
+    if (Status s = DeviceBuffers("GatherRows", {{dst, "dst"}, {src, "src"}, {rows, "rows"}});
+        !s.ok()) {
+      return s;
+    }
+    return LaunchGatherRows(dst, src, rows, count, row_bytes, stream_);
+  }
+  Status ExpertPartial(uint16_t* rows_bf16, int64_t count, int64_t hidden,
+                       const int32_t* row_expert, int etp_rank) override {
+    if (count <= 0 || hidden <= 0) return Status();
+    if (Status s = DeviceBuffers("ExpertPartial",
+                                 {{rows_bf16, "rows_bf16"}, {row_expert, "row_expert"}});
+        !s.ok()) {
+      return s;
+    }
+    return LaunchExpertPartial(rows_bf16, count, hidden, row_expert, etp_rank, stream_);
+  }
+  Status CombineRows(float* out, const uint16_t* rows_bf16, const int64_t* rows,
+                     const float* weights, int64_t tokens, int64_t top_k,
+                     int64_t hidden) override {
+    if (tokens <= 0 || hidden <= 0) return Status();
+    if (Status s = DeviceBuffers("CombineRows", {{out, "out"},
+                                                 {rows_bf16, "rows_bf16"},
+                                                 {rows, "rows"},
+                                                 {weights, "weights"}});
+        !s.ok()) {
+      return s;
+    }
+    return LaunchCombineRows(out, rows_bf16, rows, weights, tokens, top_k, hidden, stream_);
+  }
+
+  void TimerStart() override {
+    Defer(CudaStatus(cudaEventRecord(start_, stream_), "cudaEventRecord (timer start)"));
+  }
+  double TimerStopSeconds() override {
+    float ms = 0;
+    Status s = CudaStatus(cudaEventRecord(stop_, stream_), "cudaEventRecord (timer stop)");
+    if (s.ok()) s = CudaStatus(cudaEventSynchronize(stop_), "cudaEventSynchronize (timer stop)");
+    if (s.ok()) s = CudaStatus(cudaEventElapsedTime(&ms, start_, stop_), "cudaEventElapsedTime");
+    Defer(s);
+    return s.ok() ? ms * 1e-3 : 0.0;
+  }
+
+  std::vector<double> GatherToRoot(const std::vector<double>& values) override {
+    return MpiGatherToRoot(values);
+  }
+  int64_t SumOverWorld(int64_t value) override { return MpiSumOverWorld(value); }
+  std::vector<std::string> AllHostNames() override { return MpiAllHostNames(); }
+  std::string LibraryVersion() override { return MpiLibraryVersion(); }
+
+  [[noreturn]] void Abort(int exit_code) override {
+    {
+      // Keep the lock: no destructor may free a communicator from here on.
+      registry_->mutex.lock();
+      registry_->aborting = true;
+      for (ncclComm_t comm : registry_->live) (void)ncclCommAbort(comm);
+    }
+    MPI_Abort(MPI_COMM_WORLD, exit_code);
+    std::abort();  // MPI_Abort does not return; this tells the compiler so
+  }
+
+  void* cuda_stream() override { return stream_; }
+  int cuda_device() const override { return device_; }
+  int ranks_per_gpu() const override { return ranks_per_gpu_; }
+
+ private:
+  // Errors of calls that cannot return one (timer, Free, FreeBytes) wait
+  // here for the next call that can: Barrier, Upload, Download, Split.
+  void Defer(Status s) {
+    if (!s.ok() && deferred_.ok()) deferred_ = std::move(s);
+  }
+  Status TakeDeferred() {
+    Status s = std::move(deferred_);
+    deferred_ = Status();
+    return s;
+  }
+
+  // The kernels read and write device memory only; a host pointer would be
+  // a fault that poisons the CUDA context, so say which argument it was.
+  Status DeviceBuffers(const char* kernel,
+                       std::initializer_list<std::pair<const void*, const char*>> buffers) {
+    for (const auto& [pointer, what] : buffers) {
+      cudaPointerAttributes attributes{};
+      if (Status s = CudaStatus(cudaPointerGetAttributes(&attributes, pointer),
+                                std::string("cudaPointerGetAttributes (") + kernel + ")");
+          !s.ok()) {
+        return s;
+      }
+      if (attributes.type == cudaMemoryTypeUnregistered) {
+        return Status::Error(std::string(kernel) + ": " + what +
+                             " is host memory; the NCCL backend's kernels need buffers from "
+                             "Alloc()");
+      }
+    }
+    return Status();
+  }
+
+  int world_rank_ = 0, world_size_ = 0;
+  int local_rank_ = 0, local_size_ = 1;
+  int device_ = 0, device_count_ = 0;
+  int ranks_per_gpu_ = 1;       // local ranks on this rank's GPU
+  int max_ranks_per_gpu_ = 1;   // most local ranks on one GPU of this node
+  bool set_host_id_ = false;    // this backend set NCCL_HOSTID
+  Status scheduling_;           // cudaSetDeviceFlags(yield) when ranks share a GPU
+  std::shared_ptr<CommRegistry> registry_;
+  cudaStream_t stream_ = nullptr;
+  cudaEvent_t start_ = nullptr, stop_ = nullptr;
+  int32_t* barrier_word_ = nullptr;  // device word the barrier all-reduces (stays 0)
+  ncclComm_t world_comm_ = nullptr;
+  std::unique_ptr<NcclGroupComm> world_;
+  Status deferred_;
+};
+
+Status NcclBackendImpl::Init() {
+  MPI_Comm_rank(MPI_COMM_WORLD, &world_rank_);
+  MPI_Comm_size(MPI_COMM_WORLD, &world_size_);
+  const std::string me = "rank " + std::to_string(world_rank_);
+
+  // Node-local rank: the ranks sharing this node's memory (and GPUs).
+  MPI_Comm node = MPI_COMM_NULL;
+  if (Status s = MpiStatus(MPI_Comm_split_type(MPI_COMM_WORLD, MPI_COMM_TYPE_SHARED, world_rank_,
+                                               MPI_INFO_NULL, &node),
+                           "MPI_Comm_split_type");
+      !s.ok()) {
+    return s;
+  }
+  MPI_Comm_rank(node, &local_rank_);
+  MPI_Comm_size(node, &local_size_);
+  MPI_Comm_free(&node);
+
+  Status here;
+  const cudaError_t counted = cudaGetDeviceCount(&device_count_);
+  if (counted != cudaSuccess) {
+    (void)cudaGetLastError();
+    here = Status::Error("no CUDA device visible to " + me + ": cudaGetDeviceCount: " +
+                         cudaGetErrorName(counted) + ": " + cudaGetErrorString(counted) +
+                         (counted == cudaErrorInsufficientDriver
+                              ? " (no NVIDIA driver, or one older than this CUDA runtime)"
+                              : ""));
+  } else if (device_count_ == 0) {
+    here = Status::Error("no CUDA device visible to " + me + ": cudaGetDeviceCount found 0");
+  }
+  // Every rank learns whether every rank has a GPU before any of them
+  // starts NCCL, which would wait for the missing ones.
+  int ok_here = here.ok() ? 1 : 0, ok_everywhere = 0;
+  if (Status s = MpiStatus(
+          MPI_Allreduce(&ok_here, &ok_everywhere, 1, MPI_INT, MPI_MIN, MPI_COMM_WORLD),
+          "MPI_Allreduce (GPU check)");
+      !s.ok()) {
+    return s;
+  }
+  if (!here.ok()) return here;
+  if (ok_everywhere == 0) {
+    return Status::Error("another rank has no usable CUDA device (its message says why)");
+  }
+
+  device_ = local_rank_ % device_count_;
+  ranks_per_gpu_ = (local_size_ - 1 - device_) / device_count_ + 1;
+  max_ranks_per_gpu_ = (local_size_ + device_count_ - 1) / device_count_;
+  if (max_ranks_per_gpu_ > 1 && std::getenv("NCCL_HOSTID") == nullptr) {
+    // NCCL refuses two ranks of one communicator on one GPU of one host
+    // ("Duplicate GPU detected"); a distinct host id per rank makes each
+    // look like a host of its own, and they talk over sockets.
+    const std::string host_id = "foldbench-host" + std::to_string(world_rank_);
+    setenv("NCCL_HOSTID", host_id.c_str(), 1);
+    // Loopback only when the whole job is on this node: a multi-node job
+    // needs its real interface for NCCL's bootstrap.
+    if (local_size_ == world_size_ && std::getenv("NCCL_SOCKET_IFNAME") == nullptr) {
+      setenv("NCCL_SOCKET_IFNAME", "lo", 1);
+    }
+    set_host_id_ = true;
+  }
+
+  if (Status s =
+          CudaStatus(cudaSetDevice(device_), "cudaSetDevice(" + std::to_string(device_) + ")");
+      !s.ok()) {
+    return s;
+  }
+  if (ranks_per_gpu_ > 1) {
+    // Several processes on one GPU and its host's cores: waiting ranks
+    // yield their core (to NCCL's proxy threads) instead of spinning. Only
+    // a help, so a refusal is reported among the device facts, not fatal.
+    scheduling_ = CudaStatus(cudaSetDeviceFlags(cudaDeviceScheduleYield), "cudaSetDeviceFlags");
+  }
+  // Everything that can fail locally comes before the world communicator,
+  // so that a failure never leaves a communicator half made.
+  if (Status s = CudaStatus(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking),
+                            "cudaStreamCreateWithFlags");
+      !s.ok()) {
+    return s;
+  }
+  if (Status s = CudaStatus(cudaEventCreate(&start_), "cudaEventCreate"); !s.ok()) return s;
+  if (Status s = CudaStatus(cudaEventCreate(&stop_), "cudaEventCreate"); !s.ok()) return s;
+  if (Status s = CudaStatus(cudaMalloc(&barrier_word_, sizeof(int32_t)), "cudaMalloc"); !s.ok()) {
+    return s;
+  }
+  if (Status s = CudaStatus(cudaMemset(barrier_word_, 0, sizeof(int32_t)), "cudaMemset");
+      !s.ok()) {
+    return s;
+  }
+
+  // The world communicator: rank 0 makes the id, MPI hands it out.
+  struct {
+    int ok;
+    ncclUniqueId id;
+  } root_id{1, {}};
+  Status id_status;
+  if (world_rank_ == 0) {
+    id_status = NcclStatus(ncclGetUniqueId(&root_id.id), "ncclGetUniqueId");
+    root_id.ok = id_status.ok() ? 1 : 0;
+  }
+  if (Status s = MpiStatus(MPI_Bcast(&root_id, sizeof root_id, MPI_BYTE, 0, MPI_COMM_WORLD),
+                           "MPI_Bcast (NCCL id)");
+      !s.ok()) {
+    return s;
+  }
+  if (!id_status.ok()) return id_status;
+  if (root_id.ok == 0) {
+    return Status::Error("rank 0 could not make an NCCL id (its message says why)");
+  }
+  if (Status s = NcclStatus(ncclCommInitRank(&world_comm_, world_size_, root_id.id, world_rank_),
+                            "ncclCommInitRank (world, " + std::to_string(world_size_) +
+                                " ranks, GPU " + std::to_string(device_) + ")");
+      !s.ok()) {
+    world_comm_ = nullptr;
+    return s;
+  }
+  registry_->Add(world_comm_);
+  std::vector<int> all(world_size_);
+  for (int r = 0; r < world_size_; ++r) all[r] = r;
+  world_ = std::make_unique<NcclGroupComm>(world_comm_, 0, std::move(all), world_rank_, nullptr);
+  return Status();
+}
+
+// One communicator per group, split off the world communicator: color =
+// the group's index, key = the position in it, as the MPI backend's
+// MPI_Comm_split. ncclCommSplit rather than an ncclUniqueId per group
+// broadcast over MPI: it reuses the world communicator's bootstrap (no new
+// listening socket and id exchange per group, the part of NCCL setup most
+// likely to fail on a restricted network), every rank takes part in the
+// same one call for every kind (so a failure shows on all ranks at the same
+// point), and a rank in no group simply passes NCCL_SPLIT_NOCOLOR.
+Result<std::unique_ptr<GroupComm>> NcclBackendImpl::Split(const GroupList& groups) {
+  if (Status s = TakeDeferred(); !s.ok()) return s;
+  int color = NCCL_SPLIT_NOCOLOR, key = 0;
+  for (size_t g = 0; g < groups.size() && color == NCCL_SPLIT_NOCOLOR; ++g) {
+    for (size_t i = 0; i < groups[g].size(); ++i) {
+      if (groups[g][i] == world_rank_) {
+        color = static_cast<int>(g);
+        key = static_cast<int>(i);
+        break;
+      }
+    }
+  }
+  ncclComm_t comm = nullptr;
+  if (Status s = NcclStatus(ncclCommSplit(world_comm_, color, key, &comm, nullptr),
+                            "ncclCommSplit");
+      !s.ok()) {
+    return s;
+  }
+  if (color == NCCL_SPLIT_NOCOLOR) return std::unique_ptr<GroupComm>();
+  if (comm == nullptr) {
+    return Status::Error("ncclCommSplit gave no communicator for group " + std::to_string(color));
+  }
+  registry_->Add(comm);
+  auto group = std::make_unique<NcclGroupComm>(comm, color, groups[color], key, registry_);
+  int count = 0, rank = -1;
+  if (Status s = NcclStatus(ncclCommCount(comm, &count), "ncclCommCount"); !s.ok()) return s;
+  if (Status s = NcclStatus(ncclCommUserRank(comm, &rank), "ncclCommUserRank"); !s.ok()) return s;
+  if (count != group->size() || rank != key) {
+    return Status::Error("ncclCommSplit made a communicator of " + std::to_string(count) +
+                         " ranks with this one at " + std::to_string(rank) + "; group " +
+                         std::to_string(color) + " has " + std::to_string(group->size()) +
+                         " with it at " + std::to_string(key));
+  }
+  return std::unique_ptr<GroupComm>(std::move(group));
+}
+
+std::vector<std::string> NcclBackendImpl::device_facts() {
+  std::vector<std::string> facts;
+  cudaDeviceProp prop{};
+  if (Status s = CudaStatus(cudaGetDeviceProperties(&prop, device_), "cudaGetDeviceProperties");
+      !s.ok()) {
+    facts.push_back("GPU " + std::to_string(device_) + ": " + s.message());
+  } else {
+    char memory[32];
+    std::snprintf(memory, sizeof memory, "%.1f GiB",
+                  static_cast<double>(prop.totalGlobalMem) / (1024.0 * 1024.0 * 1024.0));
+    facts.push_back("GPU " + std::to_string(device_) + " of " + std::to_string(device_count_) +
+                    " (node-local rank " + std::to_string(local_rank_) + "): " + prop.name +
+                    ", compute capability " + VersionText(prop.major, prop.minor) + ", " + memory +
+                    ", " + std::to_string(prop.multiProcessorCount) + " SMs");
+  }
+  int driver = 0, runtime = 0, nccl = 0;
+  const bool have_driver = cudaDriverGetVersion(&driver) == cudaSuccess;
+  const bool have_runtime = cudaRuntimeGetVersion(&runtime) == cudaSuccess;
+  const bool have_nccl = ncclGetVersion(&nccl) == ncclSuccess;
+  (void)cudaGetLastError();
+  auto cuda_version = [](bool ok, int v) {
+    return ok ? VersionText(v / 1000, (v % 1000) / 10) : std::string("unknown");
+  };
+  // NCCL >= 2.9 codes versions as major * 10000 + minor * 100 + patch.
+  const std::string nccl_text = !have_nccl ? "unknown"
+                                           : std::to_string(nccl / 10000) + "." +
+                                                 std::to_string(nccl / 100 % 100) + "." +
+                                                 std::to_string(nccl % 100);
+  facts.push_back("CUDA driver " + cuda_version(have_driver, driver) + ", runtime " +
+                  cuda_version(have_runtime, runtime) + ", NCCL " + nccl_text);
+  std::string sharing = "ranks per GPU: " + std::to_string(ranks_per_gpu_);
+  if (max_ranks_per_gpu_ > 1) {
+    const char* ifname = std::getenv("NCCL_SOCKET_IFNAME");
+    sharing += std::string(set_host_id_ ? " (NCCL_HOSTID set per rank by foldbench"
+                                        : " (NCCL_HOSTID given by the environment") +
+               ", NCCL's socket transport on " + (ifname != nullptr ? ifname : "NCCL's choice") +
+               "; bandwidths are the sockets', not NVLink's)";
+  }
+  facts.push_back(sharing);
+  if (!scheduling_.ok()) facts.push_back("waiting ranks spin: " + scheduling_.message());
+  return facts;
+}
+
+}  // namespace
+
+bool NcclBackendBuilt() { return true; }
+
+Result<std::unique_ptr<Backend>> MakeNcclBackend() {
+  auto backend = std::make_unique<NcclBackendImpl>();
+  if (Status s = backend->Init(); !s.ok()) return s;
+  return std::unique_ptr<Backend>(std::move(backend));
+}
+
+}  // namespace foldplan::validate

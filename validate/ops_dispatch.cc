@@ -1,0 +1,440 @@
+// The MoE all-to-all dispatcher (Megatron's MoEAlltoAllTokenDispatcher,
+// ../shared/reference/cost-model.md section 4) over the plan's EP and ETP
+// groups, one case per routing:
+//   count exchange  all-to-all of per-expert row counts over EP, then an
+//                   all-gather of the received counts over ETP (downloaded to
+//                   the host: the split sizes, Megatron's device-to-host sync)
+//   permute         rows of [T, H] gathered into expert order, T K rows
+//   dispatch        all-to-all-v over EP
+//   gather          all-gather-v over ETP (every shard sees every row)
+//   experts         ExpertPartial: shard j of expert e adds its term (kernels.h)
+//   reduce-scatter  reduce-scatter-v over ETP (sums the shards' partials)
+//   combine         all-to-all-v back over EP
+//   unpermute       out[t] = sum_k p_k y(t, k) (CombineRows, f32)
+// T = mbs x seq / (cp x tp) tokens per rank (the sequence scaled down by
+// --max-seq like ulysses), H the hidden size, K = top_k, E experts, EP ranks
+// own E / EP experts each, and the ETP ranks of one EP position hold shards
+// of the same experts.
+//
+// Routing is seeded (the router's output is this op's input, computed on the
+// host): token g picks K distinct experts, each draw with weight 1 (uniform)
+// or 1 / (e + 1)^skew (skewed: low-numbered experts are hot), and
+// probabilities p_k from the same hash, normalised to sum 1.
+//
+// Check: x[g][i] is a small integer (0..7) and every expert term 0..3, so
+// the expert output x + sum_j term(e, j, i) is exact in bf16 through every
+// move and sum; the combined f32 output must equal sum_k p_k (that value),
+// summed in k order on the host, bit for bit: every backend's CombineRows
+// rounds each product and sum as the host does (the CUDA kernel with
+// round-to-nearest intrinsics, host code with -ffp-contract=off), so the
+// comparison is exact.
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+
+#include "validate/op.h"
+#include "validate/pattern.h"
+
+namespace foldplan::validate {
+namespace {
+
+struct Routing {
+  std::vector<int32_t> expert;   // [T K] chosen experts, token-major
+  std::vector<float> weight;     // [T K] probabilities, summing to 1 per token
+  std::vector<int64_t> source;   // [T K] send row r holds token source[r]
+  std::vector<int64_t> row_of;   // [T K] token t's k-th copy sits in send row row_of[t K + k]
+  std::vector<int32_t> expert_counts;  // [E] rows this rank sends to each expert
+};
+
+struct DispatchCase {
+  std::string routing;  // "uniform" or "skewed"
+  Routing route;
+  std::vector<int32_t> recv_counts;     // [EP][L] rows from each EP peer per local expert
+  std::vector<int32_t> gathered_counts; // [ETP][EP][L] the same for every ETP peer
+};
+
+int64_t Sum(const std::vector<int32_t>& values, size_t begin, size_t end) {
+  return std::accumulate(values.begin() + begin, values.begin() + end, int64_t{0});
+}
+
+class DispatchOp : public Op {
+ public:
+  DispatchOp(const BenchInput& input, const OpOptions& options, Backend* backend)
+      : backend_(backend), options_(options) {
+    if (!input.has_shapes) {
+      skip_ = "skipped: the input has no model shapes (give a foldplan.plan/v1 file)";
+      return;
+    }
+    const ModelShapes& shapes = input.shapes;
+    if (shapes.experts == 0) {
+      skip_ = "skipped: dense model (no experts)";
+      return;
+    }
+    ep_ = static_cast<int>(input.degrees.at("ep"));
+    etp_ = static_cast<int>(input.degrees.at("etp"));
+    if (ep_ * etp_ == 1) {
+      skip_ = "skipped: ep = etp = 1 (the dispatcher moves nothing)";
+      return;
+    }
+    if (!input.groups.contains("ep") || !input.groups.contains("etp")) {
+      skip_ = "skipped: the rank map has no ep or etp groups";
+      return;
+    }
+    experts_ = shapes.experts;
+    top_k_ = shapes.top_k;
+    hidden_ = shapes.hidden;
+    local_experts_ = experts_ / ep_;
+    const int64_t split = input.degrees.at("cp") * input.degrees.at("tp");
+    int64_t seq = shapes.seq_len;
+    if (seq > options.max_seq_len) {
+      seq = std::max<int64_t>(split, options.max_seq_len / split * split);
+      notes_.push_back("seq_len scaled from " + std::to_string(shapes.seq_len) + " to " +
+                       std::to_string(seq) + " (--max-seq " +
+                       std::to_string(options.max_seq_len) + ")");
+    }
+    tokens_ = shapes.mbs * seq / split;
+    notes_.push_back(std::to_string(tokens_) + " tokens per rank (mbs x seq / (cp x tp)), top_k " +
+                     std::to_string(top_k_) + ", " + std::to_string(experts_) + " experts, " +
+                     std::to_string(local_experts_) + " per EP rank, etp " +
+                     std::to_string(etp_) + ", hidden " + std::to_string(hidden_));
+    notes_.push_back(
+        "time: the whole dispatch and combine (count exchange, permute, all-to-all-v, "
+        "all-gather-v over etp, expert function, reduce-scatter-v, all-to-all-v back, "
+        "unpermute); algbw = T x top_k x hidden x 2 B / time; busbw = algbw x (ep-1)/ep");
+    for (const std::string& routing : options.routings) cases_.push_back({routing, {}, {}, {}});
+  }
+  ~DispatchOp() override { Release(); }
+
+  // Collective: communicators, routing, and one count exchange per case so
+  // that buffer sizes (bytes_needed) are exact before anything is timed.
+  Status Init(const BenchInput& input) {
+    if (!skip_.empty()) return Status();
+    for (auto [kind, comm] : {std::pair{"ep", &ep_comm_}, std::pair{"etp", &etp_comm_}}) {
+      auto made = backend_->Split(input.groups.at(kind));
+      if (!made.ok()) return made.status();
+      *comm = std::move(made).value();
+    }
+    std::vector<double> recv_rows;
+    for (DispatchCase& c : cases_) {
+      c.route = Route(c.routing);
+      if (Status s = ExchangeCounts(c.route.expert_counts, &c.recv_counts, &c.gathered_counts);
+          !s.ok()) {
+        return s;
+      }
+      recv_rows.push_back(static_cast<double>(Sum(c.recv_counts, 0, c.recv_counts.size())));
+    }
+    // Load imbalance the routing produced: rows received per rank, max / mean.
+    const std::vector<double> all = backend_->GatherToRoot(recv_rows);
+    for (size_t k = 0; k < cases_.size() && !all.empty(); ++k) {
+      double max_rows = 0, total = 0;
+      for (size_t r = k; r < all.size(); r += cases_.size()) {
+        max_rows = std::max(max_rows, all[r]);
+        total += all[r];
+      }
+      const double mean = total / static_cast<double>(all.size() / cases_.size());
+      char text[160];
+      std::snprintf(text, sizeof text,
+                    "%s routing: rows received per rank max %.0f, mean %.1f (max/mean %.2f)",
+                    CaseName(cases_[k]).c_str(), max_rows, mean, mean > 0 ? max_rows / mean : 0);
+      notes_.push_back(text);
+    }
+    return Status();
+  }
+
+  std::string name() const override { return "dispatch"; }
+  std::string group_kind() const override { return "ep"; }
+  std::string skip_reason() const override { return skip_; }
+  std::vector<std::string> notes() const override { return notes_; }
+  int group_size() const override { return ep_; }
+  std::string group_label() const override {
+    return GroupLabel("ep", ep_comm_.get()) + " and " + GroupLabel("etp", etp_comm_.get());
+  }
+
+  std::vector<OpCase> cases() const override {
+    std::vector<OpCase> out;
+    for (const DispatchCase& c : cases_) {
+      OpCase op_case;
+      op_case.name = CaseName(c);
+      op_case.elements_per_rank = tokens_ * top_k_ * hidden_;
+      op_case.type = DType::kBF16;
+      op_case.send_bytes_per_rank = op_case.elements_per_rank * 2;
+      op_case.bus_factor = static_cast<double>(ep_ - 1) / ep_;
+      out.push_back(op_case);
+    }
+    return out;
+  }
+
+  int64_t bytes_needed(int index) const override {
+    const DispatchCase& c = cases_[index];
+    const int64_t sent = tokens_ * top_k_, received = Sum(c.recv_counts, 0, c.recv_counts.size());
+    const int64_t gathered = Sum(c.gathered_counts, 0, c.gathered_counts.size());
+    const int64_t rows = tokens_ + 2 * sent + 2 * received + gathered;  // bf16 row buffers
+    return rows * hidden_ * 2 + tokens_ * hidden_ * 4 /* f32 out */ +
+           sent * (2 * 8 + 4) /* indices, weights */ + gathered * 4 /* row experts */ +
+           2 * static_cast<int64_t>(experts_ + etp_ * experts_) * 4 /* counts */;
+  }
+
+  Status Prepare(int index) override {
+    Release();
+    current_ = index;
+    const DispatchCase& c = cases_[index];
+    const int64_t sent = tokens_ * top_k_;
+    received_ = Sum(c.recv_counts, 0, c.recv_counts.size());
+    gathered_ = Sum(c.gathered_counts, 0, c.gathered_counts.size());
+    bool ok = true;
+    auto alloc = [&](int64_t bytes) {
+      void* p = backend_->Alloc(static_cast<size_t>(bytes));
+      ok = ok && p != nullptr;
+      buffers_.push_back(p);
+      return p;
+    };
+    x_ = static_cast<uint16_t*>(alloc(tokens_ * hidden_ * 2));
+    send_ = static_cast<uint16_t*>(alloc(sent * hidden_ * 2));
+    recv_ = static_cast<uint16_t*>(alloc(received_ * hidden_ * 2));
+    gathered_rows_ = static_cast<uint16_t*>(alloc(gathered_ * hidden_ * 2));
+    reduced_ = static_cast<uint16_t*>(alloc(received_ * hidden_ * 2));
+    back_ = static_cast<uint16_t*>(alloc(sent * hidden_ * 2));
+    out_ = static_cast<float*>(alloc(tokens_ * hidden_ * 4));
+    source_ = static_cast<int64_t*>(alloc(sent * 8));
+    row_of_ = static_cast<int64_t*>(alloc(sent * 8));
+    weight_ = static_cast<float*>(alloc(sent * 4));
+    row_expert_ = static_cast<int32_t*>(alloc(gathered_ * 4));
+    send_counts_ = static_cast<int32_t*>(alloc(experts_ * 4));
+    recv_counts_ = static_cast<int32_t*>(alloc(experts_ * 4));
+    gathered_counts_ = static_cast<int32_t*>(alloc(etp_ * experts_ * 4));
+    if (!ok) return Status::Error("dispatch: cannot allocate " + std::to_string(bytes_needed(index)) + " bytes");
+
+    std::vector<uint16_t> x(static_cast<size_t>(tokens_ * hidden_));
+    for (int64_t t = 0; t < tokens_; ++t)
+      for (int64_t i = 0; i < hidden_; ++i) x[t * hidden_ + i] = TokenValue(t, i);
+    const Routing& route = c.route;
+    Status s = backend_->Upload(x_, x.data(), x.size() * 2);
+    if (s.ok()) s = backend_->Upload(source_, route.source.data(), sent * 8);
+    if (s.ok()) s = backend_->Upload(row_of_, route.row_of.data(), sent * 8);
+    if (s.ok()) s = backend_->Upload(weight_, route.weight.data(), sent * 4);
+    if (s.ok()) s = backend_->Upload(send_counts_, route.expert_counts.data(), experts_ * 4);
+    if (s.ok()) {
+      const std::vector<float> zeros(static_cast<size_t>(tokens_ * hidden_), 0.0f);
+      s = backend_->Upload(out_, zeros.data(), zeros.size() * 4);
+    }
+    return s;
+  }
+
+  Status Run() override {
+    const int64_t h = hidden_, l = local_experts_;
+    // Count exchange; the split sizes come back to the host.
+    std::vector<int32_t> recv_counts(static_cast<size_t>(experts_));
+    std::vector<int32_t> gathered_counts(static_cast<size_t>(etp_ * experts_));
+    Status s = backend_->AllToAll(send_counts_, recv_counts_, l, DType::kI32, *ep_comm_);
+    if (s.ok()) s = backend_->Download(recv_counts.data(), recv_counts_, experts_ * 4);
+    if (s.ok()) {
+      s = backend_->AllGather(recv_counts_, gathered_counts_, experts_, DType::kI32, *etp_comm_);
+    }
+    if (s.ok()) s = backend_->Download(gathered_counts.data(), gathered_counts_, etp_ * experts_ * 4);
+    if (!s.ok()) return s;
+
+    // Split sizes in elements: EP peer p gets the rows of its l experts.
+    const std::vector<int32_t>& sent_counts = cases_[current_].route.expert_counts;
+    std::vector<size_t> send_n(ep_), send_off(ep_), recv_n(ep_), recv_off(ep_);
+    for (size_t p = 0, so = 0, ro = 0; p < static_cast<size_t>(ep_); ++p) {
+      send_n[p] = static_cast<size_t>(Sum(sent_counts, p * l, (p + 1) * l) * h);
+      recv_n[p] = static_cast<size_t>(Sum(recv_counts, p * l, (p + 1) * l) * h);
+      send_off[p] = so;
+      recv_off[p] = ro;
+      so += send_n[p];
+      ro += recv_n[p];
+    }
+    std::vector<size_t> gather_n(etp_), gather_off(etp_);
+    std::vector<int32_t> row_expert;
+    const int my_ep = ep_comm_->rank();
+    size_t offset = 0;
+    for (int j = 0; j < etp_; ++j) {
+      const size_t base = static_cast<size_t>(j * experts_);
+      gather_n[j] = static_cast<size_t>(Sum(gathered_counts, base, base + experts_) * h);
+      gather_off[j] = offset;
+      offset += gather_n[j];
+      // Rows from ETP peer j arrive as [EP peer][local expert].
+      for (int p = 0; p < ep_; ++p)
+        for (int64_t e = 0; e < l; ++e)
+          row_expert.insert(row_expert.end(), gathered_counts[base + p * l + e],
+                            static_cast<int32_t>(my_ep * l + e));
+    }
+    if (static_cast<int64_t>(row_expert.size()) != gathered_) {
+      return Status::Error("dispatch: the exchanged counts changed between runs");
+    }
+    const int64_t sent = tokens_ * top_k_;
+    if (s.ok()) s = backend_->GatherRows(send_, x_, source_, sent, h * 2);  // permute
+    if (s.ok()) {
+      s = backend_->AllToAllV(send_, send_n, send_off, recv_, recv_n, recv_off, DType::kBF16,
+                              *ep_comm_);
+    }
+    if (s.ok()) {
+      s = backend_->AllGatherV(recv_, received_ * h, gathered_rows_, gather_n, gather_off,
+                               DType::kBF16, *etp_comm_);
+    }
+    if (s.ok()) s = backend_->Upload(row_expert_, row_expert.data(), row_expert.size() * 4);
+    if (s.ok()) {
+      s = backend_->ExpertPartial(gathered_rows_, gathered_, h, row_expert_, etp_comm_->rank());
+    }
+    if (s.ok()) {
+      s = backend_->ReduceScatterV(gathered_rows_, gather_n, gather_off, reduced_, DType::kBF16,
+                                   *etp_comm_);
+    }
+    if (s.ok()) {
+      s = backend_->AllToAllV(reduced_, recv_n, recv_off, back_, send_n, send_off, DType::kBF16,
+                              *ep_comm_);
+    }
+    if (s.ok()) s = backend_->CombineRows(out_, back_, row_of_, weight_, tokens_, top_k_, h);
+    return s;
+  }
+
+  void Corrupt() override {
+    std::vector<float> out(static_cast<size_t>(tokens_ * hidden_));
+    if (!backend_->Download(out.data(), out_, out.size() * 4).ok()) return;
+    out[out.size() / 2] += 1000.0f;
+    (void)backend_->Upload(out_, out.data(), out.size() * 4);
+  }
+
+  Result<int64_t> Check() override {
+    std::vector<float> out(static_cast<size_t>(tokens_ * hidden_));
+    if (Status s = backend_->Download(out.data(), out_, out.size() * 4); !s.ok()) return s;
+    const Routing& route = cases_[current_].route;
+    int64_t wrong = 0;
+    for (int64_t t = 0; t < tokens_; ++t)
+      for (int64_t i = 0; i < hidden_; ++i) {
+        float expected = 0.0f;
+        for (int64_t k = 0; k < top_k_; ++k) {
+          const int32_t e = route.expert[t * top_k_ + k];
+          float y = Bf16ToFloat(TokenValue(t, i));
+          for (int j = 0; j < etp_; ++j) y += static_cast<float>(ExpertTerm(e, j, i));
+          expected += route.weight[t * top_k_ + k] * y;
+        }
+        wrong += out[t * hidden_ + i] != expected;
+      }
+    return wrong;
+  }
+
+  void Release() override {
+    for (void* p : buffers_) {
+      if (p != nullptr) backend_->Free(p);
+    }
+    buffers_.clear();
+    current_ = -1;
+  }
+
+ private:
+  std::string CaseName(const DispatchCase& c) const {
+    if (c.routing != "skewed") return c.routing;
+    char text[64];
+    std::snprintf(text, sizeof text, "skewed (s=%.2g)", options_.skew);
+    return text;
+  }
+
+  int64_t GlobalToken(int64_t t) const { return backend_->world_rank() * tokens_ + t; }
+
+  // A small integer in bf16, so that every later sum is exact.
+  uint16_t TokenValue(int64_t t, int64_t i) const {
+    const uint64_t g = static_cast<uint64_t>(GlobalToken(t) * hidden_ + i);
+    return FloatToBf16(static_cast<float>(Mix64(g ^ 0x5EEDULL) & 7));
+  }
+
+  Routing Route(const std::string& routing) const {
+    Routing route;
+    const int64_t sent = tokens_ * top_k_;
+    route.expert.resize(sent);
+    route.weight.resize(sent);
+    std::vector<double> base_weight(static_cast<size_t>(experts_), 1.0);
+    if (routing == "skewed") {
+      for (int64_t e = 0; e < experts_; ++e) base_weight[e] = 1.0 / std::pow(e + 1.0, options_.skew);
+    }
+    for (int64_t t = 0; t < tokens_; ++t) {
+      const uint64_t token_hash = Mix64(options_.seed ^ Mix64(static_cast<uint64_t>(GlobalToken(t))));
+      std::vector<double> w = base_weight;
+      double total = std::accumulate(w.begin(), w.end(), 0.0);
+      float prob_sum = 0;
+      for (int64_t k = 0; k < top_k_; ++k) {
+        // Draw without replacement: pick by cumulative weight, then remove.
+        double u = UnitInterval(Mix64(token_hash + 2 * k + 1)) * total;
+        int64_t e = 0;
+        while (e < experts_ - 1 && (w[e] == 0 || u >= w[e])) {
+          u -= w[e];
+          ++e;
+        }
+        while (w[e] == 0) --e;  // rounding ran past the last positive weight
+        total -= w[e];
+        w[e] = 0;
+        route.expert[t * top_k_ + k] = static_cast<int32_t>(e);
+        const float raw = 0.5f + static_cast<float>(UnitInterval(Mix64(token_hash + 2 * k + 2)));
+        route.weight[t * top_k_ + k] = raw;
+        prob_sum += raw;
+      }
+      for (int64_t k = 0; k < top_k_; ++k) route.weight[t * top_k_ + k] /= prob_sum;
+    }
+    // Permute: send rows in expert order (so in EP-peer order), stable in
+    // token order, as Megatron's permute of the routing map.
+    route.expert_counts.assign(static_cast<size_t>(experts_), 0);
+    for (int32_t e : route.expert) ++route.expert_counts[e];
+    std::vector<int64_t> next(static_cast<size_t>(experts_), 0);
+    for (int64_t e = 1; e < experts_; ++e) next[e] = next[e - 1] + route.expert_counts[e - 1];
+    route.source.resize(sent);
+    route.row_of.resize(sent);
+    for (int64_t t = 0; t < tokens_; ++t)
+      for (int64_t k = 0; k < top_k_; ++k) {
+        const int64_t row = next[route.expert[t * top_k_ + k]]++;
+        route.source[row] = t;
+        route.row_of[t * top_k_ + k] = row;
+      }
+    return route;
+  }
+
+  // The same exchange Run() times, once, to size the buffers.
+  Status ExchangeCounts(const std::vector<int32_t>& expert_counts,
+                        std::vector<int32_t>* recv_counts, std::vector<int32_t>* gathered) {
+    const size_t n = static_cast<size_t>(experts_);
+    auto* send = static_cast<int32_t*>(backend_->Alloc(n * 4));
+    auto* recv = static_cast<int32_t*>(backend_->Alloc(n * 4));
+    auto* all = static_cast<int32_t*>(backend_->Alloc(n * etp_ * 4));
+    Status s = send && recv && all ? Status() : Status::Error("dispatch: cannot allocate counts");
+    if (s.ok()) s = backend_->Upload(send, expert_counts.data(), n * 4);
+    if (s.ok()) s = backend_->AllToAll(send, recv, local_experts_, DType::kI32, *ep_comm_);
+    if (s.ok()) s = backend_->AllGather(recv, all, n, DType::kI32, *etp_comm_);
+    recv_counts->resize(n);
+    gathered->resize(n * etp_);
+    if (s.ok()) s = backend_->Download(recv_counts->data(), recv, n * 4);
+    if (s.ok()) s = backend_->Download(gathered->data(), all, n * etp_ * 4);
+    for (void* p : {static_cast<void*>(send), static_cast<void*>(recv), static_cast<void*>(all)}) {
+      if (p != nullptr) backend_->Free(p);
+    }
+    return s;
+  }
+
+  Backend* backend_;
+  OpOptions options_;
+  std::string skip_;
+  std::vector<std::string> notes_;
+  std::vector<DispatchCase> cases_;
+  std::unique_ptr<GroupComm> ep_comm_, etp_comm_;
+  int ep_ = 1, etp_ = 1;
+  int64_t experts_ = 0, top_k_ = 0, hidden_ = 0, local_experts_ = 0, tokens_ = 0;
+  int current_ = -1;
+  int64_t received_ = 0, gathered_ = 0;  // rows, for the current case
+  std::vector<void*> buffers_;
+  uint16_t *x_ = nullptr, *send_ = nullptr, *recv_ = nullptr, *gathered_rows_ = nullptr,
+           *reduced_ = nullptr, *back_ = nullptr;
+  float* out_ = nullptr;
+  int64_t *source_ = nullptr, *row_of_ = nullptr;
+  float* weight_ = nullptr;
+  int32_t *row_expert_ = nullptr, *send_counts_ = nullptr, *recv_counts_ = nullptr,
+          *gathered_counts_ = nullptr;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Op>> MakeDispatchOp(const BenchInput& input, const OpOptions& options,
+                                           Backend* backend) {
+  auto op = std::make_unique<DispatchOp>(input, options, backend);
+  if (Status s = op->Init(input); !s.ok()) return s;
+  return std::unique_ptr<Op>(std::move(op));
+}
+
+}  // namespace foldplan::validate
