@@ -7,6 +7,11 @@
 #                   exit 0, measurements JSON written
 # CASE etp2:        tp2_cp2_ep2_etp2: ulysses and dispatch (with the all-gather-v
 #                   and reduce-scatter-v over ETP) verified
+# CASE gemm:        tp2_cp2_ep2_etp2: dispatch with --expert gemm (two real
+#                   bf16 GEMMs per local expert on the MPI backend's host
+#                   loop, rows sorted by expert and back) verified exactly;
+#                   --max-seq 64, no warm-up, one timed run, to keep the host
+#                   GEMMs (about 0.8 GFLOP per rank per run) short
 # CASE corrupt:     one element flipped on rank 3 after every case must be
 #                   caught in every case: exit 1 + message
 # CASE wrong_world: -np 4 on the 8-rank plan must be refused: exit 2 + message
@@ -62,6 +67,15 @@ case "$case_name" in
     [ $rc -eq 0 ] || fail "expected exit 0, got $rc"
     grep -q "etp 2" "$out" || fail "dispatch did not see etp 2"
     grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
+    ;;
+  gemm)
+    run 8 tp2_cp2_ep2_etp2 --ops dispatch --expert gemm --max-seq 64 --warmup 0 --iters 1 \
+      -o "$json"; rc=$?
+    [ $rc -eq 0 ] || fail "expected exit 0, got $rc"
+    grep -q "expert function: two bf16 GEMMs per local expert" "$out" || fail "no GEMM note"
+    grep -q "expert GEMM FLOPs per run" "$out" || fail "no GEMM FLOPs note"
+    grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
+    grep -q '"wrong_elements": 0' "$json" || fail "measurements do not say 0 wrong"
     ;;
   corrupt)
     run 8 pp2_cp2_ep4 --ops ulysses,dispatch,sweep --corrupt-rank 3 -o "$json"; rc=$?

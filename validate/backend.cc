@@ -4,6 +4,15 @@ namespace foldplan::validate {
 
 size_t SizeOf(DType type) { return type == DType::kU16 || type == DType::kBF16 ? 2 : 4; }
 
+GroupSlot FindGroupSlot(const GroupList& groups, int world_rank) {
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (size_t i = 0; i < groups[g].size(); ++i) {
+      if (groups[g][i] == world_rank) return {static_cast<int>(g), static_cast<int>(i)};
+    }
+  }
+  return {};
+}
+
 const char* DTypeName(DType type) {
   switch (type) {
     case DType::kU16: return "u16";

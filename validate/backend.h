@@ -4,7 +4,7 @@
 // buffer's memory directly: buffers come from Alloc() (device memory for
 // NCCL), data moves in and out with Upload() / Download(), packing and the
 // dispatcher's row work run as backend kernels (kernels.h: host loops for
-// MPI, CUDA kernels for NCCL), and times come from TimerStart() /
+// MPI, CUDA kernels and cuBLAS for NCCL), and times come from TimerStart() /
 // TimerStopSeconds() (CUDA events for NCCL). Errors are values; a backend
 // aborts only through Abort(), which the watchdog calls.
 #pragma once
@@ -40,6 +40,16 @@ class GroupComm {
   virtual int group_index() const = 0;   // index into the kind's group list
   virtual const std::vector<int>& members() const = 0;  // world ranks, in group order
 };
+
+// Where a rank sits in a kind's group list: the index of the group that
+// holds it and its position there (the color and key of a communicator
+// split, so that communicator ranks follow the plan's group order);
+// group = -1 when no group holds it.
+struct GroupSlot {
+  int group = -1;
+  int position = 0;
+};
+GroupSlot FindGroupSlot(const GroupList& groups, int world_rank);
 
 class Backend {
  public:
@@ -103,6 +113,20 @@ class Backend {
                             int64_t row_bytes) = 0;
   virtual Status ExpertPartial(uint16_t* rows_bf16, int64_t count, int64_t hidden,
                                const int32_t* row_expert, int etp_rank) = 0;
+  // The GEMM expert function (dispatch --expert gemm) on rows grouped by
+  // expert, in place: for g < rows_per_expert.size(), the R_g =
+  // rows_per_expert[g] rows starting at row R_0 + ... + R_{g-1} of
+  // rows_bf16 ([sum R_g x hidden], row-major bf16) become
+  //   h = bf16(rows_g [R_g x hidden] x w1[g] [hidden x ffn])   (into scratch)
+  //   rows_g = bf16(h [R_g x ffn] x w2[g] [ffn x hidden])
+  // with f32 accumulation and one rounding to bf16 per output
+  // (HostExpertGemm, kernels.h, states the values). w1[g], w2[g] are
+  // row-major bf16 matrices and scratch ([sum R_g x ffn] bf16) a work
+  // buffer, all from Alloc(). MPI: a host loop; NCCL: cuBLAS, one grouped
+  // GEMM per weight (cublasGemmGroupedBatchedEx) on the backend's stream.
+  virtual Status ExpertGemm(uint16_t* rows_bf16, const std::vector<int64_t>& rows_per_expert,
+                            int64_t hidden, int64_t ffn, const std::vector<const uint16_t*>& w1,
+                            const std::vector<const uint16_t*>& w2, uint16_t* scratch) = 0;
   virtual Status CombineRows(float* out, const uint16_t* rows_bf16, const int64_t* rows,
                              const float* weights, int64_t tokens, int64_t top_k,
                              int64_t hidden) = 0;

@@ -29,6 +29,7 @@ constexpr const char* kUsage =
     "usage: mpirun -np N foldbench --plan FILE [--backend mpi|nccl]\n"
     "                 [--ops ulysses,dispatch,sweep,compute] [-o measurements.json]\n"
     "                 [--max-seq N] [--routing uniform,skewed] [--skew S] [--seed N]\n"
+    "                 [--expert term|gemm]\n"
     "                 [--sweep-min-bytes N] [--sweep-max-bytes N] [--sweep-step N]\n"
     "                 [--warmup N] [--iters N] [--timeout SECONDS]\n"
     "                 [--corrupt-rank R] [--hang-rank R]\n"
@@ -103,6 +104,7 @@ Result<Args> ParseArgs(int argc, char** argv) {
     else if (flag == "--routing") op.routings = SplitList(value);
     else if (flag == "--skew") s = number(0, &op.skew);
     else if (flag == "--seed") s = integer(0, &op.seed);
+    else if (flag == "--expert") op.expert_function = value;
     else if (flag == "--sweep-min-bytes") s = integer(4, &op.sweep_min_bytes);
     else if (flag == "--sweep-max-bytes") s = integer(4, &op.sweep_max_bytes);
     else if (flag == "--sweep-step") s = integer(2, &op.sweep_step);
@@ -133,6 +135,10 @@ Result<Args> ParseArgs(int argc, char** argv) {
     if (routing != "uniform" && routing != "skewed") {
       return Status::Error("--routing " + routing + ": expected uniform or skewed");
     }
+  }
+  if (args.op_options.expert_function != "term" && args.op_options.expert_function != "gemm") {
+    return Status::Error("--expert " + args.op_options.expert_function +
+                         ": expected term or gemm");
   }
   if (args.op_options.sweep_max_bytes < args.op_options.sweep_min_bytes) {
     return Status::Error("--sweep-max-bytes is below --sweep-min-bytes");

@@ -1,5 +1,8 @@
 #include "validate/kernels.h"
 
+#include <algorithm>
+#include <vector>
+
 namespace foldplan::validate {
 
 void HostCopyRuns(void* dst, const void* src, const RunCopy& copy) {
@@ -32,6 +35,74 @@ void HostExpertPartial(uint16_t* rows_bf16, int64_t count, int64_t hidden,
     for (int64_t i = 0; i < hidden; ++i) {
       row[i] = ExpertPartialValue(row[i], row_expert[r], etp_rank, i);
     }
+  }
+}
+
+void MakeExpertGemmWeights(uint16_t* w1, uint16_t* w2, int64_t expert, int etp_rank,
+                           int64_t hidden, int64_t ffn) {
+  std::fill(w1, w1 + hidden * ffn, uint16_t{0});  // bf16 +0
+  std::fill(w2, w2 + ffn * hidden, uint16_t{0});
+  for (int64_t f = 0; f < ffn; ++f) {
+    w1[ExpertGemmP1(expert, etp_rank, f, hidden) * ffn + f] =
+        FloatToBf16(static_cast<float>(ExpertGemmS1(expert, etp_rank, f)));
+  }
+  for (int64_t i = 0; i < hidden; ++i) {
+    w2[ExpertGemmP2(expert, etp_rank, i, ffn) * hidden + i] = FloatToBf16(1.0f);
+  }
+}
+
+// Blocks of kRows rows of a share each row of b (converted to f32 once per
+// block) and keep their f32 accumulators (kRows x n) in cache; four rows
+// of b are applied per pass over an accumulator, still one product and one
+// sum at a time in order, so each output's sum runs over p = 0..k-1 in
+// order, from +0 (host code is built with -ffp-contract=off).
+void HostGemmBf16(uint16_t* c, const uint16_t* a, const uint16_t* b, int64_t m, int64_t k,
+                  int64_t n) {
+  constexpr int64_t kRows = 8, kDepth = 4;
+  std::vector<float> acc(static_cast<size_t>(kRows * n)), b_rows(static_cast<size_t>(kDepth * n));
+  for (int64_t r0 = 0; r0 < m; r0 += kRows) {
+    const int64_t rows = std::min(kRows, m - r0);
+    std::fill(acc.begin(), acc.begin() + rows * n, 0.0f);
+    for (int64_t p0 = 0; p0 < k; p0 += kDepth) {
+      const int64_t depth = std::min(kDepth, k - p0);
+      for (int64_t j = 0; j < depth * n; ++j) b_rows[j] = Bf16ToFloat(b[p0 * n + j]);
+      const float* b0 = b_rows.data();
+      const float *b1 = b0 + n, *b2 = b1 + n, *b3 = b2 + n;
+      for (int64_t r = 0; r < rows; ++r) {
+        const uint16_t* x = a + (r0 + r) * k + p0;
+        float* out = acc.data() + r * n;
+        if (depth == kDepth) {
+          const float x0 = Bf16ToFloat(x[0]), x1 = Bf16ToFloat(x[1]), x2 = Bf16ToFloat(x[2]),
+                      x3 = Bf16ToFloat(x[3]);
+          for (int64_t j = 0; j < n; ++j) {
+            out[j] = (((out[j] + x0 * b0[j]) + x1 * b1[j]) + x2 * b2[j]) + x3 * b3[j];
+          }
+        } else {
+          for (int64_t d = 0; d < depth; ++d) {
+            const float xd = Bf16ToFloat(x[d]);
+            const float* bd = b0 + d * n;
+            for (int64_t j = 0; j < n; ++j) out[j] += xd * bd[j];
+          }
+        }
+      }
+    }
+    for (int64_t r = 0; r < rows; ++r) {
+      for (int64_t j = 0; j < n; ++j) c[(r0 + r) * n + j] = FloatToBf16(acc[r * n + j]);
+    }
+  }
+}
+
+void HostExpertGemm(uint16_t* rows_bf16, const int64_t* rows_per_expert, int64_t experts,
+                    int64_t hidden, int64_t ffn, const uint16_t* const* w1,
+                    const uint16_t* const* w2, uint16_t* scratch) {
+  int64_t first = 0;
+  for (int64_t g = 0; g < experts; ++g) {
+    const int64_t rows = rows_per_expert[g];
+    uint16_t* x = rows_bf16 + first * hidden;
+    uint16_t* h = scratch + first * ffn;
+    HostGemmBf16(h, x, w1[g], rows, hidden, ffn);
+    HostGemmBf16(x, h, w2[g], rows, ffn, hidden);
+    first += rows;
   }
 }
 

@@ -106,18 +106,8 @@ class MpiBackend : public Backend {
   std::vector<std::string> device_facts() override { return {"host memory (no GPU used)"}; }
 
   Result<std::unique_ptr<GroupComm>> Split(const GroupList& groups) override {
-    // color = the index of this rank's group, key = its position there, so
-    // the communicator's ranks follow the plan's group order.
-    int color = MPI_UNDEFINED, key = 0;
-    for (size_t g = 0; g < groups.size() && color == MPI_UNDEFINED; ++g) {
-      for (size_t i = 0; i < groups[g].size(); ++i) {
-        if (groups[g][i] == world_rank_) {
-          color = static_cast<int>(g);
-          key = static_cast<int>(i);
-          break;
-        }
-      }
-    }
+    const GroupSlot slot = FindGroupSlot(groups, world_rank_);
+    const int color = slot.group < 0 ? MPI_UNDEFINED : slot.group, key = slot.position;
     MPI_Comm comm = MPI_COMM_NULL;
     if (Status s = Check(MPI_Comm_split(MPI_COMM_WORLD, color, key, &comm), "MPI_Comm_split");
         !s.ok()) {
@@ -246,6 +236,20 @@ class MpiBackend : public Backend {
   Status ExpertPartial(uint16_t* rows_bf16, int64_t count, int64_t hidden,
                        const int32_t* row_expert, int etp_rank) override {
     HostExpertPartial(rows_bf16, count, hidden, row_expert, etp_rank);
+    return Status();
+  }
+  // Slow (a plain host GEMM loop) but exact: keep shapes small.
+  Status ExpertGemm(uint16_t* rows_bf16, const std::vector<int64_t>& rows_per_expert,
+                    int64_t hidden, int64_t ffn, const std::vector<const uint16_t*>& w1,
+                    const std::vector<const uint16_t*>& w2, uint16_t* scratch) override {
+    if (w1.size() != rows_per_expert.size() || w2.size() != rows_per_expert.size()) {
+      return Status::Error("ExpertGemm: " + std::to_string(rows_per_expert.size()) +
+                           " experts but " + std::to_string(w1.size()) + " and " +
+                           std::to_string(w2.size()) + " weight matrices");
+    }
+    HostExpertGemm(rows_bf16, rows_per_expert.data(),
+                   static_cast<int64_t>(rows_per_expert.size()), hidden, ffn, w1.data(),
+                   w2.data(), scratch);
     return Status();
   }
   Status CombineRows(float* out, const uint16_t* rows_bf16, const int64_t* rows,

@@ -8,11 +8,13 @@
 // the work issued between its calls. Every CUDA and NCCL error becomes a
 // Status naming the call and the library's error string. Host code only:
 // compiled by the host compiler against the CUDA runtime and NCCL headers.
+#include <cublas_v2.h>
 #include <cuda_runtime.h>
 #include <mpi.h>
 #include <nccl.h>
 
 #include <algorithm>
+#include <climits>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
@@ -43,6 +45,12 @@ Status NcclStatus(ncclResult_t result, const std::string& call) {
   const char* detail = ncclGetLastError(nullptr);
   if (detail != nullptr && *detail != '\0') message += std::string(" (") + detail + ")";
   return Status::Error(message);
+}
+
+Status CublasStatus(cublasStatus_t status, const std::string& call) {
+  if (status == CUBLAS_STATUS_SUCCESS) return Status();
+  return Status::Error(call + " failed: " + cublasGetStatusName(status) + ": " +
+                       cublasGetStatusString(status));
 }
 
 // The NCCL type a reduction of `type` sums in; NCCL has no 16-bit integers.
@@ -149,6 +157,8 @@ class NcclBackendImpl : public NcclBackend {
         std::fprintf(stderr, "foldbench: %s\n", s.message().c_str());
       }
     }
+    if (cublas_ != nullptr) (void)cublasDestroy(cublas_);
+    if (gemm_pointers_ != nullptr) (void)cudaFree(gemm_pointers_);
     if (barrier_word_ != nullptr) (void)cudaFree(barrier_word_);
     if (start_ != nullptr) (void)cudaEventDestroy(start_);
     if (stop_ != nullptr) (void)cudaEventDestroy(stop_);
@@ -423,6 +433,9 @@ class NcclBackendImpl : public NcclBackend {
     }
     return LaunchExpertPartial(rows_bf16, count, hidden, row_expert, etp_rank, stream_);
   }
+  Status ExpertGemm(uint16_t* rows_bf16, const std::vector<int64_t>& rows_per_expert,
+                    int64_t hidden, int64_t ffn, const std::vector<const uint16_t*>& w1,
+                    const std::vector<const uint16_t*>& w2, uint16_t* scratch) override;
   Status CombineRows(float* out, const uint16_t* rows_bf16, const int64_t* rows,
                      const float* weights, int64_t tokens, int64_t top_k,
                      int64_t hidden) override {
@@ -470,6 +483,7 @@ class NcclBackendImpl : public NcclBackend {
   void* cuda_stream() override { return stream_; }
   int cuda_device() const override { return device_; }
   int ranks_per_gpu() const override { return ranks_per_gpu_; }
+  Result<void*> cublas_handle() override;
 
  private:
   // Errors of calls that cannot return one (timer, Free, FreeBytes) wait
@@ -514,6 +528,10 @@ class NcclBackendImpl : public NcclBackend {
   cudaStream_t stream_ = nullptr;
   cudaEvent_t start_ = nullptr, stop_ = nullptr;
   int32_t* barrier_word_ = nullptr;  // device word the barrier all-reduces (stays 0)
+  cublasHandle_t cublas_ = nullptr;   // made by cublas_handle() on first use
+  void** gemm_pointers_ = nullptr;    // ExpertGemm's device arrays of matrix pointers
+  size_t gemm_pointer_capacity_ = 0;  // pointers gemm_pointers_ holds
+  bool grouped_gemm_supported_ = true;  // false once cuBLAS refused the grouped call
   ncclComm_t world_comm_ = nullptr;
   std::unique_ptr<NcclGroupComm> world_;
   Status deferred_;
@@ -650,16 +668,8 @@ Status NcclBackendImpl::Init() {
 // point), and a rank in no group simply passes NCCL_SPLIT_NOCOLOR.
 Result<std::unique_ptr<GroupComm>> NcclBackendImpl::Split(const GroupList& groups) {
   if (Status s = TakeDeferred(); !s.ok()) return s;
-  int color = NCCL_SPLIT_NOCOLOR, key = 0;
-  for (size_t g = 0; g < groups.size() && color == NCCL_SPLIT_NOCOLOR; ++g) {
-    for (size_t i = 0; i < groups[g].size(); ++i) {
-      if (groups[g][i] == world_rank_) {
-        color = static_cast<int>(g);
-        key = static_cast<int>(i);
-        break;
-      }
-    }
-  }
+  const GroupSlot slot = FindGroupSlot(groups, world_rank_);
+  const int color = slot.group < 0 ? NCCL_SPLIT_NOCOLOR : slot.group, key = slot.position;
   ncclComm_t comm = nullptr;
   if (Status s = NcclStatus(ncclCommSplit(world_comm_, color, key, &comm, nullptr),
                             "ncclCommSplit");
@@ -682,6 +692,174 @@ Result<std::unique_ptr<GroupComm>> NcclBackendImpl::Split(const GroupList& group
                          " with it at " + std::to_string(key));
   }
   return std::unique_ptr<GroupComm>(std::move(group));
+}
+
+Result<void*> NcclBackendImpl::cublas_handle() {
+  if (cublas_ != nullptr) return static_cast<void*>(cublas_);
+  cublasHandle_t handle = nullptr;
+  if (Status s = CublasStatus(cublasCreate(&handle), "cublasCreate"); !s.ok()) return s;
+  Status s = CublasStatus(cublasSetStream(handle, stream_), "cublasSetStream");
+  // Split-K partial sums stay f32, so GEMMs of small integers are exact
+  // (the compute op's and ExpertGemm's checks rely on it).
+  if (s.ok()) {
+    const auto mode = static_cast<cublasMath_t>(CUBLAS_DEFAULT_MATH |
+                                                CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION);
+    s = CublasStatus(cublasSetMathMode(handle, mode), "cublasSetMathMode");
+  }
+  if (!s.ok()) {
+    (void)cublasDestroy(handle);
+    return s;
+  }
+  cublas_ = handle;
+  return static_cast<void*>(cublas_);
+}
+
+// Row-major and cuBLAS's column-major: a row-major [r x c] matrix with
+// leading dimension c is, read column-major, its transpose [c x r] with the
+// same leading dimension. So row-major C [R x N] = A [R x K] B [K x N] is
+// column-major C^T [N x R] = B^T [N x K] A^T [K x R]: cuBLAS gets m = N,
+// n = R, k = K, its first operand B (ld N), its second A (ld K), C (ld N),
+// no transposes: lda = m, ldb = k, ldc = m. Per expert g with R_g rows
+// x_g and their h_g in scratch:
+//   h = x W1:  m = ffn, n = R_g, k = hidden; A' = W1, B' = x_g, C' = h_g
+//   y = h W2:  m = hidden, n = R_g, k = ffn; A' = W2, B' = h_g, C' = x_g
+// Each weight is one cublasGemmGroupedBatchedEx: a group per expert with
+// rows (group size 1, since m, n, k differ only in R_g), bf16 in and out,
+// CUBLAS_COMPUTE_32F. Its matrix pointer arrays must be device memory:
+// [A1][B1][C1][A2][B2][C2], one entry per group each, uploaded per call.
+// Where this cuBLAS refuses the grouped call for these types or shapes
+// (CUBLAS_STATUS_NOT_SUPPORTED or _INVALID_VALUE, both found before
+// anything is launched) a loop of cublasGemmEx does the same, says so on
+// stderr once, and the dispatch check verifies its output all the same.
+Status NcclBackendImpl::ExpertGemm(uint16_t* rows_bf16,
+                                   const std::vector<int64_t>& rows_per_expert, int64_t hidden,
+                                   int64_t ffn, const std::vector<const uint16_t*>& w1,
+                                   const std::vector<const uint16_t*>& w2, uint16_t* scratch) {
+  const size_t experts = rows_per_expert.size();
+  if (w1.size() != experts || w2.size() != experts) {
+    return Status::Error("ExpertGemm: " + std::to_string(experts) + " experts but " +
+                         std::to_string(w1.size()) + " and " + std::to_string(w2.size()) +
+                         " weight matrices");
+  }
+  if (hidden <= 0 || ffn <= 0 || hidden > INT_MAX || ffn > INT_MAX) {
+    return Status::Error("ExpertGemm: hidden " + std::to_string(hidden) + " or ffn " +
+                         std::to_string(ffn) + " outside cuBLAS's int range");
+  }
+  // The groups: experts with rows, and where their rows start.
+  std::vector<int> m1, n1, k1, m2, n2, k2, group_size;
+  std::vector<const void*> pointers[6];  // A1 B1 C1 A2 B2 C2
+  int64_t first = 0;
+  const uint16_t* some_w1 = nullptr;
+  for (size_t g = 0; g < experts; ++g) {
+    const int64_t rows = rows_per_expert[g];
+    if (rows < 0 || rows > INT_MAX) {
+      return Status::Error("ExpertGemm: expert " + std::to_string(g) + " has " +
+                           std::to_string(rows) + " rows, outside cuBLAS's int range");
+    }
+    if (rows > 0) {
+      uint16_t* x = rows_bf16 + first * hidden;
+      uint16_t* h = scratch + first * ffn;
+      m1.push_back(static_cast<int>(ffn));
+      n1.push_back(static_cast<int>(rows));
+      k1.push_back(static_cast<int>(hidden));
+      m2.push_back(static_cast<int>(hidden));
+      n2.push_back(static_cast<int>(rows));
+      k2.push_back(static_cast<int>(ffn));
+      group_size.push_back(1);
+      for (auto [list, pointer] : {std::pair{0, static_cast<const void*>(w1[g])},
+                                   std::pair{1, static_cast<const void*>(x)},
+                                   std::pair{2, static_cast<const void*>(h)},
+                                   std::pair{3, static_cast<const void*>(w2[g])},
+                                   std::pair{4, static_cast<const void*>(h)},
+                                   std::pair{5, static_cast<const void*>(x)}}) {
+        pointers[list].push_back(pointer);
+      }
+      if (some_w1 == nullptr) some_w1 = w1[g];
+    }
+    first += rows;
+  }
+  const int groups = static_cast<int>(group_size.size());
+  if (groups == 0) return Status();
+  // One weight of each kind stands for all (each check is a driver call).
+  if (Status s = DeviceBuffers("ExpertGemm", {{rows_bf16, "rows_bf16"},
+                                              {scratch, "scratch"},
+                                              {some_w1, "w1"},
+                                              {pointers[3][0], "w2"}});
+      !s.ok()) {
+    return s;
+  }
+  Result<void*> made = cublas_handle();
+  if (!made.ok()) return made.status();
+  const auto handle = static_cast<cublasHandle_t>(made.value());
+
+  const std::vector<cublasOperation_t> no_transpose(groups, CUBLAS_OP_N);
+  const std::vector<float> alpha(groups, 1.0f), beta(groups, 0.0f);
+  // lda = m, ldb = k, ldc = m (the mapping above); alpha 1, beta 0.
+  auto grouped = [&](int first_list, const std::vector<int>& m, const std::vector<int>& n,
+                     const std::vector<int>& k) {
+    void** at = gemm_pointers_ + static_cast<size_t>(first_list) * groups;
+    return cublasGemmGroupedBatchedEx(handle, no_transpose.data(), no_transpose.data(), m.data(),
+                                      n.data(), k.data(), alpha.data(), at, CUDA_R_16BF,
+                                      m.data(), at + groups, CUDA_R_16BF, k.data(), beta.data(),
+                                      at + 2 * groups, CUDA_R_16BF, m.data(), groups,
+                                      group_size.data(), CUBLAS_COMPUTE_32F);
+  };
+
+  // The pointer arrays, uploaded in one copy (Upload waits for it).
+  const size_t needed = 6 * static_cast<size_t>(groups);
+  if (needed > gemm_pointer_capacity_) {
+    if (gemm_pointers_ != nullptr) (void)cudaFree(gemm_pointers_);
+    gemm_pointers_ = nullptr;
+    gemm_pointer_capacity_ = 0;
+    if (Status s = CudaStatus(cudaMalloc(reinterpret_cast<void**>(&gemm_pointers_),
+                                         needed * sizeof(void*)),
+                              "cudaMalloc (ExpertGemm pointers)");
+        !s.ok()) {
+      return s;
+    }
+    gemm_pointer_capacity_ = needed;
+  }
+  std::vector<const void*> all;
+  all.reserve(needed);
+  for (const auto& list : pointers) all.insert(all.end(), list.begin(), list.end());
+  if (Status s = Upload(gemm_pointers_, all.data(), needed * sizeof(void*)); !s.ok()) return s;
+
+  if (grouped_gemm_supported_) {
+    cublasStatus_t status = grouped(0, m1, n1, k1);
+    if (status == CUBLAS_STATUS_SUCCESS) status = grouped(3, m2, n2, k2);
+    if (status == CUBLAS_STATUS_SUCCESS) return Status();
+    if (status != CUBLAS_STATUS_NOT_SUPPORTED && status != CUBLAS_STATUS_INVALID_VALUE) {
+      return CublasStatus(status, "cublasGemmGroupedBatchedEx (ExpertGemm)");
+    }
+    // A refused call launched nothing, and x_g is only overwritten by the
+    // second GEMM, so the loop below may redo both.
+    grouped_gemm_supported_ = false;
+    std::fprintf(stderr,
+                 "foldbench: rank %d: cublasGemmGroupedBatchedEx refused the expert GEMMs "
+                 "(%s); ExpertGemm runs one cublasGemmEx per expert from now on\n",
+                 world_rank_, cublasGetStatusName(status));
+  }
+  // One cublasGemmEx per expert and weight.
+  const float one = 1.0f, zero = 0.0f;
+  for (int pass = 0; pass < 2; ++pass) {
+    const std::vector<int>& m = pass == 0 ? m1 : m2;
+    const std::vector<int>& n = pass == 0 ? n1 : n2;
+    const std::vector<int>& k = pass == 0 ? k1 : k2;
+    for (int g = 0; g < groups; ++g) {
+      if (Status s = CublasStatus(
+              cublasGemmEx(handle, CUBLAS_OP_N, CUBLAS_OP_N, m[g], n[g], k[g], &one,
+                           pointers[3 * pass][g], CUDA_R_16BF, m[g], pointers[3 * pass + 1][g],
+                           CUDA_R_16BF, k[g], &zero,
+                           const_cast<void*>(pointers[3 * pass + 2][g]), CUDA_R_16BF, m[g],
+                           CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT),
+              pass == 0 ? "cublasGemmEx (ExpertGemm, h = x W1)"
+                        : "cublasGemmEx (ExpertGemm, y = h W2)");
+          !s.ok()) {
+        return s;
+      }
+    }
+  }
+  return Status();
 }
 
 std::vector<std::string> NcclBackendImpl::device_facts() {

@@ -17,6 +17,11 @@ class NcclBackend : public Backend {
   virtual int cuda_device() const = 0;
   // Ranks of this node that share this rank's GPU (1: a GPU of its own).
   virtual int ranks_per_gpu() const = 0;
+  // The backend's one cuBLAS handle (a cublasHandle_t), made on first use:
+  // bound to cuda_stream(), split-K partial sums kept in f32
+  // (CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION). Shared by
+  // ExpertGemm and the compute op; destroyed with the backend.
+  virtual Result<void*> cublas_handle() = 0;
 };
 
 }  // namespace foldplan::validate

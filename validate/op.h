@@ -36,6 +36,11 @@ struct OpOptions {
   std::vector<std::string> routings = {"uniform", "skewed"};
   double skew = 1.0;
   uint64_t seed = 1;  // routing and data seed; the same seed routes the same way
+  // dispatch: the expert function (--expert). "term": ExpertPartial, each
+  // ETP shard adds a hashed term (kernels.h ExpertTerm; cheap). "gemm": two
+  // real bf16 GEMMs per local expert (H x F/etp, F/etp x H) with structured
+  // weights whose output is known exactly (kernels.h ExpertGemmOutput).
+  std::string expert_function = "term";
   // sweep: message sizes per rank, min, min x step, ... up to max (bytes).
   int64_t sweep_min_bytes = 1024;
   int64_t sweep_max_bytes = int64_t{16} << 20;
@@ -90,6 +95,11 @@ Result<std::unique_ptr<Op>> MakeComputeOp(const BenchInput& input, const OpOptio
 Result<std::vector<std::unique_ptr<Op>>> MakeSweepOps(const BenchInput& input,
                                                       const OpOptions& options,
                                                       Backend* backend);
+// The sequence length an op runs: the plan's, or --max-seq rounded down to
+// a multiple of `multiple` (at least `multiple`) when the plan's is longer,
+// with a note saying so appended to `notes`.
+int64_t ScaledSeqLen(int64_t plan_seq_len, int64_t multiple, const OpOptions& options,
+                     std::vector<std::string>* notes);
 // "cp group 1 (world ranks 2, 3)"; "cp (no group holds this rank)" for null.
 std::string GroupLabel(const std::string& kind, const GroupComm* comm);
 

@@ -15,6 +15,7 @@
 //   attention PV      mbs x H_local x [S x S] x [S x d]
 // with H_local = heads / (tp x cp) (Ulysses gives each rank all of S for
 // its heads): plain batched GEMMs, no mask, softmax or fusion.
+// cuBLAS is the backend's one handle (NcclBackend::cublas_handle).
 // Inputs are small integers (cuda_kernels.h SmallIntValue), so every
 // output element is an exact integer rounded once to bf16; Check compares
 // 1024 sampled output elements with values computed on the host.
@@ -93,13 +94,7 @@ class ComputeOp : public Op {
     const int64_t tp = Degree(input, "tp"), cp = Degree(input, "cp");
     const int64_t ep = Degree(input, "ep"), etp = Degree(input, "etp");
     const int64_t split = tp * cp;
-    int64_t seq = shapes.seq_len;
-    if (seq > options.max_seq_len) {
-      seq = std::max<int64_t>(split, options.max_seq_len / split * split);
-      notes_.push_back("seq_len scaled from " + std::to_string(shapes.seq_len) + " to " +
-                       std::to_string(seq) + " (--max-seq " +
-                       std::to_string(options.max_seq_len) + ")");
-    }
+    const int64_t seq = ScaledSeqLen(shapes.seq_len, split, options, &notes_);
     if (seq % split != 0) {
       skip_ = "skipped: seq_len " + std::to_string(seq) + " not divisible by tp x cp = " +
               std::to_string(split);
@@ -172,29 +167,16 @@ class ComputeOp : public Op {
                        "not those of a GPU of one's own");
     }
   }
-  ~ComputeOp() override {
-    Release();
-    if (handle_ != nullptr) (void)cublasDestroy(handle_);
-  }
+  ~ComputeOp() override { Release(); }
 
+  // The backend's handle: on its stream, split-K partial sums kept in f32,
+  // so outputs are exact (see Check).
   Status Init() {
     if (!skip_.empty()) return Status();
-    if (Status s = CublasStatus(cublasCreate(&handle_), "cublasCreate"); !s.ok()) {
-      handle_ = nullptr;
-      return s;
-    }
-    if (Status s = CublasStatus(
-            cublasSetStream(handle_, static_cast<cudaStream_t>(backend_->cuda_stream())),
-            "cublasSetStream");
-        !s.ok()) {
-      return s;
-    }
-    // Split-K partial sums stay f32: outputs are then exact (see Check).
-    return CublasStatus(
-        cublasSetMathMode(handle_, static_cast<cublasMath_t>(
-                                       CUBLAS_DEFAULT_MATH |
-                                       CUBLAS_MATH_DISALLOW_REDUCED_PRECISION_REDUCTION)),
-        "cublasSetMathMode");
+    Result<void*> handle = backend_->cublas_handle();
+    if (!handle.ok()) return handle.status();
+    handle_ = static_cast<cublasHandle_t>(handle.value());
+    return Status();
   }
 
   std::string name() const override { return "compute"; }
@@ -312,7 +294,7 @@ class ComputeOp : public Op {
   std::string skip_;
   std::vector<std::string> notes_;
   std::vector<GemmCase> cases_;
-  cublasHandle_t handle_ = nullptr;
+  cublasHandle_t handle_ = nullptr;  // the backend's; not destroyed here
   int current_ = -1;
   uint16_t* a_ = nullptr;
   uint16_t* b_ = nullptr;

@@ -7,7 +7,10 @@
 //   permute         rows of [T, H] gathered into expert order, T K rows
 //   dispatch        all-to-all-v over EP
 //   gather          all-gather-v over ETP (every shard sees every row)
-//   experts         ExpertPartial: shard j of expert e adds its term (kernels.h)
+//   experts         --expert term: ExpertPartial, shard j of expert e adds its
+//                   term (kernels.h); --expert gemm: rows sorted by local
+//                   expert (GatherRows), two bf16 GEMMs per local expert
+//                   (ExpertGemm), rows gathered back to arrival order
 //   reduce-scatter  reduce-scatter-v over ETP (sums the shards' partials)
 //   combine         all-to-all-v back over EP
 //   unpermute       out[t] = sum_k p_k y(t, k) (CombineRows, f32)
@@ -21,10 +24,14 @@
 // or 1 / (e + 1)^skew (skewed: low-numbered experts are hot), and
 // probabilities p_k from the same hash, normalised to sum 1.
 //
-// Check: x[g][i] is a small integer (0..7) and every expert term 0..3, so
-// the expert output x + sum_j term(e, j, i) is exact in bf16 through every
-// move and sum; the combined f32 output must equal sum_k p_k (that value),
-// summed in k order on the host, bit for bit: every backend's CombineRows
+// Check: x[g][i] is a small integer (0..7). With `term` every expert term
+// is 0..3, so the expert output x + sum_j term(e, j, i) is exact in bf16
+// through every move and sum; with `gemm` the weights have one nonzero
+// (+-1) per column, so shard j's output is y_j[i] = s1 x[p1(p2(i))] and
+// expert e's sum_j y_j[i] (kernels.h states the math), integers again.
+// ExpectedExpertOutput gives that value per expert function; the combined
+// f32 output must equal sum_k p_k (that value), summed in k order on the
+// host, bit for bit: every backend's CombineRows
 // rounds each product and sum as the host does (the CUDA kernel with
 // round-to-nearest intrinsics, host code with -ffp-contract=off), so the
 // comparison is exact.
@@ -84,14 +91,22 @@ class DispatchOp : public Op {
     top_k_ = shapes.top_k;
     hidden_ = shapes.hidden;
     local_experts_ = experts_ / ep_;
-    const int64_t split = input.degrees.at("cp") * input.degrees.at("tp");
-    int64_t seq = shapes.seq_len;
-    if (seq > options.max_seq_len) {
-      seq = std::max<int64_t>(split, options.max_seq_len / split * split);
-      notes_.push_back("seq_len scaled from " + std::to_string(shapes.seq_len) + " to " +
-                       std::to_string(seq) + " (--max-seq " +
-                       std::to_string(options.max_seq_len) + ")");
+    gemm_ = options.expert_function == "gemm";
+    if (gemm_) {
+      if (shapes.moe_ffn_hidden % etp_ != 0) {
+        skip_ = "skipped: --expert gemm needs moe_ffn_hidden (" +
+                std::to_string(shapes.moe_ffn_hidden) + ") divisible by etp (" +
+                std::to_string(etp_) + ")";
+        return;
+      }
+      if (7 * etp_ > 256) {  // |sum_j y_j| <= 7 etp must stay an exact bf16 integer
+        skip_ = "skipped: --expert gemm checks exactly only up to etp 36";
+        return;
+      }
+      ffn_ = shapes.moe_ffn_hidden / etp_;
     }
+    const int64_t split = input.degrees.at("cp") * input.degrees.at("tp");
+    const int64_t seq = ScaledSeqLen(shapes.seq_len, split, options, &notes_);
     tokens_ = shapes.mbs * seq / split;
     notes_.push_back(std::to_string(tokens_) + " tokens per rank (mbs x seq / (cp x tp)), top_k " +
                      std::to_string(top_k_) + ", " + std::to_string(experts_) + " experts, " +
@@ -101,9 +116,28 @@ class DispatchOp : public Op {
         "time: the whole dispatch and combine (count exchange, permute, all-to-all-v, "
         "all-gather-v over etp, expert function, reduce-scatter-v, all-to-all-v back, "
         "unpermute); algbw = T x top_k x hidden x 2 B / time; busbw = algbw x (ep-1)/ep");
+    if (gemm_) {
+      char text[320];
+      std::snprintf(text, sizeof text,
+                    "expert function: two bf16 GEMMs per local expert (H x F/etp, F/etp x H = "
+                    "%lld x %lld, %lld x %lld), structured weights (one nonzero per column, "
+                    "output known exactly), f32 accumulation; rows sorted by local expert "
+                    "before and back after; weights %.1f MiB per rank",
+                    static_cast<long long>(hidden_), static_cast<long long>(ffn_),
+                    static_cast<long long>(ffn_), static_cast<long long>(hidden_),
+                    static_cast<double>(WeightBytes()) / (1024.0 * 1024.0));
+      notes_.push_back(text);
+    } else {
+      notes_.push_back(
+          "expert function: term (each ETP shard adds a hashed term per element; no GEMM; "
+          "--expert gemm runs real bf16 GEMMs)");
+    }
     for (const std::string& routing : options.routings) cases_.push_back({routing, {}, {}, {}});
   }
-  ~DispatchOp() override { Release(); }
+  ~DispatchOp() override {
+    Release();
+    FreeWeights();
+  }
 
   // Collective: communicators, routing, and one count exchange per case so
   // that buffer sizes (bytes_needed) are exact before anything is timed.
@@ -114,7 +148,7 @@ class DispatchOp : public Op {
       if (!made.ok()) return made.status();
       *comm = std::move(made).value();
     }
-    std::vector<double> recv_rows;
+    std::vector<double> recv_rows, gemm_flops;
     for (DispatchCase& c : cases_) {
       c.route = Route(c.routing);
       if (Status s = ExchangeCounts(c.route.expert_counts, &c.recv_counts, &c.gathered_counts);
@@ -122,6 +156,10 @@ class DispatchOp : public Op {
         return s;
       }
       recv_rows.push_back(static_cast<double>(Sum(c.recv_counts, 0, c.recv_counts.size())));
+      // Two GEMMs of 2 x rows x H x F/etp FLOPs over the gathered rows.
+      gemm_flops.push_back(4.0 * static_cast<double>(Sum(c.gathered_counts, 0,
+                                                         c.gathered_counts.size())) *
+                           static_cast<double>(hidden_ * ffn_));
     }
     // Load imbalance the routing produced: rows received per rank, max / mean.
     const std::vector<double> all = backend_->GatherToRoot(recv_rows);
@@ -137,6 +175,23 @@ class DispatchOp : public Op {
                     "%s routing: rows received per rank max %.0f, mean %.1f (max/mean %.2f)",
                     CaseName(cases_[k]).c_str(), max_rows, mean, mean > 0 ? max_rows / mean : 0);
       notes_.push_back(text);
+    }
+    if (gemm_) {
+      const std::vector<double> flops = backend_->GatherToRoot(gemm_flops);
+      for (size_t k = 0; k < cases_.size() && !flops.empty(); ++k) {
+        double max_flops = 0, total = 0;
+        for (size_t r = k; r < flops.size(); r += cases_.size()) {
+          max_flops = std::max(max_flops, flops[r]);
+          total += flops[r];
+        }
+        const double mean = total / static_cast<double>(flops.size() / cases_.size());
+        char text[200];
+        std::snprintf(text, sizeof text,
+                      "%s routing: expert GEMM FLOPs per run (2 GEMMs x 2 x rows gathered x H "
+                      "x F/etp) max %.3f GFLOP per rank, mean %.3f",
+                      CaseName(cases_[k]).c_str(), max_flops / 1e9, mean / 1e9);
+        notes_.push_back(text);
+      }
     }
     return Status();
   }
@@ -169,9 +224,15 @@ class DispatchOp : public Op {
     const int64_t sent = tokens_ * top_k_, received = Sum(c.recv_counts, 0, c.recv_counts.size());
     const int64_t gathered = Sum(c.gathered_counts, 0, c.gathered_counts.size());
     const int64_t rows = tokens_ + 2 * sent + 2 * received + gathered;  // bf16 row buffers
-    return rows * hidden_ * 2 + tokens_ * hidden_ * 4 /* f32 out */ +
-           sent * (2 * 8 + 4) /* indices, weights */ + gathered * 4 /* row experts */ +
-           2 * static_cast<int64_t>(experts_ + etp_ * experts_) * 4 /* counts */;
+    const int64_t common = rows * hidden_ * 2 + tokens_ * hidden_ * 4 /* f32 out */ +
+                           sent * (2 * 8 + 4) /* indices, weights */ +
+                           2 * static_cast<int64_t>(experts_ + etp_ * experts_) * 4 /* counts */;
+    if (!gemm_) return common + gathered * 4 /* row experts */;
+    // gemm: the rows sorted by expert, h, the two permutations, and the
+    // weights (local experts x 2 x H x F/etp bf16), made by the first
+    // Prepare and kept for the op's life.
+    return common + gathered * hidden_ * 2 + gathered * ffn_ * 2 + gathered * 2 * 8 +
+           (weights_.empty() ? WeightBytes() : 0);
   }
 
   Status Prepare(int index) override {
@@ -198,11 +259,21 @@ class DispatchOp : public Op {
     source_ = static_cast<int64_t*>(alloc(sent * 8));
     row_of_ = static_cast<int64_t*>(alloc(sent * 8));
     weight_ = static_cast<float*>(alloc(sent * 4));
-    row_expert_ = static_cast<int32_t*>(alloc(gathered_ * 4));
+    if (gemm_) {
+      sorted_rows_ = static_cast<uint16_t*>(alloc(gathered_ * hidden_ * 2));
+      scratch_ = static_cast<uint16_t*>(alloc(gathered_ * ffn_ * 2));
+      sort_rows_ = static_cast<int64_t*>(alloc(gathered_ * 8));
+      unsort_rows_ = static_cast<int64_t*>(alloc(gathered_ * 8));
+    } else {
+      row_expert_ = static_cast<int32_t*>(alloc(gathered_ * 4));
+    }
     send_counts_ = static_cast<int32_t*>(alloc(experts_ * 4));
     recv_counts_ = static_cast<int32_t*>(alloc(experts_ * 4));
     gathered_counts_ = static_cast<int32_t*>(alloc(etp_ * experts_ * 4));
     if (!ok) return Status::Error("dispatch: cannot allocate " + std::to_string(bytes_needed(index)) + " bytes");
+    if (gemm_ && weights_.empty()) {
+      if (Status s = MakeWeights(); !s.ok()) return s;
+    }
 
     std::vector<uint16_t> x(static_cast<size_t>(tokens_ * hidden_));
     for (int64_t t = 0; t < tokens_; ++t)
@@ -245,22 +316,30 @@ class DispatchOp : public Op {
       ro += recv_n[p];
     }
     std::vector<size_t> gather_n(etp_), gather_off(etp_);
-    std::vector<int32_t> row_expert;
-    const int my_ep = ep_comm_->rank();
     size_t offset = 0;
     for (int j = 0; j < etp_; ++j) {
       const size_t base = static_cast<size_t>(j * experts_);
       gather_n[j] = static_cast<size_t>(Sum(gathered_counts, base, base + experts_) * h);
       gather_off[j] = offset;
       offset += gather_n[j];
-      // Rows from ETP peer j arrive as [EP peer][local expert].
-      for (int p = 0; p < ep_; ++p)
-        for (int64_t e = 0; e < l; ++e)
-          row_expert.insert(row_expert.end(), gathered_counts[base + p * l + e],
-                            static_cast<int32_t>(my_ep * l + e));
     }
-    if (static_cast<int64_t>(row_expert.size()) != gathered_) {
+    if (Sum(gathered_counts, 0, gathered_counts.size()) != gathered_) {
       return Status::Error("dispatch: the exchanged counts changed between runs");
+    }
+    // Gathered rows arrive as [ETP peer j][EP peer p][local expert e]:
+    // block (j, p, e) is entry j E + p l + e of gathered_counts.
+    const int my_ep = ep_comm_->rank();
+    std::vector<int32_t> row_expert;  // term: the expert of each arrived row
+    std::vector<int64_t> rows_per_expert, sort_rows, unsort_rows;  // gemm
+    if (!gemm_) {
+      row_expert.reserve(static_cast<size_t>(gathered_));
+      for (int j = 0; j < etp_; ++j)
+        for (int p = 0; p < ep_; ++p)
+          for (int64_t e = 0; e < l; ++e)
+            row_expert.insert(row_expert.end(), gathered_counts[j * experts_ + p * l + e],
+                              static_cast<int32_t>(my_ep * l + e));
+    } else {
+      SortByExpert(gathered_counts, &rows_per_expert, &sort_rows, &unsort_rows);
     }
     const int64_t sent = tokens_ * top_k_;
     if (s.ok()) s = backend_->GatherRows(send_, x_, source_, sent, h * 2);  // permute
@@ -272,9 +351,27 @@ class DispatchOp : public Op {
       s = backend_->AllGatherV(recv_, received_ * h, gathered_rows_, gather_n, gather_off,
                                DType::kBF16, *etp_comm_);
     }
-    if (s.ok()) s = backend_->Upload(row_expert_, row_expert.data(), row_expert.size() * 4);
-    if (s.ok()) {
-      s = backend_->ExpertPartial(gathered_rows_, gathered_, h, row_expert_, etp_comm_->rank());
+    if (!gemm_) {
+      if (s.ok()) s = backend_->Upload(row_expert_, row_expert.data(), row_expert.size() * 4);
+      if (s.ok()) {
+        s = backend_->ExpertPartial(gathered_rows_, gathered_, h, row_expert_,
+                                    etp_comm_->rank());
+      }
+    } else {
+      // Megatron's sort_chunks_by_idxs: rows into [local expert][ETP peer]
+      // [EP peer], the grouped GEMM over each expert's contiguous rows, and
+      // back into arrival order for the reduce-scatter.
+      if (s.ok()) s = backend_->Upload(sort_rows_, sort_rows.data(), sort_rows.size() * 8);
+      if (s.ok()) s = backend_->Upload(unsort_rows_, unsort_rows.data(), unsort_rows.size() * 8);
+      if (s.ok()) {
+        s = backend_->GatherRows(sorted_rows_, gathered_rows_, sort_rows_, gathered_, h * 2);
+      }
+      if (s.ok()) {
+        s = backend_->ExpertGemm(sorted_rows_, rows_per_expert, h, ffn_, w1_, w2_, scratch_);
+      }
+      if (s.ok()) {
+        s = backend_->GatherRows(gathered_rows_, sorted_rows_, unsort_rows_, gathered_, h * 2);
+      }
     }
     if (s.ok()) {
       s = backend_->ReduceScatterV(gathered_rows_, gather_n, gather_off, reduced_, DType::kBF16,
@@ -300,17 +397,18 @@ class DispatchOp : public Op {
     if (Status s = backend_->Download(out.data(), out_, out.size() * 4); !s.ok()) return s;
     const Routing& route = cases_[current_].route;
     int64_t wrong = 0;
-    for (int64_t t = 0; t < tokens_; ++t)
+    std::vector<uint16_t> x(static_cast<size_t>(hidden_));
+    for (int64_t t = 0; t < tokens_; ++t) {
+      for (int64_t i = 0; i < hidden_; ++i) x[i] = TokenValue(t, i);
       for (int64_t i = 0; i < hidden_; ++i) {
         float expected = 0.0f;
         for (int64_t k = 0; k < top_k_; ++k) {
           const int32_t e = route.expert[t * top_k_ + k];
-          float y = Bf16ToFloat(TokenValue(t, i));
-          for (int j = 0; j < etp_; ++j) y += static_cast<float>(ExpertTerm(e, j, i));
-          expected += route.weight[t * top_k_ + k] * y;
+          expected += route.weight[t * top_k_ + k] * ExpectedExpertOutput(e, i, x.data());
         }
         wrong += out[t * hidden_ + i] != expected;
       }
+    }
     return wrong;
   }
 
@@ -323,6 +421,78 @@ class DispatchOp : public Op {
   }
 
  private:
+  // Expert e's output element i for token row x after the ETP reduce-scatter
+  // (kernels.h): the one formula the check uses, per expert function.
+  float ExpectedExpertOutput(int64_t expert, int64_t i, const uint16_t* x) const {
+    return gemm_ ? ExpertGemmOutput(x, expert, etp_, i, hidden_, ffn_)
+                 : ExpertTermOutput(x, expert, etp_, i);
+  }
+
+  // Bytes of this rank's expert weights: local experts x 2 x H x F/etp bf16.
+  int64_t WeightBytes() const { return local_experts_ * 2 * hidden_ * ffn_ * 2; }
+
+  // The dense structured weights of this rank's shard of each local expert
+  // (kernels.h MakeExpertGemmWeights), built on the host and uploaded once.
+  Status MakeWeights() {
+    const int my_ep = ep_comm_->rank(), my_etp = etp_comm_->rank();
+    std::vector<uint16_t> w1(static_cast<size_t>(hidden_ * ffn_));
+    std::vector<uint16_t> w2(static_cast<size_t>(ffn_ * hidden_));
+    for (int64_t e = 0; e < local_experts_; ++e) {
+      MakeExpertGemmWeights(w1.data(), w2.data(), my_ep * local_experts_ + e, my_etp, hidden_,
+                            ffn_);
+      for (const std::vector<uint16_t>* host : {&w1, &w2}) {
+        void* buffer = backend_->Alloc(host->size() * 2);
+        if (buffer == nullptr) {
+          return Status::Error("dispatch: cannot allocate " + std::to_string(WeightBytes()) +
+                               " bytes of expert weights");
+        }
+        weights_.push_back(buffer);
+        if (Status s = backend_->Upload(buffer, host->data(), host->size() * 2); !s.ok()) {
+          return s;
+        }
+        (host == &w1 ? w1_ : w2_).push_back(static_cast<const uint16_t*>(buffer));
+      }
+    }
+    return Status();
+  }
+  void FreeWeights() {
+    for (void* p : weights_) backend_->Free(p);
+    weights_.clear();
+    w1_.clear();
+    w2_.clear();
+  }
+
+  // The permutation that groups the gathered rows by local expert: from
+  // arrival order [ETP peer j][EP peer p][local expert e] (counts: entry
+  // j E + p l + e of `gathered_counts`) to [e][j][p]. Sorted row r is
+  // arrived row (*sort_rows)[r]; arrived row a is sorted row
+  // (*unsort_rows)[a]; expert e has (*rows_per_expert)[e] rows.
+  void SortByExpert(const std::vector<int32_t>& gathered_counts,
+                    std::vector<int64_t>* rows_per_expert, std::vector<int64_t>* sort_rows,
+                    std::vector<int64_t>* unsort_rows) const {
+    const int64_t l = local_experts_;
+    std::vector<int64_t> block_start(gathered_counts.size());
+    rows_per_expert->assign(static_cast<size_t>(l), 0);
+    int64_t at = 0;
+    for (size_t b = 0; b < gathered_counts.size(); ++b) {
+      block_start[b] = at;
+      at += gathered_counts[b];
+      (*rows_per_expert)[b % static_cast<size_t>(l)] += gathered_counts[b];
+    }
+    sort_rows->resize(static_cast<size_t>(at));
+    unsort_rows->resize(static_cast<size_t>(at));
+    int64_t sorted = 0;
+    for (int64_t e = 0; e < l; ++e)
+      for (int j = 0; j < etp_; ++j)
+        for (int p = 0; p < ep_; ++p) {
+          const size_t b = static_cast<size_t>(j * experts_ + p * l + e);
+          for (int64_t r = 0; r < gathered_counts[b]; ++r, ++sorted) {
+            (*sort_rows)[sorted] = block_start[b] + r;
+            (*unsort_rows)[block_start[b] + r] = sorted;
+          }
+        }
+  }
+
   std::string CaseName(const DispatchCase& c) const {
     if (c.routing != "skewed") return c.routing;
     char text[64];
@@ -416,6 +586,10 @@ class DispatchOp : public Op {
   std::unique_ptr<GroupComm> ep_comm_, etp_comm_;
   int ep_ = 1, etp_ = 1;
   int64_t experts_ = 0, top_k_ = 0, hidden_ = 0, local_experts_ = 0, tokens_ = 0;
+  bool gemm_ = false;  // --expert gemm
+  int64_t ffn_ = 0;    // gemm: moe_ffn_hidden / etp, the shard's F
+  std::vector<void*> weights_;              // gemm: w1 and w2 of each local expert
+  std::vector<const uint16_t*> w1_, w2_;    // [local expert], into weights_
   int current_ = -1;
   int64_t received_ = 0, gathered_ = 0;  // rows, for the current case
   std::vector<void*> buffers_;
@@ -426,6 +600,8 @@ class DispatchOp : public Op {
   float* weight_ = nullptr;
   int32_t *row_expert_ = nullptr, *send_counts_ = nullptr, *recv_counts_ = nullptr,
           *gathered_counts_ = nullptr;
+  uint16_t *sorted_rows_ = nullptr, *scratch_ = nullptr;  // gemm, per case
+  int64_t *sort_rows_ = nullptr, *unsort_rows_ = nullptr;
 };
 
 }  // namespace

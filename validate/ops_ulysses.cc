@@ -48,15 +48,7 @@ class UlyssesOp : public Op {
     }
     batch_ = shapes.mbs;
     head_dim_ = shapes.head_dim;
-    // Scale the sequence down (to a multiple of cp) so a CPU run stays small;
-    // the per-token layout change is the same at any length.
-    seq_ = shapes.seq_len;
-    if (seq_ > options.max_seq_len) {
-      seq_ = std::max<int64_t>(cp_, options.max_seq_len / cp_ * cp_);
-      notes_.push_back("seq_len scaled from " + std::to_string(shapes.seq_len) + " to " +
-                       std::to_string(seq_) + " (--max-seq " +
-                       std::to_string(options.max_seq_len) + ")");
-    }
+    seq_ = ScaledSeqLen(shapes.seq_len, cp_, options, &notes_);
     if (seq_ % cp_ != 0) {
       skip_ = "skipped: seq_len " + std::to_string(seq_) + " not divisible by cp " +
               std::to_string(cp_);

@@ -13,6 +13,17 @@ double Median(std::vector<double> values) {
   return values.size() % 2 == 1 ? values[mid] : 0.5 * (values[mid - 1] + values[mid]);
 }
 
+int64_t ScaledSeqLen(int64_t plan_seq_len, int64_t multiple, const OpOptions& options,
+                     std::vector<std::string>* notes) {
+  if (plan_seq_len <= options.max_seq_len) return plan_seq_len;
+  // A CPU run stays small; the per-token work is the same at any length.
+  const int64_t seq = std::max(multiple, options.max_seq_len / multiple * multiple);
+  notes->push_back("seq_len scaled from " + std::to_string(plan_seq_len) + " to " +
+                   std::to_string(seq) + " (--max-seq " + std::to_string(options.max_seq_len) +
+                   ")");
+  return seq;
+}
+
 std::string GroupLabel(const std::string& kind, const GroupComm* comm) {
   if (comm == nullptr) return kind + " (no group holds this rank)";
   std::string ranks;
