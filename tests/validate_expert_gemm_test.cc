@@ -17,22 +17,11 @@
 #include <vector>
 
 #include "validate/kernels.h"
+#include "validate_bf16_util.h"
 
 using namespace foldplan::validate;
 
 namespace {
-
-std::vector<uint16_t> Bf16s(std::initializer_list<float> values) {
-  std::vector<uint16_t> out;
-  for (float v : values) out.push_back(FloatToBf16(v));
-  return out;
-}
-
-std::vector<float> Floats(const std::vector<uint16_t>& bf16) {
-  std::vector<float> out;
-  for (uint16_t b : bf16) out.push_back(Bf16ToFloat(b));
-  return out;
-}
 
 // A small shape: H 16, F 6 (a shard's F/etp), rows 0..7 as in dispatch.
 constexpr int64_t kHidden = 16, kFfn = 6;

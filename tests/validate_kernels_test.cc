@@ -9,24 +9,9 @@
 #include <vector>
 
 #include "validate/kernels.h"
+#include "validate_bf16_util.h"
 
 using namespace foldplan::validate;
-
-namespace {
-
-std::vector<uint16_t> Bf16s(std::initializer_list<float> values) {
-  std::vector<uint16_t> out;
-  for (float v : values) out.push_back(FloatToBf16(v));
-  return out;
-}
-
-std::vector<float> Floats(const std::vector<uint16_t>& bf16) {
-  std::vector<float> out;
-  for (uint16_t b : bf16) out.push_back(Bf16ToFloat(b));
-  return out;
-}
-
-}  // namespace
 
 TEST_CASE("HostCopyRuns: the Ulysses seq->heads pack of one rank") {
   // C = 2 ranks, B = 2, L = 2 tokens per rank, H = 2 heads (G = 1 per rank

@@ -13,6 +13,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/status.h"
@@ -31,14 +32,24 @@ size_t SizeOf(DType type);
 const char* DTypeName(DType type);  // "u16", "bf16", "f32", "i32"
 
 // A communicator over one group of one kind: the group of `kind` that holds
-// this rank. rank() is the position in the group's rank list.
+// this rank. rank() is the position in the group's rank list. Backends
+// derive from it to hold their library's communicator.
 class GroupComm {
  public:
   virtual ~GroupComm() = default;
-  virtual int size() const = 0;
-  virtual int rank() const = 0;
-  virtual int group_index() const = 0;   // index into the kind's group list
-  virtual const std::vector<int>& members() const = 0;  // world ranks, in group order
+  int size() const { return static_cast<int>(members_.size()); }
+  int rank() const { return rank_; }
+  int group_index() const { return group_index_; }           // into the kind's group list
+  const std::vector<int>& members() const { return members_; }  // world ranks, in group order
+
+ protected:
+  GroupComm(int group_index, std::vector<int> members, int rank)
+      : group_index_(group_index), members_(std::move(members)), rank_(rank) {}
+
+ private:
+  int group_index_;
+  std::vector<int> members_;
+  int rank_;
 };
 
 // Where a rank sits in a kind's group list: the index of the group that

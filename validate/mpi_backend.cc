@@ -66,26 +66,22 @@ Status ToIntVectors(const std::vector<size_t>& counts, const std::vector<size_t>
 
 class MpiGroupComm : public GroupComm {
  public:
+  // `owned`: freed with the object (not MPI_COMM_WORLD).
   MpiGroupComm(MPI_Comm comm, int group_index, std::vector<int> members, bool owned)
-      : comm_(comm), group_index_(group_index), members_(std::move(members)), owned_(owned) {
-    MPI_Comm_size(comm_, &size_);
-    MPI_Comm_rank(comm_, &rank_);
-  }
+      : GroupComm(group_index, std::move(members), RankIn(comm)), comm_(comm), owned_(owned) {}
   ~MpiGroupComm() override {
     if (owned_) MPI_Comm_free(&comm_);
   }
-  int size() const override { return size_; }
-  int rank() const override { return rank_; }
-  int group_index() const override { return group_index_; }
-  const std::vector<int>& members() const override { return members_; }
   MPI_Comm comm() const { return comm_; }
 
  private:
+  static int RankIn(MPI_Comm comm) {
+    int rank = 0;
+    MPI_Comm_rank(comm, &rank);
+    return rank;
+  }
   MPI_Comm comm_;
-  int group_index_;
-  std::vector<int> members_;
   bool owned_;
-  int size_ = 0, rank_ = 0;
 };
 
 MPI_Comm CommOf(GroupComm& comm) { return static_cast<MpiGroupComm&>(comm).comm(); }

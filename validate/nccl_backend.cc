@@ -93,10 +93,8 @@ class NcclGroupComm : public GroupComm {
   // `registry` null: the communicator is not owned (the world's).
   NcclGroupComm(ncclComm_t comm, int group_index, std::vector<int> members, int rank,
                 std::shared_ptr<CommRegistry> registry)
-      : comm_(comm),
-        group_index_(group_index),
-        members_(std::move(members)),
-        rank_(rank),
+      : GroupComm(group_index, std::move(members), rank),
+        comm_(comm),
         registry_(std::move(registry)) {}
   ~NcclGroupComm() override {
     if (registry_ == nullptr || !registry_->Remove(comm_)) return;
@@ -104,17 +102,10 @@ class NcclGroupComm : public GroupComm {
       std::fprintf(stderr, "foldbench: %s\n", s.message().c_str());
     }
   }
-  int size() const override { return static_cast<int>(members_.size()); }
-  int rank() const override { return rank_; }
-  int group_index() const override { return group_index_; }
-  const std::vector<int>& members() const override { return members_; }
   ncclComm_t comm() const { return comm_; }
 
  private:
   ncclComm_t comm_;
-  int group_index_;
-  std::vector<int> members_;
-  int rank_;
   std::shared_ptr<CommRegistry> registry_;
 };
 
