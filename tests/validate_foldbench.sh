@@ -15,6 +15,8 @@
 # CASE corrupt:     one element flipped on rank 3 after every case must be
 #                   caught in every case: exit 1 + message
 # CASE wrong_world: -np 4 on the 8-rank plan must be refused: exit 2 + message
+# CASE bad_args:    an unknown op, and compute without the nccl backend, are
+#                   refused before anything runs: exit 2 + message
 # CASE hang:        rank 2 never joins a collective: the watchdog must end the
 #                   job with a message naming the op and the group
 # CASE nccl_ok:     (builds with NCCL, where a GPU is listed) pp2_cp2_ep4 with
@@ -88,6 +90,15 @@ case "$case_name" in
     run 4 pp2_cp2_ep4 --ops ulysses; rc=$?
     [ $rc -eq 2 ] || fail "a wrong world size was not refused with exit 2 (got $rc)"
     grep -q "the plan is for 8 ranks but MPI started 4" "$out" || fail "no world-size message"
+    ;;
+  bad_args)
+    run 8 pp2_cp2_ep4 --ops ulysses,nope; rc=$?
+    [ $rc -eq 2 ] || fail "an unknown op was not refused with exit 2 (got $rc)"
+    grep -q 'foldbench: --ops: unknown op "nope"; known ops: ulysses, dispatch, sweep, compute' \
+      "$out" || fail "no unknown-op message"
+    run 8 pp2_cp2_ep4 --ops compute; rc=$?
+    [ $rc -eq 2 ] || fail "compute on the mpi backend was not refused with exit 2 (got $rc)"
+    grep -q "it needs --backend nccl" "$out" || fail "no compute-backend message"
     ;;
   hang)
     run 8 pp2_cp2_ep4 --ops ulysses --hang-rank 2 --timeout 3; rc=$?

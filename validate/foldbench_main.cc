@@ -4,7 +4,6 @@
 // watchdog ended (the job is aborted).
 #include <mpi.h>
 
-#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -122,11 +121,7 @@ Result<Args> ParseArgs(int argc, char** argv) {
     return Status::Error("--backend " + args.backend + ": expected mpi or nccl");
   }
   for (const std::string& op : args.ops) {
-    const auto& known = KnownOpNames();
-    if (std::find(known.begin(), known.end(), op) == known.end()) {
-      return Status::Error("--ops: unknown op \"" + op +
-                           "\"; known ops: ulysses, dispatch, sweep, compute");
-    }
+    if (Status s = CheckOpName(op); !s.ok()) return Status::Error("--ops: " + s.message());
     if (op == "compute" && args.backend != "nccl") {
       return Status::Error("--ops compute times GPU kernels; it needs --backend nccl");
     }

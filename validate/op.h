@@ -80,8 +80,9 @@ class Op {
 // Builds the ops one --ops name stands for ("sweep" is one op per
 // collective and group kind); an unknown name is an error listing the known
 // ones. Collective: ops split communicators.
-// The names MakeOps knows: "ulysses", "dispatch", "sweep", "compute".
-const std::vector<std::string>& KnownOpNames();
+// Whether MakeOps knows `name` ("ulysses", "dispatch", "sweep", "compute");
+// the error lists the known names.
+Status CheckOpName(const std::string& name);
 Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
                                                  const BenchInput& input,
                                                  const OpOptions& options, Backend* backend);

@@ -31,9 +31,11 @@ std::string GroupLabel(const std::string& kind, const GroupComm* comm) {
   return kind + " group " + std::to_string(comm->group_index()) + " (world ranks " + ranks + ")";
 }
 
-const std::vector<std::string>& KnownOpNames() {
-  static const std::vector<std::string> names = {"ulysses", "dispatch", "sweep", "compute"};
-  return names;
+Status CheckOpName(const std::string& name) {
+  for (const char* known : {"ulysses", "dispatch", "sweep", "compute"}) {
+    if (name == known) return Status();
+  }
+  return Status::Error("unknown op \"" + name + "\"; known ops: ulysses, dispatch, sweep, compute");
 }
 
 Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
@@ -49,7 +51,7 @@ Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
   if (name == "dispatch") return one(MakeDispatchOp(input, options, backend));
   if (name == "sweep") return MakeSweepOps(input, options, backend);
   if (name == "compute") return one(MakeComputeOp(input, options, backend));
-  return Status::Error("unknown op \"" + name + "\"; known ops: ulysses, dispatch, sweep, compute");
+  return CheckOpName(name);  // an error: every known name returned above
 }
 
 namespace {
