@@ -17,6 +17,8 @@
 # CASE wrong_world: -np 4 on the 8-rank plan must be refused: exit 2 + message
 # CASE bad_args:    an unknown op, and compute without the nccl backend, are
 #                   refused before anything runs: exit 2 + message
+# CASE no_memory:   a sweep size of 1 TiB is refused by the free-memory check
+#                   before anything is allocated: exit 3 + message
 # CASE hang:        rank 2 never joins a collective: the watchdog must end the
 #                   job with a message naming the op and the group
 # CASE nccl_ok:     (builds with NCCL, where a GPU is listed) pp2_cp2_ep4 with
@@ -99,6 +101,13 @@ case "$case_name" in
     run 8 pp2_cp2_ep4 --ops compute; rc=$?
     [ $rc -eq 2 ] || fail "compute on the mpi backend was not refused with exit 2 (got $rc)"
     grep -q "it needs --backend nccl" "$out" || fail "no compute-backend message"
+    ;;
+  no_memory)
+    run 8 pp2_cp2_ep4 --ops sweep --sweep-min-bytes 1099511627776 \
+      --sweep-max-bytes 1099511627776; rc=$?
+    [ $rc -eq 3 ] || fail "a size beyond free memory was not refused with exit 3 (got $rc)"
+    grep -q 'op all_to_all, case "1048576 MiB", on [a-z_]* group [0-9]* (world ranks [0-9, ]*): needs [0-9]* bytes per rank, only [0-9]* free on this rank' \
+      "$out" || fail "no free-memory message"
     ;;
   hang)
     run 8 pp2_cp2_ep4 --ops ulysses --hang-rank 2 --timeout 3; rc=$?

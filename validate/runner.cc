@@ -93,9 +93,14 @@ Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
     // Every rank learns whether any rank lacks the memory before anyone
     // allocates, so a refusal is collective and no rank waits in vain.
     const int64_t needed = op.bytes_needed(index);
-    const int64_t free_bytes = backend.FreeBytes();
-    const bool short_here = needed > free_bytes;
-    if (step("memory check", [&] { return backend.SumOverWorld(short_here ? 1 : 0); }) > 0) {
+    int64_t free_bytes = 0;
+    bool short_here = false;
+    const int64_t ranks_short = step("memory check", [&] {
+      free_bytes = backend.FreeBytes();  // may be collective (MPI: ranks per host)
+      short_here = needed > free_bytes;
+      return backend.SumOverWorld(short_here ? 1 : 0);
+    });
+    if (ranks_short > 0) {
       return Status::Error(
           where + ": needs " + std::to_string(needed) + " bytes per rank, " +
           (short_here ? "only " + std::to_string(free_bytes) + " free on this rank"
