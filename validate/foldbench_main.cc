@@ -216,8 +216,9 @@ int Run(int argc, char** argv) {
       auto result = RunOp(*op, args->loop, *backend, input.value(), &watchdog);
       if (!result.ok()) {
         // A failure on one rank leaves the others inside a collective: abort.
-        std::cerr << "foldbench: rank " << world_rank << ": op " << op->name() << ": "
-                  << result.status().message() << "\n";
+        // RunOp's errors name the op, the case and the group.
+        std::cerr << "foldbench: rank " << world_rank << ": " << result.status().message()
+                  << "\n";
         backend->Abort(3);
       }
       results.push_back(std::move(result).value());

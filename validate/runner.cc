@@ -65,6 +65,87 @@ auto Guarded(Watchdog* watchdog, const std::string& what, Step step) {
   return result;
 }
 
+// One case: memory check, warm-up, timed iterations, correctness pass.
+// Errors come back bare; RunOp says which op, case and group.
+Result<CaseResult> RunCase(Op& op, int index, const OpCase& op_case, const std::string& where,
+                           const LoopOptions& options, Backend& backend, Watchdog* watchdog) {
+  CaseResult row;
+  row.op_case = op_case;
+  auto step = [&](const std::string& what, auto body) {
+    return Guarded(watchdog, what + " of " + where, body);
+  };
+
+  // Every rank learns whether any rank lacks the memory before anyone
+  // allocates, so a refusal is collective and no rank waits in vain.
+  const int64_t needed = op.bytes_needed(index);
+  int64_t free_bytes = 0;
+  bool short_here = false;
+  const int64_t ranks_short = step("memory check", [&] {
+    free_bytes = backend.FreeBytes();  // may be collective (MPI: ranks per host)
+    short_here = needed > free_bytes;
+    return backend.SumOverWorld(short_here ? 1 : 0);
+  });
+  if (ranks_short > 0) {
+    return Status::Error(
+        "needs " + std::to_string(needed) + " bytes per rank, " +
+        (short_here ? "only " + std::to_string(free_bytes) + " free on this rank"
+                    : std::string("another rank has less free memory")) +
+        "; lower --max-seq or --sweep-max-bytes");
+  }
+  if (Status s = op.Prepare(index); !s.ok()) return s;
+  for (int i = 0; i < options.warmup_iters; ++i) {
+    if (Status s = step("warm-up iteration " + std::to_string(i), [&] { return op.Run(); });
+        !s.ok()) {
+      return s;
+    }
+  }
+  // Each iteration starts together (world barrier) so that one slow
+  // rank's lateness is not counted as the others' transfer time.
+  std::vector<double> times_s;
+  for (int i = 0; i < options.timed_iters; ++i) {
+    Status s = step("timed iteration " + std::to_string(i), [&] {
+      if (Status b = backend.Barrier(backend.World()); !b.ok()) return b;
+      backend.TimerStart();
+      Status run = op.Run();
+      times_s.push_back(backend.TimerStopSeconds());
+      return run;
+    });
+    if (!s.ok()) return s;
+  }
+  const std::vector<double> all_s =
+      step("gathering times", [&] { return backend.GatherToRoot(times_s); });
+  if (backend.world_rank() == 0) {
+    row.median_s = Median(all_s);
+    row.min_s = *std::min_element(all_s.begin(), all_s.end());
+    row.max_s = *std::max_element(all_s.begin(), all_s.end());
+    if (row.median_s > 0) {
+      row.algbw_gb_per_s = static_cast<double>(op_case.send_bytes_per_rank) / row.median_s / 1e9;
+      row.busbw_gb_per_s = row.algbw_gb_per_s * op_case.bus_factor;
+      row.tflops_per_s = op_case.flops / row.median_s / 1e12;
+    }
+  }
+
+  // Correctness pass on freshly filled buffers, separate from the timing
+  // so that checking never overlaps a timed iteration.
+  if (Status s = op.Prepare(index); !s.ok()) return s;
+  Result<int64_t> wrong = step("correctness pass", [&]() -> Result<int64_t> {
+    if (backend.world_rank() == options.hang_rank) {
+      // Test hook: never join the collective, as a hung peer would not,
+      // and stay silent so that the peers' watchdogs are the ones to speak.
+      if (watchdog != nullptr) watchdog->Disarm();
+      for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+    if (Status s = op.Run(); !s.ok()) return s;
+    if (backend.world_rank() == options.corrupt_rank) op.Corrupt();
+    return op.Check();
+  });
+  if (!wrong.ok()) return wrong.status();
+  row.wrong_elements =
+      step("summing wrong elements", [&] { return backend.SumOverWorld(wrong.value()); });
+  op.Release();
+  return row;
+}
+
 }  // namespace
 
 Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
@@ -82,84 +163,11 @@ Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
 
   const std::vector<OpCase> cases = op.cases();
   for (int index = 0; index < static_cast<int>(cases.size()); ++index) {
-    CaseResult row;
-    row.op_case = cases[index];
     const std::string where = "op " + op.name() + ", case \"" + cases[index].name + "\", on " +
                               op.group_label();
-    auto step = [&](const std::string& what, auto body) {
-      return Guarded(watchdog, what + " of " + where, body);
-    };
-
-    // Every rank learns whether any rank lacks the memory before anyone
-    // allocates, so a refusal is collective and no rank waits in vain.
-    const int64_t needed = op.bytes_needed(index);
-    int64_t free_bytes = 0;
-    bool short_here = false;
-    const int64_t ranks_short = step("memory check", [&] {
-      free_bytes = backend.FreeBytes();  // may be collective (MPI: ranks per host)
-      short_here = needed > free_bytes;
-      return backend.SumOverWorld(short_here ? 1 : 0);
-    });
-    if (ranks_short > 0) {
-      return Status::Error(
-          where + ": needs " + std::to_string(needed) + " bytes per rank, " +
-          (short_here ? "only " + std::to_string(free_bytes) + " free on this rank"
-                      : std::string("another rank has less free memory")) +
-          "; lower --max-seq or --sweep-max-bytes");
-    }
-    if (Status s = op.Prepare(index); !s.ok()) return s;
-    for (int i = 0; i < options.warmup_iters; ++i) {
-      if (Status s = step("warm-up iteration " + std::to_string(i), [&] { return op.Run(); });
-          !s.ok()) {
-        return s;
-      }
-    }
-    // Each iteration starts together (world barrier) so that one slow
-    // rank's lateness is not counted as the others' transfer time.
-    std::vector<double> times_s;
-    for (int i = 0; i < options.timed_iters; ++i) {
-      Status s = step("timed iteration " + std::to_string(i), [&] {
-        if (Status b = backend.Barrier(backend.World()); !b.ok()) return b;
-        backend.TimerStart();
-        Status run = op.Run();
-        times_s.push_back(backend.TimerStopSeconds());
-        return run;
-      });
-      if (!s.ok()) return s;
-    }
-    const std::vector<double> all_s =
-        step("gathering times", [&] { return backend.GatherToRoot(times_s); });
-    if (backend.world_rank() == 0) {
-      row.median_s = Median(all_s);
-      row.min_s = *std::min_element(all_s.begin(), all_s.end());
-      row.max_s = *std::max_element(all_s.begin(), all_s.end());
-      if (row.median_s > 0) {
-        row.algbw_gb_per_s = static_cast<double>(row.op_case.send_bytes_per_rank) /
-                             row.median_s / 1e9;
-        row.busbw_gb_per_s = row.algbw_gb_per_s * row.op_case.bus_factor;
-        row.tflops_per_s = row.op_case.flops / row.median_s / 1e12;
-      }
-    }
-
-    // Correctness pass on freshly filled buffers, separate from the timing
-    // so that checking never overlaps a timed iteration.
-    if (Status s = op.Prepare(index); !s.ok()) return s;
-    Result<int64_t> wrong = step("correctness pass", [&]() -> Result<int64_t> {
-      if (backend.world_rank() == options.hang_rank) {
-        // Test hook: never join the collective, as a hung peer would not,
-        // and stay silent so that the peers' watchdogs are the ones to speak.
-        if (watchdog != nullptr) watchdog->Disarm();
-        for (;;) std::this_thread::sleep_for(std::chrono::seconds(1));
-      }
-      if (Status s = op.Run(); !s.ok()) return s;
-      if (backend.world_rank() == options.corrupt_rank) op.Corrupt();
-      return op.Check();
-    });
-    if (!wrong.ok()) return wrong.status();
-    row.wrong_elements =
-        step("summing wrong elements", [&] { return backend.SumOverWorld(wrong.value()); });
-    op.Release();
-    result.cases.push_back(row);
+    auto row = RunCase(op, index, cases[index], where, options, backend, watchdog);
+    if (!row.ok()) return Status::Error(where + ": " + row.status().message());
+    result.cases.push_back(std::move(row).value());
   }
   return result;
 }
