@@ -1,0 +1,49 @@
+#!/bin/bash
+# One prepared run of issue 4's GPU checks on the lent H200 (see
+# ../shared/device/README.md): build with CUDA and NCCL, run the validate
+# tests (nccl_ok among them), run foldbench's NCCL backend with 4 and 8
+# ranks on the one GPU (NCCL_HOSTID emulation, set by the backend), time the
+# Ulysses pack / unpack kernels against a device copy, and leave every
+# output under $OUT (default bench/results/h200-<date>) with the commands.
+#   bench/gpu/h200_validate.sh            # from the repository root
+# Budget: about 5 minutes on 16 cores, most of it the build.
+set -u
+out=${OUT:-bench/results/h200-$(date -u +%Y-%m-%d)}
+mkdir -p "$out"
+build=build-gpu
+log() { echo "== $*" | tee -a "$out/commands.txt"; }
+run() {  # run NAME COMMAND...: output to $out/NAME.txt, command to commands.txt
+  name=$1
+  shift
+  echo "\$ $*" >>"$out/commands.txt"
+  "$@" >"$out/$name.txt" 2>&1
+  echo "exit $?" >>"$out/$name.txt"
+  tail -3 "$out/$name.txt"
+}
+mpi="mpirun --allow-run-as-root --oversubscribe"
+
+log "$(date -u) $(hostname) $(git rev-parse --short HEAD)"
+run nvidia-smi nvidia-smi
+run configure cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90
+run build cmake --build $build -j 16
+run ctest bash -c "cd $build && ctest -R 'validate|cli_validate' --output-on-failure"
+
+# Plans: the CI's 8-rank ones, and a 4-rank one (PP1, CP2, EP4 x ETP1 / DP2).
+cp tests/data/validate/pp2_cp2_ep4.plan.json tests/data/validate/tp2_cp2_ep2_etp2.plan.json "$out/"
+run plan4 $build/foldplan explain --cluster h200-dgx-1n --gpus 4 --model mixtral-8x7b \
+  --layout tp=1,cp=2,pp=1,ep=4,etp=1 --global-batch 64 -o "$out/cp2_ep4_4ranks.plan.json"
+
+for plan in cp2_ep4_4ranks:4 pp2_cp2_ep4:8 tp2_cp2_ep2_etp2:8; do
+  name=${plan%%:*} np=${plan##*:}
+  run "nccl_${name}" $mpi -np "$np" $build/foldbench --plan "$out/$name.plan.json" \
+    --backend nccl --ops ulysses,dispatch,sweep,compute --sweep-max-bytes 16777216 \
+    --timeout 120 -o "$out/nccl_${name}.measurements.json"
+done
+run nccl_gemm $mpi -np 8 $build/foldbench --plan "$out/tp2_cp2_ep2_etp2.plan.json" \
+  --backend nccl --ops dispatch --expert gemm --timeout 120 \
+  -o "$out/nccl_gemm.measurements.json"
+run nccl_corrupt $mpi -np 8 $build/foldbench --plan "$out/pp2_cp2_ep4.plan.json" \
+  --backend nccl --ops ulysses,dispatch --corrupt-rank 3 --timeout 120
+run pack_gpu_bench $build/validate_pack_gpu_bench --benchmark_repetitions=3 \
+  --benchmark_report_aggregates_only=true
+log "done $(date -u)"
