@@ -14,13 +14,18 @@
 #include <nccl.h>
 
 #include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
+#include <future>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <set>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "validate/cuda_kernels.h"
@@ -165,11 +170,11 @@ class NcclBackendImpl : public NcclBackend {
   int world_size() const override { return world_size_; }
   std::string placement_class() const override {
     if (max_ranks_per_gpu_ == 1) return "nccl on device memory";
-    if (device_count_ == 1) {
+    if (node_gpus_ == 1) {
       return "socket-emulated (" + std::to_string(max_ranks_per_gpu_) + " ranks on one GPU)";
     }
     return "socket-emulated (up to " + std::to_string(max_ranks_per_gpu_) + " ranks per GPU on " +
-           std::to_string(device_count_) + " GPUs)";
+           std::to_string(node_gpus_) + " GPUs)";
   }
   std::vector<std::string> device_facts() override;
 
@@ -461,12 +466,23 @@ class NcclBackendImpl : public NcclBackend {
   std::string LibraryVersion() override { return MpiLibraryVersion(); }
 
   [[noreturn]] void Abort(int exit_code) override {
-    {
-      // Keep the lock: no destructor may free a communicator from here on.
-      registry_->mutex.lock();
-      registry_->aborting = true;
-      for (ncclComm_t comm : registry_->live) (void)ncclCommAbort(comm);
-    }
+    // Keep the lock: no destructor may free a communicator from here on.
+    registry_->mutex.lock();
+    registry_->aborting = true;
+    // ncclCommAbort frees the communicator's memory, which can wait for the
+    // device, where another communicator's kernel may still spin for a dead
+    // peer (its abort flag not yet set): an unbounded wait here would keep
+    // MPI_Abort from ever running. So the aborts run on a thread of their
+    // own and MPI_Abort follows once they are done or after a grace period.
+    auto done = std::make_shared<std::promise<void>>();
+    std::future<void> finished = done->get_future();
+    std::thread([comms = registry_->live, device = device_, done] {
+      // A new thread's current device is 0, not necessarily this rank's.
+      (void)cudaSetDevice(device);
+      for (ncclComm_t comm : comms) (void)ncclCommAbort(comm);
+      done->set_value();
+    }).detach();
+    (void)finished.wait_for(std::chrono::seconds(10));
     MPI_Abort(MPI_COMM_WORLD, exit_code);
     std::abort();  // MPI_Abort does not return; this tells the compiler so
   }
@@ -513,6 +529,7 @@ class NcclBackendImpl : public NcclBackend {
   int device_ = 0, device_count_ = 0;
   int ranks_per_gpu_ = 1;       // local ranks on this rank's GPU
   int max_ranks_per_gpu_ = 1;   // most local ranks on one GPU of this node
+  int node_gpus_ = 1;           // distinct GPUs (PCI bus ids) the ranks of this node use
   bool set_host_id_ = false;    // this backend set NCCL_HOSTID
   Status scheduling_;           // cudaSetDeviceFlags(yield) when ranks share a GPU
   std::shared_ptr<CommRegistry> registry_;
@@ -543,7 +560,14 @@ Status NcclBackendImpl::Init() {
   }
   MPI_Comm_rank(node, &local_rank_);
   MPI_Comm_size(node, &local_size_);
-  MPI_Comm_free(&node);
+  // Kept for the GPU-sharing count below; freed there, or on an early return.
+  struct NodeComm {
+    MPI_Comm comm;
+    void Free() {
+      if (comm != MPI_COMM_NULL) MPI_Comm_free(&comm);
+    }
+    ~NodeComm() { Free(); }
+  } node_comm{node};
 
   Status here;
   const cudaError_t counted = cudaGetDeviceCount(&device_count_);
@@ -572,8 +596,34 @@ Status NcclBackendImpl::Init() {
   }
 
   device_ = local_rank_ % device_count_;
-  ranks_per_gpu_ = (local_size_ - 1 - device_) / device_count_ + 1;
-  max_ranks_per_gpu_ = (local_size_ + device_count_ - 1) / device_count_;
+  // Which node-local ranks share this GPU: compare PCI bus ids (what NCCL's
+  // "Duplicate GPU" check compares), not ordinals. A launcher that gives each
+  // rank its own CUDA_VISIBLE_DEVICES shows every rank one device 0, and
+  // counting ordinals would then take 8 GPUs for one shared GPU (NCCL_HOSTID,
+  // sockets instead of NVLink, FreeBytes / 8).
+  constexpr int kBusIdBytes = 64;
+  char bus_id[kBusIdBytes] = {};
+  if (cudaDeviceGetPCIBusId(bus_id, kBusIdBytes, device_) != cudaSuccess) {
+    (void)cudaGetLastError();
+    std::snprintf(bus_id, sizeof bus_id, "ordinal %d", device_);  // as before: by ordinal
+  }
+  std::vector<char> bus_ids(static_cast<size_t>(local_size_) * kBusIdBytes);
+  if (Status s = MpiStatus(MPI_Allgather(bus_id, kBusIdBytes, MPI_CHAR, bus_ids.data(),
+                                         kBusIdBytes, MPI_CHAR, node_comm.comm),
+                           "MPI_Allgather (GPU bus ids)");
+      !s.ok()) {
+    return s;
+  }
+  node_comm.Free();
+  std::map<std::string, int> ranks_on;  // bus id -> node-local ranks on that GPU
+  for (int r = 0; r < local_size_; ++r) {
+    const char* id = bus_ids.data() + static_cast<size_t>(r) * kBusIdBytes;
+    ++ranks_on[std::string(id, strnlen(id, kBusIdBytes))];
+  }
+  ranks_per_gpu_ = ranks_on[std::string(bus_id, strnlen(bus_id, kBusIdBytes))];
+  max_ranks_per_gpu_ = 1;
+  for (const auto& [id, ranks] : ranks_on) max_ranks_per_gpu_ = std::max(max_ranks_per_gpu_, ranks);
+  node_gpus_ = static_cast<int>(ranks_on.size());
   if (max_ranks_per_gpu_ > 1 && std::getenv("NCCL_HOSTID") == nullptr) {
     // NCCL refuses two ranks of one communicator on one GPU of one host
     // ("Duplicate GPU detected"); a distinct host id per rank makes each

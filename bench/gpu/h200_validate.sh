@@ -44,6 +44,8 @@ run nccl_gemm $mpi -np 8 $build/foldbench --plan "$out/tp2_cp2_ep2_etp2.plan.jso
   -o "$out/nccl_gemm.measurements.json"
 run nccl_corrupt $mpi -np 8 $build/foldbench --plan "$out/pp2_cp2_ep4.plan.json" \
   --backend nccl --ops ulysses,dispatch --corrupt-rank 3 --timeout 120
+run nccl_hang $mpi -np 8 $build/foldbench --plan "$out/pp2_cp2_ep4.plan.json" \
+  --backend nccl --ops ulysses --hang-rank 2 --timeout 5
 run pack_gpu_bench $build/validate_pack_gpu_bench --benchmark_repetitions=3 \
   --benchmark_report_aggregates_only=true
 log "done $(date -u)"
