@@ -265,13 +265,7 @@ class MpiBackend : public Backend {
   std::vector<std::string> AllHostNames() override { return MpiAllHostNames(); }
   std::string LibraryVersion() override { return MpiLibraryVersion(); }
   [[noreturn]] void Abort(int exit_code) override {
-    // From the watchdog thread MPI_Abort is only safe at MPI_THREAD_MULTIPLE;
-    // below it, exiting is enough: mpirun ends the job when a rank exits
-    // with a failure.
-    int level = MPI_THREAD_SINGLE;
-    MPI_Query_thread(&level);
-    if (level == MPI_THREAD_MULTIPLE) MPI_Abort(MPI_COMM_WORLD, exit_code);
-    std::_Exit(exit_code);
+    MpiAbortJob(exit_code);
   }
 
  private:

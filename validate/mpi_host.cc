@@ -2,6 +2,8 @@
 
 #include <mpi.h>
 
+#include <cstdlib>
+
 namespace foldplan::validate {
 
 Status MpiStatus(int rc, const char* what) {
@@ -42,6 +44,13 @@ std::vector<std::string> MpiAllHostNames() {
     names.emplace_back(all.data() + static_cast<size_t>(r) * MPI_MAX_PROCESSOR_NAME);
   }
   return names;
+}
+
+void MpiAbortJob(int exit_code) {
+  int level = MPI_THREAD_SINGLE;
+  MPI_Query_thread(&level);
+  if (level == MPI_THREAD_MULTIPLE) MPI_Abort(MPI_COMM_WORLD, exit_code);
+  std::_Exit(exit_code);
 }
 
 std::string MpiLibraryVersion() {

@@ -23,5 +23,9 @@ int64_t MpiSumOverWorld(int64_t value);
 std::vector<std::string> MpiAllHostNames();
 // MPI_Get_library_version, trailing newlines removed. Local.
 std::string MpiLibraryVersion();
+// Ends the whole job with `exit_code`, from any thread: MPI_Abort where MPI
+// runs at MPI_THREAD_MULTIPLE (foldbench asks for it), else this process
+// exits and mpirun ends the job when it sees a rank fail.
+[[noreturn]] void MpiAbortJob(int exit_code);
 
 }  // namespace foldplan::validate

@@ -483,8 +483,7 @@ class NcclBackendImpl : public NcclBackend {
       done->set_value();
     }).detach();
     (void)finished.wait_for(std::chrono::seconds(10));
-    MPI_Abort(MPI_COMM_WORLD, exit_code);
-    std::abort();  // MPI_Abort does not return; this tells the compiler so
+    MpiAbortJob(exit_code);
   }
 
   void* cuda_stream() override { return stream_; }
