@@ -15,7 +15,7 @@
 #include "costmodel/comm_params.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/group_placement.h"
-#include "inputs/loader.h"
+#include "deepseek_inputs.h"
 #include "planner/enumerate.h"
 #include "topology/topology.h"
 
@@ -37,15 +37,9 @@ struct Setup {
 
 const Setup& DeepSeek16k() {
   static Setup* setup = [] {
-    auto cluster = LoadCluster("h100-dgx-128n");
-    auto model = LoadModel("deepseek-v3");
-    auto job = LoadJob("default");
-    if (!cluster.ok() || !model.ok() || !job.ok()) {
-      std::cerr << "cannot load shipped inputs\n";
-      std::exit(1);
-    }
-    auto* s = new Setup{cluster.value(), model.value(), job.value(), std::nullopt, {}, {}};
-    s->cluster.nodes = kGpus / s->cluster.gpus_per_node;
+    bench::BenchInputs in = bench::DeepSeekV3On(kGpus);
+    auto* s = new Setup{std::move(in.cluster), std::move(in.model), std::move(in.job),
+                        std::nullopt, {}, {}};
     Result<Topology> topo = Topology::Build(s->cluster);
     if (!topo.ok()) {
       std::cerr << topo.status().message() << "\n";

@@ -4,41 +4,26 @@
 //   build/enumerate_bench [--benchmark_filter=16384]
 #include <benchmark/benchmark.h>
 
-#include <cstdlib>
 #include <map>
-#include <iostream>
 
-#include "inputs/loader.h"
+#include "deepseek_inputs.h"
 #include "planner/enumerate.h"
 
 namespace {
 
 using namespace foldplan;
 
-struct Inputs {
-  ClusterSpec cluster;
-  ModelSpec model;
-  JobSpec job;
-};
+using bench::BenchInputs;
 
-const Inputs& DeepSeekOn(int gpus) {
-  static std::map<int, Inputs> cache;
+const BenchInputs& DeepSeekOn(int gpus) {
+  static std::map<int, BenchInputs> cache;
   auto it = cache.find(gpus);
   if (it != cache.end()) return it->second;
-  auto cluster = LoadCluster("h100-dgx-128n");
-  auto model = LoadModel("deepseek-v3");
-  auto job = LoadJob("default");
-  if (!cluster.ok() || !model.ok() || !job.ok()) {
-    std::cerr << "cannot load shipped inputs\n";
-    std::exit(1);
-  }
-  Inputs in{cluster.value(), model.value(), job.value()};
-  in.cluster.nodes = gpus / in.cluster.gpus_per_node;
-  return cache[gpus] = in;
+  return cache[gpus] = bench::DeepSeekV3On(gpus);
 }
 
 void Enumerate(benchmark::State& state, bool collect) {
-  const Inputs& in = DeepSeekOn(static_cast<int>(state.range(0)));
+  const BenchInputs& in = DeepSeekOn(static_cast<int>(state.range(0)));
   const LegalityContext ctx{&in.cluster, &in.model, &in.job};
   Enumeration e;
   for (auto _ : state) {

@@ -7,7 +7,7 @@
 #include <map>
 
 #include "costmodel/evaluate.h"
-#include "inputs/loader.h"
+#include "deepseek_inputs.h"
 #include "planner/search.h"
 
 namespace {
@@ -25,9 +25,8 @@ struct Setup {
 Setup& DeepSeekOn(int gpus) {
   static std::map<int, Setup> cache;
   if (auto it = cache.find(gpus); it != cache.end()) return it->second;
-  Setup s{LoadCluster("h100-dgx-128n").value(), LoadModel("deepseek-v3").value(),
-          LoadJob("default").value(), nullptr, {}};
-  s.cluster.nodes = gpus / s.cluster.gpus_per_node;
+  bench::BenchInputs in = bench::DeepSeekV3On(gpus);
+  Setup s{std::move(in.cluster), std::move(in.model), std::move(in.job), nullptr, {}};
   auto cost = CostModel::Create(s.cluster, s.model, s.job);
   if (!cost.ok()) {
     std::cerr << cost.status().message() << "\n";
