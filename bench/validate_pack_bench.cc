@@ -6,25 +6,27 @@
 //   build/validate_pack_bench
 // Shapes: [S/C = 2048, H, d] bf16 (S = 4096, CP = 2), i.e. runs of
 // H/2 x d x 2 B: Mixtral (H 32, d 128: 4 KiB runs) and a small-head case
-// (H 4, d 64: 256 B runs). Unpack is the strided one (ulysses_copies.h).
+// (H 4, d 64: 256 B runs). Unpack is the strided one, after heads -> seq.
 #include <benchmark/benchmark.h>
 
 #include <cstring>
 #include <vector>
 
-#include "ulysses_copies.h"
 #include "validate/kernels.h"
+#include "validate/ulysses_layout.h"
 
 namespace {
 
 using foldplan::validate::HostCopyRuns;
 using foldplan::validate::RunCopy;
 
-using Shape = foldplan::bench::UlyssesShape;
+using foldplan::validate::UlyssesDirection;
+using foldplan::validate::UlyssesMove;
+using Shape = foldplan::validate::UlyssesShape;
 
 // {heads, head_dim} of a 4096-token sequence over CP = 2.
 Shape ShapeOf(const benchmark::State& state) {
-  return {2, state.range(0), 4096, state.range(1)};
+  return {1, 4096, state.range(0), state.range(1), 2, 2};
 }
 
 void BM_Memcpy(benchmark::State& state) {
@@ -40,7 +42,8 @@ void BM_Memcpy(benchmark::State& state) {
 void BM_UlyssesPack(benchmark::State& state) {
   const Shape s = ShapeOf(state);
   std::vector<char> in(s.Bytes(), 1), out(s.Bytes());
-  const RunCopy copy = foldplan::bench::UlyssesPack(s);
+  // The seq -> heads pack.
+  const RunCopy copy = UlyssesMove(s, UlyssesDirection::kSeqToHeads).pack;
   for (auto _ : state) {
     HostCopyRuns(out.data(), in.data(), copy);
     benchmark::DoNotOptimize(out.data());
@@ -51,7 +54,9 @@ void BM_UlyssesPack(benchmark::State& state) {
 void BM_UlyssesUnpack(benchmark::State& state) {
   const Shape s = ShapeOf(state);
   std::vector<char> in(s.Bytes(), 1), out(s.Bytes());
-  const RunCopy copy = foldplan::bench::UlyssesUnpack(s);
+  // The strided unpack after heads -> seq (seq -> heads unpacks into a
+  // plain copy when B = 1).
+  const RunCopy copy = UlyssesMove(s, UlyssesDirection::kHeadsToSeq).unpack;
   for (auto _ : state) {
     HostCopyRuns(out.data(), in.data(), copy);
     benchmark::DoNotOptimize(out.data());

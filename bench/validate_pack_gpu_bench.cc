@@ -14,18 +14,20 @@
 
 #include <cstdio>
 
-#include "ulysses_copies.h"
 #include "validate/cuda_kernels.h"
+#include "validate/ulysses_layout.h"
 
 namespace {
 
 using foldplan::validate::LaunchCopyRuns;
 using foldplan::validate::RunCopy;
 
-using Shape = foldplan::bench::UlyssesShape;
+using foldplan::validate::UlyssesDirection;
+using foldplan::validate::UlyssesMove;
+using Shape = foldplan::validate::UlyssesShape;
 
 Shape ShapeOf(const benchmark::State& state) {
-  return {state.range(0), state.range(1), state.range(2), 128};
+  return {1, state.range(2), state.range(1), 128, state.range(0), 2};
 }
 
 bool HaveGpu() {
@@ -77,7 +79,8 @@ void BM_DeviceCopy(benchmark::State& state) {
 
 void BM_UlyssesPackKernel(benchmark::State& state) {
   const Shape s = ShapeOf(state);
-  const RunCopy copy = foldplan::bench::UlyssesPack(s);
+  // The seq -> heads pack.
+  const RunCopy copy = UlyssesMove(s, UlyssesDirection::kSeqToHeads).pack;
   TimeOnGpu(state, s, [&](void* out, const void* in, cudaStream_t stream) {
     if (!LaunchCopyRuns(out, in, copy, stream).ok()) state.SkipWithError("launch failed");
   });
@@ -85,7 +88,9 @@ void BM_UlyssesPackKernel(benchmark::State& state) {
 
 void BM_UlyssesUnpackKernel(benchmark::State& state) {
   const Shape s = ShapeOf(state);
-  const RunCopy copy = foldplan::bench::UlyssesUnpack(s);
+  // The strided unpack after heads -> seq (seq -> heads unpacks into a
+  // plain copy when B = 1).
+  const RunCopy copy = UlyssesMove(s, UlyssesDirection::kHeadsToSeq).unpack;
   TimeOnGpu(state, s, [&](void* out, const void* in, cudaStream_t stream) {
     if (!LaunchCopyRuns(out, in, copy, stream).ok()) state.SkipWithError("launch failed");
   });

@@ -3,7 +3,7 @@
 #   validate_foldbench.sh CASE FOLDBENCH MPIRUN DATADIR WORKDIR
 # Plans (DATADIR): pp2_cp2_ep4 (PP2, DP2 x CP2 for attention, EP4 for
 # experts) and tp2_cp2_ep2_etp2 (TP2 x CP2, EP2 x ETP2), 8 ranks each.
-# CASE ok:          pp2_cp2_ep4: ulysses, dispatch and a short sweep verified,
+# CASE ok:          pp2_cp2_ep4: ulysses, dispatch, pack and a short sweep verified,
 #                   exit 0, measurements JSON written
 # CASE etp2:        tp2_cp2_ep2_etp2: ulysses and dispatch (with the all-gather-v
 #                   and reduce-scatter-v over ETP) verified
@@ -54,11 +54,11 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 case "$case_name" in
   ok)
-    run 8 pp2_cp2_ep4 --ops ulysses,dispatch,sweep -o "$json"; rc=$?
+    run 8 pp2_cp2_ep4 --ops ulysses,dispatch,sweep,pack -o "$json"; rc=$?
     [ $rc -eq 0 ] || fail "expected exit 0, got $rc"
     grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
     grep -q '"schema": "foldplan.measurements/v1"' "$json" || fail "no measurements file"
-    for op in ulysses dispatch all_to_all all_to_all_v all_gather reduce_scatter all_reduce \
+    for op in ulysses dispatch pack all_to_all all_to_all_v all_gather reduce_scatter all_reduce \
               send_recv; do
       grep -q "\"op\": \"$op\"" "$json" || fail "op $op missing from the measurements"
     done
@@ -87,6 +87,9 @@ case "$case_name" in
     grep -q "correctness: FAILED" "$out" || fail "no FAILED line"
     # Rank 3 is in a group of every kind, so every case must count it.
     if grep -q '"wrong_elements": 0' "$json"; then fail "a case missed the corruption"; fi
+    # The pack op runs on rank 0 alone: corrupt there.
+    run 8 pp2_cp2_ep4 --ops pack --corrupt-rank 0; rc=$?
+    [ $rc -eq 1 ] || fail "a corrupted pack output was not caught (expected exit 1, got $rc)"
     ;;
   wrong_world)
     run 4 pp2_cp2_ep4 --ops ulysses; rc=$?

@@ -26,7 +26,7 @@ using namespace foldplan::validate;
 
 constexpr const char* kUsage =
     "usage: mpirun -np N foldbench --plan FILE [--backend mpi|nccl]\n"
-    "                 [--ops ulysses,dispatch,sweep,compute] [-o measurements.json]\n"
+    "                 [--ops ulysses,dispatch,sweep,pack,compute] [-o measurements.json]\n"
     "                 [--max-seq N] [--routing uniform,skewed] [--skew S] [--seed N]\n"
     "                 [--expert term|gemm]\n"
     "                 [--sweep-min-bytes N] [--sweep-max-bytes N] [--sweep-step N]\n"

@@ -63,6 +63,9 @@ class Op {
   // Backend memory case `index` allocates on this rank, checked against
   // Backend::FreeBytes() before Prepare.
   virtual int64_t bytes_needed(int index) const = 0;
+  // Whether only world rank 0's times count (an op whose work runs on rank
+  // 0 alone, so that ranks sharing a GPU do not contend); else every rank's.
+  virtual bool timed_on_root_only() const { return false; }
 
   // Allocates and fills the buffers of case `index` with exactly
   // predictable data. Called again before the correctness pass.
@@ -80,7 +83,8 @@ class Op {
 // Builds the ops one --ops name stands for ("sweep" is one op per
 // collective and group kind); an unknown name is an error listing the known
 // ones. Collective: ops split communicators.
-// Whether MakeOps knows `name` ("ulysses", "dispatch", "sweep", "compute");
+// Whether MakeOps knows `name` ("ulysses", "dispatch", "sweep", "compute",
+// "pack");
 // the error lists the known names.
 Status CheckOpName(const std::string& name);
 Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
@@ -93,6 +97,8 @@ Result<std::unique_ptr<Op>> MakeDispatchOp(const BenchInput& input, const OpOpti
 // GPU only (NCCL backend builds); see ops_compute.cc.
 Result<std::unique_ptr<Op>> MakeComputeOp(const BenchInput& input, const OpOptions& options,
                                           Backend* backend);
+Result<std::unique_ptr<Op>> MakePackOp(const BenchInput& input, const OpOptions& options,
+                                       Backend* backend);
 Result<std::vector<std::unique_ptr<Op>>> MakeSweepOps(const BenchInput& input,
                                                       const OpOptions& options,
                                                       Backend* backend);

@@ -14,11 +14,12 @@
 
 #include "validate/op.h"
 #include "validate/pattern.h"
+#include "validate/ulysses_layout.h"
 
 namespace foldplan::validate {
 namespace {
 
-enum class Direction { kSeqToHeads, kHeadsToSeq };
+using Direction = UlyssesDirection;
 
 struct UlyssesCase {
   std::string name;
@@ -196,31 +197,16 @@ class UlyssesOp : public Op {
     else FillSeqSharded(c.tensor_id, data);
   }
 
-  // Pack, all-to-all, unpack. The packed buffer is [C][B][L][G][d] in both
-  // directions: block p is what peer p gets. Pack and unpack are each one
-  // RunCopy over (p, b, i) of runs of G x d contiguous elements; the two
-  // sharded layouts differ only in where run (p, b, i) sits.
+  // Pack, all-to-all, unpack (ulysses_layout.h).
   Status Move(Direction direction, const uint16_t* in, uint16_t* out) {
-    const int64_t l = Chunk(), g = HeadChunk(), d = head_dim_, e = 2;  // bytes per element
-    const int64_t packed[3] = {batch_ * l * g * d * e, l * g * d * e, g * d * e};
-    const int64_t seq_sharded[3] = {g * d * e, l * heads_ * d * e, heads_ * d * e};  // [B,L,H,d]
-    const int64_t head_sharded[3] = {l * g * d * e, seq_ * g * d * e, g * d * e};    // [B,S,G,d]
-    const int64_t* from = direction == Direction::kSeqToHeads ? seq_sharded : head_sharded;
-    const int64_t* to = direction == Direction::kSeqToHeads ? head_sharded : seq_sharded;
-    RunCopy pack, unpack;
-    for (int k = 0; k < 3; ++k) {
-      pack.count[k] = unpack.count[k] = k == 0 ? cp_ : k == 1 ? batch_ : l;
-      pack.src_stride_bytes[k] = from[k];
-      pack.dst_stride_bytes[k] = unpack.src_stride_bytes[k] = packed[k];
-      unpack.dst_stride_bytes[k] = to[k];
-    }
-    pack.run_bytes = unpack.run_bytes = g * d * e;
-    if (Status s = backend_->CopyRuns(send_, in, pack); !s.ok()) return s;
-    const size_t per_peer = static_cast<size_t>(batch_ * l * g * d);
+    const UlyssesCopies copies =
+        UlyssesMove({batch_, seq_, heads_, head_dim_, cp_, /*element_bytes=*/2}, direction);
+    if (Status s = backend_->CopyRuns(send_, in, copies.pack); !s.ok()) return s;
+    const size_t per_peer = static_cast<size_t>(batch_ * Chunk() * HeadChunk() * head_dim_);
     if (Status s = backend_->AllToAll(send_, recv_, per_peer, DType::kU16, *comm_); !s.ok()) {
       return s;
     }
-    return backend_->CopyRuns(out, recv_, unpack);
+    return backend_->CopyRuns(out, recv_, copies.unpack);
   }
 
   Backend* backend_;

@@ -13,11 +13,13 @@ namespace {
 // How to read the numbers; printed under the table and kept in the JSON.
 constexpr const char* kConventions =
     "conventions: time per operation, median / min / max across timed iterations and ranks "
-    "(ulysses includes pack and unpack; dispatch is the whole dispatch and combine). "
+    "(ulysses includes pack and unpack; dispatch is the whole dispatch and combine; pack "
+    "times the kernels alone on rank 0). "
     "algbw = S / median time, GB = 1e9 B, with S (the bytes column) as in nccl-tests: the "
     "per-rank send buffer for all-to-all(-v), send/recv, ulysses and dispatch (T x top_k x "
-    "hidden x 2 B), the gathered output for all-gather, the input for reduce-scatter and the "
-    "buffer for all-reduce. busbw = algbw x (n-1)/n, all-reduce 2(n-1)/n, send/recv 1.";
+    "hidden x 2 B), the gathered output for all-gather, the input for reduce-scatter, the "
+    "buffer for all-reduce, and bytes read + written for pack. busbw = algbw x (n-1)/n, "
+    "all-reduce 2(n-1)/n, send/recv and pack 1.";
 
 std::string Format(const char* format, double value) {
   char text[64];

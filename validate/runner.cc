@@ -32,10 +32,11 @@ std::string GroupLabel(const std::string& kind, const GroupComm* comm) {
 }
 
 Status CheckOpName(const std::string& name) {
-  for (const char* known : {"ulysses", "dispatch", "sweep", "compute"}) {
+  for (const char* known : {"ulysses", "dispatch", "sweep", "compute", "pack"}) {
     if (name == known) return Status();
   }
-  return Status::Error("unknown op \"" + name + "\"; known ops: ulysses, dispatch, sweep, compute");
+  return Status::Error("unknown op \"" + name +
+                       "\"; known ops: ulysses, dispatch, sweep, compute, pack");
 }
 
 Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
@@ -51,6 +52,7 @@ Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
   if (name == "dispatch") return one(MakeDispatchOp(input, options, backend));
   if (name == "sweep") return MakeSweepOps(input, options, backend);
   if (name == "compute") return one(MakeComputeOp(input, options, backend));
+  if (name == "pack") return one(MakePackOp(input, options, backend));
   return CheckOpName(name);  // an error: every known name returned above
 }
 
@@ -112,8 +114,9 @@ Result<CaseResult> RunCase(Op& op, int index, const OpCase& op_case, const std::
     });
     if (!s.ok()) return s;
   }
-  const std::vector<double> all_s =
+  std::vector<double> all_s =
       step("gathering times", [&] { return backend.GatherToRoot(times_s); });
+  if (op.timed_on_root_only()) all_s.resize(times_s.size());  // rank 0's come first
   if (backend.world_rank() == 0) {
     row.median_s = Median(all_s);
     row.min_s = *std::min_element(all_s.begin(), all_s.end());

@@ -10,7 +10,7 @@
 set -u
 out=${OUT:-bench/results/h200-$(date -u +%Y-%m-%d)}
 mkdir -p "$out"
-build=build-gpu
+build=${BUILD:-build-gpu}
 log() { echo "== $*" | tee -a "$out/commands.txt"; }
 run() {  # run NAME COMMAND...: output to $out/NAME.txt, command to commands.txt
   name=$1
@@ -46,6 +46,16 @@ run nccl_corrupt $mpi -np 8 $build/foldbench --plan "$out/pp2_cp2_ep4.plan.json"
   --backend nccl --ops ulysses,dispatch --corrupt-rank 3 --timeout 120
 run nccl_hang $mpi -np 8 $build/foldbench --plan "$out/pp2_cp2_ep4.plan.json" \
   --backend nccl --ops ulysses --hang-rank 2 --timeout 5
+# The pack / unpack kernels alone on rank 0 against a copy of the same
+# tensor (the issue's >= 80 % target), at full sequence lengths; this
+# needs no Google Benchmark, which the GPU machine may lack.
+run plan_long $build/foldplan explain --cluster h200-dgx-1n --gpus 8 --model mixtral-8x7b \
+  --layout tp=1,cp=2,pp=2,ep=4,etp=1 --seq 65536 --global-batch 64 -o "$out/long.plan.json"
+for seq in 8192 65536; do
+  run "nccl_pack_seq$seq" $mpi -np 8 $build/foldbench --plan "$out/long.plan.json" \
+    --backend nccl --ops pack --max-seq $seq --iters 20 --timeout 120 \
+    -o "$out/nccl_pack_seq$seq.measurements.json"
+done
 run pack_gpu_bench $build/validate_pack_gpu_bench --benchmark_repetitions=3 \
   --benchmark_report_aggregates_only=true
 log "done $(date -u)"
