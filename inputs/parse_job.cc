@@ -1,8 +1,8 @@
 // Reading a `foldplan.job/v1` file (doc/formats.md#job).
 #include <cstdint>
-#include <sstream>
 #include <string>
 
+#include "core/order_string.h"
 #include "inputs/loader.h"
 #include "inputs/parse_common.h"
 
@@ -47,22 +47,15 @@ std::vector<std::string> Names(const std::vector<E>& values) {
 // tp, cp, ep, dp, pp, none repeated. Which axes may be left out depends on
 // the layout, so the planner checks that.
 std::string OrderProblem(const std::string& order) {
-  static const char* const kTokens[] = {"tp", "cp", "ep", "dp", "pp"};
-  std::vector<std::string> seen;
-  std::stringstream parts(order);
-  std::string token;
-  bool any = false;
-  while (std::getline(parts, token, '-')) {
-    any = true;
-    bool known = false;
-    for (const char* t : kTokens) known = known || token == t;
-    if (!known) return "token \"" + token + "\" is not one of tp, cp, ep, dp, pp";
-    for (const std::string& s : seen) {
-      if (s == token) return "token \"" + token + "\" is repeated";
-    }
-    seen.push_back(token);
+  const OrderString parsed = ParseOrderString(order);
+  const std::string token(parsed.token);
+  switch (parsed.problem) {
+    case OrderString::Problem::kNone: return "";
+    case OrderString::Problem::kEmptyToken: return "it has an empty token";
+    case OrderString::Problem::kUnknownAxis:
+      return "token \"" + token + "\" is not one of tp, cp, ep, dp, pp";
+    case OrderString::Problem::kRepeatedAxis: return "token \"" + token + "\" is repeated";
   }
-  if (!any || order.back() == '-') return "it has an empty token";
   return "";
 }
 

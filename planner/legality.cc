@@ -5,6 +5,7 @@
 #include <numeric>
 #include <string_view>
 
+#include "core/order_string.h"
 #include "planner/pipeline_split.h"
 
 namespace foldplan {
@@ -46,48 +47,26 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
 
 std::string Str(long long v) { return std::to_string(v); }
 
-// An order string as axis ids, fastest first. Parsed without allocating:
-// the search checks orders for every candidate.
+// Axis ids as core/order_string.h numbers them (kOrderAxisNames order).
 enum Axis { kTpAxis, kCpAxis, kEpAxis, kDpAxis, kPpAxis, kAxisCount };
-constexpr const char* kAxisNames[kAxisCount] = {"tp", "cp", "ep", "dp", "pp"};
+static_assert(kOrderAxisNames[kTpAxis] == "tp" && kOrderAxisNames[kCpAxis] == "cp" &&
+              kOrderAxisNames[kEpAxis] == "ep" && kOrderAxisNames[kDpAxis] == "dp" &&
+              kOrderAxisNames[kPpAxis] == "pp" && kOrderAxisNames.size() == kAxisCount);
 
-struct OrderAxes {
-  std::array<Axis, kAxisCount> axes{};
-  int count = 0;
-  bool ok = true;
-  bool Has(Axis a) const { return std::find(axes.begin(), axes.begin() + count, a) != axes.begin() + count; }
-  // Appends the missing axes, as Megatron appends missing size-1 axes.
-  void Complete() {
-    for (int a = 0; a < kAxisCount; ++a) {
-      if (!Has(Axis(a))) axes[static_cast<size_t>(count++)] = Axis(a);
-    }
+// Why `parsed` (of `order`) is not an order, for the order_valid rule.
+std::string OrderError(std::string_view order, const OrderString& parsed) {
+  const std::string token(parsed.token);
+  if (parsed.problem == OrderString::Problem::kRepeatedAxis) {
+    return "axis " + token + " repeated in order " + std::string(order);
   }
-};
+  return "unknown axis \"" + token + "\" in order " + std::string(order);
+}
 
-// Parses `order`; on failure `error` says why.
-OrderAxes ParseOrder(std::string_view order, std::string* error) {
-  OrderAxes out;
-  size_t start = 0;
-  while (start <= order.size()) {
-    size_t dash = order.find('-', start);
-    if (dash == std::string_view::npos) dash = order.size();
-    const std::string_view token = order.substr(start, dash - start);
-    int axis = 0;
-    while (axis < kAxisCount && token != kAxisNames[axis]) ++axis;
-    if (axis == kAxisCount) {
-      out.ok = false;
-      if (error) *error = "unknown axis \"" + std::string(token) + "\" in order " + std::string(order);
-      return out;
-    }
-    if (out.Has(Axis(axis))) {
-      out.ok = false;
-      if (error) *error = "axis " + std::string(token) + " repeated in order " + std::string(order);
-      return out;
-    }
-    out.axes[static_cast<size_t>(out.count++)] = Axis(axis);
-    start = dash + 1;
+// Appends the axes `order` leaves out, as Megatron appends missing size-1 axes.
+void Complete(OrderString* order) {
+  for (int a = 0; a < kAxisCount; ++a) {
+    if (!order->Has(a)) order->axes[static_cast<size_t>(order->count++)] = a;
   }
-  return out;
 }
 
 int DenseSize(const Layout& l, Axis axis) {
@@ -112,20 +91,20 @@ int ExpertSize(const Layout& l, Axis axis) {
 
 // Product of the sizes of the axes before `axis` (missing axes come last).
 template <class SizeFn>
-long long StrideOf(const OrderAxes& order, Axis axis, SizeFn size) {
+long long StrideOf(const OrderString& order, Axis axis, SizeFn size) {
   long long stride = 1;
   for (int i = 0; i < order.count && order.axes[static_cast<size_t>(i)] != axis; ++i) {
-    stride *= size(order.axes[static_cast<size_t>(i)]);
+    stride *= size(Axis(order.axes[static_cast<size_t>(i)]));
   }
   return stride;
 }
 
 // The prefix product through the last heavy axis of size > 1.
 template <class SizeFn>
-long long BlockOf(const OrderAxes& order, Axis heavy_a, Axis heavy_b, SizeFn size) {
+long long BlockOf(const OrderString& order, Axis heavy_a, Axis heavy_b, SizeFn size) {
   long long prefix = 1, block = 1;
   for (int i = 0; i < order.count; ++i) {
-    const Axis a = order.axes[static_cast<size_t>(i)];
+    const Axis a = Axis(order.axes[static_cast<size_t>(i)]);
     prefix *= size(a);
     if ((a == heavy_a || a == heavy_b) && size(a) > 1) block = prefix;
   }
@@ -248,16 +227,15 @@ bool InterleavedMicrobatches(int global_batch, const Layout& l) {
 
 std::vector<Violation> CheckOrder(const Layout& l) {
   std::vector<Violation> violations;
-  std::string error;
-  const OrderAxes order = ParseOrder(l.order, &error);
-  if (!order.ok) {
-    Add(&violations, Rule::kOrderValid, error);
+  const OrderString order = ParseOrderString(l.order);
+  if (!order.ok()) {
+    Add(&violations, Rule::kOrderValid, OrderError(l.order, order));
     return violations;
   }
   for (int a = 0; a < kAxisCount; ++a) {
     const int size = std::max(DenseSize(l, Axis(a)), ExpertSize(l, Axis(a)));
-    if (!order.Has(Axis(a)) && size > 1) {
-      Add(&violations, Rule::kOrderValid, "axis " + std::string(kAxisNames[a]) + " has size " +
+    if (!order.Has(a) && size > 1) {
+      Add(&violations, Rule::kOrderValid, "axis " + std::string(kOrderAxisNames[a]) + " has size " +
                                               Str(size) + " but is missing from order " + l.order);
       return violations;
     }
@@ -278,9 +256,9 @@ const RuleInfo& Info(Rule rule) { return kRules[static_cast<size_t>(rule)]; }
 const char* Name(Rule rule) { return Info(rule).id; }
 
 int HeavyBlock(const Layout& l) {
-  OrderAxes order = ParseOrder(l.order, nullptr);
-  if (!order.ok) return 0;
-  order.Complete();
+  OrderString order = ParseOrderString(l.order);
+  if (!order.ok()) return 0;
+  Complete(&order);
   const long long dense = BlockOf(order, kTpAxis, kCpAxis, [&](Axis a) { return DenseSize(l, a); });
   const long long expert = BlockOf(order, kTpAxis, kEpAxis, [&](Axis a) { return ExpertSize(l, a); });
   return static_cast<int>(std::lcm(dense, expert));

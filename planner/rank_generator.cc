@@ -6,23 +6,13 @@
 #include <limits>
 #include <sstream>
 
+#include "core/order_string.h"
+
 namespace foldplan {
 namespace {
 
 // Megatron's name_to_size key order: missing size-1 axes are appended in it.
 constexpr std::array<const char*, 5> kAxisNames = {"tp", "pp", "dp", "ep", "cp"};
-
-std::vector<std::string> SplitTokens(std::string_view text) {
-  std::vector<std::string> tokens;
-  size_t start = 0;
-  while (true) {
-    size_t dash = text.find('-', start);
-    tokens.emplace_back(text.substr(start, dash == std::string_view::npos ? dash : dash - start));
-    if (dash == std::string_view::npos) break;
-    start = dash + 1;
-  }
-  return tokens;
-}
 
 std::string Join(const std::vector<std::string>& tokens) {
   std::string out;
@@ -34,12 +24,6 @@ std::string Lower(std::string_view text) {
   std::string out(text);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-bool IsAxisName(std::string_view token) {
-  for (const char* name : kAxisNames)
-    if (token == name) return true;
-  return false;
 }
 
 // Offsets of every value of a mixed-radix counter over digits with the given
@@ -97,16 +81,21 @@ Result<RankGenerator> RankGenerator::Create(int tp, int ep, int dp, int pp, int 
                          "the dense generator, EP in the expert generator)");
 
   const std::string given = Lower(order);
-  std::vector<std::string> tokens = SplitTokens(given);
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const std::string& token = tokens[i];
-    if (token.empty()) return Status::Error("order '" + std::string(order) + "': empty axis name");
-    if (!IsAxisName(token))
+  const OrderString parsed = ParseOrderString(given);
+  const std::string token(parsed.token);
+  switch (parsed.problem) {
+    case OrderString::Problem::kNone: break;
+    case OrderString::Problem::kEmptyToken:
+      return Status::Error("order '" + std::string(order) + "': empty axis name");
+    case OrderString::Problem::kUnknownAxis:
       return Status::Error("order '" + std::string(order) + "': unknown axis '" + token +
                            "' (expected tp, cp, ep, dp, pp)");
-    for (size_t j = 0; j < i; ++j)
-      if (tokens[j] == token)
-        return Status::Error("order '" + std::string(order) + "': axis '" + token + "' repeated");
+    case OrderString::Problem::kRepeatedAxis:
+      return Status::Error("order '" + std::string(order) + "': axis '" + token + "' repeated");
+  }
+  std::vector<std::string> tokens;
+  for (int i = 0; i < parsed.count; ++i) {
+    tokens.emplace_back(kOrderAxisNames[static_cast<size_t>(parsed.axes[static_cast<size_t>(i)])]);
   }
   for (size_t i = 0; i < kAxisNames.size(); ++i) {
     bool present = false;
@@ -154,13 +143,17 @@ int RankGenerator::Stride(std::string_view axis) const {
 }
 
 Result<Groups> RankGenerator::GetRanks(std::string_view token) const {
+  const std::string given = Lower(token);
+  const OrderString parsed = ParseOrderString(given);
+  const std::string bad(parsed.token);
+  if (parsed.problem == OrderString::Problem::kRepeatedAxis)
+    return Status::Error("group token '" + std::string(token) + "': axis '" + bad + "' repeated");
+  if (!parsed.ok())
+    return Status::Error("group token '" + std::string(token) + "': unknown axis '" + bad + "'");
   std::vector<bool> mask(axes_.size(), false);
-  for (const std::string& name : SplitTokens(Lower(token))) {
-    int i = AxisIndex(name);
-    if (i < 0) return Status::Error("group token '" + std::string(token) + "': unknown axis '" + name + "'");
-    if (mask[i])
-      return Status::Error("group token '" + std::string(token) + "': axis '" + name + "' repeated");
-    mask[i] = true;
+  for (int k = 0; k < parsed.count; ++k) {
+    mask[AxisIndex(kOrderAxisNames[static_cast<size_t>(parsed.axes[static_cast<size_t>(k)])])] =
+        true;
   }
   return GenerateMaskedOrthogonalRankGroups(sizes_, mask);
 }
