@@ -147,11 +147,13 @@ class Backend {
   virtual void TimerStart() = 0;
   virtual double TimerStopSeconds() = 0;
 
-  // Host-side helpers over the world for the runner's bookkeeping.
-  virtual std::vector<double> GatherToRoot(const std::vector<double>& values) = 0;
-  virtual int64_t SumOverWorld(int64_t value) = 0;
-  virtual std::vector<std::string> AllHostNames() = 0;  // indexed by world rank
-  virtual std::string LibraryVersion() = 0;             // MPI's
+  // Host-side helpers over the world for the runner's bookkeeping: plain
+  // MPI on host memory whatever the backend (mpi_host.h), so not virtual.
+  // Collectives over MPI_COMM_WORLD except LibraryVersion.
+  std::vector<double> GatherToRoot(const std::vector<double>& values);  // rank 0 gets all
+  int64_t SumOverWorld(int64_t value);
+  std::vector<std::string> AllHostNames();  // indexed by world rank
+  std::string LibraryVersion();             // MPI's
 
   // Last resort of the watchdog: abort device communicators so that no
   // rank stays blocked in them, then the MPI job. Does not return.

@@ -258,12 +258,6 @@ class MpiBackend : public Backend {
   void TimerStart() override { timer_start_s_ = MPI_Wtime(); }
   double TimerStopSeconds() override { return MPI_Wtime() - timer_start_s_; }
 
-  std::vector<double> GatherToRoot(const std::vector<double>& values) override {
-    return MpiGatherToRoot(values);
-  }
-  int64_t SumOverWorld(int64_t value) override { return MpiSumOverWorld(value); }
-  std::vector<std::string> AllHostNames() override { return MpiAllHostNames(); }
-  std::string LibraryVersion() override { return MpiLibraryVersion(); }
   [[noreturn]] void Abort(int exit_code) override {
     MpiAbortJob(exit_code);
   }

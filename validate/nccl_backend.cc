@@ -458,12 +458,6 @@ class NcclBackendImpl : public NcclBackend {
     return s.ok() ? ms * 1e-3 : 0.0;
   }
 
-  std::vector<double> GatherToRoot(const std::vector<double>& values) override {
-    return MpiGatherToRoot(values);
-  }
-  int64_t SumOverWorld(int64_t value) override { return MpiSumOverWorld(value); }
-  std::vector<std::string> AllHostNames() override { return MpiAllHostNames(); }
-  std::string LibraryVersion() override { return MpiLibraryVersion(); }
 
   [[noreturn]] void Abort(int exit_code) override {
     // Keep the lock: no destructor may free a communicator from here on.

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <utility>
 
 #include "validate/op.h"
 #include "validate/pattern.h"
@@ -62,6 +63,18 @@ struct DispatchCase {
 
 int64_t Sum(const std::vector<int32_t>& values, size_t begin, size_t end) {
   return std::accumulate(values.begin() + begin, values.begin() + end, int64_t{0});
+}
+
+// Max and mean over ranks of case k's value, from GatherToRoot of one value
+// per case per rank (rank-major): all[r * cases + k].
+std::pair<double, double> MaxMeanOverRanks(const std::vector<double>& all, size_t cases,
+                                           size_t k) {
+  double max = 0, total = 0;
+  for (size_t r = k; r < all.size(); r += cases) {
+    max = std::max(max, all[r]);
+    total += all[r];
+  }
+  return {max, total / static_cast<double>(all.size() / cases)};
 }
 
 class DispatchOp : public Op {
@@ -164,12 +177,7 @@ class DispatchOp : public Op {
     // Load imbalance the routing produced: rows received per rank, max / mean.
     const std::vector<double> all = backend_->GatherToRoot(recv_rows);
     for (size_t k = 0; k < cases_.size() && !all.empty(); ++k) {
-      double max_rows = 0, total = 0;
-      for (size_t r = k; r < all.size(); r += cases_.size()) {
-        max_rows = std::max(max_rows, all[r]);
-        total += all[r];
-      }
-      const double mean = total / static_cast<double>(all.size() / cases_.size());
+      const auto [max_rows, mean] = MaxMeanOverRanks(all, cases_.size(), k);
       char text[160];
       std::snprintf(text, sizeof text,
                     "%s routing: rows received per rank max %.0f, mean %.1f (max/mean %.2f)",
@@ -179,12 +187,7 @@ class DispatchOp : public Op {
     if (gemm_) {
       const std::vector<double> flops = backend_->GatherToRoot(gemm_flops);
       for (size_t k = 0; k < cases_.size() && !flops.empty(); ++k) {
-        double max_flops = 0, total = 0;
-        for (size_t r = k; r < flops.size(); r += cases_.size()) {
-          max_flops = std::max(max_flops, flops[r]);
-          total += flops[r];
-        }
-        const double mean = total / static_cast<double>(flops.size() / cases_.size());
+        const auto [max_flops, mean] = MaxMeanOverRanks(flops, cases_.size(), k);
         char text[200];
         std::snprintf(text, sizeof text,
                       "%s routing: expert GEMM FLOPs per run (2 GEMMs x 2 x rows gathered x H "
