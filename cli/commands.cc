@@ -3,6 +3,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/formats.h"
 #include "core/text_table.h"
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
@@ -154,7 +155,7 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
 
 int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
   json all = json::object();
-  all["schema"] = "foldplan.list/v1";
+  all["schema"] = kListSchema;
   all["data_dir"] = DataDir();
   std::string text = "Shipped inputs (" + DataDir() + "):\n";
   for (InputKind kind : {InputKind::kCluster, InputKind::kModel, InputKind::kJob}) {
@@ -207,7 +208,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
     auto layout = ResolveLayout(options.layout, WorldOf(in.cluster, in.job), ctx);
     if (!layout.ok()) return Fail(err, layout.status());
     if (options.json) {
-      out << json{{"schema", "foldplan.enumeration/v1"}, {"inputs", InputsJson(in)},
+      out << json{{"schema", kEnumerationSchema}, {"inputs", InputsJson(in)},
                   {"legal", true}, {"layout", LayoutToJson(layout.value())}}.dump(2) << "\n";
     } else {
       out << InputsLine(in) << "\n" << "legal: " << FormatLayout(layout.value()) << "\n"
@@ -226,7 +227,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
       if (options.limit > 0 && shown++ >= static_cast<size_t>(options.limit)) break;
       layouts.push_back(LayoutToJson(l));
     }
-    out << json{{"schema", "foldplan.enumeration/v1"},
+    out << json{{"schema", kEnumerationSchema},
                 {"inputs", InputsJson(in)},
                 {"world", e.world},
                 {"candidates", e.candidates},

@@ -20,16 +20,13 @@
 #include <sstream>
 #include <thread>
 
+#include "core/formats.h"
 #include "core/json_check.h"
 
 extern char** environ;
 
 namespace foldplan {
 namespace {
-
-constexpr const char* kPlanSchema = "foldplan.plan/v1";
-constexpr const char* kRankMapSchema = "foldplan.rankmap/v1";
-constexpr int64_t kMaxWorld = 1 << 20;  // as foldbench (validate/plan_input.cc)
 
 // Prints the error and returns 2: refused, nothing ran (foldbench's code).
 int Refuse(std::ostream& err, const Status& status) {
@@ -241,9 +238,9 @@ Result<int> ReadPlanWorldSize(const std::string& path) {
   if (schema == kPlanSchema) {
     CheckedObject map = root.Object("rank_map");
     if (!errors.empty()) return errors.status();
-    world = map.Int("world_size", 1, kMaxWorld);
+    world = map.Int("world_size", 1, kMaxWorldSize);
   } else {
-    world = root.Int("world_size", 1, kMaxWorld);
+    world = root.Int("world_size", 1, kMaxWorldSize);
   }
   if (!errors.empty()) return errors.status();
   return static_cast<int>(world);

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "core/formats.h"
 #include "core/status.h"
 #include "costmodel/collective.h"
 #include "inputs/cluster.h"
@@ -144,7 +145,6 @@ double DefaultNvlinkEfficiency(const ClusterSpec& cluster);
 // Parameters derived from the cluster's line rates and NCCL's model alone.
 CommParams DefaultCommParams(const ClusterSpec& cluster);
 
-inline constexpr const char* kCalibrationSchema = "foldplan.calibration/v1";
 
 // DefaultCommParams(cluster) overridden by the calibration file at `path`.
 // Errors name the file and the JSON pointer of the bad field.

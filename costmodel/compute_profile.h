@@ -42,13 +42,13 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/formats.h"
 #include "core/status.h"
 #include "inputs/cluster.h"
 #include "inputs/job.h"
 
 namespace foldplan {
 
-inline constexpr const char* kComputeProfileSchema = "foldplan.compute-profile/v1";
 // Flash-attention forward + backward FLOPs as counted in profile rates.
 inline constexpr double kAttentionFwdBwdFlopsRatio = 3.5;
 

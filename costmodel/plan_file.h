@@ -10,13 +10,12 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/formats.h"
 #include "core/status.h"
 #include "costmodel/evaluate.h"
 #include "planner/enumerate.h"
 
 namespace foldplan {
-
-inline constexpr const char* kPlanSchema = "foldplan.plan/v1";
 
 // One candidate: layout, step_time_s, tokens_per_s, mfu, step (breakdown),
 // memory (terms and peak_gib), comm (per kind total_s and exposed_s),

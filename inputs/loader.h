@@ -8,6 +8,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/formats.h"  // the schema names each file is checked against
 #include "core/status.h"
 #include "inputs/cluster.h"
 #include "inputs/job.h"
@@ -43,11 +44,6 @@ Result<JobSpec> LoadJob(const std::string& name_or_path);
 Result<ClusterSpec> ParseCluster(const nlohmann::json& json, const std::string& file);
 Result<ModelSpec> ParseModel(const nlohmann::json& json, const std::string& file);
 Result<JobSpec> ParseJob(const nlohmann::json& json, const std::string& file);
-
-// Schema names, checked in each file's "schema" field.
-inline constexpr const char* kClusterSchema = "foldplan.cluster/v1";
-inline constexpr const char* kModelSchema = "foldplan.model/v1";
-inline constexpr const char* kJobSchema = "foldplan.job/v1";
 
 // Shipped defaults used when a command is not given --cluster/--model/--job.
 inline constexpr const char* kDefaultCluster = "h100-dgx-16n";

@@ -15,7 +15,7 @@ using inputs_internal::RequiredObject;
 // Ranges that keep every derived count (GPUs, NICs, links) well inside int.
 constexpr int kMaxNodes = 1 << 20;
 constexpr int kMaxGpusPerNode = 1024;
-constexpr int64_t kMaxTotalGpus = 1 << 24;
+constexpr int64_t kMaxTotalGpus = kMaxWorldSize;  // what a topology holds (core/formats.h)
 constexpr double kMaxRate = 1e9;  // any rate or size above this is a typo
 
 GpuSpec ReadGpu(std::optional<CheckedObject> object) {

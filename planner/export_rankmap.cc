@@ -1,6 +1,7 @@
 // foldplan.rankmap/v1: the whole rank map as JSON (doc/rankmap.md).
 #include <string>
 
+#include "core/formats.h"
 #include "planner/export_util.h"
 #include "planner/placement.h"
 #include "planner/rank_export.h"
@@ -109,7 +110,7 @@ Result<Json> ExpertOwner(const RankMap& map, const ModelSpec* model) {
 Result<std::string> ExportRankMapJson(const RankMap& map, const ExportContext& ctx) {
   const Layout& l = map.layout();
   Json root;
-  root["schema"] = "foldplan.rankmap/v1";
+  root["schema"] = kRankMapSchema;
   root["layout"] = FormatLayout(l);
   root["world_size"] = map.world();
   root["degrees"] = Degrees(l);

@@ -135,7 +135,7 @@ TEST_CASE("cluster cross-field rules") {
           j["nodes"] = 1048576;
           j["gpus_per_node"] = 1024;
           j["nvlink"]["domain_gpus"] = 1024;
-        }) == "edited.json: /nodes: expected nodes x gpus_per_node <= 16777216, found "
+        }) == "edited.json: /nodes: expected nodes x gpus_per_node <= 1048576, found "
               "1073741824 GPUs");
 }
 

@@ -9,6 +9,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/formats.h"
 #include "topology/fabric_shape_internal.h"
 #include "topology/topology.h"
 
@@ -229,7 +230,7 @@ std::string TopologySummaryJson(const Topology& topo) {
   }
 
   const json out = {
-      {"schema", "foldplan.topology/v1"},
+      {"schema", kTopologySchema},
       {"cluster", {{"name", c.name}, {"source", c.source}, {"description", c.description}}},
       {"gpu", {{"name", c.gpu.name}, {"count", counts.gpus}, {"per_node", c.gpus_per_node}}},
       {"nodes", c.nodes},

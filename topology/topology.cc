@@ -10,6 +10,7 @@
 #include <optional>
 #include <sstream>
 
+#include "core/formats.h"
 #include "topology/fabric_graph_internal.h"
 #include "topology/fabric_shape_internal.h"
 
@@ -26,7 +27,7 @@ namespace {
 
 // Bounds the graph's memory (about 0.5 KB per GPU, so 0.5 GB at the cap)
 // and keeps every count and vertex index well inside int.
-constexpr int64_t kMaxGpus = int64_t{1} << 20;
+constexpr int64_t kMaxGpus = kMaxWorldSize;
 
 // Below this many members an unsorted set is sorted; above it, deduplicated
 // through a bitmap over all GPUs (a 16,384-GPU set then costs O(n + G/64)).

@@ -3,6 +3,7 @@
 #include <optional>
 #include <set>
 
+#include "core/formats.h"
 #include "core/json_check.h"
 
 namespace foldplan::validate {
@@ -10,9 +11,8 @@ namespace {
 
 using nlohmann::json;
 
-constexpr const char* kPlanSchema = "foldplan.plan/v1";
-constexpr const char* kRankMapSchema = "foldplan.rankmap/v1";
-constexpr int64_t kMaxWorld = 1 << 20;
+// Shapes (heads, head dims, experts, ...) are bounded as generously as the world.
+constexpr int64_t kMaxShape = kMaxWorldSize;
 
 // Group kinds whose groups partition the world (every rank in exactly one
 // group). `embedding` and `position_embedding` hold only some ranks.
@@ -103,10 +103,10 @@ void ReadRankMap(const json& value, const std::string& pointer, JsonErrors* erro
     return;
   }
   out->layout_text = map.String("layout");
-  out->world_size = static_cast<int>(map.Int("world_size", 1, kMaxWorld));
+  out->world_size = static_cast<int>(map.Int("world_size", 1, kMaxWorldSize));
   CheckedObject degrees = map.Object("degrees");
   for (const char* key : {"pp", "vpp", "dp", "cp", "tp", "ep", "etp", "edp", "mbs"}) {
-    out->degrees[key] = degrees.Int(key, 1, kMaxWorld);
+    out->degrees[key] = degrees.Int(key, 1, kMaxWorldSize);
   }
   if (!errors->empty()) return;  // group ranks are checked against world_size
   if (!map.Has("groups")) {
@@ -135,18 +135,18 @@ void ReadPlan(const json& doc, JsonErrors* errors, BenchInput* out) {
   }
   CheckedObject candidate(doc["candidates"][0], "/candidates/0", errors);
   CheckedObject layout = candidate.Object("layout");
-  out->shapes.mbs = layout.Int("mbs", 1, kMaxWorld);
+  out->shapes.mbs = layout.Int("mbs", 1, kMaxShape);
 
   CheckedObject inputs = root.Object("inputs");
   CheckedObject model = inputs.Object("model").Object("spec");
-  out->shapes.heads = model.Int("heads", 1, kMaxWorld);
-  out->shapes.kv_heads = model.Int("kv_heads", 1, kMaxWorld);
-  out->shapes.head_dim = model.Int("head_dim", 1, kMaxWorld);
+  out->shapes.heads = model.Int("heads", 1, kMaxShape);
+  out->shapes.kv_heads = model.Int("kv_heads", 1, kMaxShape);
+  out->shapes.head_dim = model.Int("head_dim", 1, kMaxShape);
   out->shapes.hidden = model.Int("hidden", 1, int64_t{1} << 30);
   out->shapes.ffn_hidden = model.Int("ffn_hidden", 0, int64_t{1} << 30);
   if (std::optional<CheckedObject> moe = model.OptionalObject("moe")) {
-    out->shapes.experts = moe->Int("experts", 1, kMaxWorld);
-    out->shapes.top_k = moe->Int("top_k", 1, kMaxWorld);
+    out->shapes.experts = moe->Int("experts", 1, kMaxShape);
+    out->shapes.top_k = moe->Int("top_k", 1, kMaxShape);
     out->shapes.moe_ffn_hidden = moe->Int("ffn_hidden", 1, int64_t{1} << 30);
     if (out->shapes.top_k > out->shapes.experts) {
       errors->Add("/inputs/model/spec/moe/top_k", "is " + std::to_string(out->shapes.top_k) +

@@ -5,6 +5,7 @@
 #include <map>
 #include <set>
 
+#include "core/formats.h"
 #include "core/text_table.h"
 
 namespace foldplan::validate {
@@ -83,7 +84,7 @@ nlohmann::ordered_json MeasurementsJson(const Environment& env, const BenchInput
                                 const std::vector<OpResult>& results) {
   using json = nlohmann::ordered_json;  // keeps "schema" first, fields in report order
   json doc;
-  doc["schema"] = "foldplan.measurements/v1";
+  doc["schema"] = kMeasurementsSchema;
   doc["environment"] = {
       {"hosts", UniqueHosts(env.hosts)},
       {"ranks", env.hosts.size()},

@@ -1,0 +1,33 @@
+// The names of foldplan's file formats and the limits they share: one home
+// for each, so that the writer of a format and every reader of it (foldplan,
+// foldbench in validate/, `foldplan validate`) agree. Every JSON document
+// foldplan writes or reads carries one of these in its "schema" field;
+// doc/formats.md documents each format.
+#pragma once
+
+#include <cstdint>
+
+namespace foldplan {
+
+// Inputs (doc/formats.md).
+inline constexpr const char* kClusterSchema = "foldplan.cluster/v1";
+inline constexpr const char* kModelSchema = "foldplan.model/v1";
+inline constexpr const char* kJobSchema = "foldplan.job/v1";
+inline constexpr const char* kComputeProfileSchema = "foldplan.compute-profile/v1";
+inline constexpr const char* kCalibrationSchema = "foldplan.calibration/v1";
+
+// Outputs.
+inline constexpr const char* kPlanSchema = "foldplan.plan/v1";          // plan -o, explain -o
+inline constexpr const char* kRankMapSchema = "foldplan.rankmap/v1";    // ranks, a plan's rank_map
+inline constexpr const char* kEnumerationSchema = "foldplan.enumeration/v1";
+inline constexpr const char* kTopologySchema = "foldplan.topology/v1";
+inline constexpr const char* kListSchema = "foldplan.list/v1";
+inline constexpr const char* kMeasurementsSchema = "foldplan.measurements/v1";  // foldbench -o
+
+// The largest world (ranks of a layout, GPUs of a cluster's topology) any
+// format holds. It bounds the topology graph's memory (about 0.5 KB per
+// GPU) and the rank arrays of a rank map, and keeps every rank, count and
+// vertex index well inside int.
+inline constexpr int64_t kMaxWorldSize = int64_t{1} << 20;
+
+}  // namespace foldplan
