@@ -14,7 +14,7 @@
 
 #include "costmodel/comm_params.h"
 #include "costmodel/comm_plan.h"
-#include "costmodel/group_placement.h"
+#include "planner/group_placement.h"
 #include "deepseek_inputs.h"
 #include "planner/enumerate.h"
 #include "topology/topology.h"

@@ -16,7 +16,7 @@
 
 #include "costmodel/collective.h"
 #include "costmodel/cost_context.h"
-#include "costmodel/group_placement.h"
+#include "planner/group_placement.h"
 #include "planner/layout.h"
 #include "planner/rank_map.h"
 

@@ -7,7 +7,7 @@
 #include "costmodel/comm_plan.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/flops.h"
-#include "costmodel/group_placement.h"
+#include "planner/group_placement.h"
 #include "planner/pipeline_split.h"
 
 namespace foldplan {

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "planner/pipeline_split.h"
+#include "topology/cluster_shape.h"
 
 namespace foldplan {
 namespace {
@@ -222,7 +223,7 @@ class Search {
     if (block <= 0 || block >= domain || domain % block == 0) return;
     const uint64_t leaves = job_.recompute.size();
     l.placement = Placement::kPacked;
-    if (PackedGpusNeeded(l.world, block, domain) > ctx_.cluster->total_gpus()) {
+    if (PackBlocks(l.world, block, domain).gpus_needed > ctx_.cluster->total_gpus()) {
       return Reject(Rule::kPlacementFits, leaves);
     }
     for (Recompute rc : job_.recompute) {

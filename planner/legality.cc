@@ -7,6 +7,7 @@
 
 #include "core/order_string.h"
 #include "planner/pipeline_split.h"
+#include "topology/cluster_shape.h"
 
 namespace foldplan {
 namespace {
@@ -264,13 +265,6 @@ int HeavyBlock(const Layout& l) {
   return static_cast<int>(std::lcm(dense, expert));
 }
 
-long long PackedGpusNeeded(int world, int block, int domain_gpus) {
-  if (block <= 0 || block > domain_gpus) return -1;
-  const long long per_domain = 1LL * (domain_gpus / block) * block;
-  const long long domains = (world + per_domain - 1) / per_domain;
-  return domains * domain_gpus;
-}
-
 std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) {
   std::vector<Violation> out;
   if (ctx.cluster && l.world > ctx.cluster->total_gpus()) {
@@ -297,9 +291,11 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
   if (ctx.job) CheckBatchRules(l, ctx.job->global_batch, &out);
   for (auto& v : CheckOrder(l)) out.push_back(std::move(v));
   if (l.placement == Placement::kPacked && ctx.cluster) {
+    // Packing that cannot apply (a block larger than a domain) stays linear.
     const int block = HeavyBlock(l);
-    const long long need = PackedGpusNeeded(l.world, block, ctx.cluster->nvlink_domain_gpus);
-    if (need > ctx.cluster->total_gpus()) {
+    const PackedBlocks packed = PackBlocks(l.world, block, ctx.cluster->nvlink_domain_gpus);
+    const long long need = packed.gpus_needed;
+    if (packed.packs && need > ctx.cluster->total_gpus()) {
       Add(&out, Rule::kPlacementFits,
           "packing " + Str(l.world) + " ranks in heavy blocks of " + Str(block) + " into " +
               Str(ctx.cluster->nvlink_domain_gpus) + "-GPU domains needs " + Str(need) +

@@ -94,10 +94,4 @@ int HeavyBlock(const Layout& layout);
 // kOrderValid and kOrderPpStride for the layout's order and degrees.
 std::vector<Violation> CheckOrder(const Layout& layout);
 
-// Packed placement: GPUs needed to place `world` ranks in heavy blocks of
-// `block` ranks, whole blocks per NVLink domain of `domain_gpus` (domains
-// are filled completely with whole blocks; the remainder of each is idle).
-// Returns -1 when block > domain_gpus (packing cannot help).
-long long PackedGpusNeeded(int world, int block, int domain_gpus);
-
 }  // namespace foldplan

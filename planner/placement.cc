@@ -51,27 +51,13 @@ int HeavyBlockRanks(const RankMap& map) {
   return HeavyBlockRanks(map.world(), groups);
 }
 
-Status CheckClusterShape(const ClusterSpec& c) {
-  if (c.gpus_per_node < 1)
-    return Status::Error("cluster " + c.name + ": gpus_per_node must be >= 1, found " + Str(c.gpus_per_node));
-  if (c.nodes < 1) return Status::Error("cluster " + c.name + ": nodes must be >= 1, found " + Str(c.nodes));
-  if (c.nvlink_domain_gpus < 1 || c.nvlink_domain_gpus % c.gpus_per_node != 0)
-    return Status::Error("cluster " + c.name +
-                         ": nvlink_domain_gpus must be a positive multiple of "
-                         "gpus_per_node " +
-                         Str(c.gpus_per_node) + ", found " + Str(c.nvlink_domain_gpus));
-  if (c.nics_per_node < 1)
-    return Status::Error("cluster " + c.name + ": nics_per_node must be >= 1, found " + Str(c.nics_per_node));
-  return Status();
-}
-
-PhysicalPlace PlaceOfGpu(int gpu, const ClusterSpec& cluster) {
+PhysicalPlace PlaceOfGpu(int gpu, const ClusterShape& shape) {
   PhysicalPlace place;
   place.gpu = gpu;
-  place.node = gpu / cluster.gpus_per_node;
-  place.local_gpu = gpu % cluster.gpus_per_node;
-  place.domain = gpu / cluster.nvlink_domain_gpus;
-  place.rail = place.local_gpu % cluster.nics_per_node;
+  place.node = shape.node_of(gpu);
+  place.local_gpu = shape.local_of(gpu);
+  place.domain = shape.domain_of(gpu);
+  place.rail = shape.rail_of(gpu);
   return place;
 }
 
@@ -81,36 +67,20 @@ Result<std::vector<PhysicalPlace>> PlaceRanks(int world, Placement placement, in
   if (world > cluster.total_gpus())
     return Status::Error("world " + Str(world) + " ranks > " + Str(cluster.total_gpus()) +
                          " GPUs in cluster " + cluster.name);
-
-  const int domain_gpus = cluster.nvlink_domain_gpus;
+  const ClusterShape shape = ClusterShape::Of(cluster);
   // Packing with blocks larger than a domain cannot keep a block inside one:
   // stay linear and let Straddles() say which groups suffer.
-  const bool pack = placement == Placement::kPacked && block_ranks >= 1 && block_ranks <= domain_gpus &&
-                    world % block_ranks == 0;
+  const PackedBlocks blocks =
+      PackBlocks(world, placement == Placement::kPacked ? block_ranks : 0, cluster.nvlink_domain_gpus);
+  if (blocks.packs && blocks.gpus_needed > cluster.total_gpus())
+    return Status::Error("packed placement needs " + Str(blocks.gpus_needed) + " GPUs (" +
+                         Str(blocks.domains_needed) + " NVLink domains of " + Str(blocks.domain_gpus) +
+                         " GPUs, " + Str(blocks.ranks_per_domain / block_ranks) + " heavy blocks of " +
+                         Str(block_ranks) + " ranks each) for " + Str(world) + " ranks, but cluster " +
+                         cluster.name + " has " + Str(cluster.total_gpus()));
   std::vector<PhysicalPlace> places;
   places.reserve(world);
-  if (!pack) {
-    for (int rank = 0; rank < world; ++rank) places.push_back(PlaceOfGpu(rank, cluster));
-    return places;
-  }
-
-  const int blocks_per_domain = domain_gpus / block_ranks;
-  const int ranks_per_domain = blocks_per_domain * block_ranks;
-  const long long domains_needed = (world + ranks_per_domain - 1) / ranks_per_domain;
-  const long long gpus_needed = domains_needed * domain_gpus;  // whole domains, as legality counts
-  if (gpus_needed > cluster.total_gpus())
-    return Status::Error("packed placement needs " + Str(gpus_needed) + " GPUs (" + Str(domains_needed) +
-                         " NVLink domains of " + Str(domain_gpus) + " GPUs, " + Str(blocks_per_domain) +
-                         " heavy blocks of " + Str(block_ranks) + " ranks each) for " + Str(world) +
-                         " ranks, but cluster " + cluster.name + " has " + Str(cluster.total_gpus()));
-  for (int rank = 0; rank < world; ++rank) {
-    // Rank r is offset r % B in block r / B; block k goes to slot k % blocks_per_domain
-    // of domain k / blocks_per_domain. Equivalently: ranks fill each domain's
-    // first ranks_per_domain GPUs in order.
-    const int domain = rank / ranks_per_domain;
-    const int gpu = domain * domain_gpus + rank % ranks_per_domain;
-    places.push_back(PlaceOfGpu(gpu, cluster));
-  }
+  for (int rank = 0; rank < world; ++rank) places.push_back(PlaceOfGpu(blocks.gpu_of(rank), shape));
   return places;
 }
 

@@ -14,6 +14,7 @@
 #include "planner/layout.h"
 #include "planner/rank_generator.h"
 #include "planner/rank_map.h"
+#include "topology/cluster_shape.h"
 
 namespace foldplan {
 
@@ -25,16 +26,13 @@ int HeavyBlockRanks(int world, const GroupSet& groups);
 int HeavyBlockRanks(const RankMap& map);
 
 // Where GPU `gpu` of the cluster sits (node, local GPU, domain, rail).
-PhysicalPlace PlaceOfGpu(int gpu, const ClusterSpec& cluster);
+PhysicalPlace PlaceOfGpu(int gpu, const ClusterShape& shape);
 
-// Whether the cluster's shape fields can place anything (positive GPUs per
-// node, whole nodes per NVLink domain, NICs > 0); the error names the field.
-Status CheckClusterShape(const ClusterSpec& cluster);
-
-// GPU of every rank. Packed with B > D falls back to linear (packing cannot
-// help; Straddles() reports the damage). Errors: world larger than the
-// cluster, or a packed placement needing more GPUs than the cluster has (the
-// message says how many it needs).
+// GPU of every rank (PackBlocks in topology/cluster_shape.h). Packed with
+// B > D falls back to linear (packing cannot help; Straddles() reports the
+// damage). Errors: a cluster shape CheckClusterShape refuses, a world larger
+// than the cluster, or a packed placement needing more GPUs than the cluster
+// has (the message says how many it needs).
 Result<std::vector<PhysicalPlace>> PlaceRanks(int world, Placement placement, int block_ranks,
                                               const ClusterSpec& cluster);
 

@@ -9,7 +9,7 @@
 #include "topology_fixtures.h"
 #include "costmodel/comm_params.h"
 #include "costmodel/comm_plan.h"
-#include "costmodel/group_placement.h"
+#include "planner/group_placement.h"
 #include "fixtures.h"
 #include "inputs/loader.h"
 #include "topology/topology.h"

@@ -74,12 +74,16 @@ TEST_CASE("placement: NVL72, EP 64 packed leaves 8 GPUs idle per rack and stradd
 }
 
 TEST_CASE("placement: packing that needs more racks than the cluster has is an error") {
-  ClusterSpec cluster = Nvl72(2);
-  cluster.nodes = 32;  // 128 GPUs: linear fits, packed needs two whole racks
-  CHECK(BuildRankMap(Ep64(Placement::kLinear), cluster).ok());
-  Result<RankMap> m = BuildRankMap(Ep64(Placement::kPacked), cluster);
+  // 576 ranks fill 8 racks of 72 GPUs linearly; packed, blocks of 64 leave 8
+  // GPUs of each rack idle, so 576 / 64 = 9 racks = 648 GPUs are needed.
+  Layout l = Ep64(Placement::kLinear);
+  l.world = l.dp = 576;
+  l.edp = 9;
+  CHECK(BuildRankMap(l, Nvl72(8)).ok());
+  l.placement = Placement::kPacked;
+  Result<RankMap> m = BuildRankMap(l, Nvl72(8));
   REQUIRE_FALSE(m.ok());
-  CHECK(m.status().message().find("packed placement needs 144 GPUs") != std::string::npos);
+  CHECK(m.status().message().find("packed placement needs 648 GPUs") != std::string::npos);
 }
 
 TEST_CASE("placement: blocks larger than a domain keep the linear placement") {
@@ -131,7 +135,7 @@ TEST_CASE("placement: cluster shape errors") {
   l.edp = 8;
   Result<RankMap> m = BuildRankMap(l, c);
   REQUIRE_FALSE(m.ok());
-  CHECK(m.status().message().find("nvlink_domain_gpus must be a positive multiple") != std::string::npos);
+  CHECK(m.status().message() == "cluster bad: nvlink_domain_gpus (12) is not a multiple of gpus_per_node (8)");
 }
 
 TEST_CASE("placement: names") {

@@ -1,7 +1,6 @@
-// Index arithmetic of the fabric, private to foldplan_topology and free of
-// Boost: which node, NVLink domain, rail and scalable unit a GPU is in, the
-// vertex numbering of the fabric graph, and the classes of GPU pairs by the
-// route between them.
+// The fabric graph's vertex numbering and the classes of GPU pairs by the
+// route between them, private to foldplan_topology and free of Boost; the
+// cluster's index arithmetic itself is topology/cluster_shape.h.
 #pragma once
 
 #include <cstddef>
@@ -9,6 +8,7 @@
 #include <utility>
 
 #include "inputs/cluster.h"
+#include "topology/cluster_shape.h"
 
 namespace foldplan::topology_internal {
 
@@ -23,15 +23,9 @@ enum class PairClass {
 };
 inline constexpr int kPairClassCount = 5;
 
-struct FabricShape {
-  int gpus = 0;
-  int gpus_per_node = 0;
-  int nodes = 0;
-  int domain_gpus = 0;
-  int domains = 0;
-  int rails = 0;           // NICs per node
-  int su_nodes = 0;
-  int scalable_units = 0;  // the last one may be partial
+// The cluster's shape (cluster_shape.h) with the graph's vertex numbering
+// and the pair classes.
+struct FabricShape : ClusterShape {
   // One spine vertex per rail (a spine plane), present only when there are
   // two or more scalable units: a single SU needs no spine.
   int spines = 0;
@@ -39,33 +33,12 @@ struct FabricShape {
   // `cluster` must have passed validation.
   static FabricShape Of(const ClusterSpec& cluster) {
     FabricShape s;
-    s.gpus_per_node = cluster.gpus_per_node;
-    s.nodes = cluster.nodes;
-    s.gpus = cluster.nodes * cluster.gpus_per_node;
-    s.domain_gpus = cluster.nvlink_domain_gpus;
-    s.domains = s.gpus / s.domain_gpus;
-    s.rails = cluster.nics_per_node;
-    s.su_nodes = cluster.fabric.su_nodes;
-    s.scalable_units = (s.nodes + s.su_nodes - 1) / s.su_nodes;
+    static_cast<ClusterShape&>(s) = ClusterShape::Of(cluster);
     s.spines = s.scalable_units >= 2 ? s.rails : 0;
     return s;
   }
 
   bool valid_gpu(int gpu) const { return gpu >= 0 && gpu < gpus; }
-  int node_of(int gpu) const { return gpu / gpus_per_node; }
-  int local_of(int gpu) const { return gpu % gpus_per_node; }
-  int domain_of(int gpu) const { return gpu / domain_gpus; }
-  int rail_of(int gpu) const { return local_of(gpu) % rails; }
-  int su_of_node(int node) const { return node / su_nodes; }
-  int su_of(int gpu) const { return su_of_node(node_of(gpu)); }
-  int nodes_per_domain() const { return domain_gpus / gpus_per_node; }
-
-  // The GPU of `gpu`'s node that sits on `rail` and shares its block of
-  // `rails` local GPUs (PXN relays there). Needs gpus_per_node % rails == 0.
-  int RelayOnRail(int gpu, int rail) const {
-    const int local = local_of(gpu);
-    return node_of(gpu) * gpus_per_node + (local - local % rails) + rail;
-  }
 
   // Vertex numbering: GPUs, then NVSwitch domains, NICs (node-major), leaf
   // switches (SU-major), spine planes.

@@ -25,19 +25,9 @@ using topology_internal::PairClass;
 
 namespace {
 
-// Bounds the graph's memory (about 0.5 KB per GPU, so 0.5 GB at the cap)
-// and keeps every count and vertex index well inside int.
-constexpr int64_t kMaxGpus = kMaxWorldSize;
-
 // Below this many members an unsorted set is sorted; above it, deduplicated
 // through a bitmap over all GPUs (a 16,384-GPU set then costs O(n + G/64)).
 constexpr std::size_t kSortBelowMembers = 256;
-
-std::string ClusterLabel(const ClusterSpec& cluster) {
-  if (!cluster.name.empty()) return cluster.name;
-  if (!cluster.source.empty()) return cluster.source;
-  return "(unnamed)";
-}
 
 // Every problem with the cluster, one per line, each naming the field.
 Status Validate(const ClusterSpec& c) {
@@ -49,20 +39,8 @@ Status Validate(const ClusterSpec& c) {
     return out.str();
   };
 
-  if (c.nodes < 1) problem("nodes (" + std::to_string(c.nodes) + ") must be at least 1");
-  if (c.gpus_per_node < 1) {
-    problem("gpus_per_node (" + std::to_string(c.gpus_per_node) + ") must be at least 1");
-  }
-  if (c.nvlink_domain_gpus < 1) {
-    problem("nvlink_domain_gpus (" + std::to_string(c.nvlink_domain_gpus) +
-            ") must be at least 1");
-  }
-  if (c.nics_per_node < 1) {
-    problem("nics_per_node (" + std::to_string(c.nics_per_node) + ") must be at least 1");
-  }
-  if (c.fabric.su_nodes < 1) {
-    problem("fabric.su_nodes (" + std::to_string(c.fabric.su_nodes) + ") must be at least 1");
-  }
+  // The shape first (cluster_shape.h), then the rates.
+  for (std::string& p : ClusterShapeProblems(c)) problem(p);
   if (!(std::isfinite(c.nvlink_gb_per_s) && c.nvlink_gb_per_s > 0)) {
     problem("nvlink_gb_per_s (" + num(c.nvlink_gb_per_s) + ") must be positive");
   }
@@ -83,39 +61,7 @@ Status Validate(const ClusterSpec& c) {
       problem(std::string(field) + " (" + num(value) + ") must be zero or positive");
     }
   }
-
-  // Relations between counts, only once the counts themselves are sane.
-  if (c.nodes >= 1 && c.gpus_per_node >= 1) {
-    const int64_t total = int64_t{c.nodes} * c.gpus_per_node;
-    if (total > kMaxGpus) {
-      problem("nodes x gpus_per_node (" + std::to_string(c.nodes) + " x " +
-              std::to_string(c.gpus_per_node) + " = " + std::to_string(total) +
-              " GPUs) exceeds the supported " + std::to_string(kMaxGpus));
-    } else if (c.nvlink_domain_gpus >= 1) {
-      if (c.nvlink_domain_gpus % c.gpus_per_node != 0) {
-        problem("nvlink_domain_gpus (" + std::to_string(c.nvlink_domain_gpus) +
-                ") is not a multiple of gpus_per_node (" + std::to_string(c.gpus_per_node) +
-                ")");
-      } else if (total % c.nvlink_domain_gpus != 0) {
-        problem("nvlink_domain_gpus (" + std::to_string(c.nvlink_domain_gpus) +
-                ") does not divide the cluster's " + std::to_string(total) + " GPUs (" +
-                std::to_string(c.nodes) + " nodes x " + std::to_string(c.gpus_per_node) + ")");
-      }
-    }
-    if (c.nics_per_node >= 1 && c.gpus_per_node % c.nics_per_node != 0) {
-      problem("nics_per_node (" + std::to_string(c.nics_per_node) +
-              ") does not divide gpus_per_node (" + std::to_string(c.gpus_per_node) +
-              "): every rail must serve the same number of GPUs");
-    }
-  }
-
-  if (problems.empty()) return Status();
-  std::string message;
-  for (const std::string& p : problems) {
-    if (!message.empty()) message += '\n';
-    message += "cluster " + ClusterLabel(c) + ": " + p;
-  }
-  return Status::Error(message);
+  return ClusterProblems(c, problems);
 }
 
 }  // namespace
@@ -267,7 +213,7 @@ GroupSpan Topology::Span(std::span<const int> gpus) const {
     if (gpu >= node_end_gpu) {
       node = shape.node_of(gpu);
       node_end_gpu = (node + 1) * shape.gpus_per_node;
-      const int next_domain = node / shape.nodes_per_domain();
+      const int next_domain = shape.domain_of_node(node);
       const int next_su = shape.su_of_node(node);
       ++span.nodes;
       if (next_su != su) ++span.scalable_units;
@@ -285,7 +231,7 @@ GroupSpan Topology::Span(std::span<const int> gpus) const {
     }
     if (same_domain && !nvlink_pair) nvlink_pair = std::pair{prev_gpu, gpu};
     if (span.rails < shape.rails) {
-      const int rail = (gpu - node * shape.gpus_per_node) % shape.rails;
+      const int rail = shape.rail_of(gpu);
       if (!rail_seen[rail]) {
         rail_seen[rail] = 1;
         ++span.rails;

@@ -1,7 +1,7 @@
 // Worst-case group spans per kind, from the mixed-radix structure of
 // Megatron's groups (see the header for why one group per residue class of
 // the bases suffices, and doc/cost-model-comm.md for the speed-ups).
-#include "costmodel/group_placement.h"
+#include "planner/group_placement.h"
 
 #include <algorithm>
 #include <array>
@@ -18,6 +18,7 @@
 
 #include "planner/legality.h"
 #include "planner/rank_generator.h"
+#include "topology/cluster_shape.h"
 
 namespace foldplan {
 
@@ -40,69 +41,11 @@ using i64 = int64_t;
 
 std::string Str(i64 v) { return std::to_string(v); }
 
-// ---------------------------------------------------------------------------
-// The cluster and the placement, as index arithmetic.
-
-// Division by a divisor fixed per layout: a shift when it is a power of two
-// (GPUs per node, domains and SUs usually are), for the hot loop below.
-class Divider {
- public:
-  explicit Divider(int divisor)
-      : divisor_(divisor),
-        shift_(std::has_single_bit(static_cast<unsigned>(divisor)) ? std::countr_zero(static_cast<unsigned>(divisor))
-                                                                    : -1) {}
-  int operator()(int x) const { return shift_ >= 0 ? x >> shift_ : x / divisor_; }  // x >= 0
-
- private:
-  int divisor_;
-  int shift_;
-};
-
-// The cluster's index arithmetic, as Topology numbers GPUs (node-major,
-// domains of whole nodes, rail = local GPU % NICs, scalable units of nodes).
-struct Shape {
-  explicit Shape(const ClusterSpec& c)
-      : gpus_per_node(c.gpus_per_node),
-        domain_gpus(c.nvlink_domain_gpus),
-        rails(c.nics_per_node),
-        su_nodes(c.fabric.su_nodes),
-        single_su(c.nodes <= c.fabric.su_nodes),
-        per_node(c.gpus_per_node),
-        per_domain_nodes(c.nvlink_domain_gpus / c.gpus_per_node),
-        per_domain_gpus(c.nvlink_domain_gpus),
-        per_su_nodes(c.fabric.su_nodes) {}
-
-  int node_of(int gpu) const { return per_node(gpu); }
-  int domain_of(int gpu) const { return per_domain_gpus(gpu); }
-  int su_of(int gpu) const { return per_su_nodes(node_of(gpu)); }
-  int rail_of(int gpu) const { return (gpu - node_of(gpu) * gpus_per_node) % rails; }
-  i64 su_gpus() const { return i64{su_nodes} * gpus_per_node; }
-
-  int gpus_per_node, domain_gpus, rails, su_nodes;
-  bool single_su;  // no scalable-unit boundary anywhere in the cluster
-  Divider per_node, per_domain_nodes, per_domain_gpus, per_su_nodes;
-};
-
-// Rank -> GPU: rank r on GPU r (linear), or PlaceRanks' packed rule: ranks
-// fill the first ranks_per_domain GPUs of each domain.
-class Placer {
- public:
-  Placer(int ranks_per_domain, int domain_gpus)
-      : ranks_per_domain_(ranks_per_domain), domain_gpus_(domain_gpus), per_domain_(ranks_per_domain) {}
-  int ranks_per_domain() const { return ranks_per_domain_; }
-  int gpu(int rank) const {
-    if (ranks_per_domain_ == domain_gpus_) return rank;
-    const int domain = per_domain_(rank);
-    return domain * domain_gpus_ + (rank - domain * ranks_per_domain_);
-  }
-  // GPU shift of a rank shift that is a multiple of ranks_per_domain.
-  int gpu_shift(int rank_shift) const { return rank_shift / ranks_per_domain_ * domain_gpus_; }
-
- private:
-  int ranks_per_domain_;
-  int domain_gpus_;
-  Divider per_domain_;
-};
+// The cluster's index arithmetic is topology/cluster_shape.h (ClusterShape),
+// rank -> GPU is PackBlocks' rule (rank r on GPU r, or ranks filling the
+// first ranks_per_domain GPUs of each domain).
+using Shape = ClusterShape;
+using Placer = PackedBlocks;
 
 // ---------------------------------------------------------------------------
 // Counting a span.
@@ -183,10 +126,10 @@ class SpanCounter {
     node_start_ = node * shape_.gpus_per_node;
     node_end_ = node_start_ + shape_.gpus_per_node;
     ++counts_.nodes;
-    const int su = shape_.per_su_nodes(node);
+    const int su = shape_.su_of_node(node);
     counts_.scalable_units += su != su_;  // SUs never decrease along the walk
     su_ = su;
-    const int domain = shape_.per_domain_nodes(node);
+    const int domain = shape_.domain_of_node(node);
     if (domain != domain_) {
       if (in_domain_ > 0) {
         counts_.min_per_domain = std::min(counts_.min_per_domain, in_domain_);
@@ -356,7 +299,7 @@ class KindEvaluator {
       : shape_(shape), placer_(placer), offsets_(offsets), counter_(shape) {
     b_gap_gpus_ = placer_.gpu_shift(offsets_.b_gap);
     b_last_gpus_ = placer_.gpu_shift(offsets_.b_last);
-    grain_ = std::gcd(std::gcd(shape.gpus_per_node, placer.ranks_per_domain()), offsets_.a_gcd);
+    grain_ = std::gcd(std::gcd(shape.gpus_per_node, placer.ranks_per_domain), offsets_.a_gcd);
   }
 
   // The span of the group with base `base` (tiers empty). `base` is a
@@ -369,7 +312,7 @@ class KindEvaluator {
   SpanCounts SpanOf(int base) {
     counter_.Reset();
     if (offsets_.run == 1) {
-      for (int a : *offsets_.a) counter_.Add(placer_.gpu(base + a));
+      for (int a : *offsets_.a) counter_.Add(placer_.gpu_of(base + a));
     } else {
       for (int start : *offsets_.run_starts) AddRankRun(base + start, offsets_.run);
     }
@@ -382,7 +325,7 @@ class KindEvaluator {
     span.nodes *= copies;
     span.domains *= copies;
     // Without SU boundaries everything is in SU 0 (the period then ignores SUs).
-    if (!shape_.single_su) span.scalable_units *= copies;
+    if (!shape_.single_su()) span.scalable_units *= copies;
     const int first = counter_.first();
     const int last = counter_.last() + b_last_gpus_;
     span.crosses_spine = shape_.domain_of(first) != shape_.domain_of(last) &&
@@ -403,7 +346,7 @@ class KindEvaluator {
     Pairs pairs;
     int prev = -1;
     for (int a : *offsets_.a) {
-      const int gpu = placer_.gpu(base + a);
+      const int gpu = placer_.gpu_of(base + a);
       if (prev >= 0) {
         const bool same_domain = shape_.domain_of(prev) == shape_.domain_of(gpu);
         if (same_domain && pairs.nvlink.first < 0) pairs.nvlink = {prev, gpu};
@@ -416,8 +359,8 @@ class KindEvaluator {
     // A step from translate j to j + 1 stays in one SU only when the B offsets
     // move by exactly the SUs one translate spans (none when it spans one,
     // unless the cluster has a single SU).
-    const int first = placer_.gpu(base);
-    if (!shape_.single_su && shape_.su_of(prev) == shape_.su_of(first)) return pairs;
+    const int first = placer_.gpu_of(base);
+    if (!shape_.single_su() && shape_.su_of(prev) == shape_.su_of(first)) return pairs;
     Offsets(offsets_.b_digits.begin(), offsets_.b_digits.end(), ws.b);
     for (size_t j = 0; j + 1 < ws.b.size(); ++j) {
       const int from = prev + placer_.gpu_shift(ws.b[j]);
@@ -439,17 +382,17 @@ class KindEvaluator {
   // inside its node, which keeps the node, domain and SU of each and maps
   // the rails one to one.
   int grain() const { return grain_; }
-  int first_gpu(int base) const { return placer_.gpu(base); }
-  int last_gpu(int base) const { return placer_.gpu(base + offsets_.a->back() + offsets_.b_last); }
+  int first_gpu(int base) const { return placer_.gpu_of(base); }
+  int last_gpu(int base) const { return placer_.gpu_of(base + offsets_.a->back() + offsets_.b_last); }
 
  private:
   // Consecutive ranks are consecutive GPUs except across a packed domain's
   // block of ranks.
   void AddRankRun(int rank, int count) {
-    const int block = placer_.ranks_per_domain();
+    const int block = placer_.ranks_per_domain;
     while (count > 0) {
       const int chunk = std::min(count, block - rank % block);
-      counter_.AddRun(placer_.gpu(rank), chunk);
+      counter_.AddRun(placer_.gpu_of(rank), chunk);
       rank += chunk;
       count -= chunk;
     }
@@ -634,7 +577,7 @@ GroupPlacement PlaceKind(const KindDigits& digits, const Shape& shape, const Pla
   if (span.domains >= 2) {
     // Ranks a node runs (packed leaves the tail of each domain idle) over the
     // worst group's ranks per node.
-    const i64 used = std::min<i64>({shape.gpus_per_node, placer.ranks_per_domain(), world});
+    const i64 used = std::min<i64>({shape.gpus_per_node, placer.ranks_per_domain, world});
     const i64 per_node = (span.gpus + span.nodes - 1) / span.nodes;
     out.groups_sharing_links = static_cast<int>(std::max<i64>(1, (used + per_node - 1) / per_node));
   }
@@ -656,16 +599,14 @@ Status CheckDegrees(const Layout& l, const ClusterSpec& cluster) {
 // block fits in one; otherwise (and for linear) rank r is on GPU r.
 Result<Placer> MakePlacer(const Layout& l, const ClusterSpec& cluster) {
   const int domain = cluster.nvlink_domain_gpus;
-  if (l.placement != Placement::kPacked) return Placer(domain, domain);
-  const int block = HeavyBlock(l);
-  if (block < 1 || block > domain || l.world % block != 0) return Placer(domain, domain);
-  const i64 needed = PackedGpusNeeded(l.world, block, domain);
-  if (needed > cluster.total_gpus())
-    return Status::Error("packed placement needs " + Str(needed) + " GPUs (heavy blocks of " + Str(block) +
-                         " ranks, " + Str(domain / block) + " per NVLink domain of " + Str(domain) +
+  const int block = l.placement == Placement::kPacked ? HeavyBlock(l) : 0;
+  const PackedBlocks blocks = PackBlocks(l.world, block, domain);
+  if (blocks.packs && blocks.gpus_needed > cluster.total_gpus())
+    return Status::Error("packed placement needs " + Str(blocks.gpus_needed) + " GPUs (heavy blocks of " +
+                         Str(block) + " ranks, " + Str(domain / block) + " per NVLink domain of " + Str(domain) +
                          ") for " + Str(l.world) + " ranks, but cluster " + cluster.name + " has " +
                          Str(cluster.total_gpus()));
-  return Placer(domain / block * block, domain);
+  return blocks;
 }
 
 // The rank period P (header): a multiple of ranks_per_domain whose GPU image
@@ -673,8 +614,8 @@ Result<Placer> MakePlacer(const Layout& l, const ClusterSpec& cluster) {
 // Capped at the world size: with P >= world no two bases alias anyway.
 i64 RankPeriod(const Shape& shape, const Placer& placer, int world) {
   i64 gpu_period = shape.domain_gpus;
-  if (!shape.single_su) gpu_period = std::lcm(gpu_period, shape.su_gpus());
-  const i64 period = gpu_period / shape.domain_gpus * placer.ranks_per_domain();
+  if (!shape.single_su()) gpu_period = std::lcm(gpu_period, shape.su_gpus());
+  const i64 period = gpu_period / shape.domain_gpus * placer.ranks_per_domain;
   return std::min<i64>(period, world);
 }
 
@@ -692,7 +633,7 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
   Result<Placer> placer = MakePlacer(layout, cluster);
   if (!placer.ok()) return placer.status();
 
-  const Shape shape(cluster);
+  const Shape shape = ClusterShape::Of(cluster);
   const i64 period = RankPeriod(shape, *placer, layout.world);
   const std::array<AxisInfo, kAxisCount> dense = AxesOf(gens->dense), expert = AxesOf(gens->expert);
   TierCache tiers(topology, shape);

@@ -1,4 +1,4 @@
-// Worst-case group placement (costmodel/group_placement.h) against the
+// Worst-case group placement (planner/group_placement.h) against the
 // spans of every group of the rank map (planner/rank_map.h), which builds
 // each group explicitly.
 #include <algorithm>
@@ -9,7 +9,7 @@
 #include <doctest/doctest.h>
 
 #include "topology_fixtures.h"
-#include "costmodel/group_placement.h"
+#include "planner/group_placement.h"
 #include "planner/rank_map.h"
 #include "topology/topology.h"
 
