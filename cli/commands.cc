@@ -9,7 +9,7 @@
 #include "planner/enumerate.h"
 #include "planner/layout_json.h"
 #include "planner/legality.h"
-#include "planner/pipeline_split.h"
+#include "planner/pipeline.h"
 #include "planner/rank_export.h"
 #include "planner/rank_map.h"
 #include "topology/topology.h"
@@ -96,8 +96,7 @@ Result<Layout> ResolveLayout(const std::string& text, int default_world,
                          (violations.size() > 1 ? "s" : "") + ":\n" + ViolationsText(violations));
   }
   if (ctx.model && !layout.explicit_stages) {
-    auto split = SplitLayers(ctx.model->layers, layout.pp, layout.vpp);
-    if (split.ok()) layout.stage_layers = split.value();
+    layout.stage_layers = DescribePipeline(layout, *ctx.model).StageLayers();
   }
   return layout;
 }

@@ -7,7 +7,7 @@
 #include <optional>
 
 #include "costmodel/comm_params.h"
-#include "planner/pipeline_split.h"
+#include "planner/pipeline.h"
 #include "topology/topology.h"
 
 namespace foldplan {
@@ -86,16 +86,6 @@ double DenseLayerParams(const ModelSpec& m, bool moe_layer) {
 // Routed-expert parameters of one MoE layer (reduced over EDP).
 double ExpertLayerParams(const ModelSpec& m) { return m.moe->experts * MlpParams(m, m.moe->ffn_hidden); }
 
-// Layers per virtual stage: the layout's own, else Megatron's split, else
-// an even spread (the layout should have been checked legal).
-std::vector<int> StageLayers(const Layout& l, const ModelSpec& m) {
-  if (static_cast<int>(l.stage_layers.size()) == l.pp * l.vpp) return l.stage_layers;
-  if (Result<std::vector<int>> split = SplitLayers(m.layers, l.pp, l.vpp); split.ok()) return *split;
-  std::vector<int> even(static_cast<size_t>(l.pp * l.vpp), 0);
-  for (int i = 0; i < m.layers; ++i) ++even[static_cast<size_t>(i % (l.pp * l.vpp))];
-  return even;
-}
-
 struct DataParallelParams {
   double dense = 0;   // reduced over DP x CP, whole stage (before the TP split)
   double expert = 0;  // reduced over EDP, whole stage (before the EP x ETP split)
@@ -104,23 +94,29 @@ struct DataParallelParams {
 // The largest dense and expert parameter counts of any pipeline stage (the
 // stage whose data-parallel reduction is slowest bounds the step).
 DataParallelParams LargestStage(const Layout& l, const ModelSpec& m) {
-  const std::vector<int> layers = StageLayers(l, m);
-  std::vector<DataParallelParams> stages(static_cast<size_t>(l.pp));
-  int layer = 0;
-  for (size_t v = 0; v < layers.size(); ++v) {  // virtual stage v runs on pipeline rank v % pp
-    DataParallelParams& s = stages[v % static_cast<size_t>(l.pp)];
-    for (int i = 0; i < layers[v]; ++i, ++layer) {
+  const PipelineDescription pipeline = DescribePipeline(l, m);
+  std::vector<DataParallelParams> stages(pipeline.ranks.size());
+  for (const VirtualStage& v : pipeline.stages) {
+    DataParallelParams& s = stages[static_cast<size_t>(v.pipeline_rank)];
+    for (int layer = v.first_layer; layer < v.first_layer + v.layers; ++layer) {
       const bool moe = m.layer_is_moe(layer);
       s.dense += DenseLayerParams(m, moe);
       if (moe) s.expert += ExpertLayerParams(m);
     }
   }
   const double table = double(m.vocab) * m.hidden;
-  stages.front().dense += table;  // input embedding (vocab-parallel)
-  if (m.learned_positions) stages.front().dense += double(m.max_positions) * m.hidden;
-  // The output layer; a tied one is still a copy on the last stage when pp > 1.
-  if (!m.tied_embeddings || l.pp > 1) stages.back().dense += table;
-  stages.back().dense += m.hidden;  // final norm
+  for (size_t p = 0; p < stages.size(); ++p) {
+    const PipelineRank& held = pipeline.ranks[p];
+    if (held.embedding) {
+      stages[p].dense += table;  // input embedding (vocab-parallel)
+      if (m.learned_positions) stages[p].dense += double(m.max_positions) * m.hidden;
+    }
+    if (held.loss) {
+      // The output layer; a tied one is still a copy on the last stage when pp > 1.
+      if (!m.tied_embeddings || l.pp > 1) stages[p].dense += table;
+      stages[p].dense += m.hidden;  // final norm
+    }
+  }
   DataParallelParams largest;
   for (const DataParallelParams& s : stages) {
     largest.dense = std::max(largest.dense, s.dense);

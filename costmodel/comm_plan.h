@@ -53,6 +53,10 @@ struct CommOp {
   double seconds_per_call = 0;  // CollectiveTime on the group's worst-case span
   const char* algorithm = "none";  // the algorithm CollectiveTime chose
   bool overlappable = false;    // may hide behind compute
+
+  // Seconds of one forward and one backward call set: per micro-batch and
+  // layer (or boundary), or per step for kPerStep.
+  double seconds_per_microbatch() const { return (calls_fwd + calls_bwd) * seconds_per_call; }
 };
 
 // The communication of `layout` for the model and job of `ctx`. Needs

@@ -8,40 +8,12 @@
 #include "costmodel/compute_time.h"
 #include "costmodel/flops.h"
 #include "planner/group_placement.h"
-#include "planner/pipeline_split.h"
+#include "costmodel/schedule.h"
+#include "costmodel/stage_work.h"
+#include "planner/pipeline.h"
 
 namespace foldplan {
 namespace {
-
-// Layers held by each pipeline rank: total and MoE (virtual stage c = v*pp + p
-// holds the c-th contiguous chunk of layers).
-struct StageLayers {
-  int layers = 0;
-  int moe = 0;
-};
-
-std::vector<StageLayers> LayersPerStage(const Layout& l, const ModelSpec& model) {
-  std::vector<StageLayers> out(static_cast<size_t>(l.pp));
-  int layer = 0;
-  for (size_t c = 0; c < l.stage_layers.size(); ++c) {
-    StageLayers& s = out[c % static_cast<size_t>(l.pp)];
-    for (int i = 0; i < l.stage_layers[c]; ++i, ++layer) {
-      ++s.layers;
-      if (model.layer_is_moe(layer)) ++s.moe;
-    }
-  }
-  return out;
-}
-
-// Seconds of one call set of an op per micro-batch (forward and backward).
-double PerMicrobatch(const CommOp& op) { return (op.calls_fwd + op.calls_bwd) * op.seconds_per_call; }
-
-struct StageCost {
-  double compute_s = 0;
-  double fwd_s = 0;  // compute only, for the data-parallel overlap windows
-  double bwd_s = 0;
-  double exposed_comm_s = 0;
-};
 
 // Accumulates per-kind totals for reports (null when only scoring).
 class CommTally {
@@ -62,6 +34,32 @@ class CommTally {
   std::vector<CommKindCost>* out_;
   std::map<std::string, size_t> index_;
 };
+
+// Per-kind totals on the slowest rank over the whole step, for reports.
+// Exposure is attributed to non-overlappable ops; overlappable ones are
+// reported as hidden (their excess, if any, is in the stage total).
+void TallyComm(const StepWork& work, const PipelineTimes& times, double dp_exposed_s,
+               std::vector<CommKindCost>* out) {
+  CommTally tally(out);
+  const RankWork& r = work.ranks[static_cast<size_t>(times.slowest)];
+  const double m = static_cast<double>(work.microbatches);
+  const int layers = r.count(BlockKind::kDenseLayer) + r.count(BlockKind::kMoeLayer);
+  for (const CommOp& op : work.ops) {
+    const double per_microbatch = op.seconds_per_microbatch();
+    double per_step = 0;
+    switch (op.scope) {
+      case CommOp::kPerLayer: per_step = per_microbatch * layers * m; break;
+      case CommOp::kPerDenseLayer: per_step = per_microbatch * r.count(BlockKind::kDenseLayer) * m; break;
+      case CommOp::kPerMoeLayer: per_step = per_microbatch * r.count(BlockKind::kMoeLayer) * m; break;
+      case CommOp::kPerStageBoundary: per_step = per_microbatch * r.boundary_crossings * m; break;
+      case CommOp::kPerStep: per_step = per_microbatch; break;
+    }
+    if (per_step <= 0) continue;
+    const bool exposed = !op.overlappable && op.scope != CommOp::kPerStep;
+    tally.Add(op.name, per_step, exposed ? per_step : 0);
+  }
+  if (dp_exposed_s > 0) tally.Add("data-parallel (exposed part)", 0, dp_exposed_s);
+}
 
 }  // namespace
 
@@ -110,75 +108,28 @@ const LayoutPlacement* CostModel::PlacementOf(const Layout& l) const {
   return cache.placement.ok() ? &cache.placement.value() : nullptr;
 }
 
-StepBreakdown CostModel::Step(const Layout& layout, std::vector<CommKindCost>* comm_out) const {
+StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& pipeline,
+                              std::vector<CommKindCost>* comm_out) const {
+  // Stage work -> schedule -> data-parallel exposure -> optimizer.
   StepBreakdown s;
-  const ComputeTimes compute = ComputeLayerTimes(layout, ctx_);
+  s.microbatches = job_.global_batch / (static_cast<long long>(layout.dp) * layout.mbs);
   std::vector<CommOp> ops;
   if (const LayoutPlacement* placement = PlacementOf(layout)) {
     ops = BuildCommPlan(layout, ctx_, *placement);
   }
-  const std::vector<StageLayers> stages = LayersPerStage(layout, model_);
-  s.microbatches = job_.global_batch / (static_cast<long long>(layout.dp) * layout.mbs);
-  const double m = static_cast<double>(std::max<long long>(s.microbatches, 1));
-
-  // Per micro-batch cost of each pipeline rank.
-  auto layer_compute = [](const LayerTimes& t) { return t.fwd_s() + t.bwd_s() + t.recompute_s; };
-  std::vector<StageCost> cost(stages.size());
-  for (size_t p = 0; p < stages.size(); ++p) {
-    const int dense = stages[p].layers - stages[p].moe, moe = stages[p].moe;
-    StageCost& c = cost[p];
-    c.fwd_s = dense * compute.dense_layer.fwd_s() + moe * compute.moe_layer.fwd_s();
-    c.bwd_s = dense * (compute.dense_layer.bwd_s() + compute.dense_layer.recompute_s) +
-              moe * (compute.moe_layer.bwd_s() + compute.moe_layer.recompute_s);
-    if (p == 0) c.fwd_s += compute.embedding.fwd_s, c.bwd_s += compute.embedding.bwd_s;
-    if (p + 1 == stages.size()) c.fwd_s += compute.output_layer.fwd_s, c.bwd_s += compute.output_layer.bwd_s;
-    c.compute_s = c.fwd_s + c.bwd_s;
-    // Per-layer communication: exposed unless overlappable, and then only
-    // beyond the compute of the layer it overlaps.
-    for (bool moe_kind : {false, true}) {
-      const int count = moe_kind ? moe : dense;
-      if (count == 0) continue;
-      double exposed = 0, hidden = 0;
-      for (const CommOp& op : ops) {
-        const bool applies = op.scope == CommOp::kPerLayer ||
-                             (op.scope == CommOp::kPerMoeLayer && moe_kind) ||
-                             (op.scope == CommOp::kPerDenseLayer && !moe_kind);
-        if (!applies) continue;
-        (op.overlappable ? hidden : exposed) += PerMicrobatch(op);
-      }
-      const double layer_s = layer_compute(moe_kind ? compute.moe_layer : compute.dense_layer);
-      c.exposed_comm_s += count * (exposed + std::max(0.0, hidden - layer_s));
-    }
-    if (layout.pp > 1) {
-      for (const CommOp& op : ops) {
-        if (op.scope == CommOp::kPerStageBoundary) c.exposed_comm_s += PerMicrobatch(op);
-      }
-    }
-  }
-  size_t slowest = 0;
-  for (size_t p = 1; p < cost.size(); ++p) {
-    if (cost[p].compute_s + cost[p].exposed_comm_s > cost[slowest].compute_s + cost[slowest].exposed_comm_s) {
-      slowest = p;
-    }
-  }
-  const StageCost& worst = cost[slowest];
-  s.slowest_stage = static_cast<int>(slowest);
+  const StepWork work =
+      BuildStepWork(layout, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops), s.microbatches);
+  const PipelineTimes times = SchedulePipeline(work);
+  const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
+  s.slowest_stage = times.slowest;
   s.stage_compute_s = worst.compute_s;
   s.stage_exposed_comm_s = worst.exposed_comm_s;
-  s.stage_time_s = worst.compute_s + worst.exposed_comm_s;
-  s.bubble_s = double(layout.pp - 1) / layout.vpp * s.stage_time_s;
-  s.pipeline_s = m * s.stage_time_s + s.bubble_s;
+  s.stage_time_s = times.stage_time_s;
+  s.bubble_s = times.bubble_s;
+  s.pipeline_s = times.pipeline_s;
+  s.dp_exposed_s = DataParallelExposure(work, times).exposed_s;
 
-  // Data-parallel traffic once per step, hidden behind one micro-batch's
-  // backward (reductions) or forward (parameter gathers).
-  double reduce_s = 0, gather_s = 0;
-  for (const CommOp& op : ops) {
-    if (op.scope != CommOp::kPerStep) continue;
-    (op.collective == Collective::kAllGather ? gather_s : reduce_s) += PerMicrobatch(op);
-  }
-  s.dp_exposed_s = std::max(0.0, reduce_s - worst.bwd_s) + std::max(0.0, gather_s - worst.fwd_s);
-
-  const StageParams params = memory_.ParamsOnStage(layout, s.slowest_stage);
+  const StageParams params = memory_.ParamsOnStage(layout, pipeline, s.slowest_stage);
   const double dense_shard = job_.distributed_optimizer ? double(layout.dp) * layout.cp : 1.0;
   const double expert_shard = job_.distributed_optimizer ? double(layout.edp) : 1.0;
   s.optimizer_s = OptimizerStepSeconds(params.dense / dense_shard + params.expert / expert_shard, profile_);
@@ -187,28 +138,7 @@ StepBreakdown CostModel::Step(const Layout& layout, std::vector<CommKindCost>* c
   s.tokens_per_s = double(job_.global_batch) * job_.seq_len / s.step_time_s;
   s.model_flops_per_token = ModelFlopsPerToken(model_, job_.seq_len);
   s.mfu = s.model_flops_per_token * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_bf16_flops);
-
-  if (comm_out) {
-    // Per-kind totals on the slowest stage over the whole step.
-    CommTally tally(comm_out);
-    const StageLayers& st = stages[slowest];
-    for (const CommOp& op : ops) {
-      double per_step = 0;
-      switch (op.scope) {
-        case CommOp::kPerLayer: per_step = PerMicrobatch(op) * st.layers * m; break;
-        case CommOp::kPerDenseLayer: per_step = PerMicrobatch(op) * (st.layers - st.moe) * m; break;
-        case CommOp::kPerMoeLayer: per_step = PerMicrobatch(op) * st.moe * m; break;
-        case CommOp::kPerStageBoundary: per_step = layout.pp > 1 ? PerMicrobatch(op) * m : 0; break;
-        case CommOp::kPerStep: per_step = PerMicrobatch(op); break;
-      }
-      if (per_step <= 0) continue;
-      // Exposure is attributed to non-overlappable ops; overlappable ones are
-      // reported as hidden (their excess, if any, is in the stage total).
-      const bool exposed = !op.overlappable && op.scope != CommOp::kPerStep;
-      tally.Add(op.name, per_step, exposed ? per_step : 0);
-    }
-    if (s.dp_exposed_s > 0) tally.Add("data-parallel (exposed part)", 0, s.dp_exposed_s);
-  }
+  if (comm_out) TallyComm(work, times, s.dp_exposed_s, comm_out);
   return s;
 }
 
@@ -216,30 +146,24 @@ Evaluation CostModel::Evaluate(const Layout& input) const {
   Evaluation e;
   e.layout = input;
   e.violations = CheckLayout(input, {&cluster_, &model_, &job_});
-  if (!e.layout.explicit_stages) {
-    auto split = SplitLayers(model_.layers, e.layout.pp, e.layout.vpp);
-    // No Megatron split: spread the layers as evenly as possible so the
-    // costs still mean something next to the reported violation.
-    if (split.ok()) e.layout.stage_layers = split.value();
-    else {
-      const int stages = e.layout.pp * e.layout.vpp;
-      e.layout.stage_layers.assign(static_cast<size_t>(stages), model_.layers / stages);
-      for (int i = 0; i < model_.layers % stages; ++i) ++e.layout.stage_layers[static_cast<size_t>(i)];
-    }
-  }
-  e.step = Step(e.layout, &e.comm);
-  e.memory = memory_.Estimate(e.layout);
+  const PipelineDescription pipeline = DescribePipeline(input, model_);
+  // Explicit stages stay as given (a wrong count is among the violations);
+  // otherwise the layout shows the split its costs assume.
+  if (!e.layout.explicit_stages) e.layout.stage_layers = pipeline.StageLayers();
+  e.step = Step(e.layout, pipeline, &e.comm);
+  e.memory = memory_.Estimate(e.layout, pipeline);
   return e;
 }
 
 LayoutScore CostModel::Score(const Layout& layout, bool minimise_memory) const {
   LayoutScore score;
+  const PipelineDescription pipeline = DescribePipeline(layout, model_);
   int worst_stage = 0;
-  const double peak_bytes = memory_.PeakBytes(layout, &worst_stage);
+  const double peak_bytes = memory_.PeakBytes(layout, pipeline, &worst_stage);
   score.peak_memory_gib = peak_bytes / kBytesPerGiB;
   score.fits = score.peak_memory_gib <= cluster_.gpu.hbm_gib;
   if (!score.fits) return score;
-  score.step_time_s = Step(layout, nullptr).step_time_s;
+  score.step_time_s = Step(layout, pipeline, nullptr).step_time_s;
   score.objective = minimise_memory ? score.peak_memory_gib : score.step_time_s;
   return score;
 }

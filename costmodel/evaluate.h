@@ -1,19 +1,15 @@
-// One layout's cost, end to end: compute per stage (compute_time.h),
-// communication and what of it is exposed (comm_plan.h), the pipeline
-// schedule, data-parallel gradient traffic, the optimizer step, and memory
-// (memory.h). CostModel holds what every evaluation of one (cluster, model,
-// job) shares; CostScorer plugs it into the planner's search.
-//
-// Step time (analytical, derived in doc/cost-model.md):
-//   t_p     = per micro-batch time of pipeline rank p: forward + backward +
-//             recompute of its layers (+ embedding on the first, output layer
-//             and loss on the last) + its exposed communication
-//   t_max   = max_p t_p
-//   pipeline = (m + (pp - 1) / vpp) x t_max     (1F1B; interleaved 1F1B
-//             shrinks the bubble by vpp), m = global_batch / (dp x mbs)
-//   step    = pipeline + exposed data-parallel traffic + optimizer step
-// tokens/s = global_batch x seq / step; MFU = model FLOPs per token
-// (flops.h ModelFlopsPerToken) x tokens/s / (world x dense bf16 peak).
+// One layout's cost, end to end. CostModel holds what every evaluation of
+// one (cluster, model, job) shares; CostScorer plugs it into the planner's
+// search. A step is
+//   stage work (stage_work.h: the pipeline description, compute_time.h's
+//     per-layer compute, comm_plan.h's communication)
+//   -> the pipeline schedule (schedule.h: per-rank time, bubble, pipeline)
+//   -> the exposed part of data-parallel traffic (schedule.h)
+//   -> + the optimizer step (compute_time.h),
+// and memory (memory.h) is the worst stage's peak. doc/cost-model.md
+// derives the step time; tokens/s = global_batch x seq / step; MFU = model
+// FLOPs per token (flops.h ModelFlopsPerToken) x tokens/s / (world x dense
+// bf16 peak).
 #pragma once
 
 #include <atomic>
@@ -28,6 +24,7 @@
 #include "costmodel/cost_context.h"
 #include "costmodel/memory.h"
 #include "planner/legality.h"
+#include "planner/pipeline.h"
 #include "planner/scoring.h"
 #include "topology/topology.h"
 
@@ -85,7 +82,8 @@ class CostModel {
  private:
   CostModel(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job,
             Topology topology, ComputeProfile profile, CommParams comm);
-  StepBreakdown Step(const Layout& layout, std::vector<CommKindCost>* comm) const;
+  StepBreakdown Step(const Layout& layout, const PipelineDescription& pipeline,
+                     std::vector<CommKindCost>* comm) const;
   const struct LayoutPlacement* PlacementOf(const Layout& layout) const;
 
   ClusterSpec cluster_;

@@ -11,7 +11,7 @@
 #include <cstdio>
 #include <numeric>
 
-#include "planner/pipeline_split.h"
+#include "costmodel/schedule.h"
 
 namespace foldplan {
 namespace {
@@ -85,7 +85,7 @@ double MemoryBreakdown::bytes_of(std::string_view name) const {
 // One stage's terms as plain numbers, plus what the notes quote.
 struct MemoryModel::StageTerms {
   std::array<double, kMemoryTermCount> bytes{};
-  StageLayerCount count;
+  PipelineRank count;  // what the stage holds
   StageParams params;
   double inflight = 0;
   int collectives = 0;     // NCCL collective communicators in use
@@ -173,75 +173,6 @@ MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const Clust
 MemoryModel::MemoryModel(const CostContext& ctx, const MemoryAssumptions& assumptions)
     : MemoryModel(*ctx.model, *ctx.job, *ctx.cluster, assumptions) {}
 
-int MemoryModel::MoeLayersBefore(int layer) const {
-  const ModelSpec& m = *model_;
-  if (!m.moe) return 0;
-  layer = std::min(layer, m.layers);
-  const int first = m.moe->first_k_dense;
-  if (layer <= first) return 0;
-  const int freq = std::max(1, m.moe->layer_freq);
-  return (layer - first + freq - 1) / freq;  // layers first, first + freq, ... below `layer`
-}
-
-template <class F>
-void MemoryModel::ForEachStage(const Layout& layout, F&& f) const {
-  const int pp = std::max(1, layout.pp);
-  const int vpp = std::max(1, layout.vpp);
-  const size_t virtual_stages = static_cast<size_t>(pp) * static_cast<size_t>(vpp);
-
-  // Layers per virtual stage: the layout's (when they cover the model's
-  // layers), else Megatron's split, else (no Megatron split exists; the
-  // layout is illegal anyway) an even spread.
-  const std::vector<int>* split = &layout.stage_layers;
-  std::vector<int> derived;
-  const bool usable = split->size() == virtual_stages &&
-                      std::accumulate(split->begin(), split->end(), 0) == model_->layers;
-  if (!usable) {
-    auto made = SplitLayers(model_->layers, pp, vpp);
-    if (made.ok()) {
-      derived = std::move(made).value();
-    } else {
-      derived.assign(virtual_stages, model_->layers / static_cast<int>(virtual_stages));
-      const int rest = model_->layers % static_cast<int>(virtual_stages);
-      for (int i = 0; i < rest; ++i) derived[static_cast<size_t>(i)] += 1;
-    }
-    split = &derived;
-  }
-
-  // Per pipeline rank: its layers and MoE layers (virtual stage v*pp + p
-  // runs on rank p and covers the next stage_layers[v*pp + p] layers).
-  std::array<StageLayerCount, 256> inline_counts{};
-  std::vector<StageLayerCount> heap_counts;
-  StageLayerCount* counts = inline_counts.data();
-  if (pp > static_cast<int>(inline_counts.size())) {
-    heap_counts.resize(static_cast<size_t>(pp));
-    counts = heap_counts.data();
-  }
-  int offset = 0;
-  for (size_t i = 0; i < virtual_stages; ++i) {
-    const int n = (*split)[i];
-    StageLayerCount& c = counts[i % static_cast<size_t>(pp)];
-    c.layers += n;
-    c.moe_layers += MoeLayersBefore(offset + n) - MoeLayersBefore(offset);
-    offset += n;
-  }
-  for (int p = 0; p < pp; ++p) f(p, counts[p]);
-}
-
-double MemoryModel::InflightMicrobatches(int pp, int vpp, int stage, long long microbatches) {
-  pp = std::max(1, pp);
-  vpp = std::max(1, vpp);
-  const long long m = std::max(1LL, microbatches);
-  if (vpp == 1) {
-    // 1F1B: pp - stage - 1 warm-up forwards, then one more before the first backward.
-    return double(std::min<long long>(pp - stage, m));
-  }
-  // Megatron's interleaved schedule: (pp - stage - 1) x 2 + (vpp - 1) x pp
-  // warm-up chunks, + 1 in steady state, capped at all m x vpp chunks.
-  const long long chunks = 2LL * (pp - stage - 1) + (vpp - 1LL) * pp + 1;
-  return double(std::min(chunks, m * vpp)) / vpp;
-}
-
 double MemoryModel::ExpertLoad(const Layout& layout) const {
   // A capacity factor pads every expert's buffer to CF x its mean share
   // (Megatron --moe-pad-expert-input-to-capacity): the bound whatever the
@@ -282,13 +213,12 @@ double MemoryModel::LayerActivationBytes(const Layout& layout, bool moe_layer,
          expert_rows * (expert_row_hidden_bytes_ + expert_row_ffn_bytes_ / etp);
 }
 
-StageParams MemoryModel::ParamsFor(const Layout& layout, int stage,
-                                   StageLayerCount count) const {
+StageParams MemoryModel::ParamsFor(const Layout& layout, const PipelineRank& held) const {
   const double tp = std::max(1, layout.tp);
   const double expert_shards = double(std::max(1, layout.ep)) * std::max(1, layout.etp);
   const int pp = std::max(1, layout.pp);
-  const double moe = count.moe_layers;
-  const double dense = count.layers - count.moe_layers;
+  const double moe = held.moe_layers;
+  const double dense = held.dense_layers();
 
   StageParams p;
   p.dense = dense * (dense_layer_tp_ / tp + dense_layer_replicated_) +
@@ -297,8 +227,8 @@ StageParams MemoryModel::ParamsFor(const Layout& layout, int stage,
   p.gemm = dense * (dense_layer_tp_ / tp + layer_gemm_replicated_) +
            moe * (moe_layer_tp_ / tp + layer_gemm_replicated_) + p.expert;
   const double table = double(embeddings_.input_embedding) / tp;  // vocab-parallel
-  if (stage == 0) p.dense += table + double(embeddings_.position_embedding);
-  if (stage == pp - 1) {
+  if (held.embedding) p.dense += table + double(embeddings_.position_embedding);
+  if (held.loss) {
     p.dense += double(embeddings_.final_norm);
     if (embeddings_.output_layer > 0) {
       p.dense += double(embeddings_.output_layer) / tp;
@@ -310,11 +240,13 @@ StageParams MemoryModel::ParamsFor(const Layout& layout, int stage,
 }
 
 StageParams MemoryModel::ParamsOnStage(const Layout& layout, int stage) const {
-  StageParams out;
-  ForEachStage(layout, [&](int p, StageLayerCount c) {
-    if (p == stage) out = ParamsFor(layout, p, c);
-  });
-  return out;
+  return ParamsOnStage(layout, DescribePipeline(layout, *model_), stage);
+}
+
+StageParams MemoryModel::ParamsOnStage(const Layout& layout, const PipelineDescription& pipeline,
+                                       int stage) const {
+  if (stage < 0 || stage >= static_cast<int>(pipeline.ranks.size())) return StageParams{};
+  return ParamsFor(layout, pipeline.ranks[static_cast<size_t>(stage)]);
 }
 
 MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const {
@@ -395,20 +327,20 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const 
 }
 
 MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const LayoutTerms& l,
-                                                  int stage, StageLayerCount count) const {
+                                                  int stage, const PipelineRank& held) const {
   const JobSpec& job = *job_;
   const int pp = std::max(1, layout.pp);
-  const bool first = stage == 0;
-  const bool last = stage == pp - 1;
-  const bool has_moe = count.moe_layers > 0 && model_->moe;
-  const double dense_layers = count.layers - count.moe_layers;
+  const bool first = held.embedding;
+  const bool last = held.loss;
+  const bool has_moe = held.moe_layers > 0 && model_->moe;
+  const double dense_layers = held.dense_layers();
 
   StageTerms t;
-  t.count = count;
+  t.count = held;
   auto& b = t.bytes;
 
   // Parameters, gradients, optimizer states.
-  t.params = ParamsFor(layout, stage, count);
+  t.params = ParamsFor(layout, held);
   const double params = t.params.total();
   b[kParametersIdx] = kBf16 * params;
   b[kFp8WeightCopiesIdx] = job.precision == Precision::kFP8 ? kFp8CopyBytes * t.params.gemm : 0;
@@ -422,9 +354,9 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
 
   // Activations of the micro-batches in flight, and the one layer that
   // backward rebuilds at a time.
-  t.inflight = InflightMicrobatches(pp, layout.vpp, stage, l.microbatches);
+  t.inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
   b[kActivationsIdx] =
-      t.inflight * (dense_layers * l.layer_dense + count.moe_layers * l.layer_moe);
+      t.inflight * (dense_layers * l.layer_dense + held.moe_layers * l.layer_moe);
   b[kRecomputeWorkingSetIdx] =
       std::max(dense_layers > 0 ? l.working_dense : 0, has_moe ? l.working_moe : 0);
   if (first) b[kEmbeddingActivationsIdx] = t.inflight * l.embedding_per_microbatch;
@@ -547,16 +479,21 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
 }
 
 double MemoryModel::PeakBytes(const Layout& layout, int* worst_stage) const {
+  return PeakBytes(layout, DescribePipeline(layout, *model_), worst_stage);
+}
+
+double MemoryModel::PeakBytes(const Layout& layout, const PipelineDescription& pipeline,
+                              int* worst_stage) const {
   double worst = -1;
   int worst_at = 0;
   const LayoutTerms l = ComputeLayout(layout);
-  ForEachStage(layout, [&](int p, StageLayerCount c) {
-    const double peak = ComputeStage(layout, l, p, c).peak();
+  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
+    const double peak = ComputeStage(layout, l, static_cast<int>(p), pipeline.ranks[p]).peak();
     if (peak > worst) {
       worst = peak;
-      worst_at = p;
+      worst_at = static_cast<int>(p);
     }
-  });
+  }
   if (worst_stage) *worst_stage = worst_at;
   return worst;
 }
@@ -566,30 +503,31 @@ bool MemoryModel::Fits(const Layout& layout) const {
 }
 
 MemoryBreakdown MemoryModel::Estimate(const Layout& layout) const {
+  return Estimate(layout, DescribePipeline(layout, *model_));
+}
+
+MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescription& pipeline) const {
   StageTerms worst;
   double worst_peak = -1;
   int worst_at = 0;
   const LayoutTerms l = ComputeLayout(layout);
-  ForEachStage(layout, [&](int p, StageLayerCount c) {
-    StageTerms t = ComputeStage(layout, l, p, c);
+  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
+    StageTerms t = ComputeStage(layout, l, static_cast<int>(p), pipeline.ranks[p]);
     const double peak = t.peak();
     if (peak > worst_peak) {
       worst_peak = peak;
-      worst_at = p;
+      worst_at = static_cast<int>(p);
       worst = t;
     }
-  });
+  }
   return Build(layout, l, worst_at, worst);
 }
 
 MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) const {
   assert(stage >= 0 && stage < std::max(1, layout.pp));
+  const PipelineDescription pipeline = DescribePipeline(layout, *model_);
   const LayoutTerms l = ComputeLayout(layout);
-  StageTerms found;
-  ForEachStage(layout, [&](int p, StageLayerCount c) {
-    if (p == stage) found = ComputeStage(layout, l, p, c);
-  });
-  return Build(layout, l, stage, found);
+  return Build(layout, l, stage, ComputeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)]));
 }
 
 MemoryBreakdown EstimateMemory(const Layout& layout, const CostContext& ctx) {

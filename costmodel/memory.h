@@ -5,8 +5,8 @@
 //
 // Use a MemoryModel when evaluating many layouts of one (model, job,
 // cluster): it precomputes the per-layer parameter and activation widths,
-// and its PeakBytes() allocates nothing. EstimateMemory() is the one-shot
-// convenience over a CostContext.
+// and its PeakBytes() allocates nothing beyond the pipeline description.
+// EstimateMemory() is the one-shot convenience over a CostContext.
 #pragma once
 
 #include <cstdint>
@@ -16,6 +16,7 @@
 
 #include "costmodel/cost_context.h"
 #include "planner/layout.h"
+#include "planner/pipeline.h"
 
 namespace foldplan {
 
@@ -112,46 +113,39 @@ class MemoryModel {
               const MemoryAssumptions& assumptions = {});
   explicit MemoryModel(const CostContext& ctx, const MemoryAssumptions& assumptions = {});
 
-  // The breakdown of the stage with the highest peak (ties: the lowest
-  // stage). Stage layers come from layout.stage_layers, or from SplitLayers
-  // when that is empty.
+  // What each stage holds comes from the layout's pipeline description
+  // (planner/pipeline.h): pass it when it is already built, or let these
+  // build it (DescribePipeline). The micro-batches of activations in flight
+  // come from the schedule (costmodel/schedule.h).
+
+  // The breakdown of the stage with the highest peak (ties: the lowest stage).
   MemoryBreakdown Estimate(const Layout& layout) const;
+  MemoryBreakdown Estimate(const Layout& layout, const PipelineDescription& pipeline) const;
   // The breakdown of pipeline rank `stage` (0 <= stage < pp).
   MemoryBreakdown EstimateStage(const Layout& layout, int stage) const;
-  // Peak bytes of the worst stage; allocates nothing when layout.stage_layers
-  // is filled and pp <= 256. `worst_stage` may be null.
+  // Peak bytes of the worst stage; `worst_stage` may be null.
   double PeakBytes(const Layout& layout, int* worst_stage = nullptr) const;
+  double PeakBytes(const Layout& layout, const PipelineDescription& pipeline, int* worst_stage = nullptr) const;
   bool Fits(const Layout& layout) const;
 
   // Pieces, for tests and reports.
   // Bytes one decoder layer keeps for backward, per micro-batch, on one rank.
   double LayerActivationBytes(const Layout& layout, bool moe_layer, Recompute recompute) const;
   StageParams ParamsOnStage(const Layout& layout, int stage) const;
-  // Micro-batches (in whole-stage equivalents) whose activations are alive
-  // on pipeline rank `stage` at the peak. 1F1B: min(pp - stage, m).
-  // Interleaved: model chunks in flight min(2 (pp-stage-1) + (vpp-1) pp + 1,
-  // m vpp), divided by vpp (each chunk holds 1/vpp of the stage's layers).
-  static double InflightMicrobatches(int pp, int vpp, int stage, long long microbatches);
+  StageParams ParamsOnStage(const Layout& layout, const PipelineDescription& pipeline, int stage) const;
 
   const MemoryAssumptions& assumptions() const { return a_; }
 
  private:
-  struct StageLayerCount {
-    int layers = 0;
-    int moe_layers = 0;
-  };
   struct LayoutTerms;  // what every stage of a layout shares
   struct StageTerms;   // the terms of one stage, as plain doubles
 
   LayoutTerms ComputeLayout(const Layout& layout) const;
   StageTerms ComputeStage(const Layout& layout, const LayoutTerms& shared, int stage,
-                          StageLayerCount count) const;
-  StageParams ParamsFor(const Layout& layout, int stage, StageLayerCount count) const;
+                          const PipelineRank& held) const;
+  StageParams ParamsFor(const Layout& layout, const PipelineRank& held) const;
   MemoryBreakdown Build(const Layout& layout, const LayoutTerms& shared, int stage,
                         const StageTerms& t) const;
-  template <class F>
-  void ForEachStage(const Layout& layout, F&& f) const;
-  int MoeLayersBefore(int layer) const;
   double ExpertLoad(const Layout& layout) const;  // busiest expert rank's rows / mean
 
   const ModelSpec* model_;

@@ -4,6 +4,7 @@
 // set. Not counted, each well under 0.01% of any shipped model: LayerNorm
 // biases and GPT-style biases of the other linear layers, DeepSeek's router
 // selection bias, rotary tables (not parameters), and MTP modules.
+#include <algorithm>
 #include <cstdint>
 
 #include "inputs/model.h"
@@ -134,9 +135,12 @@ bool ModelSpec::layer_is_moe(int i) const {
   return moe->layer_freq <= 1 || (i - moe->first_k_dense) % moe->layer_freq == 0;
 }
 
-int ModelSpec::moe_layer_count() const {
-  if (!moe || moe->first_k_dense >= layers) return 0;
-  const int after_dense = layers - moe->first_k_dense;
+int ModelSpec::moe_layer_count() const { return moe_layers_below(layers); }
+
+int ModelSpec::moe_layers_below(int layer) const {
+  layer = std::min(layer, layers);
+  if (!moe || layer <= moe->first_k_dense) return 0;
+  const int after_dense = layer - moe->first_k_dense;
   const int freq = moe->layer_freq < 1 ? 1 : moe->layer_freq;
   return (after_dense + freq - 1) / freq;  // layers first_k_dense, +freq, +2 freq, ...
 }

@@ -94,6 +94,8 @@ struct ModelSpec {
   // Layer i (0-based) uses the MoE block.
   bool layer_is_moe(int i) const;
   int moe_layer_count() const;
+  // MoE layers among layers 0 .. layer - 1 (layer clamped to [0, layers]).
+  int moe_layers_below(int layer) const;
   // Value head dim: MLA's v_head_dim, else head_dim.
   int v_head_dim() const;
 

@@ -256,33 +256,6 @@ TEST_CASE("an MoE layer, derived per tensor, with imbalance and ETP") {
         142'688'256.0 + 6144.0 * 94'208);
 }
 
-TEST_CASE("1F1B and interleaved micro-batches in flight") {
-  // 1F1B: min(pp - stage, m).
-  CHECK(MemoryModel::InflightMicrobatches(8, 1, 0, 64) == 8);
-  CHECK(MemoryModel::InflightMicrobatches(8, 1, 5, 64) == 3);
-  CHECK(MemoryModel::InflightMicrobatches(8, 1, 7, 64) == 1);
-  CHECK(MemoryModel::InflightMicrobatches(8, 1, 0, 4) == 4);
-  CHECK(MemoryModel::InflightMicrobatches(1, 1, 0, 64) == 1);
-  // Interleaved, first stage: pp x (1 + (pp - 1) / (pp x vpp)).
-  for (int pp : {2, 4, 8, 16}) {
-    for (int vpp : {2, 3, 4}) {
-      CAPTURE(pp);
-      CAPTURE(vpp);
-      const double formula = pp * (1 + double(pp - 1) / (pp * vpp));
-      CHECK(MemoryModel::InflightMicrobatches(pp, vpp, 0, 1024) == doctest::Approx(formula));
-      // Later stages hold fewer; the last holds ((vpp - 1) pp + 1) / vpp.
-      CHECK(MemoryModel::InflightMicrobatches(pp, vpp, pp - 1, 1024) ==
-            doctest::Approx(((vpp - 1.0) * pp + 1) / vpp));
-      for (int s = 1; s < pp; ++s) {
-        CHECK(MemoryModel::InflightMicrobatches(pp, vpp, s, 1024) <
-              MemoryModel::InflightMicrobatches(pp, vpp, s - 1, 1024));
-      }
-    }
-  }
-  // m == pp: Megatron runs every chunk's forward first: all m micro-batches.
-  CHECK(MemoryModel::InflightMicrobatches(4, 2, 0, 4) == 4);
-}
-
 TEST_CASE("the breakdown: every term once, the peak is their sum, the worst stage is the max") {
   const ModelSpec m = Load("deepseek-v3");
   const JobSpec job = MakeJob();

@@ -1,0 +1,69 @@
+#include "costmodel/stage_work.h"
+
+#include <algorithm>
+
+namespace foldplan {
+namespace {
+
+BlockCost LayerCost(const LayerTimes& t) { return {t.fwd_s(), t.bwd_s(), t.recompute_s}; }
+BlockCost PartCost(const OpTime& t) { return {t.fwd_s, t.bwd_s, 0}; }
+
+}  // namespace
+
+const char* Name(BlockKind kind) {
+  switch (kind) {
+    case BlockKind::kDenseLayer: return "dense_layer";
+    case BlockKind::kMoeLayer: return "moe_layer";
+    case BlockKind::kEmbedding: return "embedding";
+    case BlockKind::kOutputLayer: return "output_layer";
+  }
+  return "?";
+}
+
+bool RunsInBlock(const CommOp& op, BlockKind kind) {
+  switch (op.scope) {
+    case CommOp::kPerLayer: return kind == BlockKind::kDenseLayer || kind == BlockKind::kMoeLayer;
+    case CommOp::kPerDenseLayer: return kind == BlockKind::kDenseLayer;
+    case CommOp::kPerMoeLayer: return kind == BlockKind::kMoeLayer;
+    case CommOp::kPerStageBoundary:
+    case CommOp::kPerStep: return false;
+  }
+  return false;
+}
+
+StepWork BuildStepWork(const Layout& layout, PipelineDescription pipeline, const ComputeTimes& compute,
+                       std::vector<CommOp> ops, long long microbatches) {
+  StepWork w;
+  w.microbatches = std::max<long long>(microbatches, 1);
+  w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerCost(compute.dense_layer);
+  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerCost(compute.moe_layer);
+  w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartCost(compute.embedding);
+  w.block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartCost(compute.output_layer);
+  const BlockCost& dense = w.cost(BlockKind::kDenseLayer);
+  const BlockCost& moe = w.cost(BlockKind::kMoeLayer);
+  const BlockCost& embedding = w.cost(BlockKind::kEmbedding);
+  const BlockCost& output = w.cost(BlockKind::kOutputLayer);
+
+  w.ranks.resize(pipeline.ranks.size());
+  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
+    const PipelineRank& held = pipeline.ranks[p];
+    RankWork& r = w.ranks[p];
+    r.pipeline_rank = static_cast<int>(p);
+    r.blocks[static_cast<size_t>(BlockKind::kDenseLayer)] = held.dense_layers();
+    r.blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = held.moe_layers;
+    r.blocks[static_cast<size_t>(BlockKind::kEmbedding)] = held.embedding ? 1 : 0;
+    r.blocks[static_cast<size_t>(BlockKind::kOutputLayer)] = held.loss ? 1 : 0;
+    r.boundary_crossings = layout.pp > 1 ? 1 : 0;
+    const int d = held.dense_layers(), e = held.moe_layers;
+    r.forward_s = d * dense.forward_s + e * moe.forward_s;
+    r.backward_s = d * (dense.backward_s + dense.recompute_s) + e * (moe.backward_s + moe.recompute_s);
+    r.recompute_s = d * dense.recompute_s + e * moe.recompute_s;
+    if (held.embedding) r.forward_s += embedding.forward_s, r.backward_s += embedding.backward_s;
+    if (held.loss) r.forward_s += output.forward_s, r.backward_s += output.backward_s;
+  }
+  w.pipeline = std::move(pipeline);
+  w.ops = std::move(ops);
+  return w;
+}
+
+}  // namespace foldplan

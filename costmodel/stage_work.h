@@ -1,0 +1,71 @@
+// The work of one training step, per pipeline rank and micro-batch, as the
+// pipeline schedule (costmodel/schedule.h) and a step simulator consume it:
+// the pipeline description (planner/pipeline.h: which virtual stage holds
+// which blocks and runs on which rank), the compute seconds of each kind of
+// block, and the layout's communication ops (costmodel/comm_plan.h) with
+// their scope, calls, seconds per call and whether they may overlap.
+//
+// A block is a unit of work that repeats: a dense or MoE decoder layer, the
+// embedding, the output layer and loss. Every block of one kind costs the
+// same on every rank (the layout is uniform), so a rank's work is its block
+// counts times the block costs, plus its stage-boundary traffic.
+#pragma once
+
+#include <array>
+#include <vector>
+
+#include "costmodel/comm_plan.h"
+#include "costmodel/compute_time.h"
+#include "planner/pipeline.h"
+
+namespace foldplan {
+
+enum class BlockKind { kDenseLayer, kMoeLayer, kEmbedding, kOutputLayer };
+inline constexpr int kBlockKindCount = 4;
+const char* Name(BlockKind kind);  // "dense_layer", "moe_layer", "embedding", "output_layer"
+
+// Compute seconds of one block for one micro-batch on one rank.
+struct BlockCost {
+  double forward_s = 0;
+  double backward_s = 0;   // the backward pass, without recomputation
+  double recompute_s = 0;  // forward work the backward pass repeats
+  double total_s() const { return forward_s + backward_s + recompute_s; }
+};
+
+// Whether `op` runs in every block of `kind` (its scope is per layer, per
+// dense layer or per MoE layer); stage-boundary and per-step ops run in no
+// block.
+bool RunsInBlock(const CommOp& op, BlockKind kind);
+
+// One pipeline rank's work per micro-batch.
+struct RankWork {
+  int pipeline_rank = 0;
+  std::array<int, kBlockKindCount> blocks{};  // blocks of each kind, indexed by BlockKind
+  // Pipeline boundaries whose send/receive this rank pays per micro-batch
+  // (each with the op's forward and backward calls): 1 when pp > 1.
+  int boundary_crossings = 0;
+  // Compute, summed over its blocks: the forward pass, the backward pass
+  // with the recomputation it runs (recompute_s says how much of it that is).
+  double forward_s = 0;
+  double backward_s = 0;
+  double recompute_s = 0;
+  double compute_s() const { return forward_s + backward_s; }
+  int count(BlockKind kind) const { return blocks[static_cast<size_t>(kind)]; }
+};
+
+struct StepWork {
+  PipelineDescription pipeline;
+  long long microbatches = 1;                     // m = global_batch / (dp x mbs), at least 1
+  std::array<BlockCost, kBlockKindCount> block;   // indexed by BlockKind
+  std::vector<CommOp> ops;                        // the layout's whole comm plan
+  std::vector<RankWork> ranks;                    // pp
+
+  const BlockCost& cost(BlockKind kind) const { return block[static_cast<size_t>(kind)]; }
+};
+
+// Assembles the step's work from the pipeline, the per-layer compute times
+// (computed for `layout`) and the comm plan.
+StepWork BuildStepWork(const Layout& layout, PipelineDescription pipeline, const ComputeTimes& compute,
+                       std::vector<CommOp> ops, long long microbatches);
+
+}  // namespace foldplan
