@@ -42,3 +42,80 @@ TEST_CASE("1F1B and interleaved micro-batches in flight") {
   CHECK(Inflight(4, 2, 0, 4) == 4);
 }
 
+
+namespace {
+
+CommOp Op(const char* name, CommOp::Scope scope, double seconds_per_call, bool overlappable,
+          Collective collective = Collective::kAllToAll) {
+  CommOp op;
+  op.name = name;
+  op.scope = scope;
+  op.collective = collective;
+  op.calls_fwd = 1;
+  op.calls_bwd = 1;
+  op.seconds_per_call = seconds_per_call;
+  op.overlappable = overlappable;
+  return op;
+}
+
+// Two pipeline ranks of dense layers: 3 on rank 0, 2 on rank 1; a layer
+// runs 1 s forward, 2 s backward, 0.5 s recomputation.
+StepWork TwoRanks(long long microbatches) {
+  StepWork w;
+  w.pipeline.pp = 2;
+  w.pipeline.ranks.resize(2);
+  w.microbatches = microbatches;
+  w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = {1, 2, 0.5};
+  w.ranks.resize(2);
+  w.ranks[0].blocks[static_cast<size_t>(BlockKind::kDenseLayer)] = 3;
+  w.ranks[0].forward_s = 3;
+  w.ranks[0].backward_s = 3 * 2.5;
+  w.ranks[1].blocks[static_cast<size_t>(BlockKind::kDenseLayer)] = 2;
+  w.ranks[1].pipeline_rank = 1;
+  w.ranks[1].forward_s = 2;
+  w.ranks[1].backward_s = 2 * 2.5;
+  for (RankWork& r : w.ranks) r.boundary_crossings = 1;
+  return w;
+}
+
+}  // namespace
+
+TEST_CASE("per-layer communication: exposed, or hidden up to the layer's compute") {
+  // Per layer: an exposed op of 0.1 s per call (2 calls: 0.2 s) and an
+  // overlappable one of 2 s per call (4 s) against 3.5 s of layer compute,
+  // so 0.2 + (4 - 3.5) = 0.7 s exposed per layer. A boundary send of
+  // 0.25 s per call adds 0.5 s per micro-batch.
+  StepWork w = TwoRanks(8);
+  w.ops = {Op("a", CommOp::kPerLayer, 0.1, false), Op("b", CommOp::kPerDenseLayer, 2, true),
+           Op("send", CommOp::kPerStageBoundary, 0.25, false)};
+  const PipelineTimes t = SchedulePipeline(w);
+  CHECK(t.ranks[0].compute_s == doctest::Approx(3 * 3.5));
+  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx(3 * 0.7 + 0.5));
+  CHECK(t.ranks[1].exposed_comm_s == doctest::Approx(2 * 0.7 + 0.5));
+  // t_max = 10.5 + 2.6 = 13.1 on rank 0; 1F1B: (m + pp - 1) t_max = 9 x 13.1.
+  CHECK(t.slowest == 0);
+  CHECK(t.stage_time_s == doctest::Approx(13.1));
+  CHECK(t.bubble_s == doctest::Approx(13.1));
+  CHECK(t.pipeline_s == doctest::Approx(9 * 13.1));
+}
+
+TEST_CASE("interleaving divides the bubble by vpp") {
+  StepWork w = TwoRanks(8);
+  w.pipeline.vpp = 4;
+  const PipelineTimes t = SchedulePipeline(w);
+  // No communication: t_max = 10.5 s; bubble (pp - 1) / vpp t_max = 10.5 / 4.
+  CHECK(t.bubble_s == doctest::Approx(10.5 / 4));
+  CHECK(t.pipeline_s == doctest::Approx(8 * 10.5 + 10.5 / 4));
+}
+
+TEST_CASE("data-parallel traffic hides behind one micro-batch of the slowest rank") {
+  // Rank 0: forward 3 s, backward 7.5 s. Reduce-scatter 10 s (1 bwd call
+  // set = 2 calls of 5 s): 2.5 s exposed; all-gather 2 s: hidden.
+  StepWork w = TwoRanks(8);
+  w.ops = {Op("rs", CommOp::kPerStep, 5, true, Collective::kReduceScatter),
+           Op("ag", CommOp::kPerStep, 1, true, Collective::kAllGather)};
+  const DataParallelTimes dp = DataParallelExposure(w, SchedulePipeline(w));
+  CHECK(dp.reduce_s == doctest::Approx(10));
+  CHECK(dp.gather_s == doctest::Approx(2));
+  CHECK(dp.exposed_s == doctest::Approx(2.5));
+}
