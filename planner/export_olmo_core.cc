@@ -1,4 +1,4 @@
-// OLMo-core's folded MoE path (folding.md section 4): dense mesh
+// OLMo-core's folded MoE path (doc/folding.md section 4): dense mesh
 // (pp, dp, cp) with cp fastest, rank = p*G + d*CP + c; MoE mesh
 // (pp, ep_dp, ep_mp) with ep_mp fastest, rank = p*G + i*EP + j. It has no
 // tensor parallelism on this path, so tp == etp == 1. Its groups are

@@ -1,4 +1,4 @@
-// torchtitan [parallelism] settings (folding.md section 4). torchtitan
+// torchtitan [parallelism] settings (doc/folding.md section 4). torchtitan
 // numbers ranks itself: dense mesh (pp, dp_replicate, dp_shard, cp, tp),
 // row-major, pp outermost; EP is no world-size factor but borrows the
 // innermost ranks of dp_shard x cp (x tp when etp = 1). Its groups are

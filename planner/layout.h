@@ -1,6 +1,6 @@
 // A layout: how one training job is folded onto W ranks. The dense view
 // factors each pipeline stage's G = W / pp ranks as tp x cp x dp, the expert
-// view as etp x ep x edp (doc/folding.md, ../shared/reference/folding.md).
+// view as etp x ep x edp (doc/folding.md).
 // The command-line syntax is
 //   tp=2,cp=1,pp=8,ep=8,etp=1[,dp=N][,edp=N][,vpp=N][,mbs=N]
 //   [,order=tp-cp-ep-dp-pp][,cp_style=ulysses][,recompute=selective]
@@ -44,8 +44,9 @@ struct Layout {
   std::string order = kDefaultOrder;  // Megatron order string, fastest axis first
   Placement placement = Placement::kLinear;
   // Decoder layers per virtual pipeline stage, pp * vpp entries in Megatron's
-  // order (virtual stage v*pp + p runs on pipeline rank p). Filled by
-  // AssignStageLayers (planner/pipeline_split.h); empty until then.
+  // order (virtual stage v*pp + p runs on pipeline rank p). Filled from the
+  // pipeline description (planner/pipeline.h) or by enumeration; may be
+  // empty until then.
   std::vector<int> stage_layers;
   // True when stage_layers was given explicitly (stages=...) rather than derived.
   bool explicit_stages = false;

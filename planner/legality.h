@@ -1,4 +1,4 @@
-// The rules that make a layout legal for (cluster, model, job): folding.md
+// The rules that make a layout legal for (cluster, model, job): doc/folding.md
 // section 2, each with its own name so that a rejection says which rule it
 // broke. Memory is not checked here (it needs the cost model).
 #pragma once

@@ -1,4 +1,4 @@
-// Physical placement of logical ranks on the cluster's GPUs (folding.md
+// Physical placement of logical ranks on the cluster's GPUs (doc/folding.md
 // section 5). Linear: rank r on GPU r, as launchers do by default. Packed:
 // the ranks are cut into aligned blocks of B consecutive ranks, B the
 // smallest block that holds every heavy group (tp, cp, tp_cp, ep, etp,

@@ -1,7 +1,7 @@
 // A port of Megatron-Core's rank numbering (megatron/core/parallel_state.py):
 // RankGenerator and generate_masked_orthogonal_rank_groups, with the same
 // group and rank order, so that a group list printed here is byte-identical
-// to Megatron's (folding.md section 3). Errors are Status values: an order
+// to Megatron's (doc/folding.md section 3). Errors are Status values: an order
 // string Megatron would raise on is reported, never thrown.
 //
 // Order string: axes fastest-varying first, e.g. "tp-cp-ep-dp-pp". Axes of

@@ -1,6 +1,6 @@
 // The rank map of a layout: every rank's coordinates in both views, its
 // physical place, and every process group, listed exactly as Megatron-Core's
-// RankGenerator lists them for a Megatron order string (folding.md section 3).
+// RankGenerator lists them for a Megatron order string (doc/folding.md section 3).
 #pragma once
 
 #include <array>

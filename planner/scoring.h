@@ -1,6 +1,6 @@
 // The planner ranks layouts through this small interface; the cost model
-// (costmodel/scorer.h) implements it, so the planner never includes the
-// cost model.
+// implements it (CostScorer in costmodel/evaluate.h), so the planner never
+// includes the cost model.
 #pragma once
 
 #include "planner/layout.h"

@@ -1,4 +1,4 @@
-// Each legality rule of folding.md section 2 with a passing and a failing case.
+// Each legality rule of doc/folding.md section 2 with a passing and a failing case.
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,4 +1,4 @@
-// Megatron's rank numbering: the worked examples of folding.md section 3,
+// Megatron's rank numbering: the worked examples of doc/folding.md section 3,
 // list for list and in order, and the order-string errors.
 #include <doctest/doctest.h>
 
