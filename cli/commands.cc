@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/formats.h"
+#include "costmodel/evaluate.h"
 #include "core/text_table.h"
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
@@ -19,6 +20,18 @@ namespace {
 
 using json = nlohmann::ordered_json;
 using Align = TextTable::Align;
+
+std::vector<std::string> SplitList(const std::string& text) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    out.push_back(text.substr(start, comma - start));
+    start = comma + 1;
+  }
+  return out;
+}
 
 Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   if (o.seq) {
@@ -38,18 +51,74 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
     job->world_size = *o.gpus;
   }
   if (o.precision) {
-    if (*o.precision == "bf16") job->precision = Precision::kBF16;
-    else if (*o.precision == "fp8") job->precision = Precision::kFP8;
-    else return Status::Error("--precision: expected bf16 or fp8, found \"" + *o.precision + "\"");
+    job->precisions.clear();
+    for (const std::string& name : SplitList(*o.precision)) {
+      const auto p = ParsePrecision(name);
+      if (!p) return Status::Error("--precision: expected one of " + std::string(PrecisionChoices()) + ", found \"" +
+                                   name + "\"");
+      job->precisions.push_back(*p);
+    }
+  }
+  if (o.recompute) {
+    job->recompute.clear();
+    for (const std::string& name : SplitList(*o.recompute)) {
+      Result<Recompute> r = ParseRecompute(name);
+      if (!r.ok()) return Status::Error("--recompute " + name + ": " + r.status().message());
+      job->recompute.push_back(r.value());
+    }
+  }
+  if (o.dispatcher) {
+    job->dispatchers.clear();
+    for (const std::string& name : SplitList(*o.dispatcher)) {
+      const auto d = ParseDispatcher(name);
+      if (!d) return Status::Error("--dispatcher: expected one of " + std::string(DispatcherChoices()) +
+                                   ", found \"" + name + "\"");
+      job->dispatchers.push_back(*d);
+    }
+  }
+  // The same ranges as the job file's fields (doc/formats.md).
+  if (o.capacity_factor) {
+    if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= 1024))
+      return Status::Error("--capacity-factor: expected a number in [0, 1024] (0: dropless)");
+    job->capacity_factor = *o.capacity_factor;
+  }
+  if (o.routing_imbalance) {
+    if (!(*o.routing_imbalance >= 1 && *o.routing_imbalance <= 65536))
+      return Status::Error("--routing-imbalance: expected a number in [1, 65536] (1: forced balance)");
+    job->routing_imbalance = *o.routing_imbalance;
+  }
+  if (o.mtp) {
+    if (*o.mtp < 0 || *o.mtp > 64) return Status::Error("--mtp: expected an integer in [0, 64]");
+    job->mtp_layers = *o.mtp;
+  }
+  if (o.gpus_per_domain) {
+    if (*o.gpus_per_domain < 1) return Status::Error("--gpus-per-domain: expected a positive integer");
+    job->gpus_per_domain = *o.gpus_per_domain;
+  }
+  for (const std::vector<Recompute>* list : {&job->recompute}) {
+    for (size_t i = 0; i < list->size(); ++i)
+      for (size_t k = 0; k < i; ++k)
+        if ((*list)[k] == (*list)[i]) return Status::Error("--recompute: " + Name((*list)[i]) + " given twice");
   }
   return Status();
 }
 
-std::string InputsLine(const Inputs& in) {
-  return "cluster " + in.cluster.name + " (" + std::to_string(in.cluster.total_gpus()) + " x " +
-         in.cluster.gpu.name + "), model " + in.model.name + ", job " + in.job.name + " (seq " +
-         std::to_string(in.job.seq_len) + ", global batch " + std::to_string(in.job.global_batch) +
-         ", " + Name(in.job.precision) + ")";
+// What the job asks of the model and the cluster: its MTP layers and the
+// GPUs it uses of every NVLink domain.
+Status ApplyJobToModelAndCluster(const JobSpec& job, ModelSpec* model, ClusterSpec* cluster) {
+  if (job.mtp_layers) model->mtp_layers = *job.mtp_layers;
+  if (job.gpus_per_domain > 0) {
+    Result<ClusterSpec> part = UsingGpusPerDomain(*cluster, job.gpus_per_domain);
+    if (!part.ok()) return Status::Error("gpus_per_domain (--gpus-per-domain): " + part.status().message());
+    *cluster = std::move(part).value();
+  }
+  return Status();
+}
+
+std::string Precisions(const JobSpec& job) {
+  std::string out;
+  for (Precision p : job.precisions) out += (out.empty() ? "" : "/") + std::string(Name(p));
+  return out;
 }
 
 std::string StagesText(const Layout& l) {
@@ -71,7 +140,7 @@ json InputsJson(const Inputs& in) {
               {"job", in.job.name},
               {"seq_len", in.job.seq_len},
               {"global_batch", in.job.global_batch},
-              {"precision", Name(in.job.precision)}};
+              {"precision", Precisions(in.job)}};
 }
 
 std::string ViolationsText(const std::vector<Violation>& violations) {
@@ -82,11 +151,13 @@ std::string ViolationsText(const std::vector<Violation>& violations) {
   return out;
 }
 
-// Parses --layout against the world size, fills the stage split, and checks
-// legality; an illegal layout's error lists every rule it breaks.
-Result<Layout> ResolveLayout(const std::string& text, int default_world,
-                             const LegalityContext& ctx) {
-  auto parsed = ParseLayout(text, default_world);
+}  // namespace
+
+// Parses --layout against the world size (options it leaves out take the
+// job's first candidates), fills the stage split, and checks legality; an
+// illegal layout's error lists every rule it breaks.
+Result<Layout> ResolveLayout(const std::string& text, int default_world, const LegalityContext& ctx) {
+  auto parsed = ParseLayout(text, default_world, ctx.job);
   if (!parsed.ok()) return parsed.status();
   Layout layout = parsed.value();
   auto violations = CheckLayout(layout, ctx);
@@ -96,10 +167,20 @@ Result<Layout> ResolveLayout(const std::string& text, int default_world,
                          (violations.size() > 1 ? "s" : "") + ":\n" + ViolationsText(violations));
   }
   if (ctx.model && !layout.explicit_stages) {
-    layout.stage_layers = DescribePipeline(layout, *ctx.model).StageLayers();
+    layout.stage_layers = DescribePipeline(layout, *ctx.model, ctx.weights).StageLayers();
   }
   return layout;
 }
+
+Result<LayoutPins> ParsePins(const std::string& fix) {
+  if (fix.empty()) return LayoutPins{};
+  Result<LayoutPins> pins = ParseLayoutPins(fix);
+  if (!pins.ok()) return Status::Error("--fix " + fix + ": " + pins.status().message());
+  if (pins->empty()) return Status::Error("--fix " + fix + ": no key given");
+  return pins;
+}
+
+namespace {
 
 // Heavy groups (TP, CP, EP, ETP) outside one NVLink domain are the main
 // placement hazard; say so on stderr whatever the export format.
@@ -122,6 +203,13 @@ int WorldOf(const ClusterSpec& cluster, const JobSpec& job) {
 
 }  // namespace
 
+std::string InputsLine(const Inputs& in) {
+  return "cluster " + in.cluster.name + " (" + std::to_string(in.cluster.total_gpus()) + " x " +
+         in.cluster.gpu.name + "), model " + in.model.name + ", job " + in.job.name + " (seq " +
+         std::to_string(in.job.seq_len) + ", global batch " + std::to_string(in.job.global_batch) +
+         ", " + Precisions(in.job) + ")";
+}
+
 Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& o) {
   auto cluster = LoadCluster(o.cluster.empty() ? kDefaultCluster : o.cluster);
   if (!cluster.ok()) return cluster.status();
@@ -136,19 +224,27 @@ Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& o) {
     }
     c.name += " (" + std::to_string(*o.nodes) + " nodes)";
   }
+  if (o.gpus_per_domain) {
+    Result<ClusterSpec> part = UsingGpusPerDomain(c, *o.gpus_per_domain);
+    if (!part.ok()) return Status::Error("--gpus-per-domain: " + part.status().message());
+    c = std::move(part).value();
+  }
   return c;
 }
 
 Result<Inputs> LoadInputs(const InputOptions& o) {
-  auto cluster = LoadClusterWithOverrides(o);
-  if (!cluster.ok()) return cluster.status();
+  // The cluster before --gpus-per-domain: the job's setting (file or flag) applies it once.
+  InputOptions whole = o;
+  whole.gpus_per_domain.reset();
+  auto base = LoadClusterWithOverrides(whole);
+  if (!base.ok()) return base.status();
   auto model = LoadModel(o.model.empty() ? kDefaultModel : o.model);
   if (!model.ok()) return model.status();
   auto job = LoadJob(o.job.empty() ? kDefaultJob : o.job);
   if (!job.ok()) return job.status();
-  Inputs in{cluster.value(), model.value(), job.value()};
-  Status s = ApplyJobOverrides(o, &in.job);
-  if (!s.ok()) return s;
+  Inputs in{base.value(), model.value(), job.value()};
+  if (Status s = ApplyJobOverrides(o, &in.job); !s.ok()) return s;
+  if (Status s = ApplyJobToModelAndCluster(in.job, &in.model, &in.cluster); !s.ok()) return s;
   return in;
 }
 
@@ -200,8 +296,14 @@ int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
 int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ostream& err) {
   auto inputs = LoadInputs(options.inputs);
   if (!inputs.ok()) return Fail(err, inputs.status());
-  const Inputs& in = inputs.value();
-  const LegalityContext ctx{&in.cluster, &in.model, &in.job};
+  Inputs in = inputs.value();
+  auto pins = ParsePins(options.fix);
+  if (!pins.ok()) return Fail(err, pins.status());
+  in.job = PinnedJob(in.job, *pins);
+  // The cost model weighs the blocks of pipeline layouts it chooses.
+  auto cost = CostModel::Create(in.cluster, in.model, in.job);
+  if (!cost.ok()) return Fail(err, cost.status());
+  const LegalityContext ctx = cost.value()->legality();
 
   if (!options.layout.empty()) {
     auto layout = ResolveLayout(options.layout, WorldOf(in.cluster, in.job), ctx);
@@ -216,7 +318,9 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
     return 0;
   }
 
-  const Enumeration e = EnumerateLayouts(ctx);
+  EnumerateOptions enumerate;
+  enumerate.pins = &*pins;
+  const Enumeration e = EnumerateLayouts(ctx, enumerate);
   if (options.json) {
     json rejected = json::object();
     for (int r = 0; r < kRuleCount; ++r) rejected[Name(Rule(r))] = e.rejected[r];
@@ -297,7 +401,17 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   // Degrees alone get the degree, order and placement rules; --model adds
   // the model's rules, and --model or --job the sequence and batch rules.
   const bool job_rules = options.model_given || !options.inputs.job.empty();
-  const LegalityContext ctx{&cluster, model ? &*model : nullptr, job_rules ? &j : nullptr};
+  if (model) {
+    if (Status s = ApplyJobToModelAndCluster(j, &*model, &cluster); !s.ok()) return Fail(err, s);
+  }
+  std::unique_ptr<CostModel> cost;  // weighs the blocks of a pipeline layout it chooses
+  if (model) {
+    auto made = CostModel::Create(cluster, *model, j);
+    if (!made.ok()) return Fail(err, made.status());
+    cost = std::move(made).value();
+  }
+  const LegalityContext ctx{&cluster, model ? &*model : nullptr, job_rules ? &j : nullptr,
+                            cost ? &cost->pipeline_weights() : nullptr};
   auto layout = ResolveLayout(options.layout, WorldOf(cluster, j), ctx);
   if (!layout.ok()) return Fail(err, layout.status());
   auto map = BuildRankMap(layout.value(), cluster);

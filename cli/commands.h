@@ -12,6 +12,7 @@
 #include "inputs/cluster.h"
 #include "inputs/job.h"
 #include "inputs/model.h"
+#include "planner/legality.h"
 
 namespace foldplan {
 
@@ -25,19 +26,37 @@ struct InputOptions {
   std::optional<int> seq;             // --seq: tokens per sequence
   std::optional<int> global_batch;    // --global-batch: sequences per step
   std::optional<int> micro_batch;     // --micro-batch: the only micro-batch size considered
-  std::optional<std::string> precision;  // --precision bf16|fp8
+  // Candidate lists, comma-separated: --precision, --recompute, --dispatcher.
+  std::optional<std::string> precision;
+  std::optional<std::string> recompute;
+  std::optional<std::string> dispatcher;
+  std::optional<int> mtp;                   // --mtp N: MTP layers instead of the model's
+  std::optional<double> capacity_factor;    // --capacity-factor X (0: dropless)
+  std::optional<double> routing_imbalance;  // --routing-imbalance X (1: forced balance)
+  std::optional<int> gpus_per_domain;       // --gpus-per-domain N: N GPUs of every NVLink domain
 };
 
 struct Inputs {
-  ClusterSpec cluster;
-  ModelSpec model;
+  ClusterSpec cluster;  // with the job's gpus_per_domain applied
+  ModelSpec model;      // with the job's mtp_layers applied
   JobSpec job;
 };
 
-// Loads the three inputs (defaults where unnamed) and applies the overrides.
+// Loads the three inputs (defaults where unnamed), applies the overrides,
+// then the job's model and cluster settings (mtp_layers, gpus_per_domain).
 Result<Inputs> LoadInputs(const InputOptions& options);
-// The cluster alone with --nodes applied (for topo and ranks).
+// The cluster alone with --nodes and --gpus-per-domain applied (for topo and ranks).
 Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& options);
+// "cluster C (N x GPU), model M, job J (seq S, global batch B, bf16)".
+std::string InputsLine(const Inputs& inputs);
+
+// --layout against the world size: options it leaves out take the job's
+// first candidates, the stage split is filled (ctx.weights choose uneven
+// ones), and legality is checked: an illegal layout's error lists every
+// rule it breaks.
+Result<Layout> ResolveLayout(const std::string& text, int default_world, const LegalityContext& ctx);
+// --fix KEYS as pins ("" gives none); the error names the flag.
+Result<LayoutPins> ParsePins(const std::string& fix);
 
 struct ListOptions {
   bool json = false;
@@ -56,6 +75,7 @@ struct EnumerateOptionsCli {
   bool why = false;                   // per-rule rejection counts
   int limit = 40;                     // layouts shown in the text table; 0 = all
   std::string layout;                 // check this one layout instead of enumerating
+  std::string fix;                    // --fix: only the layouts that agree with these keys
 };
 int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ostream& err);
 
@@ -77,6 +97,7 @@ struct PlanOptions {
   std::string output;                 // -o plan.json
   bool why = false;                   // rejection counts, memory included
   int threads = 2;
+  std::string fix;                    // --fix: only the layouts that agree with these keys
 };
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);
 

@@ -17,10 +17,27 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
     cmd->add_option("--seq", in->seq, "override the job's sequence length (tokens)");
     cmd->add_option("--global-batch", in->global_batch, "override the job's global batch (sequences)");
     cmd->add_option("--micro-batch", in->micro_batch, "consider only this micro-batch size");
-    cmd->add_option("--precision", in->precision, "override the job's precision: bf16 or fp8");
+    cmd->add_option("--precision", in->precision,
+                    "the job's precision candidates: bf16, fp8-delayed, fp8-tensorwise (fp8), fp8-blockwise, mxfp8")
+        ->type_name("LIST");
+    cmd->add_option("--recompute", in->recompute,
+                    "the job's recompute candidates: none, selective, full or modules joined by +, e.g. "
+                    "layernorm+moe_act")
+        ->type_name("LIST");
+    cmd->add_option("--dispatcher", in->dispatcher,
+                    "the job's dispatcher candidates: alltoall, allgather, deepep (flex), hybridep")
+        ->type_name("LIST");
+    cmd->add_option("--mtp", in->mtp, "MTP layers instead of the model's")->type_name("N");
+    cmd->add_option("--capacity-factor", in->capacity_factor, "expert capacity factor (0: dropless)")
+        ->type_name("X");
+    cmd->add_option("--routing-imbalance", in->routing_imbalance,
+                    "busiest expert's load / mean (1: forced balance)")
+        ->type_name("X");
     cmd->add_option("--gpus", in->gpus, "use only N of the cluster's GPUs (the world size)");
   }
   cmd->add_option("--nodes", in->nodes, "override the cluster's node count");
+  cmd->add_option("--gpus-per-domain", in->gpus_per_domain, "use only the first N GPUs of every NVLink domain")
+      ->type_name("N");
 }
 
 }  // namespace
@@ -46,6 +63,8 @@ int main(int argc, char** argv) {
   enum_cmd->add_flag("--why", enumerate.why, "count the candidates each rule rejected");
   enum_cmd->add_option("--limit", enumerate.limit, "layouts to list (0 = all)")->capture_default_str();
   enum_cmd->add_option("--layout", enumerate.layout, "check one layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1");
+  enum_cmd->add_option("--fix", enumerate.fix, "only layouts that agree with these layout keys, e.g. tp=2,pp=8")
+      ->type_name("KEYS");
 
   foldplan::RanksOptions ranks;
   auto* ranks_cmd = app.add_subcommand("ranks", "export a layout's rank map");
@@ -68,6 +87,8 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("-o,--output", plan.output, "write the plan (foldplan.plan/v1) to FILE");
   plan_cmd->add_flag("--why", plan.why, "count the candidates each rule rejected, memory included");
   plan_cmd->add_option("--threads", plan.threads, "scoring threads")->capture_default_str();
+  plan_cmd->add_option("--fix", plan.fix, "search only layouts that agree with these layout keys, e.g. tp=2,pp=8,ep=32")
+      ->type_name("KEYS");
 
   foldplan::ExplainOptions explain;
   auto* explain_cmd = app.add_subcommand("explain", "the full cost breakdown of one layout");

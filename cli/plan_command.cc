@@ -126,7 +126,10 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (options.top < 1) return Fail(err, Status::Error("--top: expected a positive integer"));
   auto inputs = LoadInputs(options.inputs);
   if (!inputs.ok()) return Fail(err, inputs.status());
-  const Inputs& in = inputs.value();
+  Inputs in = inputs.value();
+  auto pins = ParsePins(options.fix);
+  if (!pins.ok()) return Fail(err, pins.status());
+  in.job = PinnedJob(in.job, *pins);
   auto model = CostModel::Create(in.cluster, in.model, in.job);
   if (!model.ok()) return Fail(err, model.status());
   const CostModel& cost = *model.value();
@@ -143,8 +146,8 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     };
   }
   const CostScorer scorer(cost, objective);
-  const LegalityContext ctx{&in.cluster, &in.model, &in.job};
-  SearchResult result = SearchLayouts(ctx, scorer, search);
+  search.pins = &*pins;
+  SearchResult result = SearchLayouts(cost.legality(), scorer, search);
   if (tty && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 1.0) {
     err << "\r" << std::string(30, ' ') << "\r";
   }
@@ -163,9 +166,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     if (options.json) return 0;
   }
 
-  out << "cluster " << in.cluster.name << " (" << in.cluster.total_gpus() << " x " << in.cluster.gpu.name
-      << "), model " << in.model.name << ", job " << in.job.name << " (seq " << in.job.seq_len
-      << ", global batch " << in.job.global_batch << ", " << Name(in.job.precision) << ")\n";
+  out << InputsLine(in) << "\n";
   out << "searched " << WithCommas(result.enumeration.candidates) << " candidates: "
       << WithCommas(result.scored) << " legal, "
       << WithCommas(result.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)])
@@ -190,7 +191,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
   if (!inputs.ok()) return Fail(err, inputs.status());
   const Inputs& in = inputs.value();
   const int world = in.job.world_size > 0 ? in.job.world_size : in.cluster.total_gpus();
-  auto layout = ParseLayout(options.layout, world);
+  auto layout = ParseLayout(options.layout, world, &in.job);
   if (!layout.ok()) return Fail(err, layout.status());
   auto model = CostModel::Create(in.cluster, in.model, in.job);
   if (!model.ok()) return Fail(err, model.status());

@@ -289,6 +289,29 @@ std::vector<int64_t> CheckedObject::IntList(const std::string& key, int64_t min,
   return IntList(key, min, max);
 }
 
+std::vector<bool> CheckedObject::BoolList(const std::string& key, std::vector<bool> default_value) {
+  if (!Has(key)) {
+    seen_.insert(key);
+    return default_value;
+  }
+  const json* v = Field(key);
+  if (v->is_boolean()) return {v->get<bool>()};
+  if (!v->is_array() || v->empty()) {
+    Wrong(key, "a boolean or a non-empty list of booleans", *v);
+    return default_value;
+  }
+  std::vector<bool> out;
+  for (size_t i = 0; i < v->size(); ++i) {
+    const json& e = (*v)[i];
+    if (!e.is_boolean()) {
+      errors_->Add(Pointer(key) + "/" + std::to_string(i), "expected a boolean, found " + DescribeJsonValue(e));
+      continue;
+    }
+    out.push_back(e.get<bool>());
+  }
+  return out;
+}
+
 std::vector<std::string> CheckedObject::EnumList(const std::string& key,
                                                  std::initializer_list<const char*> allowed,
                                                  std::vector<std::string> default_value) {
@@ -323,6 +346,14 @@ std::vector<std::string> CheckedObject::StringList(const std::string& key,
     return default_value;
   }
   const json* v = Field(key);
+  if (rules.single_allowed && v->is_string()) {
+    const std::string problem = rules.problem ? rules.problem(v->get<std::string>()) : "";
+    if (!problem.empty()) {
+      Wrong(key, rules.valid_expected + " (" + problem + ")", *v);
+      return default_value;
+    }
+    return {v->get<std::string>()};
+  }
   if (!v->is_array() || v->empty()) {
     Wrong(key, rules.list_expected, *v);
     return default_value;

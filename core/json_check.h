@@ -83,14 +83,19 @@ class CheckedObject {
   // returns "" for a good item, else what is wrong with it). The three
   // descriptions complete "expected ..." for a bad list, a non-string item,
   // and an item `problem` rejects.
+  // With `single_allowed`, a lone string stands for a list of that one
+  // (its errors then name the field itself).
   struct StringListRules {
     std::string list_expected;
     std::string item_expected;
     std::string valid_expected;
     std::function<std::string(const std::string&)> problem;
+    bool single_allowed = false;
   };
   std::vector<std::string> StringList(const std::string& key, const StringListRules& rules,
                                       std::vector<std::string> default_value);
+  // A boolean or a non-empty list of booleans.
+  std::vector<bool> BoolList(const std::string& key, std::vector<bool> default_value);
 
   // Sub-objects. Object() records an error when missing and returns an empty view.
   CheckedObject Object(const std::string& key);

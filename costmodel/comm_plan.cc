@@ -176,8 +176,8 @@ struct Volumes {
   // Extra forward calls the backward pass repeats: full recomputation
   // reruns the whole layer; selective reruns the core attention, where CP
   // communicates (Transformer Engine's CP lives inside core attention).
-  double recompute_layer() const { return layout.recompute == Recompute::kFull ? 1 : 0; }
-  double recompute_attention() const { return layout.recompute == Recompute::kNone ? 0 : 1; }
+  double recompute_layer() const { return layout.recompute.full() ? 1 : 0; }
+  double recompute_attention() const { return layout.recompute.has(RecomputeModule::kCoreAttn) ? 1 : 0; }
 };
 
 // TP with sequence parallelism, per block (attention; dense MLP; shared
@@ -388,10 +388,11 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
     AddRingAttention(v, plan);
   }
   if (ctx.model->is_moe()) {
-    switch (ctx.job->dispatcher) {
+    switch (layout.dispatcher) {
       case Dispatcher::kAllToAll: AddAllToAllDispatcher(v, plan); break;
       case Dispatcher::kAllGather: AddAllGatherDispatcher(v, plan); break;
-      case Dispatcher::kFlex: AddFlexDispatcher(v, plan); break;
+      case Dispatcher::kDeepEP:
+      case Dispatcher::kHybridEP: AddFlexDispatcher(v, plan); break;
     }
   }
   AddPipeline(v, plan);

@@ -371,7 +371,7 @@ double ComputeProfile::GemmFlopsPerS(double m, double n, double k, Precision pre
   const double log_m = std::log(std::max(1.0, m));
   const double log_n = std::log(std::max(1.0, n));
   const double log_k = std::log(std::max(1.0, k));
-  if (precision == Precision::kFP8 && has_fp8_ && !fp8_as_bf16_) {
+  if (IsFp8(precision) && has_fp8_ && !fp8_as_bf16_) {
     return GemmFp8Raw(log_m, log_n, log_k) * fp8_scale_;
   }
   return GemmBf16Raw(log_m, log_n, log_k) * bf16_scale_;
@@ -399,9 +399,9 @@ double ComputeProfile::GroupedGemmFlopsPerS(int experts, double tokens_per_exper
     raw = lo + t * (hi - lo);
   }
   double rate = raw * bf16_scale_;
-  if (precision == Precision::kFP8) {
+  if (IsFp8(precision)) {
     // No grouped FP8 points: the plain GEMM's FP8/BF16 ratio at the same m.
-    rate *= GemmFlopsPerS(tokens_per_expert, n, k, Precision::kFP8) /
+    rate *= GemmFlopsPerS(tokens_per_expert, n, k, precision) /
             GemmFlopsPerS(tokens_per_expert, n, k, Precision::kBF16);
   }
   return rate;

@@ -75,16 +75,12 @@ LayerTimes TimeLayer(const LayerWork& w, Precision precision, Recompute recomput
   t.shared_experts.fwd_s += gate.fwd_s;
   t.shared_experts.bwd_s += gate.bwd_s;
 
-  switch (recompute) {
-    case Recompute::kNone: break;
-    case Recompute::kSelective:
-      t.recompute_s = t.attention_core.fwd_s;
-      t.recompute_flops = t.attention_core.fwd_flops;
-      break;
-    case Recompute::kFull:
-      t.recompute_s = t.fwd_s();
-      t.recompute_flops = t.fwd_flops();
-      break;
+  if (recompute.full()) {
+    t.recompute_s = t.fwd_s();
+    t.recompute_flops = t.fwd_flops();
+  } else if (recompute.has(RecomputeModule::kCoreAttn)) {
+    t.recompute_s = t.attention_core.fwd_s;
+    t.recompute_flops = t.attention_core.fwd_flops;
   }
   return t;
 }
@@ -100,10 +96,10 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
   const JobSpec& job = *ctx.job;
   const ComputeProfile& profile = *ctx.profile;
   ComputeTimes out;
-  out.dense_layer = TimeLayer(LayerForwardWork(model, job, layout, false), job.precision,
+  out.dense_layer = TimeLayer(LayerForwardWork(model, job, layout, false), layout.precision,
                               layout.recompute, profile);
   if (model.is_moe()) {
-    out.moe_layer = TimeLayer(LayerForwardWork(model, job, layout, true), job.precision,
+    out.moe_layer = TimeLayer(LayerForwardWork(model, job, layout, true), layout.precision,
                               layout.recompute, profile);
   }
 
@@ -116,6 +112,12 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
   out.embedding.bwd_s = CopySeconds(kEmbeddingBwdBytesPerTokenHidden * tokens * hidden +
                                         kEmbeddingBwdBytesPerTableElement * vocab_per_rank * hidden,
                                     profile);
+
+  // MTP projection: [mbs S / cp, 2H] x [2H, H / tp] per rank (a
+  // column-parallel linear like the other TP-split GEMMs).
+  if (model.mtp_layers > 0) {
+    out.mtp_projection = Gemms({GemmShape{tokens, hidden / layout.tp, 2 * hidden}}, layout.precision, profile);
+  }
 
   const GemmShape logits = OutputLayerWork(model, job, layout);
   out.output_layer = Gemms({logits}, Precision::kBF16, profile);

@@ -70,6 +70,11 @@ struct ComputeTimes {
   LayerTimes moe_layer;    // a MoE layer; all zero for dense models
   OpTime embedding;        // first stage: table lookup, 0 FLOPs
   OpTime output_layer;     // last stage: output GEMM + cross-entropy loss
+  // An MTP module (DeepSeek-V3's multi-token prediction) is its projection
+  // of [hidden; next-token embedding] (2H -> H) here, then one decoder layer
+  // of the model's last layer's kind and the shared output head and loss:
+  // the other parts above (stage_work.h adds them up).
+  OpTime mtp_projection;
 
   const LayerTimes& layer(const ModelSpec& model, int i) const {
     return model.layer_is_moe(i) ? moe_layer : dense_layer;

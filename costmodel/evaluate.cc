@@ -43,16 +43,19 @@ void TallyComm(const StepWork& work, const PipelineTimes& times, double dp_expos
   CommTally tally(out);
   const RankWork& r = work.ranks[static_cast<size_t>(times.slowest)];
   const double m = static_cast<double>(work.microbatches);
-  const int layers = r.count(BlockKind::kDenseLayer) + r.count(BlockKind::kMoeLayer);
   for (const CommOp& op : work.ops) {
     const double per_microbatch = op.seconds_per_microbatch();
     double per_step = 0;
-    switch (op.scope) {
-      case CommOp::kPerLayer: per_step = per_microbatch * layers * m; break;
-      case CommOp::kPerDenseLayer: per_step = per_microbatch * r.count(BlockKind::kDenseLayer) * m; break;
-      case CommOp::kPerMoeLayer: per_step = per_microbatch * r.count(BlockKind::kMoeLayer) * m; break;
-      case CommOp::kPerStageBoundary: per_step = per_microbatch * r.boundary_crossings * m; break;
-      case CommOp::kPerStep: per_step = per_microbatch; break;
+    if (op.scope == CommOp::kPerStep) {
+      per_step = per_microbatch;
+    } else if (op.scope == CommOp::kPerStageBoundary) {
+      per_step = per_microbatch * r.boundary_crossings * m;
+    } else {
+      int blocks = 0;
+      for (int k = 0; k < kBlockKindCount; ++k) {
+        if (work.Runs(op, BlockKind(k))) blocks += r.blocks[static_cast<size_t>(k)];
+      }
+      per_step = per_microbatch * blocks * m;
     }
     if (per_step <= 0) continue;
     const bool exposed = !op.overlappable && op.scope != CommOp::kPerStep;
@@ -85,7 +88,21 @@ CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const J
       comm_(std::move(comm)),
       ctx_{&cluster_, &model_, &job_, &topology_, &profile_, &comm_},
       memory_(ctx_),
-      id_(next_id_.fetch_add(1) + 1) {}
+      id_(next_id_.fetch_add(1) + 1) {
+  Layout one;
+  one.world = 1;
+  one.precision = job_.precisions.front();
+  const ComputeTimes t = ComputeLayerTimes(one, ctx_);
+  auto seconds = [](const OpTime& part) { return part.fwd_s + part.bwd_s; };
+  auto layer = [](const LayerTimes& part) { return part.fwd_s() + part.bwd_s(); };
+  weights_.dense_layer = layer(t.dense_layer);
+  weights_.moe_layer = model_.is_moe() ? layer(t.moe_layer) : weights_.dense_layer;
+  weights_.embedding = seconds(t.embedding);
+  weights_.loss = seconds(t.output_layer);
+  weights_.mtp_layer = seconds(t.mtp_projection) +
+                       (model_.layer_is_moe(model_.layers - 1) ? weights_.moe_layer : weights_.dense_layer) +
+                       weights_.loss;
+}
 
 std::atomic<uint64_t> CostModel::next_id_{0};
 
@@ -118,7 +135,7 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
     ops = BuildCommPlan(layout, ctx_, *placement);
   }
   const StepWork work =
-      BuildStepWork(layout, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops), s.microbatches);
+      BuildStepWork(layout, model_, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops), s.microbatches);
   const PipelineTimes times = SchedulePipeline(work);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
   s.slowest_stage = times.slowest;
@@ -145,8 +162,8 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
 Evaluation CostModel::Evaluate(const Layout& input) const {
   Evaluation e;
   e.layout = input;
-  e.violations = CheckLayout(input, {&cluster_, &model_, &job_});
-  const PipelineDescription pipeline = DescribePipeline(input, model_);
+  e.violations = CheckLayout(input, legality());
+  const PipelineDescription pipeline = DescribePipeline(input, model_, &weights_);
   // Explicit stages stay as given (a wrong count is among the violations);
   // otherwise the layout shows the split its costs assume.
   if (!e.layout.explicit_stages) e.layout.stage_layers = pipeline.StageLayers();
@@ -157,7 +174,7 @@ Evaluation CostModel::Evaluate(const Layout& input) const {
 
 LayoutScore CostModel::Score(const Layout& layout, bool minimise_memory) const {
   LayoutScore score;
-  const PipelineDescription pipeline = DescribePipeline(layout, model_);
+  const PipelineDescription pipeline = DescribePipeline(layout, model_, &weights_);
   int worst_stage = 0;
   const double peak_bytes = memory_.PeakBytes(layout, pipeline, &worst_stage);
   score.peak_memory_gib = peak_bytes / kBytesPerGiB;

@@ -75,6 +75,13 @@ class CostModel {
   // Only what the search needs; allocates little.
   LayoutScore Score(const Layout& layout, bool minimise_memory) const;
 
+  // What each block kind costs, for choosing pipeline layouts
+  // (planner/pipeline.h): forward + backward seconds of one sequence on one
+  // GPU (tp = cp = ep = 1, mbs 1, the job's first precision, no recompute).
+  const BlockWeights& pipeline_weights() const { return weights_; }
+  // The legality context of this model's inputs, with its block weights.
+  LegalityContext legality() const { return {&cluster_, &model_, &job_, &weights_}; }
+
   const CostContext& context() const { return ctx_; }
   const ComputeProfile& profile() const { return profile_; }
   const CommParams& comm_params() const { return comm_; }
@@ -94,6 +101,7 @@ class CostModel {
   CommParams comm_;
   CostContext ctx_;
   MemoryModel memory_;
+  BlockWeights weights_;
   uint64_t id_;  // tells per-thread caches which model they hold data of
   static std::atomic<uint64_t> next_id_;
 };

@@ -158,11 +158,8 @@ GemmShape OutputLayerWork(const ModelSpec& model, const JobSpec& job, const Layo
 }
 
 double RecomputeFlops(const LayerFlops& forward, Recompute recompute) {
-  switch (recompute) {
-    case Recompute::kNone: return 0;
-    case Recompute::kSelective: return forward.attention_core_flops;
-    case Recompute::kFull: return forward.total_flops();
-  }
+  if (recompute.full()) return forward.total_flops();
+  if (recompute.has(RecomputeModule::kCoreAttn)) return forward.attention_core_flops;
   return 0;
 }
 

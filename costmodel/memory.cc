@@ -194,10 +194,10 @@ double MemoryModel::LayerActivationBytes(const Layout& layout, bool moe_layer,
   // parallelism) the non-matmul tensors over TP; TP-split matmul outputs
   // have all mbs S / cp rows but 1/tp of the width, the same element count.
   const double rows = mbs * seq / (cp * tp);
-  if (recompute == Recompute::kFull) return kBf16 * rows * m.hidden;  // the layer input only
+  if (recompute.full()) return kBf16 * rows * m.hidden;  // the layer input only
 
   double bytes = rows * attention_row_bytes_;
-  if (recompute == Recompute::kNone) {
+  if (!recompute.has(RecomputeModule::kCoreAttn)) {
     // Ulysses: heads / (tp cp) heads over the whole sequence; ring: heads /
     // tp over S / cp queries and all S keys. Either way mbs a S^2 / (tp cp).
     bytes += a_.flash_attention ? rows * core_row_bytes_
@@ -268,14 +268,14 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const 
   l.layer_moe = moe_model ? LayerActivationBytes(layout, true, layout.recompute) : 0;
 
   // What backward rebuilds for one layer at a time.
-  if (layout.recompute == Recompute::kSelective) {
+  if (!layout.recompute.full() && layout.recompute.has(RecomputeModule::kCoreAttn)) {
     const double core = a_.flash_attention
                             ? l.rows * core_row_bytes_
                             : mbs * m.heads * seq * seq / (tp * cp) * core_square_bytes_;
     l.working_dense = l.working_moe = core;
-  } else if (layout.recompute == Recompute::kFull) {
-    l.working_dense = LayerActivationBytes(layout, false, Recompute::kNone);
-    l.working_moe = moe_model ? LayerActivationBytes(layout, true, Recompute::kNone) : 0;
+  } else if (layout.recompute.full()) {
+    l.working_dense = LayerActivationBytes(layout, false, Recompute::None());
+    l.working_moe = moe_model ? LayerActivationBytes(layout, true, Recompute::None()) : 0;
   }
 
   // Embedding: int64 token and position ids of a micro-batch (each rank of a
@@ -291,7 +291,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const 
   if (moe_model) {
     const double k = m.moe->top_k;
     const double row = kBf16 * m.hidden;
-    switch (job.dispatcher) {
+    switch (layout.dispatcher) {
       case Dispatcher::kAllToAll:
         l.dispatch = l.rows * k * row;                             // permuted send buffer
         if (ep > 1) l.dispatch += l.load * l.rows * k * row;       // all-to-all receive
@@ -300,7 +300,8 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const 
       case Dispatcher::kAllGather:
         l.dispatch = etp * ep * l.rows * row;  // hidden states gathered over the TP-EP group
         break;
-      case Dispatcher::kFlex: {
+      case Dispatcher::kDeepEP:
+      case Dispatcher::kHybridEP: {
         // One copy per distinct destination rank: ep (1 - (1 - 1/ep)^K).
         const double destinations = ep * (1 - std::pow(1 - 1 / ep, k));
         l.dispatch = (1 + l.load) * l.rows * destinations * row;
@@ -322,7 +323,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const 
   if (cp > 1) {
     l.p2p_peers = layout.cp_style == CpStyle::kUlysses ? int(cp) - 1 : std::min(2, int(cp) - 1);
   }
-  if (ep > 1 && job.dispatcher != Dispatcher::kAllGather) l.moe_p2p_peers = int(ep) - 1;
+  if (ep > 1 && layout.dispatcher != Dispatcher::kAllGather) l.moe_p2p_peers = int(ep) - 1;
   return l;
 }
 
@@ -343,7 +344,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   t.params = ParamsFor(layout, held);
   const double params = t.params.total();
   b[kParametersIdx] = kBf16 * params;
-  b[kFp8WeightCopiesIdx] = job.precision == Precision::kFP8 ? kFp8CopyBytes * t.params.gemm : 0;
+  b[kFp8WeightCopiesIdx] = IsFp8(layout.precision) ? kFp8CopyBytes * t.params.gemm : 0;
   b[kGradientsIdx] = a_.grad_bytes * params;
   const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
   const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
@@ -411,7 +412,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
       layout.etp, stage == 0 ? ", input embedding" : "",
       stage == pp - 1 ? (m.tied_embeddings && pp == 1 ? "" : ", output layer") : "");
   notes[kFp8WeightCopiesIdx] =
-      job.precision == Precision::kFP8
+      IsFp8(layout.precision)
           ? Format("fp8 weight + transpose cached across micro-batches, 2 B x %.4g GEMM weights "
                    "(bf16 weights kept)",
                    t.params.gemm)
@@ -428,17 +429,13 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
       "%.3g micro-batches in flight x (%d dense x %.3f GiB + %d MoE x %.3f GiB) per micro-batch, "
       "recompute %s, T = %.0f rows",
       t.inflight, t.count.layers - t.count.moe_layers, GiB(l.layer_dense), t.count.moe_layers,
-      GiB(l.layer_moe), Name(layout.recompute), l.rows);
-  switch (layout.recompute) {
-    case Recompute::kFull:
-      notes[kRecomputeWorkingSetIdx] = "one layer's full activations while it is recomputed";
-      break;
-    case Recompute::kSelective:
-      notes[kRecomputeWorkingSetIdx] = "one layer's attention core while it is recomputed";
-      break;
-    case Recompute::kNone:
-      notes[kRecomputeWorkingSetIdx] = "no recomputation";
-      break;
+      GiB(l.layer_moe), Name(layout.recompute).c_str(), l.rows);
+  if (layout.recompute.full()) {
+    notes[kRecomputeWorkingSetIdx] = "one layer's full activations while it is recomputed";
+  } else if (layout.recompute.has(RecomputeModule::kCoreAttn)) {
+    notes[kRecomputeWorkingSetIdx] = "one layer's attention core while it is recomputed";
+  } else {
+    notes[kRecomputeWorkingSetIdx] = "no recomputation";
   }
   notes[kEmbeddingActivationsIdx] =
       stage == 0 ? "int64 token and position ids of the micro-batches in flight"
@@ -454,7 +451,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
       t.count.moe_layers > 0
           ? Format("one MoE layer, %s dispatcher: T %.0f x K %d rows x H %d x 2 B, load %.3g on "
                    "the busiest rank",
-                   Name(job.dispatcher), l.rows, m.moe ? m.moe->top_k : 0, m.hidden, l.load)
+                   Name(layout.dispatcher), l.rows, m.moe ? m.moe->top_k : 0, m.hidden, l.load)
           : "no MoE layer on this stage";
   notes[kNcclBuffersIdx] = Format(
       "%d collective communicators x %d channels x %.2f MiB + %d p2p peers x %d channels x "

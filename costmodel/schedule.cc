@@ -11,7 +11,7 @@ double ExposedInBlocks(const StepWork& work, BlockKind kind, int count) {
   if (count == 0) return 0;
   double exposed = 0, hidden = 0;
   for (const CommOp& op : work.ops) {
-    if (!RunsInBlock(op, kind)) continue;
+    if (!work.Runs(op, kind)) continue;
     (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
   }
   return count * (exposed + std::max(0.0, hidden - work.cost(kind).total_s()));
@@ -26,7 +26,7 @@ PipelineTimes SchedulePipeline(const StepWork& work) {
     const RankWork& r = work.ranks[p];
     RankTime& rt = t.ranks[p];
     rt.compute_s = r.compute_s();
-    for (BlockKind kind : {BlockKind::kDenseLayer, BlockKind::kMoeLayer}) {
+    for (BlockKind kind : {BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kMtpLayer}) {
       rt.exposed_comm_s += ExposedInBlocks(work, kind, r.count(kind));
     }
     // Stage-boundary sends are exposed: Megatron overlaps them only partly.

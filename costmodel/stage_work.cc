@@ -16,25 +16,28 @@ const char* Name(BlockKind kind) {
     case BlockKind::kMoeLayer: return "moe_layer";
     case BlockKind::kEmbedding: return "embedding";
     case BlockKind::kOutputLayer: return "output_layer";
+    case BlockKind::kMtpLayer: return "mtp_layer";
   }
   return "?";
 }
 
-bool RunsInBlock(const CommOp& op, BlockKind kind) {
+bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
+  const bool mtp = kind == BlockKind::kMtpLayer;
   switch (op.scope) {
-    case CommOp::kPerLayer: return kind == BlockKind::kDenseLayer || kind == BlockKind::kMoeLayer;
-    case CommOp::kPerDenseLayer: return kind == BlockKind::kDenseLayer;
-    case CommOp::kPerMoeLayer: return kind == BlockKind::kMoeLayer;
+    case CommOp::kPerLayer: return kind == BlockKind::kDenseLayer || kind == BlockKind::kMoeLayer || mtp;
+    case CommOp::kPerDenseLayer: return kind == BlockKind::kDenseLayer || (mtp && !mtp_moe);
+    case CommOp::kPerMoeLayer: return kind == BlockKind::kMoeLayer || (mtp && mtp_moe);
     case CommOp::kPerStageBoundary:
     case CommOp::kPerStep: return false;
   }
   return false;
 }
 
-StepWork BuildStepWork(const Layout& layout, PipelineDescription pipeline, const ComputeTimes& compute,
-                       std::vector<CommOp> ops, long long microbatches) {
+StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, PipelineDescription pipeline,
+                       const ComputeTimes& compute, std::vector<CommOp> ops, long long microbatches) {
   StepWork w;
   w.microbatches = std::max<long long>(microbatches, 1);
+  w.mtp_moe = model.layer_is_moe(model.layers - 1);
   w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerCost(compute.dense_layer);
   w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerCost(compute.moe_layer);
   w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartCost(compute.embedding);
@@ -43,6 +46,12 @@ StepWork BuildStepWork(const Layout& layout, PipelineDescription pipeline, const
   const BlockCost& moe = w.cost(BlockKind::kMoeLayer);
   const BlockCost& embedding = w.cost(BlockKind::kEmbedding);
   const BlockCost& output = w.cost(BlockKind::kOutputLayer);
+  // An MTP module: its projection, one decoder layer, the output head and loss.
+  const BlockCost& layer = w.mtp_moe ? moe : dense;
+  w.block[static_cast<size_t>(BlockKind::kMtpLayer)] = {
+      compute.mtp_projection.fwd_s + layer.forward_s + output.forward_s,
+      compute.mtp_projection.bwd_s + layer.backward_s + output.backward_s, layer.recompute_s};
+  const BlockCost& mtp = w.cost(BlockKind::kMtpLayer);
 
   w.ranks.resize(pipeline.ranks.size());
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
@@ -53,6 +62,7 @@ StepWork BuildStepWork(const Layout& layout, PipelineDescription pipeline, const
     r.blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = held.moe_layers;
     r.blocks[static_cast<size_t>(BlockKind::kEmbedding)] = held.embedding ? 1 : 0;
     r.blocks[static_cast<size_t>(BlockKind::kOutputLayer)] = held.loss ? 1 : 0;
+    r.blocks[static_cast<size_t>(BlockKind::kMtpLayer)] = held.mtp_layers;
     r.boundary_crossings = layout.pp > 1 ? 1 : 0;
     const int d = held.dense_layers(), e = held.moe_layers;
     r.forward_s = d * dense.forward_s + e * moe.forward_s;
@@ -60,6 +70,11 @@ StepWork BuildStepWork(const Layout& layout, PipelineDescription pipeline, const
     r.recompute_s = d * dense.recompute_s + e * moe.recompute_s;
     if (held.embedding) r.forward_s += embedding.forward_s, r.backward_s += embedding.backward_s;
     if (held.loss) r.forward_s += output.forward_s, r.backward_s += output.backward_s;
+    if (held.mtp_layers > 0) {
+      r.forward_s += held.mtp_layers * mtp.forward_s;
+      r.backward_s += held.mtp_layers * (mtp.backward_s + mtp.recompute_s);
+      r.recompute_s += held.mtp_layers * mtp.recompute_s;
+    }
   }
   w.pipeline = std::move(pipeline);
   w.ops = std::move(ops);

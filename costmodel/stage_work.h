@@ -6,7 +6,7 @@
 // their scope, calls, seconds per call and whether they may overlap.
 //
 // A block is a unit of work that repeats: a dense or MoE decoder layer, the
-// embedding, the output layer and loss. Every block of one kind costs the
+// embedding, the output layer and loss, an MTP module. Every block of one kind costs the
 // same on every rank (the layout is uniform), so a rank's work is its block
 // counts times the block costs, plus its stage-boundary traffic.
 #pragma once
@@ -20,9 +20,10 @@
 
 namespace foldplan {
 
-enum class BlockKind { kDenseLayer, kMoeLayer, kEmbedding, kOutputLayer };
-inline constexpr int kBlockKindCount = 4;
-const char* Name(BlockKind kind);  // "dense_layer", "moe_layer", "embedding", "output_layer"
+enum class BlockKind { kDenseLayer, kMoeLayer, kEmbedding, kOutputLayer, kMtpLayer };
+inline constexpr int kBlockKindCount = 5;
+// "dense_layer", "moe_layer", "embedding", "output_layer", "mtp_layer"
+const char* Name(BlockKind kind);
 
 // Compute seconds of one block for one micro-batch on one rank.
 struct BlockCost {
@@ -33,9 +34,9 @@ struct BlockCost {
 };
 
 // Whether `op` runs in every block of `kind` (its scope is per layer, per
-// dense layer or per MoE layer); stage-boundary and per-step ops run in no
-// block.
-bool RunsInBlock(const CommOp& op, BlockKind kind);
+// dense layer or per MoE layer; an MTP module's layer is a MoE layer when
+// `mtp_moe`); stage-boundary and per-step ops run in no block.
+bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe);
 
 // One pipeline rank's work per micro-batch.
 struct RankWork {
@@ -59,13 +60,15 @@ struct StepWork {
   std::array<BlockCost, kBlockKindCount> block;   // indexed by BlockKind
   std::vector<CommOp> ops;                        // the layout's whole comm plan
   std::vector<RankWork> ranks;                    // pp
+  bool mtp_moe = false;  // an MTP module's decoder layer is a MoE layer (the model's last layer is)
 
   const BlockCost& cost(BlockKind kind) const { return block[static_cast<size_t>(kind)]; }
+  bool Runs(const CommOp& op, BlockKind kind) const { return RunsInBlock(op, kind, mtp_moe); }
 };
 
 // Assembles the step's work from the pipeline, the per-layer compute times
 // (computed for `layout`) and the comm plan.
-StepWork BuildStepWork(const Layout& layout, PipelineDescription pipeline, const ComputeTimes& compute,
-                       std::vector<CommOp> ops, long long microbatches);
+StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, PipelineDescription pipeline,
+                       const ComputeTimes& compute, std::vector<CommOp> ops, long long microbatches);
 
 }  // namespace foldplan

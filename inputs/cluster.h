@@ -5,7 +5,14 @@
 
 #include <string>
 
+#include "core/status.h"
+
 namespace foldplan {
+
+// The GPU generation, for what its tensor cores can run: FP8 GEMMs need
+// Hopper or later, MXFP8 (block scales in hardware) needs Blackwell.
+enum class GpuArchitecture { kAmpere, kHopper, kBlackwell };
+const char* Name(GpuArchitecture a);  // "ampere", "hopper", "blackwell"
 
 struct GpuSpec {
   std::string name;                   // "H100 SXM5"
@@ -13,6 +20,8 @@ struct GpuSpec {
   double peak_fp8_flops = 0;          // dense, per GPU, FLOP/s
   double hbm_gib = 0;                 // usable HBM per GPU, GiB
   double hbm_tb_per_s = 0;            // HBM bandwidth, 10^12 bytes/s
+  GpuArchitecture architecture = GpuArchitecture::kHopper;
+  int sms = 132;                      // streaming multiprocessors (H100 SXM: 132)
 };
 
 // Rail-optimised fat tree: NIC k of every node in a scalable unit (SU)
@@ -51,5 +60,13 @@ struct ClusterSpec {
 // A generic cluster of `gpus` H100-class GPUs, 8 per node, one DGX-like
 // NVLink domain per node; used by `foldplan ranks --world-size N`.
 ClusterSpec GenericCluster(int gpus);
+
+// The part of `cluster` a job sees when it uses only the first `gpus` GPUs
+// of every NVLink domain (256-GPU GB200 jobs use 16 of each rack's 18
+// trays): each domain keeps gpus / gpus_per_node nodes, with their NICs and
+// NVLink ports; a scalable unit keeps its domains (su_nodes scales with
+// them when it holds whole domains). `gpus` must be a multiple of
+// gpus_per_node, at most the domain; the error says which.
+Result<ClusterSpec> UsingGpusPerDomain(const ClusterSpec& cluster, int gpus);
 
 }  // namespace foldplan

@@ -1,22 +1,82 @@
 #include "inputs/job.h"
 
+#include <array>
+
 namespace foldplan {
+namespace {
+
+constexpr std::array<const char*, kRecomputeModuleCount> kModuleNames = {
+    "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+
+}  // namespace
+
+bool IsFp8(Precision p) { return p != Precision::kBF16; }
+bool IsFlex(Dispatcher d) { return d == Dispatcher::kDeepEP || d == Dispatcher::kHybridEP; }
 
 const char* Name(Precision p) {
   switch (p) {
     case Precision::kBF16: return "bf16";
-    case Precision::kFP8: return "fp8";
+    case Precision::kFP8Delayed: return "fp8-delayed";
+    case Precision::kFP8Tensorwise: return "fp8-tensorwise";
+    case Precision::kFP8Blockwise: return "fp8-blockwise";
+    case Precision::kMXFP8: return "mxfp8";
   }
   return "?";
 }
 
-const char* Name(Recompute r) {
-  switch (r) {
-    case Recompute::kNone: return "none";
-    case Recompute::kSelective: return "selective";
-    case Recompute::kFull: return "full";
+std::optional<Precision> ParsePrecision(std::string_view s) {
+  if (s == "fp8") return Precision::kFP8Tensorwise;  // the name before recipes existed
+  for (int i = 0; i < kPrecisionCount; ++i) {
+    if (s == Name(Precision(i))) return Precision(i);
   }
-  return "?";
+  return std::nullopt;
+}
+
+const char* PrecisionChoices() {
+  return "bf16, fp8-delayed, fp8-tensorwise (alias fp8), fp8-blockwise, mxfp8";
+}
+
+const char* Name(RecomputeModule m) { return kModuleNames[static_cast<size_t>(m)]; }
+
+std::string Name(Recompute r) {
+  if (r.none()) return "none";
+  if (r.full()) return "full";
+  if (r == Recompute::Selective()) return "selective";
+  std::string out;
+  for (int i = 0; i < kRecomputeModuleCount; ++i) {
+    if (r.has(RecomputeModule(i))) out += (out.empty() ? "" : "+") + std::string(kModuleNames[i]);
+  }
+  return out;
+}
+
+Result<Recompute> ParseRecompute(std::string_view text) {
+  if (text == "none") return Recompute::None();
+  if (text == "full") return Recompute::Full();
+  if (text == "selective") return Recompute::Selective();
+  Recompute r;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t plus = text.find('+', start);
+    if (plus == std::string_view::npos) plus = text.size();
+    const std::string_view token = text.substr(start, plus - start);
+    int found = -1;
+    for (int i = 0; i < kRecomputeModuleCount; ++i) {
+      if (token == kModuleNames[i]) found = i;
+    }
+    if (found < 0) {
+      std::string modules;
+      for (const char* m : kModuleNames) modules += (modules.empty() ? "" : ", ") + std::string(m);
+      return Status::Error(
+          (token.empty() ? std::string("an empty module") : "unknown module \"" + std::string(token) + "\"") +
+          "; expected none, selective, full, or '+'-joined modules from " + modules);
+    }
+    if (r.has(RecomputeModule(found))) {
+      return Status::Error("module \"" + std::string(token) + "\" given twice");
+    }
+    r = r.With(RecomputeModule(found));
+    start = plus + 1;
+  }
+  return r;
 }
 
 const char* Name(CpStyle s) {
@@ -31,9 +91,20 @@ const char* Name(Dispatcher d) {
   switch (d) {
     case Dispatcher::kAllToAll: return "alltoall";
     case Dispatcher::kAllGather: return "allgather";
-    case Dispatcher::kFlex: return "flex";
+    case Dispatcher::kDeepEP: return "deepep";
+    case Dispatcher::kHybridEP: return "hybridep";
   }
   return "?";
 }
+
+std::optional<Dispatcher> ParseDispatcher(std::string_view s) {
+  if (s == "flex") return Dispatcher::kDeepEP;  // the flex dispatcher's default backend
+  for (int i = 0; i < kDispatcherCount; ++i) {
+    if (s == Name(Dispatcher(i))) return Dispatcher(i);
+  }
+  return std::nullopt;
+}
+
+const char* DispatcherChoices() { return "alltoall, allgather, deepep (alias flex), hybridep"; }
 
 }  // namespace foldplan

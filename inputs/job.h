@@ -1,21 +1,93 @@
 // A training job as read from a `foldplan.job/v1` file (doc/formats.md):
-// what is trained and which options the planner may choose among.
+// what is trained and which options the planner may choose among. Every
+// recipe option a layout may pin (planner/layout.h) has a candidate list
+// here; the search tries every combination.
 #pragma once
 
+#include <cstdint>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
+
+#include "core/status.h"
 
 namespace foldplan {
 
-enum class Precision { kBF16, kFP8 };
-enum class Recompute { kNone, kSelective, kFull };
-enum class CpStyle { kUlysses, kRing };
-enum class Dispatcher { kAllToAll, kAllGather, kFlex };
+// GEMM precision recipes (Transformer Engine / Megatron --fp8-recipe).
+enum class Precision {
+  kBF16,
+  kFP8Delayed,     // --fp8-recipe delayed: one scale per tensor from an amax history (Hopper)
+  kFP8Tensorwise,  // --fp8-recipe tensorwise: one current scale per tensor (Hopper); "fp8" is an alias
+  kFP8Blockwise,   // --fp8-recipe blockwise: 1x128 activation, 128x128 weight blocks (DeepSeek-V3's)
+  kMXFP8,          // --fp8-recipe mxfp8: 32-element blocks, power-of-two scales in hardware (Blackwell)
+};
+inline constexpr int kPrecisionCount = 5;
+bool IsFp8(Precision p);
 
-const char* Name(Precision p);   // "bf16", "fp8"
-const char* Name(Recompute r);   // "none", "selective", "full"
+// Megatron's token dispatchers; DeepEP and HybridEP are the two backends of
+// its flex dispatcher (--moe-token-dispatcher-type flex
+// --moe-flex-dispatcher-backend deepep|hybridep). "flex" is read as deepep.
+enum class Dispatcher { kAllToAll, kAllGather, kDeepEP, kHybridEP };
+inline constexpr int kDispatcherCount = 4;
+bool IsFlex(Dispatcher d);  // DeepEP or HybridEP
+
+enum class CpStyle { kUlysses, kRing };
+
+// Megatron's --recompute-modules (selective granularity).
+enum class RecomputeModule {
+  kCoreAttn,       // the attention core (Megatron's default selective module)
+  kMoeAct,         // the routed experts' activation function
+  kLayernorm,      // the input norms (before attention and before the MLP / MoE)
+  kMlaUpProj,      // MLA's q and kv up-projections
+  kMlp,            // the dense MLP
+  kMoe,            // the whole MoE layer, dispatch and combine included
+  kSharedExperts,  // the shared experts
+};
+inline constexpr int kRecomputeModuleCount = 7;
+const char* Name(RecomputeModule m);  // Megatron's spelling: "core_attn", "moe_act", ...
+
+// What the backward pass recomputes: nothing, a set of Megatron modules
+// (selective), or whole layers (full, uniform, one layer per group).
+// "selective" is the set {core_attn}.
+class Recompute {
+ public:
+  constexpr Recompute() = default;
+  static constexpr Recompute None() { return Recompute(); }
+  static constexpr Recompute Full() { return Recompute(true, 0); }
+  static constexpr Recompute Selective() { return Modules(1u << int(RecomputeModule::kCoreAttn)); }
+  static constexpr Recompute Modules(uint32_t mask) { return Recompute(false, mask); }
+
+  bool full() const { return full_; }
+  bool none() const { return !full_ && modules_ == 0; }
+  bool selective() const { return !full_ && modules_ != 0; }
+  // Whether `m` is recomputed (always true under full).
+  bool has(RecomputeModule m) const { return full_ || (modules_ >> int(m)) & 1u; }
+  uint32_t modules() const { return modules_; }
+  Recompute With(RecomputeModule m) const { return Recompute(full_, modules_ | (1u << int(m))); }
+  bool operator==(const Recompute&) const = default;
+
+ private:
+  constexpr Recompute(bool full, uint32_t modules) : full_(full), modules_(modules) {}
+  bool full_ = false;
+  uint32_t modules_ = 0;
+};
+// "none", "full", "selective" (exactly core_attn), else the modules joined
+// with '+' in Megatron's order ("moe_act+layernorm").
+std::string Name(Recompute r);
+// Accepts the names above and any '+'-joined set of modules, in any order;
+// the error says which token is wrong and lists the modules.
+Result<Recompute> ParseRecompute(std::string_view text);
+
+const char* Name(Precision p);   // "bf16", "fp8-delayed", "fp8-tensorwise", "fp8-blockwise", "mxfp8"
 const char* Name(CpStyle s);     // "ulysses", "ring"
-const char* Name(Dispatcher d);  // "alltoall", "allgather", "flex"
+const char* Name(Dispatcher d);  // "alltoall", "allgather", "deepep", "hybridep"
+// Names above plus the aliases "fp8" (tensorwise) and "flex" (deepep).
+std::optional<Precision> ParsePrecision(std::string_view text);
+std::optional<Dispatcher> ParseDispatcher(std::string_view text);
+// "one of ..." lists for messages.
+const char* PrecisionChoices();   // "bf16, fp8-delayed, fp8-tensorwise (alias fp8), fp8-blockwise, mxfp8"
+const char* DispatcherChoices();  // "alltoall, allgather, deepep (alias flex), hybridep"
 
 struct JobSpec {
   std::string name;
@@ -24,19 +96,31 @@ struct JobSpec {
   int seq_len = 4096;                       // tokens per sequence
   int global_batch = 1024;                  // sequences per optimizer step
   std::vector<int> micro_batch_sizes = {1, 2};  // sequences per micro-batch, candidates
-  Precision precision = Precision::kBF16;
-  std::vector<Recompute> recompute = {Recompute::kNone, Recompute::kSelective, Recompute::kFull};
+  // Candidate lists of the recipe options (each non-empty, no repeats).
+  std::vector<Precision> precisions = {Precision::kBF16};
+  std::vector<Recompute> recompute = {Recompute::None(), Recompute::Selective(), Recompute::Full()};
   std::vector<CpStyle> cp_styles = {CpStyle::kUlysses};
   std::vector<int> vpp = {1, 2, 4};         // virtual pipeline sizes to consider
   // Megatron order strings to consider (fastest axis first).
   std::vector<std::string> orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"};
-  Dispatcher dispatcher = Dispatcher::kAllToAll;
+  std::vector<Dispatcher> dispatchers = {Dispatcher::kAllToAll};
+  std::vector<bool> a2a_overlap = {false};  // --overlap-moe-expert-parallel-comm
+  std::vector<bool> fsdp = {false};         // --use-megatron-fsdp instead of the distributed optimizer
+  std::vector<bool> tp_overlap = {false};   // --tp-comm-overlap
+  // SMs the flex dispatcher's kernels occupy (--moe-deepep-num-sms,
+  // --moe-hybridep-num-sms); Megatron's defaults.
+  int deepep_sms = 20;
+  int hybridep_sms = 16;
   double capacity_factor = 0;               // 0: dropless
   double routing_imbalance = 1.0;           // busiest expert's load / mean load, >= 1
   bool distributed_optimizer = true;        // optimizer states sharded over the grad group
   // Ulysses with CP > kv_heads/TP replicates KV heads (extra traffic) instead of refusing.
   bool ulysses_kv_replication = false;
   int world_size = 0;                       // ranks used; 0: every GPU of the cluster
+  // GPUs used of every NVLink domain (0: all); e.g. 64 of an NVL72 rack's 72.
+  int gpus_per_domain = 0;
+  // MTP layers, overriding the model's (--mtp N); unset: the model's.
+  std::optional<int> mtp_layers;
 };
 
 }  // namespace foldplan

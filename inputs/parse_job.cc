@@ -13,34 +13,58 @@ using inputs_internal::IntField;
 using inputs_internal::IntListField;
 using nlohmann::json;
 
-constexpr int kMaxTokens = 1 << 24;  // seq_len, global_batch, world_size
+constexpr int kMaxTokens = 1 << 24;  // seq_len, global_batch
+constexpr int kMaxSms = 1024;        // streaming multiprocessors of one GPU (H100 132, B200 148)
+constexpr int kMaxMtpLayers = 64;    // as the model file's mtp_layers
 
 std::string DescribeInt(const int& v) { return std::to_string(v); }
 std::string DescribeString(const std::string& v) { return "\"" + v + "\""; }
 
-Precision ParsePrecision(const std::string& s) {
-  return s == "fp8" ? Precision::kFP8 : Precision::kBF16;
-}
-
-Recompute ParseRecompute(const std::string& s) {
-  if (s == "selective") return Recompute::kSelective;
-  return s == "full" ? Recompute::kFull : Recompute::kNone;
-}
-
-CpStyle ParseCpStyle(const std::string& s) {
-  return s == "ring" ? CpStyle::kRing : CpStyle::kUlysses;
-}
-
-Dispatcher ParseDispatcher(const std::string& s) {
-  if (s == "allgather") return Dispatcher::kAllGather;
-  return s == "flex" ? Dispatcher::kFlex : Dispatcher::kAllToAll;
-}
-
 template <class E>
 std::vector<std::string> Names(const std::vector<E>& values) {
   std::vector<std::string> out;
-  for (E v : values) out.push_back(Name(v));
+  for (const E& v : values) out.push_back(Name(v));
   return out;
+}
+
+CpStyle ParseCpStyle(const std::string& s) { return s == "ring" ? CpStyle::kRing : CpStyle::kUlysses; }
+
+std::string DescribeBool(const bool& v) { return v ? "true" : "false"; }
+
+// A list of names (or, with `single`, one name) each turned into a value by
+// `parse`, whose error (or "" for none) the message quotes.
+template <class T, class Parse>
+std::vector<T> ReadNamed(CheckedObject& root, const std::string& key, const std::string& what,
+                         const std::string& choices, bool single, std::vector<T> default_value,
+                         Parse parse) {
+  CheckedObject::StringListRules rules;
+  rules.list_expected = std::string(single ? "a string or " : "") + "a non-empty list of " + what;
+  rules.item_expected = what;
+  rules.valid_expected = choices;
+  rules.single_allowed = single;
+  rules.problem = [&](const std::string& text) { return parse(text).second; };
+  std::vector<std::string> defaults;
+  for (const T& v : default_value) defaults.push_back(Name(v));
+  std::vector<T> out;
+  for (const std::string& text : root.StringList(key, rules, defaults)) {
+    auto [value, problem] = parse(text);
+    if (problem.empty()) out.push_back(*value);
+  }
+  return out;
+}
+
+std::pair<std::optional<Precision>, std::string> PrecisionOf(const std::string& text) {
+  const auto p = ParsePrecision(text);
+  return {p, p ? "" : "not a precision recipe"};
+}
+std::pair<std::optional<Dispatcher>, std::string> DispatcherOf(const std::string& text) {
+  const auto d = ParseDispatcher(text);
+  return {d, d ? "" : "not a dispatcher"};
+}
+std::pair<std::optional<Recompute>, std::string> RecomputeOf(const std::string& text) {
+  Result<Recompute> r = ParseRecompute(text);
+  if (!r.ok()) return {std::nullopt, r.status().message()};
+  return {r.value(), ""};
 }
 
 // An order string's problem, or "" when it is valid: '-'-joined tokens from
@@ -71,15 +95,17 @@ void ReadBatch(CheckedObject& root, JobSpec& j) {
   j.seq_len = IntField(root, "seq_len", 1, kMaxTokens);
   j.global_batch = IntField(root, "global_batch", 1, kMaxTokens);
   j.micro_batch_sizes = IntListField(root, "micro_batch_sizes", 1, 1 << 16, j.micro_batch_sizes);
-  j.world_size = IntField(root, "world_size", 0, kMaxTokens, j.world_size);
+  j.world_size = IntField(root, "world_size", 0, kMaxWorldSize, j.world_size);
+  j.gpus_per_domain = IntField(root, "gpus_per_domain", 0, kMaxWorldSize, j.gpus_per_domain);
+  if (root.Has("mtp_layers")) j.mtp_layers = IntField(root, "mtp_layers", 0, kMaxMtpLayers);
 }
 
 void ReadChoices(CheckedObject& root, JobSpec& j) {
-  j.precision = ParsePrecision(root.Enum("precision", {"bf16", "fp8"}, Name(j.precision)));
-  const auto recompute =
-      root.EnumList("recompute", {"none", "selective", "full"}, Names(j.recompute));
-  j.recompute.clear();
-  for (const auto& s : recompute) j.recompute.push_back(ParseRecompute(s));
+  j.precisions = ReadNamed(root, "precision", "precision recipes", std::string("one of ") + PrecisionChoices(),
+                           true, j.precisions, PrecisionOf);
+  j.recompute = ReadNamed(root, "recompute", "recompute options",
+                          "none, selective, full or '+'-joined Megatron recompute modules", false,
+                          j.recompute, RecomputeOf);
   const auto cp = root.EnumList("cp_styles", {"ulysses", "ring"}, Names(j.cp_styles));
   j.cp_styles.clear();
   for (const auto& s : cp) j.cp_styles.push_back(ParseCpStyle(s));
@@ -87,11 +113,16 @@ void ReadChoices(CheckedObject& root, JobSpec& j) {
 }
 
 void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
-  j.dispatcher = ParseDispatcher(
-      root.Enum("dispatcher", {"alltoall", "allgather", "flex"}, Name(j.dispatcher)));
+  j.dispatchers = ReadNamed(root, "dispatcher", "dispatchers", std::string("one of ") + DispatcherChoices(), true,
+                            j.dispatchers, DispatcherOf);
+  j.a2a_overlap = root.BoolList("a2a_overlap", j.a2a_overlap);
+  j.deepep_sms = IntField(root, "deepep_sms", 1, kMaxSms, j.deepep_sms);
+  j.hybridep_sms = IntField(root, "hybridep_sms", 1, kMaxSms, j.hybridep_sms);
   j.capacity_factor = root.Number("capacity_factor", 0, 1024, j.capacity_factor);
   j.routing_imbalance = root.Number("routing_imbalance", 1, 65536, j.routing_imbalance);
   j.distributed_optimizer = root.Bool("distributed_optimizer", j.distributed_optimizer);
+  j.fsdp = root.BoolList("fsdp", j.fsdp);
+  j.tp_overlap = root.BoolList("tp_overlap", j.tp_overlap);
   j.ulysses_kv_replication = root.Bool("ulysses_kv_replication", j.ulysses_kv_replication);
 }
 
@@ -102,6 +133,11 @@ void CheckJobRules(const JobSpec& j, JsonErrors& errors) {
   // A repeated candidate would be enumerated twice.
   CheckNoRepeats(j.micro_batch_sizes, "/micro_batch_sizes", &errors, &DescribeInt);
   CheckNoRepeats(Names(j.recompute), "/recompute", &errors, &DescribeString);
+  CheckNoRepeats(Names(j.precisions), "/precision", &errors, &DescribeString);
+  CheckNoRepeats(Names(j.dispatchers), "/dispatcher", &errors, &DescribeString);
+  CheckNoRepeats(j.a2a_overlap, "/a2a_overlap", &errors, &DescribeBool);
+  CheckNoRepeats(j.fsdp, "/fsdp", &errors, &DescribeBool);
+  CheckNoRepeats(j.tp_overlap, "/tp_overlap", &errors, &DescribeBool);
   CheckNoRepeats(Names(j.cp_styles), "/cp_styles", &errors, &DescribeString);
   CheckNoRepeats(j.vpp, "/vpp", &errors, &DescribeInt);
   CheckNoRepeats(j.orders, "/orders", &errors, &DescribeString);

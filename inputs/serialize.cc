@@ -15,7 +15,9 @@ json ToJson(const ClusterSpec& c) {
         {"peak_bf16_tflops", c.gpu.peak_bf16_flops / 1e12},
         {"peak_fp8_tflops", c.gpu.peak_fp8_flops / 1e12},
         {"hbm_gib", c.gpu.hbm_gib},
-        {"hbm_tb_per_s", c.gpu.hbm_tb_per_s}}},
+        {"hbm_tb_per_s", c.gpu.hbm_tb_per_s},
+        {"architecture", Name(c.gpu.architecture)},
+        {"sms", c.gpu.sms}}},
       {"nodes", c.nodes},
       {"gpus_per_node", c.gpus_per_node},
       {"nvlink", {{"domain_gpus", c.nvlink_domain_gpus}, {"gb_per_s_per_direction", c.nvlink_gb_per_s}}},
@@ -77,28 +79,50 @@ json ToJson(const ModelSpec& m) {
   return out;
 }
 
+namespace {
+
+// A candidate list as its one value when it has one, else as a list.
+template <class T, class F>
+json OneOrList(const std::vector<T>& values, F to_json) {
+  json list = json::array();
+  for (const T& v : values) list.push_back(to_json(v));
+  return list.size() == 1 ? list[0] : list;
+}
+
+}  // namespace
+
 json ToJson(const JobSpec& j) {
   json recompute = json::array(), styles = json::array();
   for (Recompute r : j.recompute) recompute.push_back(Name(r));
   for (CpStyle s : j.cp_styles) styles.push_back(Name(s));
-  return {
+  auto name = [](auto v) { return json(Name(v)); };
+  auto flag = [](bool v) { return json(v); };
+  json out = {
       {"schema", kJobSchema},
       {"description", j.description},
       {"seq_len", j.seq_len},
       {"global_batch", j.global_batch},
       {"micro_batch_sizes", j.micro_batch_sizes},
-      {"precision", Name(j.precision)},
+      {"precision", OneOrList(j.precisions, name)},
       {"recompute", recompute},
       {"cp_styles", styles},
       {"vpp", j.vpp},
       {"orders", j.orders},
-      {"dispatcher", Name(j.dispatcher)},
+      {"dispatcher", OneOrList(j.dispatchers, name)},
+      {"a2a_overlap", OneOrList(j.a2a_overlap, flag)},
+      {"deepep_sms", j.deepep_sms},
+      {"hybridep_sms", j.hybridep_sms},
       {"capacity_factor", j.capacity_factor},
       {"routing_imbalance", j.routing_imbalance},
       {"distributed_optimizer", j.distributed_optimizer},
+      {"fsdp", OneOrList(j.fsdp, flag)},
+      {"tp_overlap", OneOrList(j.tp_overlap, flag)},
       {"ulysses_kv_replication", j.ulysses_kv_replication},
       {"world_size", j.world_size},
+      {"gpus_per_domain", j.gpus_per_domain},
   };
+  if (j.mtp_layers) out["mtp_layers"] = *j.mtp_layers;
+  return out;
 }
 
 }  // namespace foldplan

@@ -3,7 +3,7 @@
 #include <cassert>
 #include <string>
 
-#include "planner/pipeline_split.h"
+#include "planner/pipeline.h"
 #include "topology/cluster_shape.h"
 
 namespace foldplan {
@@ -37,40 +37,102 @@ std::vector<std::string> DistinctOrders(const std::vector<std::string>& orders, 
   return out;
 }
 
+bool Agrees(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
+
 class Search {
  public:
   Search(const LegalityContext& ctx, const EnumerateOptions& options, Enumeration* out)
-      : ctx_(ctx), model_(*ctx.model), job_(*ctx.job), options_(options), out_(out) {}
+      : ctx_(ctx), model_(*ctx.model), job_(*ctx.job), options_(options), out_(out),
+        pins_(options.pins ? *options.pins : LayoutPins{}),
+        weights_(ctx.weights ? *ctx.weights : BlockWeights{}) {
+    // Recipe candidates; a dense model has no dispatch to choose or overlap.
+    dispatchers_ = job_.dispatchers;
+    a2a_overlap_ = job_.a2a_overlap;
+    if (!model_.is_moe()) {
+      dispatchers_.resize(1);
+      a2a_overlap_.resize(1);
+    }
+    for (Precision p : job_.precisions) precision_ok_.push_back(rules::PrecisionProblem(ctx.cluster->gpu, p).empty());
+  }
 
   void Run() {
     const int world = job_.world_size > 0 ? job_.world_size : ctx_.cluster->total_gpus();
     out_->world = world;
     if (world > ctx_.cluster->total_gpus()) {
       // Every candidate breaks the first rule; count them as one subtree each.
-      for (int pp : Divisors(world)) Reject(Rule::kWorldFitsCluster, LeavesBelowPp(world, pp));
+      for (int pp : PpValues(world)) Reject(Rule::kWorldFitsCluster, LeavesBelowPp(world, pp));
       return;
     }
-    for (int pp : Divisors(world)) SearchPp(world, pp);
+    for (int pp : PpValues(world)) SearchPp(world, pp);
   }
 
  private:
+  // --- The values of each level (the pins narrow them). ---
+  std::vector<int> PpValues(int world) const {
+    std::vector<int> out;
+    for (int pp : Divisors(world)) {
+      if (Agrees(pins_.pp, pp)) out.push_back(pp);
+    }
+    return out;
+  }
+  std::vector<int> TpValues() const {
+    std::vector<int> out;
+    for (int tp : divisors_) {
+      if (Agrees(pins_.tp, tp)) out.push_back(tp);
+    }
+    return out;
+  }
+  // With dp pinned, only the cp whose tp x cp leaves that dp.
+  std::vector<int> CpValues(int tp) const {
+    std::vector<int> out;
+    for (int cp : divisors_) {
+      if (!Agrees(pins_.cp, cp)) continue;
+      if (pins_.dp && (stage_ % (tp * cp) != 0 || stage_ / (tp * cp) != *pins_.dp)) continue;
+      out.push_back(cp);
+    }
+    return out;
+  }
+  // (ep, etp) pairs; a dense model has one, (1, tp).
+  std::vector<std::pair<int, int>> ExpertValues(int tp) const {
+    std::vector<std::pair<int, int>> out;
+    auto add = [&](int ep, int etp) {
+      if (!Agrees(pins_.ep, ep) || !Agrees(pins_.etp, etp)) return;
+      if (pins_.edp && (stage_ % (ep * etp) != 0 || stage_ / (ep * etp) != *pins_.edp)) return;
+      out.push_back({ep, etp});
+    };
+    if (!model_.is_moe()) {
+      add(1, tp);
+    } else {
+      for (int ep : divisors_) {
+        for (int etp : divisors_) add(ep, etp);
+      }
+    }
+    return out;
+  }
+
   // --- Subtree sizes: the number of candidates below each level. ---
   uint64_t Styles(int cp) const { return cp == 1 ? 1 : job_.cp_styles.size(); }
-  uint64_t ExpertChoices(size_t divisors) const {
-    return model_.is_moe() ? uint64_t(divisors) * divisors : 1;  // (ep, etp) pairs
+  uint64_t OptionLeaves() const {
+    return uint64_t(job_.recompute.size()) * dispatchers_.size() * a2a_overlap_.size() *
+           job_.precisions.size() * job_.fsdp.size() * job_.tp_overlap.size();
   }
-  uint64_t LeavesBelowMbs() const { return orders_.size() * job_.recompute.size(); }
+  uint64_t LeavesBelowMbs() const { return orders_.size() * OptionLeaves(); }
   uint64_t LeavesBelowEtp() const { return job_.micro_batch_sizes.size() * LeavesBelowMbs(); }
-  uint64_t LeavesBelowStyle() const { return ExpertChoices(divisors_.size()) * LeavesBelowEtp(); }
-  uint64_t LeavesBelowCp(int cp) const { return Styles(cp) * LeavesBelowStyle(); }
-  uint64_t LeavesBelowTp() const {
+  uint64_t LeavesBelowStyle(int tp) const { return ExpertValues(tp).size() * LeavesBelowEtp(); }
+  uint64_t LeavesBelowCp(int tp, int cp) const { return Styles(cp) * LeavesBelowStyle(tp); }
+  uint64_t LeavesBelowTp(int tp) const {
     uint64_t n = 0;
-    for (int cp : divisors_) n += LeavesBelowCp(cp);
+    for (int cp : CpValues(tp)) n += LeavesBelowCp(tp, cp);
     return n;
   }
-  uint64_t LeavesBelowVpp() const { return divisors_.size() * LeavesBelowTp(); }
+  uint64_t LeavesBelowVpp() const {
+    uint64_t n = 0;
+    for (int tp : TpValues()) n += LeavesBelowTp(tp);
+    return n;
+  }
   uint64_t LeavesBelowPp(int world, int pp) {
-    divisors_ = Divisors(world / pp);
+    stage_ = world / pp;
+    divisors_ = Divisors(stage_);
     orders_ = DistinctOrders(job_.orders, pp);
     return job_.vpp.size() * LeavesBelowVpp();
   }
@@ -89,40 +151,54 @@ class Search {
     return false;
   }
 
+  // The stages of (pp, vpp): the pinned ones, else the chosen ones.
+  bool StagesFor(Layout* l) const {
+    if (pins_.stages) {
+      l->stage_layers = *pins_.stages;
+      l->stage_mtp = pins_.stage_mtp.value_or(std::vector<int>{});
+      l->explicit_stages = true;
+      l->pp_layout_given = pins_.pp_layout;
+      return CheckStages(l->stage_layers, l->stage_mtp, model_, l->pp, l->vpp).ok();
+    }
+    auto split = ChooseStageLayers(model_, l->pp, l->vpp, weights_);
+    if (!split.ok()) return false;
+    l->stage_layers = std::move(split).value();
+    return true;
+  }
+
   void SearchPp(int world, int pp) {
-    LeavesBelowPp(world, pp);  // sets divisors_ and orders_
+    LeavesBelowPp(world, pp);  // sets stage_, divisors_ and orders_
     Layout l;
     l.world = world;
     l.pp = pp;
     for (int vpp : job_.vpp) {
       l.vpp = vpp;
+      // Pinned stages agree only with their own pp x vpp.
+      if (pins_.stages && static_cast<int>(pins_.stages->size()) != pp * vpp) continue;
       if (vpp > 1 && pp == 1) {
         Reject(Rule::kVppNeedsPp, LeavesBelowVpp());
         continue;
       }
-      auto split = SplitLayers(model_.layers, pp, vpp);
-      if (!split.ok()) {
+      if (!StagesFor(&l)) {
         Reject(Rule::kPipelineSplit, LeavesBelowVpp());
         continue;
       }
-      l.stage_layers = split.value();
-      for (int tp : divisors_) SearchTp(l, tp);
+      for (int tp : TpValues()) SearchTp(l, tp);
     }
   }
 
   void SearchTp(Layout l, int tp) {
     l.tp = tp;
-    if (!rules::TpDividesHeads(model_, tp)) return Reject(Rule::kTpDividesHeads, LeavesBelowTp());
-    if (!rules::TpDividesKvHeads(model_, tp)) return Reject(Rule::kTpDividesKvHeads, LeavesBelowTp());
-    if (!rules::TpDividesFfn(model_, tp)) return Reject(Rule::kTpDividesFfn, LeavesBelowTp());
-    const int stage = l.world / l.pp;
-    for (int cp : divisors_) {
+    if (!rules::TpDividesHeads(model_, tp)) return Reject(Rule::kTpDividesHeads, LeavesBelowTp(tp));
+    if (!rules::TpDividesKvHeads(model_, tp)) return Reject(Rule::kTpDividesKvHeads, LeavesBelowTp(tp));
+    if (!rules::TpDividesFfn(model_, tp)) return Reject(Rule::kTpDividesFfn, LeavesBelowTp(tp));
+    for (int cp : CpValues(tp)) {
       l.cp = cp;
-      if (stage % (tp * cp) != 0) {
-        Reject(Rule::kDenseProduct, LeavesBelowCp(cp));
+      if (stage_ % (tp * cp) != 0) {
+        Reject(Rule::kDenseProduct, LeavesBelowCp(tp, cp));
         continue;
       }
-      l.dp = stage / (tp * cp);
+      l.dp = stage_ / (tp * cp);
       if (cp == 1) {
         l.cp_style = job_.cp_styles.front();
         SearchStyle(l);
@@ -136,39 +212,30 @@ class Search {
   }
 
   void SearchStyle(Layout l) {
-    const uint64_t leaves = LeavesBelowStyle();
+    const uint64_t leaves = LeavesBelowStyle(l.tp);
     if (!rules::UlyssesHeads(model_, l)) return Reject(Rule::kUlyssesHeads, leaves);
     if (!rules::UlyssesKvHeads(model_, job_, l)) return Reject(Rule::kUlyssesKvHeads, leaves);
     if (!rules::SeqDividesCp(job_.seq_len, l)) return Reject(Rule::kSeqDividesCp, leaves);
     if (job_.seq_len % l.cp != 0 || !rules::SeqDividesTp(job_.seq_len, l)) {
       return Reject(Rule::kSeqDividesTp, leaves);
     }
-    if (!model_.is_moe()) {
-      l.ep = 1;
-      l.etp = l.tp;
-      l.edp = l.world / l.pp / l.tp;
-      return SearchMbs(l);
-    }
-    const int stage = l.world / l.pp;
-    for (int ep : divisors_) {
+    for (auto [ep, etp] : ExpertValues(l.tp)) {
       l.ep = ep;
+      l.etp = etp;
       if (!rules::EpDividesExperts(model_, ep)) {
-        Reject(Rule::kEpDividesExperts, divisors_.size() * LeavesBelowEtp());
+        Reject(Rule::kEpDividesExperts, LeavesBelowEtp());
         continue;
       }
-      for (int etp : divisors_) {
-        l.etp = etp;
-        if (!rules::EtpDividesExpertFfn(model_, etp)) {
-          Reject(Rule::kEtpDividesExpertFfn, LeavesBelowEtp());
-          continue;
-        }
-        if (stage % (ep * etp) != 0) {
-          Reject(Rule::kExpertProduct, LeavesBelowEtp());
-          continue;
-        }
-        l.edp = stage / (ep * etp);
-        SearchMbs(l);
+      if (!rules::EtpDividesExpertFfn(model_, etp)) {
+        Reject(Rule::kEtpDividesExpertFfn, LeavesBelowEtp());
+        continue;
       }
+      if (stage_ % (ep * etp) != 0) {
+        Reject(Rule::kExpertProduct, LeavesBelowEtp());
+        continue;
+      }
+      l.edp = stage_ / (ep * etp);
+      SearchMbs(l);
     }
   }
 
@@ -195,7 +262,6 @@ class Search {
   }
 
   void SearchOrder(Layout l) {
-    const uint64_t leaves = job_.recompute.size();
     if (l.order != order_checked_ || l.pp != pp_checked_ || l.dp != dp_checked_ ||
         l.edp != edp_checked_ || l.tp != tp_checked_ || l.cp != cp_checked_ ||
         l.ep != ep_checked_ || l.etp != etp_checked_) {
@@ -206,29 +272,52 @@ class Search {
       cp_checked_ = l.cp, ep_checked_ = l.ep, etp_checked_ = l.etp;
     }
     for (Rule r : {Rule::kOrderValid, Rule::kOrderPpStride}) {
-      if (RejectIf(order_violations_, r, leaves)) return;
+      if (RejectIf(order_violations_, r, OptionLeaves())) return;
     }
-    for (Recompute rc : job_.recompute) {
-      l.recompute = rc;
-      Accept(l);
-    }
+    if (!pins_.placement || *pins_.placement == Placement::kLinear) SearchOptions(l);
     MaybePacked(l);
   }
 
   // A packed variant is a distinct candidate only where it moves ranks:
   // the heavy block is smaller than a domain and does not divide it.
   void MaybePacked(Layout l) {
+    if (pins_.placement && *pins_.placement == Placement::kLinear) return;
     const int domain = ctx_.cluster->nvlink_domain_gpus;
     const int block = HeavyBlock(l);
     if (block <= 0 || block >= domain || domain % block == 0) return;
-    const uint64_t leaves = job_.recompute.size();
     l.placement = Placement::kPacked;
     if (PackBlocks(l.world, block, domain).gpus_needed > ctx_.cluster->total_gpus()) {
-      return Reject(Rule::kPlacementFits, leaves);
+      return Reject(Rule::kPlacementFits, OptionLeaves());
     }
-    for (Recompute rc : job_.recompute) {
+    SearchOptions(l);
+  }
+
+  // Every combination of the recipe candidates, each checked against the
+  // recipe rules in rule order.
+  void SearchOptions(Layout l) {
+    const bool expert_in_domain = ExpertGroupInDomain(l, ctx_.cluster->nvlink_domain_gpus);
+    for (const Recompute& rc : job_.recompute) {
       l.recompute = rc;
-      Accept(l);
+      for (Dispatcher d : dispatchers_) {
+        l.dispatcher = d;
+        for (bool a2a : a2a_overlap_) {
+          l.a2a_overlap = a2a;
+          for (size_t p = 0; p < job_.precisions.size(); ++p) {
+            l.precision = job_.precisions[p];
+            for (bool fsdp : job_.fsdp) {
+              l.fsdp = fsdp;
+              for (bool tp_overlap : job_.tp_overlap) {
+                l.tp_overlap = tp_overlap;
+                if (!precision_ok_[p]) Reject(Rule::kPrecisionSupported, 1);
+                else if (d == Dispatcher::kHybridEP && !expert_in_domain) Reject(Rule::kHybridEpInDomain, 1);
+                else if (!rules::A2aOverlapProblem(model_, l).empty()) Reject(Rule::kA2aOverlapNeeds, 1);
+                else if (tp_overlap && l.tp < 2) Reject(Rule::kTpOverlapNeedsTp, 1);
+                else Accept(l);
+              }
+            }
+          }
+        }
+      }
     }
   }
 
@@ -243,6 +332,12 @@ class Search {
   const JobSpec& job_;
   EnumerateOptions options_;
   Enumeration* out_;
+  LayoutPins pins_;
+  BlockWeights weights_;
+  std::vector<Dispatcher> dispatchers_;
+  std::vector<bool> a2a_overlap_;
+  std::vector<bool> precision_ok_;  // per job precision: the GPU runs it
+  int stage_ = 1;                   // G = world / pp
   std::vector<int> divisors_;
   std::vector<std::string> orders_;
   std::vector<Violation> order_violations_;
@@ -263,6 +358,22 @@ std::vector<int> Divisors(int n) {
   }
   small.insert(small.end(), large.rbegin(), large.rend());
   return small;
+}
+
+JobSpec PinnedJob(const JobSpec& job, const LayoutPins& pins) {
+  JobSpec out = job;
+  if (pins.world) out.world_size = *pins.world;
+  if (pins.mbs) out.micro_batch_sizes = {*pins.mbs};
+  if (pins.vpp) out.vpp = {*pins.vpp};
+  if (pins.order) out.orders = {*pins.order};
+  if (pins.cp_style) out.cp_styles = {*pins.cp_style};
+  if (pins.recompute) out.recompute = {*pins.recompute};
+  if (pins.dispatcher) out.dispatchers = {*pins.dispatcher};
+  if (pins.a2a_overlap) out.a2a_overlap = {*pins.a2a_overlap};
+  if (pins.precision) out.precisions = {*pins.precision};
+  if (pins.fsdp) out.fsdp = {*pins.fsdp};
+  if (pins.tp_overlap) out.tp_overlap = {*pins.tp_overlap};
+  return out;
 }
 
 Enumeration EnumerateLayouts(const LegalityContext& ctx, const EnumerateOptions& options) {

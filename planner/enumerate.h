@@ -4,13 +4,24 @@
 // dividing W, each vpp in job.vpp, tp and cp dividing G = W/pp, each CP
 // style in job.cp_styles (one when cp == 1), ep and etp dividing G (a dense
 // model: ep 1, etp = tp), each micro-batch size, each order in job.orders
-// (one per distinct rank map when pp == 1), each recompute option. A
-// linear-placement layout whose heavy groups straddle NVLink domains also
-// gets a packed-placement variant as a further candidate.
+// (one per distinct rank map when pp == 1), and each combination of the
+// job's recipe candidates: recompute, dispatcher and EP overlap (one of each
+// for a dense model), precision, FSDP and TP overlap. A linear-placement
+// layout whose heavy groups straddle NVLink domains also gets a
+// packed-placement variant as a further candidate, wherever its linear
+// version passes every rule before placement. Layers that do not divide
+// over pp x vpp get the layout planner/pipeline.h's ChooseStageLayers builds
+// (weighed by ctx.weights).
 //
 // Each rejected candidate is counted once, under the first rule it breaks in
 // Rule order (planner/legality.h); whole subtrees are counted at once, so
 // the count is exact without visiting every candidate.
+//
+// Pins (`plan --fix`, `enumerate --fix`) narrow the space to the layouts
+// that agree with every pinned degree, placement and pipeline layout; the
+// job's candidate lists carry the other pinned options (cli narrows them).
+// With placement=packed pinned, rejections before the placement rule are
+// counted once per linear candidate.
 #pragma once
 
 #include <array>
@@ -23,7 +34,8 @@
 namespace foldplan {
 
 struct EnumerateOptions {
-  bool collect_layouts = true;  // false: only count (for --why and benchmarks)
+  bool collect_layouts = true;       // false: only count (for --why and benchmarks)
+  const LayoutPins* pins = nullptr;  // may be null: no pins
 };
 
 struct Enumeration {
@@ -36,6 +48,12 @@ struct Enumeration {
 
 // ctx.cluster, ctx.model and ctx.job must be set.
 Enumeration EnumerateLayouts(const LegalityContext& ctx, const EnumerateOptions& options = {});
+
+// The job whose candidate lists hold only the pinned options (mbs, vpp,
+// order, cp_style, recompute, dispatcher, overlaps, precision, FSDP) and
+// whose world is the pinned one; the degree, placement and stage pins stay
+// with EnumerateOptions::pins.
+JobSpec PinnedJob(const JobSpec& job, const LayoutPins& pins);
 
 // Positive divisors of n, ascending.
 std::vector<int> Divisors(int n);

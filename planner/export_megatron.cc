@@ -137,22 +137,21 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
     args.push_back("--global-batch-size " + Str(ctx.job->global_batch));
     args.push_back("--seq-length " + Str(ctx.job->seq_len));
   }
-  if (l.recompute == Recompute::kSelective) args.push_back("--recompute-granularity selective");
-  if (l.recompute == Recompute::kFull) {
+  if (l.recompute.selective()) args.push_back("--recompute-granularity selective");
+  if (l.recompute.full()) {
     args.push_back("--recompute-granularity full");
     args.push_back("--recompute-method uniform");
     args.push_back("--recompute-num-layers 1");
   }
   const bool moe = ctx.model ? ctx.model->is_moe() : true;
-  if (moe && ctx.job) args.push_back(std::string("--moe-token-dispatcher-type ") + Name(ctx.job->dispatcher));
+  if (moe) args.push_back(std::string("--moe-token-dispatcher-type ") + Name(l.dispatcher));
 
   std::string out = "# Megatron-LM parallelism arguments for " + FormatLayout(l) + "\n";
   out += "# world size " + Str(l.world) + " (dp " + Str(l.dp) + ", edp " + Str(l.edp) + " follow from it)\n";
   if (!ctx.job)
     out += std::string("# no job given: add --global-batch-size, --seq-length") +
            (moe ? " and --moe-token-dispatcher-type" : "") + "\n";
-  if (moe && ctx.job && ctx.job->dispatcher == Dispatcher::kFlex)
-    out += "# the flex dispatcher also needs its backend enabled (e.g. DeepEP) per your Megatron version\n";
+
   out += export_util::PlacementNote(map, "#");
   for (size_t i = 0; i < args.size(); ++i) out += args[i] + (i + 1 < args.size() ? " \\\n" : "\n");
   return out;

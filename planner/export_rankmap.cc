@@ -127,10 +127,10 @@ Result<std::string> ExportRankMapJson(const RankMap& map, const ExportContext& c
                            {"nics_per_node", c.nics_per_node}};
   }
   if (ctx.model) root["model"] = Json{{"name", ctx.model->name}, {"layers", ctx.model->layers}};
-  if (ctx.job)
-    root["job"] = Json{{"seq_len", ctx.job->seq_len},
-                       {"global_batch", ctx.job->global_batch},
-                       {"dispatcher", Name(ctx.job->dispatcher)}};
+  if (ctx.job) root["job"] = Json{{"seq_len", ctx.job->seq_len}, {"global_batch", ctx.job->global_batch}};
+  root["recipe"] = Json{{"recompute", Name(l.recompute)},     {"dispatcher", Name(l.dispatcher)},
+                        {"a2a_overlap", l.a2a_overlap},       {"precision", Name(l.precision)},
+                        {"fsdp", l.fsdp},                     {"tp_overlap", l.tp_overlap}};
   root["views"] = Views(map);
   root["coords"] = Coords(map);
   root["groups"] = GroupsJson(map);

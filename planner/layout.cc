@@ -4,17 +4,30 @@
 #include <map>
 #include <sstream>
 
+#include "planner/pipeline_layout.h"
+
 namespace foldplan {
 namespace {
+
+// Degrees and counts: at most the largest world (core/formats.h), so that
+// products of two fit comfortably in 64 bits.
+constexpr int kMaxDegree = 1 << 20;
 
 Result<int> ParsePositive(const std::string& key, const std::string& value) {
   int out = 0;
   const char* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, out);
-  if (ec != std::errc() || ptr != end || out < 1) {
-    return Status::Error("layout: " + key + "=" + value + ": expected a positive integer");
+  if (ec != std::errc() || ptr != end || out < 1 || out > kMaxDegree) {
+    return Status::Error("layout: " + key + "=" + value + ": expected a positive integer up to " +
+                         std::to_string(kMaxDegree));
   }
   return out;
+}
+
+Result<bool> ParseFlag(const std::string& key, const std::string& value) {
+  if (value == "1" || value == "true") return true;
+  if (value == "0" || value == "false") return false;
+  return Status::Error("layout: " + key + "=" + value + ": expected 0 or 1");
 }
 
 Result<std::vector<int>> ParseStages(const std::string& value) {
@@ -44,23 +57,80 @@ Result<E> ParseEnum(const std::string& key, const std::string& value,
 
 constexpr std::pair<const char*, CpStyle> kCpStyles[] = {{"ulysses", CpStyle::kUlysses},
                                                          {"ring", CpStyle::kRing}};
-constexpr std::pair<const char*, Recompute> kRecomputes[] = {
-    {"none", Recompute::kNone}, {"selective", Recompute::kSelective}, {"full", Recompute::kFull}};
 constexpr std::pair<const char*, Placement> kPlacements[] = {{"linear", Placement::kLinear},
                                                              {"packed", Placement::kPacked}};
 
-}  // namespace
+constexpr const char* kKeys =
+    "tp, cp, pp, ep, etp, dp, edp, vpp, mbs, order, cp_style, recompute, placement, dispatcher, "
+    "a2a_overlap, precision, fsdp, tp_overlap, stages, pp_layout, world";
 
-int Layout::layers_on_stage(int p) const {
-  int layers = 0;
-  for (size_t v = static_cast<size_t>(p); v < stage_layers.size(); v += static_cast<size_t>(pp)) {
-    layers += stage_layers[v];
+// One key=value into `pins`.
+Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pins) {
+  const std::map<std::string, std::optional<int>*> degrees = {
+      {"world", &pins->world}, {"pp", &pins->pp}, {"vpp", &pins->vpp}, {"dp", &pins->dp},
+      {"cp", &pins->cp},       {"tp", &pins->tp}, {"ep", &pins->ep},   {"etp", &pins->etp},
+      {"edp", &pins->edp},     {"mbs", &pins->mbs}};
+  const std::map<std::string, std::optional<bool>*> flags = {
+      {"a2a_overlap", &pins->a2a_overlap}, {"fsdp", &pins->fsdp}, {"tp_overlap", &pins->tp_overlap}};
+  if (auto it = degrees.find(key); it != degrees.end()) {
+    auto n = ParsePositive(key, value);
+    if (!n.ok()) return n.status();
+    *it->second = n.value();
+  } else if (auto f = flags.find(key); f != flags.end()) {
+    auto b = ParseFlag(key, value);
+    if (!b.ok()) return b.status();
+    *f->second = b.value();
+  } else if (key == "order") {
+    pins->order = value;
+  } else if (key == "cp_style") {
+    auto e = ParseEnum(key, value, kCpStyles);
+    if (!e.ok()) return e.status();
+    pins->cp_style = e.value();
+  } else if (key == "recompute") {
+    auto r = ParseRecompute(value);
+    if (!r.ok()) return Status::Error("layout: recompute=" + value + ": " + r.status().message());
+    pins->recompute = r.value();
+  } else if (key == "placement") {
+    auto e = ParseEnum(key, value, kPlacements);
+    if (!e.ok()) return e.status();
+    pins->placement = e.value();
+  } else if (key == "dispatcher") {
+    const auto d = ParseDispatcher(value);
+    if (!d) return Status::Error("layout: dispatcher=" + value + ": expected one of " + DispatcherChoices());
+    pins->dispatcher = *d;
+  } else if (key == "precision") {
+    const auto p = ParsePrecision(value);
+    if (!p) return Status::Error("layout: precision=" + value + ": expected one of " + PrecisionChoices());
+    pins->precision = *p;
+  } else if (key == "stages") {
+    if (pins->pp_layout) return Status::Error("layout: give stages= or pp_layout=, not both");
+    auto s = ParseStages(value);
+    if (!s.ok()) return s.status();
+    pins->stages = s.value();
+  } else if (key == "pp_layout") {
+    if (pins->stages) return Status::Error("layout: give stages= or pp_layout=, not both");
+    auto p = ParsePipelineLayout(value);
+    if (!p.ok()) return Status::Error("layout: pp_layout=" + value + ": " + p.status().message());
+    pins->stages = p->decoder;
+    pins->stage_mtp = p->mtp;
+    pins->pp_layout = true;
+  } else {
+    return Status::Error("layout: unknown key \"" + key + "\"; expected " + kKeys);
   }
-  return layers;
+  return Status();
 }
 
-Result<Layout> ParseLayout(const std::string& text, int default_world) {
-  std::map<std::string, std::string> kv;
+}  // namespace
+
+bool LayoutPins::empty() const {
+  return !world && !pp && !vpp && !dp && !cp && !tp && !ep && !etp && !edp && !mbs && !order && !cp_style &&
+         !recompute && !placement && !dispatcher && !a2a_overlap && !precision && !fsdp && !tp_overlap &&
+         !stages;
+}
+
+Result<LayoutPins> ParseLayoutPins(const std::string& text) {
+  LayoutPins pins;
+  std::map<std::string, bool> given;
   std::stringstream in(text);
   std::string item;
   while (std::getline(in, item, ',')) {
@@ -70,82 +140,100 @@ Result<Layout> ParseLayout(const std::string& text, int default_world) {
       return Status::Error("layout: \"" + item + "\": expected key=value");
     }
     const std::string key = item.substr(0, eq);
-    if (kv.count(key)) return Status::Error("layout: " + key + " given twice");
-    kv[key] = item.substr(eq + 1);
+    if (given[key]) return Status::Error("layout: " + key + " given twice");
+    given[key] = true;
+    if (Status s = ReadKey(key, item.substr(eq + 1), &pins); !s.ok()) return s;
   }
+  return pins;
+}
+
+int Layout::layers_on_stage(int p) const {
+  int layers = 0;
+  for (size_t v = static_cast<size_t>(p); v < stage_layers.size(); v += static_cast<size_t>(pp)) {
+    layers += stage_layers[v];
+  }
+  return layers;
+}
+
+Result<Layout> ParseLayout(const std::string& text, int default_world, const JobSpec* job) {
+  Result<LayoutPins> parsed = ParseLayoutPins(text);
+  if (!parsed.ok()) return parsed.status();
+  const LayoutPins& k = parsed.value();
 
   Layout layout;
-  std::map<std::string, int*> degrees = {
-      {"world", &layout.world}, {"pp", &layout.pp}, {"vpp", &layout.vpp}, {"dp", &layout.dp},
-      {"cp", &layout.cp},       {"tp", &layout.tp}, {"ep", &layout.ep},   {"etp", &layout.etp},
-      {"edp", &layout.edp},     {"mbs", &layout.mbs}};
-  for (const auto& [key, value] : kv) {
-    if (auto it = degrees.find(key); it != degrees.end()) {
-      auto n = ParsePositive(key, value);
-      if (!n.ok()) return n.status();
-      *it->second = n.value();
-    } else if (key == "order") {
-      layout.order = value;
-    } else if (key == "cp_style") {
-      auto e = ParseEnum(key, value, kCpStyles);
-      if (!e.ok()) return e.status();
-      layout.cp_style = e.value();
-    } else if (key == "recompute") {
-      auto e = ParseEnum(key, value, kRecomputes);
-      if (!e.ok()) return e.status();
-      layout.recompute = e.value();
-    } else if (key == "placement") {
-      auto e = ParseEnum(key, value, kPlacements);
-      if (!e.ok()) return e.status();
-      layout.placement = e.value();
-    } else if (key == "stages") {
-      auto s = ParseStages(value);
-      if (!s.ok()) return s.status();
-      layout.stage_layers = s.value();
-      layout.explicit_stages = true;
-    } else {
-      return Status::Error("layout: unknown key \"" + key +
-                           "\"; expected tp, cp, pp, ep, etp, dp, edp, vpp, mbs, order, "
-                           "cp_style, recompute, placement, stages, world");
-    }
+  if (job) {  // the job's first candidate of every choice
+    layout.mbs = job->micro_batch_sizes.front();
+    layout.vpp = job->vpp.front();
+    layout.order = job->orders.front();
+    layout.cp_style = job->cp_styles.front();
+    layout.recompute = job->recompute.front();
+    layout.dispatcher = job->dispatchers.front();
+    layout.a2a_overlap = job->a2a_overlap.front();
+    layout.precision = job->precisions.front();
+    layout.fsdp = job->fsdp.front();
+    layout.tp_overlap = job->tp_overlap.front();
   }
-  if (!kv.count("etp")) layout.etp = layout.tp;  // Megatron: ETP defaults to TP
+  layout.pp = k.pp.value_or(1);
+  layout.vpp = k.vpp.value_or(layout.vpp);
+  layout.cp = k.cp.value_or(1);
+  layout.tp = k.tp.value_or(1);
+  layout.ep = k.ep.value_or(1);
+  layout.etp = k.etp.value_or(layout.tp);  // Megatron: ETP defaults to TP
+  layout.mbs = k.mbs.value_or(layout.mbs);
+  layout.order = k.order.value_or(layout.order);
+  layout.cp_style = k.cp_style.value_or(layout.cp_style);
+  layout.recompute = k.recompute.value_or(layout.recompute);
+  layout.placement = k.placement.value_or(layout.placement);
+  layout.dispatcher = k.dispatcher.value_or(layout.dispatcher);
+  layout.a2a_overlap = k.a2a_overlap.value_or(layout.a2a_overlap);
+  layout.precision = k.precision.value_or(layout.precision);
+  layout.fsdp = k.fsdp.value_or(layout.fsdp);
+  layout.tp_overlap = k.tp_overlap.value_or(layout.tp_overlap);
+  if (k.stages) {
+    layout.stage_layers = *k.stages;
+    layout.explicit_stages = true;
+    layout.pp_layout_given = k.pp_layout;
+    if (k.stage_mtp) layout.stage_mtp = *k.stage_mtp;
+  }
 
   // The world size: given, or derived from explicit dp / edp, or the default.
-  if (!kv.count("world")) {
-    if (kv.count("dp")) layout.world = layout.pp * layout.tp * layout.cp * layout.dp;
-    else if (kv.count("edp")) layout.world = layout.pp * layout.etp * layout.ep * layout.edp;
-    else layout.world = default_world;
+  // Products in 64 bits: each degree is at most 2^20.
+  const long long dense_block = 1LL * layout.pp * layout.tp * layout.cp;
+  const long long expert_block = 1LL * layout.pp * layout.etp * layout.ep;
+  long long world = default_world;
+  if (k.world) world = *k.world;
+  else if (k.dp) world = dense_block * *k.dp;
+  else if (k.edp) world = expert_block * *k.edp;
+  if (world < 1) return Status::Error("layout: no world size (give world=N or dp=N)");
+  if (world > kMaxDegree) {
+    return Status::Error("layout: world " + std::to_string(world) + " is larger than " +
+                         std::to_string(kMaxDegree) + " ranks");
   }
-  if (layout.world < 1) return Status::Error("layout: no world size (give world=N or dp=N)");
-
-  const int dense_block = layout.pp * layout.tp * layout.cp;
-  if (layout.world % dense_block != 0) {
+  layout.world = static_cast<int>(world);
+  if (world % dense_block != 0) {
     return Status::Error("layout: pp*tp*cp = " + std::to_string(dense_block) +
-                         " does not divide the world size " + std::to_string(layout.world));
+                         " does not divide the world size " + std::to_string(world));
   }
-  const int expert_block = layout.pp * layout.etp * layout.ep;
-  if (layout.world % expert_block != 0) {
+  if (world % expert_block != 0) {
     return Status::Error("layout: pp*etp*ep = " + std::to_string(expert_block) +
-                         " does not divide the world size " + std::to_string(layout.world));
+                         " does not divide the world size " + std::to_string(world));
   }
-  const int dp = layout.world / dense_block;
-  const int edp = layout.world / expert_block;
-  if (kv.count("dp") && layout.dp != dp) {
-    return Status::Error("layout: dp=" + std::to_string(layout.dp) + " but world " +
-                         std::to_string(layout.world) + " / (pp*tp*cp) gives dp=" +
-                         std::to_string(dp));
+  const int dp = static_cast<int>(world / dense_block);
+  const int edp = static_cast<int>(world / expert_block);
+  if (k.dp && *k.dp != dp) {
+    return Status::Error("layout: dp=" + std::to_string(*k.dp) + " but world " + std::to_string(world) +
+                         " / (pp*tp*cp) gives dp=" + std::to_string(dp));
   }
-  if (kv.count("edp") && layout.edp != edp) {
-    return Status::Error("layout: edp=" + std::to_string(layout.edp) + " but world " +
-                         std::to_string(layout.world) + " / (pp*etp*ep) gives edp=" +
-                         std::to_string(edp));
+  if (k.edp && *k.edp != edp) {
+    return Status::Error("layout: edp=" + std::to_string(*k.edp) + " but world " + std::to_string(world) +
+                         " / (pp*etp*ep) gives edp=" + std::to_string(edp));
   }
   layout.dp = dp;
   layout.edp = edp;
-  if (layout.explicit_stages && static_cast<int>(layout.stage_layers.size()) != layout.pp * layout.vpp) {
-    return Status::Error("layout: stages= lists " + std::to_string(layout.stage_layers.size()) +
-                         " stages but pp*vpp = " + std::to_string(layout.pp * layout.vpp));
+  if (layout.explicit_stages && static_cast<long long>(layout.stage_layers.size()) != 1LL * layout.pp * layout.vpp) {
+    return Status::Error(std::string("layout: ") + (layout.pp_layout_given ? "pp_layout" : "stages=") + " lists " +
+                         std::to_string(layout.stage_layers.size()) + " stages but pp*vpp = " +
+                         std::to_string(1LL * layout.pp * layout.vpp));
   }
   return layout;
 }
@@ -156,8 +244,12 @@ std::string FormatLayout(const Layout& l) {
     << ",etp=" << l.etp << ",edp=" << l.edp << ",vpp=" << l.vpp << ",mbs=" << l.mbs
     << ",order=" << l.order << ",cp_style=" << Name(l.cp_style)
     << ",recompute=" << Name(l.recompute) << ",placement=" << Name(l.placement)
-    << ",world=" << l.world;
-  if (l.explicit_stages) {
+    << ",dispatcher=" << Name(l.dispatcher) << ",a2a_overlap=" << (l.a2a_overlap ? 1 : 0)
+    << ",precision=" << Name(l.precision) << ",fsdp=" << (l.fsdp ? 1 : 0)
+    << ",tp_overlap=" << (l.tp_overlap ? 1 : 0) << ",world=" << l.world;
+  if (l.pp_layout_given) {
+    s << ",pp_layout=" << FormatPipelineLayout(l.stage_layers, l.stage_mtp);
+  } else if (l.explicit_stages) {
     s << ",stages=";
     for (size_t i = 0; i < l.stage_layers.size(); ++i) s << (i ? "/" : "") << l.stage_layers[i];
   }

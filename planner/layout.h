@@ -1,13 +1,19 @@
-// A layout: how one training job is folded onto W ranks. The dense view
-// factors each pipeline stage's G = W / pp ranks as tp x cp x dp, the expert
-// view as etp x ep x edp (doc/folding.md).
-// The command-line syntax is
+// A layout: how one training job is folded onto W ranks, and the recipe it
+// runs. The dense view factors each pipeline stage's G = W / pp ranks as
+// tp x cp x dp, the expert view as etp x ep x edp (doc/folding.md); the
+// recipe options (recompute, dispatcher, overlaps, precision, FSDP, the
+// pipeline layout) are what Megatron's flags of the same names choose. The
+// command-line syntax is
 //   tp=2,cp=1,pp=8,ep=8,etp=1[,dp=N][,edp=N][,vpp=N][,mbs=N]
-//   [,order=tp-cp-ep-dp-pp][,cp_style=ulysses][,recompute=selective]
-//   [,placement=linear|packed][,stages=4/8/8/.../5][,world=N]
-// with dp and edp derived from the world size when omitted.
+//   [,order=tp-cp-ep-dp-pp][,cp_style=ulysses|ring][,recompute=R]
+//   [,placement=linear|packed][,dispatcher=alltoall|allgather|deepep|hybridep]
+//   [,a2a_overlap=0|1][,precision=P][,fsdp=0|1][,tp_overlap=0|1]
+//   [,stages=4/8/.../5 | pp_layout=Et|(tt|)*30L][,world=N]
+// with dp and edp derived from the world size when omitted (R: none,
+// selective, full or '+'-joined modules; P: inputs/job.h's recipes).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -40,16 +46,25 @@ struct Layout {
   int edp = 1;
   int mbs = 1;    // micro-batch size, sequences
   CpStyle cp_style = CpStyle::kUlysses;
-  Recompute recompute = Recompute::kNone;
+  Recompute recompute;
   std::string order = kDefaultOrder;  // Megatron order string, fastest axis first
   Placement placement = Placement::kLinear;
+  Dispatcher dispatcher = Dispatcher::kAllToAll;
+  bool a2a_overlap = false;  // --overlap-moe-expert-parallel-comm
+  Precision precision = Precision::kBF16;
+  bool fsdp = false;         // --use-megatron-fsdp (else the distributed optimizer)
+  bool tp_overlap = false;   // --tp-comm-overlap
   // Decoder layers per virtual pipeline stage, pp * vpp entries in Megatron's
   // order (virtual stage v*pp + p runs on pipeline rank p). Filled from the
   // pipeline description (planner/pipeline.h) or by enumeration; may be
   // empty until then.
   std::vector<int> stage_layers;
-  // True when stage_layers was given explicitly (stages=...) rather than derived.
+  // MTP layers per virtual stage, given by a pp_layout with m; empty: every
+  // MTP layer on the last stage, before the loss.
+  std::vector<int> stage_mtp;
+  // True when the stages were given (stages= or pp_layout=) rather than derived.
   bool explicit_stages = false;
+  bool pp_layout_given = false;  // given as pp_layout= (printed back so)
 
   int stage_size() const { return tp * cp * dp; }  // G
   // Layers held by pipeline rank p (sum over its virtual stages).
@@ -57,10 +72,34 @@ struct Layout {
   bool operator==(const Layout&) const = default;
 };
 
+// The keys a layout text gives, each checked on its own (values in range,
+// names known, a pp_layout that parses) but not against each other. A full
+// layout derives the rest (ParseLayout); `plan --fix` searches only the
+// layouts that agree with every key given.
+struct LayoutPins {
+  std::optional<int> world, pp, vpp, dp, cp, tp, ep, etp, edp, mbs;
+  std::optional<std::string> order;
+  std::optional<CpStyle> cp_style;
+  std::optional<Recompute> recompute;
+  std::optional<Placement> placement;
+  std::optional<Dispatcher> dispatcher;
+  std::optional<bool> a2a_overlap;
+  std::optional<Precision> precision;
+  std::optional<bool> fsdp;
+  std::optional<bool> tp_overlap;
+  std::optional<std::vector<int>> stages;      // stages=: decoder layers per virtual stage
+  std::optional<std::vector<int>> stage_mtp;   // pp_layout=: MTP layers per virtual stage
+  bool pp_layout = false;                      // the stages came from pp_layout=
+  bool empty() const;
+};
+Result<LayoutPins> ParseLayoutPins(const std::string& text);
+
 // Parses the command-line syntax above. dp/edp are derived from `world`
 // when omitted (world from the string's world=N, else `default_world`).
-// Unknown keys, non-integers and degrees that do not divide are errors.
-Result<Layout> ParseLayout(const std::string& text, int default_world);
+// Recipe options and mbs, vpp, order and cp_style left out take `job`'s
+// first candidate when a job is given, else the defaults above. Unknown
+// keys, non-integers and degrees that do not divide are errors.
+Result<Layout> ParseLayout(const std::string& text, int default_world, const JobSpec* job = nullptr);
 
 // Canonical text form, accepted back by ParseLayout.
 std::string FormatLayout(const Layout& layout);

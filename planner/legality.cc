@@ -6,7 +6,6 @@
 #include <string_view>
 
 #include "core/order_string.h"
-#include "planner/pipeline_split.h"
 #include "topology/cluster_shape.h"
 
 namespace foldplan {
@@ -17,7 +16,7 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
     {Rule::kPpDividesWorld, "pp_divides_world", "world % pp == 0"},
     {Rule::kVppNeedsPp, "vpp_needs_pp", "vpp > 1 needs pp > 1"},
     {Rule::kPipelineSplit, "pipeline_split",
-     "layers spread over pp x vpp stages (even, or Megatron's uneven first/last)"},
+     "layers spread over pp x vpp stages: evenly, or a given or chosen pipeline layout"},
     {Rule::kTpDividesHeads, "tp_divides_heads", "heads % tp == 0"},
     {Rule::kTpDividesKvHeads, "tp_divides_kv_heads", "kv_heads % tp == 0"},
     {Rule::kTpDividesFfn, "tp_divides_ffn", "dense and shared-expert FFN hidden % tp == 0"},
@@ -42,6 +41,13 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
      "dense and expert pp groups equal: order ends with pp, or pp == 1, or edp == dp"},
     {Rule::kPlacementFits, "placement_fits",
      "a packed placement's whole heavy blocks per NVLink domain hold every rank"},
+    {Rule::kPrecisionSupported, "precision_supported",
+     "the GPU runs the precision recipe (fp8: Hopper or later; mxfp8: Blackwell)"},
+    {Rule::kHybridEpInDomain, "hybridep_in_domain",
+     "HybridEP: every expert TP x EP group inside one NVLink domain"},
+    {Rule::kA2aOverlapNeeds, "a2a_overlap_needs",
+     "EP overlap: ep > 1, alltoall or flex dispatcher, vpp > 1 when pp > 1, no full recompute, <= 1 MTP layer"},
+    {Rule::kTpOverlapNeedsTp, "tp_overlap_needs_tp", "TP communication overlap needs tp > 1"},
     {Rule::kFitsMemory, "fits_memory",
      "peak memory per GPU <= HBM (cost model; counted by plan, not by enumerate)"},
 }};
@@ -116,15 +122,16 @@ void Add(std::vector<Violation>* out, Rule rule, std::string detail) {
   out->push_back({rule, std::move(detail)});
 }
 
-void CheckModelRules(const Layout& l, const ModelSpec& m, const JobSpec& job,
+void CheckModelRules(const Layout& l, const ModelSpec& m, const JobSpec& job, const BlockWeights& weights,
                      std::vector<Violation>* out) {
   if (l.explicit_stages) {
-    Status s = CheckStageLayers(l.stage_layers, m.layers, l.pp, l.vpp);
+    Status s = CheckStages(l.stage_layers, l.stage_mtp, m, l.pp, l.vpp);
     if (!s.ok()) Add(out, Rule::kPipelineSplit, s.message());
   } else {
-    auto split = SplitLayers(m.layers, l.pp, l.vpp);
+    auto split = ChooseStageLayers(m, l.pp, l.vpp, weights);
     if (!split.ok()) Add(out, Rule::kPipelineSplit, split.status().message());
   }
+  if (std::string why = rules::A2aOverlapProblem(m, l); !why.empty()) Add(out, Rule::kA2aOverlapNeeds, why);
   if (!rules::TpDividesHeads(m, l.tp)) {
     Add(out, Rule::kTpDividesHeads, "heads " + Str(m.heads) + " % tp " + Str(l.tp) + " != 0");
   }
@@ -224,6 +231,26 @@ bool MicrobatchesCoverPp(int global_batch, const Layout& l) { return MicroBatche
 bool InterleavedMicrobatches(int global_batch, const Layout& l) {
   return l.vpp == 1 || MicroBatches(global_batch, l) % l.pp == 0;
 }
+std::string PrecisionProblem(const GpuSpec& gpu, Precision p) {
+  if (!IsFp8(p)) return "";
+  const std::string on = " (" + gpu.name + " is " + Name(gpu.architecture) + ")";
+  if (gpu.architecture == GpuArchitecture::kAmpere || gpu.peak_fp8_flops <= 0) {
+    return std::string(Name(p)) + " needs FP8 tensor cores (Hopper or later)" + on;
+  }
+  if (p == Precision::kMXFP8 && gpu.architecture != GpuArchitecture::kBlackwell) {
+    return "mxfp8 needs Blackwell tensor cores (MX block scales in hardware)" + on;
+  }
+  return "";
+}
+std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l) {
+  if (!l.a2a_overlap) return "";
+  if (!m.is_moe() || l.ep < 2) return "EP overlap needs ep > 1 (ep " + Str(l.ep) + ")";
+  if (l.dispatcher == Dispatcher::kAllGather) return "EP overlap needs the alltoall or a flex dispatcher, not allgather";
+  if (l.pp > 1 && l.vpp < 2) return "EP overlap with pp " + Str(l.pp) + " needs vpp > 1 (Megatron's rule)";
+  if (l.recompute.full()) return "EP overlap does not run with full recompute";
+  if (m.mtp_layers > 1) return "EP overlap runs with at most 1 MTP layer (the model has " + Str(m.mtp_layers) + ")";
+  return "";
+}
 }  // namespace rules
 
 std::vector<Violation> CheckOrder(const Layout& l) {
@@ -256,6 +283,28 @@ std::vector<Violation> CheckOrder(const Layout& l) {
 const RuleInfo& Info(Rule rule) { return kRules[static_cast<size_t>(rule)]; }
 const char* Name(Rule rule) { return Info(rule).id; }
 
+int ExpertBlock(const Layout& l) {
+  OrderString order = ParseOrderString(l.order);
+  if (!order.ok()) return 0;
+  Complete(&order);
+  return static_cast<int>(BlockOf(order, kTpAxis, kEpAxis, [&](Axis a) { return ExpertSize(l, a); }));
+}
+
+bool ExpertGroupInDomain(const Layout& l, int domain_gpus) {
+  const int block = ExpertBlock(l);
+  if (block < 1 || block > domain_gpus) return false;
+  // Packed placement keeps whole heavy blocks (which hold the expert
+  // blocks) in one domain. Linear: block k covers GPUs [kB, (k+1)B); the
+  // pattern repeats every lcm(B, D) / B blocks, so checking that many (or
+  // the world's, if fewer) is exact.
+  if (l.placement == Placement::kPacked && HeavyBlock(l) <= domain_gpus) return true;
+  const long long blocks = std::min<long long>(l.world / block, domain_gpus / std::gcd(block, domain_gpus));
+  for (long long k = 0; k < blocks; ++k) {
+    if (k * block / domain_gpus != ((k + 1) * block - 1) / domain_gpus) return false;
+  }
+  return true;
+}
+
 int HeavyBlock(const Layout& l) {
   OrderString order = ParseOrderString(l.order);
   if (!order.ok()) return 0;
@@ -278,7 +327,8 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
   }
   if (l.vpp > 1 && l.pp == 1) Add(&out, Rule::kVppNeedsPp, "vpp " + Str(l.vpp) + " with pp 1");
   const long long stage = l.world / l.pp;
-  if (ctx.model) CheckModelRules(l, *ctx.model, *ctx.job, &out);
+  const BlockWeights weights = ctx.weights ? *ctx.weights : BlockWeights{};
+  if (ctx.model) CheckModelRules(l, *ctx.model, *ctx.job, weights, &out);
   if (1LL * l.tp * l.cp * l.dp != stage) {
     Add(&out, Rule::kDenseProduct, "tp*cp*dp = " + Str(1LL * l.tp * l.cp * l.dp) +
                                        " != world/pp = " + Str(stage));
@@ -302,6 +352,17 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
               " GPUs, the cluster has " + Str(ctx.cluster->total_gpus()));
     }
   }
+  if (ctx.cluster) {
+    if (std::string why = rules::PrecisionProblem(ctx.cluster->gpu, l.precision); !why.empty()) {
+      Add(&out, Rule::kPrecisionSupported, why);
+    }
+    if (l.dispatcher == Dispatcher::kHybridEP && !ExpertGroupInDomain(l, ctx.cluster->nvlink_domain_gpus)) {
+      Add(&out, Rule::kHybridEpInDomain,
+          "HybridEP runs over NVLink only, but expert TP x EP groups of " + Str(ExpertBlock(l)) +
+              " ranks straddle " + Str(ctx.cluster->nvlink_domain_gpus) + "-GPU NVLink domains");
+    }
+  }
+  if (l.tp_overlap && l.tp < 2) Add(&out, Rule::kTpOverlapNeedsTp, "tp_overlap with tp 1: nothing to overlap");
   // Keep rule order regardless of which helper found what first.
   std::stable_sort(out.begin(), out.end(),
                    [](const Violation& a, const Violation& b) { return a.rule < b.rule; });

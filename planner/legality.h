@@ -1,6 +1,7 @@
 // The rules that make a layout legal for (cluster, model, job): doc/folding.md
-// section 2, each with its own name so that a rejection says which rule it
-// broke. Memory is not checked here (it needs the cost model).
+// section 2 and the recipe rules of its section 2.2, each with its own name
+// so that a rejection says which rule it broke. Memory is not checked here
+// (it needs the cost model).
 #pragma once
 
 #include <string>
@@ -10,6 +11,7 @@
 #include "inputs/job.h"
 #include "inputs/model.h"
 #include "planner/layout.h"
+#include "planner/pipeline.h"
 
 namespace foldplan {
 
@@ -37,9 +39,13 @@ enum class Rule {
   kOrderValid,                // order string: known tokens, none repeated, none missing of size > 1
   kOrderPpStride,             // order ends with pp, or pp == 1, or edp == dp
   kPlacementFits,             // a packed placement fits in the cluster's NVLink domains
+  kPrecisionSupported,        // the GPU can run the precision recipe (FP8: Hopper+, MXFP8: Blackwell)
+  kHybridEpInDomain,          // HybridEP: the expert TP x EP group inside one NVLink domain
+  kA2aOverlapNeeds,           // EP overlap: ep > 1, an all-to-all dispatcher, vpp with pp, no full recompute
+  kTpOverlapNeedsTp,          // TP communication overlap needs tp > 1
   kFitsMemory,                // peak memory per GPU <= HBM; judged by the cost model during search
 };
-inline constexpr int kRuleCount = 23;
+inline constexpr int kRuleCount = 27;
 
 struct RuleInfo {
   Rule rule;
@@ -56,10 +62,13 @@ struct Violation {
 
 // What legality is checked against. `model` may be null (degrees only: the
 // model rules are skipped).
+// `weights` (may be null: planner/pipeline.h's defaults) decide the
+// pipeline layout of layouts that do not give one.
 struct LegalityContext {
   const ClusterSpec* cluster = nullptr;
   const ModelSpec* model = nullptr;
   const JobSpec* job = nullptr;
+  const BlockWeights* weights = nullptr;
 };
 
 // Every rule the layout breaks, in rule order; empty when legal. The layout's
@@ -83,7 +92,19 @@ bool BatchDivides(int global_batch, const Layout& l);
 long long MicroBatches(int global_batch, const Layout& l);         // needs BatchDivides
 bool MicrobatchesCoverPp(int global_batch, const Layout& l);
 bool InterleavedMicrobatches(int global_batch, const Layout& l);
+// "" when the GPU runs the recipe, else why not.
+std::string PrecisionProblem(const GpuSpec& gpu, Precision precision);
+// "" when the layout may overlap its EP all-to-all (Megatron's
+// --overlap-moe-expert-parallel-comm checks), else why not.
+std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l);
 }  // namespace rules
+
+// The aligned rank block that holds every expert TP x EP group (a prefix
+// product of the expert view's order); 0 when the order is invalid.
+int ExpertBlock(const Layout& layout);
+// Whether every expert TP x EP group sits inside one NVLink domain of
+// `domain_gpus` under the layout's placement.
+bool ExpertGroupInDomain(const Layout& layout, int domain_gpus);
 
 // Order-string checks shared with enumeration.
 // The prefix product of axis sizes up to and including the last of `heavy`

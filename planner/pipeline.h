@@ -1,21 +1,23 @@
 // The pipeline description: which schedule a layout runs and what each of
-// its pp x vpp virtual stages holds (decoder layers, MoE among them, the
-// embedding, the output layer and loss) and which pipeline rank runs it.
-// The one home of two rules every part of foldplan uses:
-//  - a layout's layers per virtual stage are its stage_layers when they
-//    cover the model (pp x vpp entries summing to its layers), else
-//    Megatron's split (planner/pipeline_split.h), else, for a layout that
-//    has no Megatron split and is illegal anyway, an even spread (the first
-//    layers % (pp x vpp) stages one layer more), so that its costs still
+// its pp x vpp virtual stages holds (decoder layers, MoE among them, MTP
+// layers, the embedding, the output layer and loss) and which pipeline rank
+// runs it. The one home of the rules every part of foldplan uses:
+//  - a layout's decoder layers per virtual stage are its stage_layers when
+//    they cover the model (pp x vpp entries summing to its layers), else
+//    ChooseStageLayers below, else, for a layout whose layers cannot fill
+//    its stages (illegal anyway), an even spread, so that its costs still
 //    mean something next to the violation;
 //  - virtual stage c (Megatron's order) runs on pipeline rank c % pp as its
-//    model chunk c / pp, and holds the next stage_layers[c] layers.
-// The embedding is on virtual stage 0, the output layer and loss on the
-// last one.
+//    model chunk c / pp, and holds the next stage_layers[c] layers;
+//  - the embedding is on virtual stage 0; the output layer and loss on the
+//    last one; MTP layers where the layout's pp_layout puts them (its m),
+//    else on the last stage before the loss (Megatron's default).
 #pragma once
 
+#include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "inputs/model.h"
 #include "planner/layout.h"
 
@@ -35,6 +37,7 @@ struct VirtualStage {
   int first_layer = 0;    // its first decoder layer (0-based)
   int layers = 0;         // decoder layers
   int moe_layers = 0;     // of which MoE
+  int mtp_layers = 0;     // MTP layers (after every decoder layer, before the loss)
   bool embedding = false; // holds the input embedding (c == 0)
   bool loss = false;      // holds the output layer and loss (the last c)
   int dense_layers() const { return layers - moe_layers; }
@@ -44,6 +47,7 @@ struct VirtualStage {
 struct PipelineRank {
   int layers = 0;
   int moe_layers = 0;
+  int mtp_layers = 0;
   bool embedding = false;
   bool loss = false;
   int dense_layers() const { return layers - moe_layers; }
@@ -58,13 +62,52 @@ struct PipelineDescription {
 
   // Decoder layers per virtual stage (a Layout's stage_layers).
   std::vector<int> StageLayers() const;
+  // MTP layers per virtual stage.
+  std::vector<int> StageMtp() const;
+  // Megatron's --pipeline-model-parallel-layout for this pipeline
+  // ("Et|(tt|)*30mL"), canonical (planner/pipeline_layout.h).
+  std::string LayoutText() const;
+  // Stage boundaries a micro-batch crosses each way: pp x vpp - 1.
+  int boundaries() const { return pp * vpp - 1; }
 };
 
 // The schedule a layout runs: interleaved 1F1B when vpp > 1, else 1F1B.
 PipelineSchedule ScheduleOf(const Layout& layout);
 
+// Relative cost of one block of each kind, forward and backward of one
+// micro-batch, in any unit (the cost model gives seconds: CostModel::
+// PipelineWeights). The defaults weigh decoder layers alike and the rest
+// nothing, which balances layer counts only.
+struct BlockWeights {
+  double dense_layer = 1;
+  double moe_layer = 1;
+  double embedding = 0;
+  double loss = 0;       // the output layer and loss
+  double mtp_layer = 0;  // one MTP module (its layer, projection, output head and loss)
+};
+
+// Where the layers go when a layout does not say. Layers that divide over
+// pp x vpp: evenly (Megatron's default). Otherwise the best legal layout:
+// the one whose heaviest pipeline rank, counting embedding, loss and the
+// model's MTP layers by `weights`, is lightest, among Megatron's first/last
+// split (pipeline_split.h) and a greedy balance of every rank (each
+// virtual stage holds at least one layer, but the first may hold only the
+// embedding and the last only the loss); the first/last split wins ties.
+// Error when the layers cannot fill the stages.
+Result<std::vector<int>> ChooseStageLayers(const ModelSpec& model, int pp, int vpp, const BlockWeights& weights);
+// Whether layers over pp x vpp need a chosen layout (do not divide evenly).
+bool NeedsChosenLayout(int layers, int pp, int vpp);
+
+// Checks explicit stage contents against a model: pp x vpp stages, its
+// decoder layers, and (when `stage_mtp` is given) its MTP layers. The error
+// says which count is off.
+Status CheckStages(const std::vector<int>& stage_layers, const std::vector<int>& stage_mtp,
+                   const ModelSpec& model, int pp, int vpp);
+
 // The layout's pipeline on `model` by the rules above. pp and vpp below 1
-// count as 1.
-PipelineDescription DescribePipeline(const Layout& layout, const ModelSpec& model);
+// count as 1. `weights` decide layers the layout does not give (null: the
+// defaults).
+PipelineDescription DescribePipeline(const Layout& layout, const ModelSpec& model,
+                                     const BlockWeights* weights = nullptr);
 
 }  // namespace foldplan

@@ -1,7 +1,6 @@
 #include "planner/pipeline_split.h"
 
 #include <cstdlib>
-#include <numeric>
 #include <string>
 
 namespace foldplan {
@@ -56,19 +55,6 @@ Result<std::vector<int>> SplitLayers(int layers, int pp, int vpp) {
   return Status::Error(Describe(layers, pp, vpp) +
                        ": no Megatron split (first/last stages uneven, middle stages equal, "
                        "each stage divisible by vpp); give stages= explicitly");
-}
-
-Status CheckStageLayers(const std::vector<int>& stage_layers, int layers, int pp, int vpp) {
-  if (static_cast<int>(stage_layers.size()) != pp * vpp) {
-    return Status::Error("stages lists " + std::to_string(stage_layers.size()) +
-                         " virtual stages, expected pp*vpp = " + std::to_string(pp * vpp));
-  }
-  const int sum = std::accumulate(stage_layers.begin(), stage_layers.end(), 0);
-  if (sum != layers) {
-    return Status::Error("stages sum to " + std::to_string(sum) + " layers, the model has " +
-                         std::to_string(layers));
-  }
-  return Status();
 }
 
 }  // namespace foldplan

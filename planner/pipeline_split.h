@@ -1,4 +1,5 @@
-// How a model's decoder layers are spread over pipeline stages.
+// Megatron's split of a model's decoder layers over pipeline stages, one of
+// the candidates planner/pipeline.h's ChooseStageLayers weighs.
 //
 // Megatron's rules: even when layers % (pp * vpp) == 0; otherwise the first
 // and last pipeline stages take F and L layers (--decoder-first/last-
@@ -20,8 +21,5 @@ namespace foldplan {
 // the last stage, which also holds the output layer, no heavier than the
 // first). Error when no Megatron split exists.
 Result<std::vector<int>> SplitLayers(int layers, int pp, int vpp);
-
-// Checks explicit per-virtual-stage counts: pp * vpp entries summing to layers.
-Status CheckStageLayers(const std::vector<int>& stage_layers, int layers, int pp, int vpp);
 
 }  // namespace foldplan

@@ -32,7 +32,9 @@ struct Shard {
 SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& scorer,
                            const SearchOptions& options) {
   SearchResult result;
-  result.enumeration = EnumerateLayouts(ctx);
+  EnumerateOptions enumerate;
+  enumerate.pins = options.pins;
+  result.enumeration = EnumerateLayouts(ctx, enumerate);
   const std::vector<Layout>& legal = result.enumeration.legal;
   // Score layouts with equal degrees, order and placement one after another:
   // they differ only in options (vpp, mbs, recompute, CP style), and a

@@ -17,6 +17,8 @@ struct SearchOptions {
   // Called from the calling thread with the fraction of layouts scored,
   // about ten times a second; may be empty.
   std::function<void(double fraction)> progress = nullptr;
+  // Only the layouts that agree with these (planner/enumerate.h); may be null.
+  const LayoutPins* pins = nullptr;
 };
 
 struct ScoredLayout {

@@ -34,7 +34,7 @@ TEST_CASE("a missing file") {
 }
 
 TEST_CASE("bad overrides") {
-  ExpectError("enumerate --precision fp4", "--precision: expected bf16 or fp8");
+  ExpectError("enumerate --precision fp4", "--precision: expected one of bf16, fp8-delayed");
   ExpectError("enumerate --nodes 3 --cluster gb200-nvl72-4r", "do not fill whole 72-GPU NVLink domains");
   ExpectError("enumerate --seq 0", "--seq: expected a positive integer");
 }

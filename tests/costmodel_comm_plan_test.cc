@@ -222,7 +222,7 @@ TEST_CASE("the other dispatchers") {
   // All-gather over TP x EP (8 ranks) of every token: 8 x 1024 x (4096 x 2
   // hidden + 8 routing-map bytes + 8 x 4 probs); reduce-scatter 8 x 1024 x
   // 4096 x 2.
-  s.job.dispatcher = Dispatcher::kAllGather;
+  s.layout.dispatcher = Dispatcher::kAllGather;
   std::vector<CommOp> ops = s.Plan();
   CHECK(FindOp(ops, "moe_dispatch") == nullptr);
   REQUIRE(FindOp(ops, "moe_allgather_tokens"));
@@ -232,7 +232,7 @@ TEST_CASE("the other dispatchers") {
 
   // Flex: a token goes once to each distinct rank of its 2 experts; with 8
   // experts on 8 ranks that is exactly 2: 1024 x 2 x 4096 x 2 bytes.
-  s.job.dispatcher = Dispatcher::kFlex;
+  s.layout.dispatcher = Dispatcher::kDeepEP;
   ops = s.Plan();
   REQUIRE(FindOp(ops, "moe_flex_dispatch"));
   CHECK(FindOp(ops, "moe_flex_dispatch")->bytes == doctest::Approx(1024.0 * 2 * 4096 * 2));
@@ -279,12 +279,12 @@ TEST_CASE("ring CP exchanges K and V blocks, overlapped") {
 
 TEST_CASE("recomputation repeats forward communication in the backward pass") {
   MixtralSetup s;
-  s.layout.recompute = Recompute::kSelective;  // core attention: the CP all-to-alls
+  s.layout.recompute = Recompute::Selective();  // core attention: the CP all-to-alls
   std::vector<CommOp> ops = s.Plan();
   CHECK(FindOp(ops, "cp_ulysses_q")->calls_bwd == 2);
   CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 1);
   CHECK(FindOp(ops, "moe_dispatch")->calls_bwd == 1);
-  s.layout.recompute = Recompute::kFull;  // the whole layer
+  s.layout.recompute = Recompute::Full();  // the whole layer
   ops = s.Plan();
   CHECK(FindOp(ops, "cp_ulysses_q")->calls_bwd == 2);
   CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 2);

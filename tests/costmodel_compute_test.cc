@@ -62,7 +62,7 @@ TEST_CASE("a GEMM at a measured point returns the measured rate exactly") {
   // mixtral-8x7b down: M 1024, K 14336, N 4096 measured 656.321...
   CHECK(H200().GemmFlopsPerS(1024, 4096, 14336, Precision::kBF16) == Close(656.3214279787567 * T));
   // fp8 up_glu at the same point: 1115.33.
-  CHECK(H200().GemmFlopsPerS(1024, 28672, 4096, Precision::kFP8) == Close(1115.3276340436937 * T));
+  CHECK(H200().GemmFlopsPerS(1024, 28672, 4096, Precision::kFP8Tensorwise) == Close(1115.3276340436937 * T));
 }
 
 TEST_CASE("between measured M the rate is linear in log M") {
@@ -94,7 +94,7 @@ TEST_CASE("FP8 without an FP8 point: BF16 x the nearest both-precision shape's F
   // measured in both is deepseek-v3-moe up_glu (N 4096, K 7168; log distance
   // log 2), at M 1024: 813.44 / 515.94. So FP8 = 656.32 x 813.44 / 515.94.
   const double expected = 656.3214279787567 * 813.4408129607784 / 515.9385444893474;
-  CHECK(H200().GemmFlopsPerS(1024, 4096, 14336, Precision::kFP8) == Close(expected * T));
+  CHECK(H200().GemmFlopsPerS(1024, 4096, 14336, Precision::kFP8Tensorwise) == Close(expected * T));
 }
 
 TEST_CASE("grouped GEMM: measured point exact, linear in log(experts) between counts") {
@@ -110,9 +110,9 @@ TEST_CASE("grouped GEMM: measured point exact, linear in log(experts) between co
   CHECK(p.GroupedGemmFlopsPerS(1, 1024, 7168, 4096) ==
         p.GemmFlopsPerS(1024, 4096, 7168, Precision::kBF16));
   // FP8 applies the plain GEMM's FP8/BF16 ratio at M = tokens_per_expert.
-  const double ratio = p.GemmFlopsPerS(256, 4096, 7168, Precision::kFP8) /
+  const double ratio = p.GemmFlopsPerS(256, 4096, 7168, Precision::kFP8Tensorwise) /
                        p.GemmFlopsPerS(256, 4096, 7168, Precision::kBF16);
-  CHECK(p.GroupedGemmFlopsPerS(8, 256, 7168, 4096, Precision::kFP8) ==
+  CHECK(p.GroupedGemmFlopsPerS(8, 256, 7168, 4096, Precision::kFP8Tensorwise) ==
         Close(512.8406693784444 * T * ratio));
 }
 
@@ -145,8 +145,8 @@ TEST_CASE("scaling to another GPU multiplies by the peak and HBM ratios") {
   const double bf16 = 2500.0 / 989, fp8 = 5000.0 / 1979, hbm = 8 / 4.8;
   CHECK(s.GemmFlopsPerS(1536, 28672, 4096, Precision::kBF16) ==
         Close(bf16 * p.GemmFlopsPerS(1536, 28672, 4096, Precision::kBF16)));
-  CHECK(s.GemmFlopsPerS(1536, 28672, 4096, Precision::kFP8) ==
-        Close(fp8 * p.GemmFlopsPerS(1536, 28672, 4096, Precision::kFP8)));
+  CHECK(s.GemmFlopsPerS(1536, 28672, 4096, Precision::kFP8Tensorwise) ==
+        Close(fp8 * p.GemmFlopsPerS(1536, 28672, 4096, Precision::kFP8Tensorwise)));
   CHECK(s.GroupedGemmFlopsPerS(8, 256, 7168, 4096) ==
         Close(bf16 * p.GroupedGemmFlopsPerS(8, 256, 7168, 4096)));
   CHECK(s.AttentionFlopsPerS(8192, 32, 32, 128, true) ==
@@ -162,7 +162,7 @@ TEST_CASE("scaling to another GPU multiplies by the peak and HBM ratios") {
   h100_gpu.hbm_tb_per_s = 3.35;
   const ComputeProfile h = p.ScaledTo(h100_gpu);
   CHECK(h.GemmFlopsPerS(1024, 28672, 4096, Precision::kBF16) == Close(725.3611869884774 * T));
-  CHECK(h.GemmFlopsPerS(1024, 28672, 4096, Precision::kFP8) == Close(725.3611869884774 * T));
+  CHECK(h.GemmFlopsPerS(1024, 28672, 4096, Precision::kFP8Tensorwise) == Close(725.3611869884774 * T));
   CHECK(h.copy_gb_per_s() == Close(4224.003837367019 * 3.35 / 4.8));
 }
 
@@ -217,7 +217,7 @@ struct Setup {
   }
 };
 
-Layout Degrees(int tp, int cp, int ep, Recompute recompute = Recompute::kNone) {
+Layout Degrees(int tp, int cp, int ep, Recompute recompute = Recompute::None()) {
   Layout l;
   l.tp = tp;
   l.cp = cp;
@@ -266,9 +266,9 @@ TEST_CASE("attention core: backward is the measured forward+backward time less t
 
 TEST_CASE("recomputation adds exactly the layer forward (full) or the attention core (selective)") {
   Setup s("mixtral-8x7b");
-  const ComputeTimes none = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::kNone), s.ctx);
-  const ComputeTimes sel = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::kSelective), s.ctx);
-  const ComputeTimes full = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::kFull), s.ctx);
+  const ComputeTimes none = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::None()), s.ctx);
+  const ComputeTimes sel = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::Selective()), s.ctx);
+  const ComputeTimes full = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::Full()), s.ctx);
   CHECK(none.moe_layer.recompute_s == 0);
   CHECK(none.moe_layer.recompute_flops == 0);
   CHECK(sel.moe_layer.recompute_s == none.moe_layer.attention_core.fwd_s);
@@ -324,10 +324,10 @@ TEST_CASE("embedding and output layer: memory traffic and the logits GEMM") {
 
 TEST_CASE("FP8 jobs use FP8 rates for projections, MLPs and experts only") {
   Setup s("mixtral-8x7b");
-  Setup f("mixtral-8x7b");
-  f.job.precision = Precision::kFP8;
+  Layout fp8 = Degrees(1, 1, 8);
+  fp8.precision = Precision::kFP8Tensorwise;
   const ComputeTimes bf = ComputeLayerTimes(Degrees(1, 1, 8), s.ctx);
-  const ComputeTimes fp = ComputeLayerTimes(Degrees(1, 1, 8), f.ctx);
+  const ComputeTimes fp = ComputeLayerTimes(fp8, s.ctx);
   CHECK(fp.moe_layer.attention_projections.fwd_s < bf.moe_layer.attention_projections.fwd_s);
   CHECK(fp.moe_layer.routed_experts.fwd_s < bf.moe_layer.routed_experts.fwd_s);
   CHECK(fp.moe_layer.attention_core.fwd_s == bf.moe_layer.attention_core.fwd_s);

@@ -206,9 +206,9 @@ TEST_CASE("routing imbalance and capacity factor multiply the routed expert FLOP
 
 TEST_CASE("recomputation adds a full forward or the attention core, backward is 2x") {
   const LayerFlops f = LayerForwardFlops(Model("mixtral-8x7b"), Job(), Degrees(1, 1, 1), true);
-  CHECK(RecomputeFlops(f, Recompute::kNone) == 0);
-  CHECK(RecomputeFlops(f, Recompute::kSelective) == 137'438'953'472.0);
-  CHECK(RecomputeFlops(f, Recompute::kFull) == f.total_flops());
+  CHECK(RecomputeFlops(f, Recompute::None()) == 0);
+  CHECK(RecomputeFlops(f, Recompute::Selective()) == 137'438'953'472.0);
+  CHECK(RecomputeFlops(f, Recompute::Full()) == f.total_flops());
   CHECK(BackwardFlops(f.total_flops()) == 2 * f.total_flops());
 }
 

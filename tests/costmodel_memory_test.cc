@@ -125,10 +125,9 @@ TEST_CASE("parameter, gradient and optimizer bytes of a hand-computed mixtral-8x
   // fp8 keeps the bf16 weights and adds 2 B per GEMM weight: every decoder
   // weight but the norms and router, i.e. all but 8 x (8,192 + 32,768) and
   // the embedding.
-  JobSpec fp8 = job;
-  fp8.precision = Precision::kFP8;
-  const MemoryModel fp8_model(m, fp8, cluster);
-  const MemoryBreakdown f0 = fp8_model.EstimateStage(l, 0);
+  Layout fp8 = l;
+  fp8.precision = Precision::kFP8Tensorwise;
+  const MemoryBreakdown f0 = MemoryModel(m, job, cluster).EstimateStage(fp8, 0);
   CHECK(f0.bytes_of(memory_term::kParameters) == 3'285'843'968.0);
   CHECK(f0.bytes_of(memory_term::kFp8WeightCopies) ==
         2.0 * (8 * 41'943'040.0 / 2 + 1'409'286'144.0));
@@ -173,15 +172,15 @@ TEST_CASE("a GELU MHA layer matches Korthikanti: 34 sbh / t selective, sbh (34 +
   const Layout l = MakeLayout(t, 1, 1, 1, 1, t, b);
 
   const double sbh = double(s) * b * h;
-  CHECK(model.LayerActivationBytes(l, false, Recompute::kSelective) == 34 * sbh / t);
-  CHECK(model.LayerActivationBytes(l, false, Recompute::kNone) ==
+  CHECK(model.LayerActivationBytes(l, false, Recompute::Selective()) == 34 * sbh / t);
+  CHECK(model.LayerActivationBytes(l, false, Recompute::None()) ==
         sbh * (34 + 5.0 * a * s / h) / t);
   // Full recomputation keeps the layer input only: 2sbh / t.
-  CHECK(model.LayerActivationBytes(l, false, Recompute::kFull) == 2 * sbh / t);
+  CHECK(model.LayerActivationBytes(l, false, Recompute::Full()) == 2 * sbh / t);
 
   // Without TP the same constants, undivided.
   const Layout no_tp = MakeLayout(1, 1, 1, 1, 1, 1, b);
-  CHECK(model.LayerActivationBytes(no_tp, false, Recompute::kSelective) == 34 * sbh);
+  CHECK(model.LayerActivationBytes(no_tp, false, Recompute::Selective()) == 34 * sbh);
 }
 
 // Flash attention keeps q, k, v and the output (already in the 34) plus
@@ -199,8 +198,8 @@ TEST_CASE("flash attention removes the s^2 term, leaving 4 a s b / t of softmax 
     const MemoryModel model(m, job, MakeCluster(1), flash);
     const Layout l = MakeLayout(t, 1, 1, 1, 1, t, b);
     const double sbh = double(s) * b * h;
-    CHECK(model.LayerActivationBytes(l, false, Recompute::kSelective) == 34 * sbh / t);
-    return model.LayerActivationBytes(l, false, Recompute::kNone);
+    CHECK(model.LayerActivationBytes(l, false, Recompute::Selective()) == 34 * sbh / t);
+    return model.LayerActivationBytes(l, false, Recompute::None());
   };
   const double at_2k = none_at(2048);
   CHECK(at_2k == (34.0 * 2048 * b * h + 4.0 * a * 2048 * b) / t);
@@ -220,9 +219,9 @@ TEST_CASE("a SwiGLU GQA dense layer, derived per tensor") {
   const JobSpec job = MakeJob();
   const MemoryModel model(m, job, MakeCluster(1));
   const Layout l = MakeLayout(2, 2, 2, 1, 1, 2);
-  CHECK(model.LayerActivationBytes(l, false, Recompute::kSelective) == 1024.0 * 139'264);
-  CHECK(model.LayerActivationBytes(l, false, Recompute::kNone) == 1024.0 * (139'264 + 128));
-  CHECK(model.LayerActivationBytes(l, false, Recompute::kFull) == 1024.0 * 2 * 4096);
+  CHECK(model.LayerActivationBytes(l, false, Recompute::Selective()) == 1024.0 * 139'264);
+  CHECK(model.LayerActivationBytes(l, false, Recompute::None()) == 1024.0 * (139'264 + 128));
+  CHECK(model.LayerActivationBytes(l, false, Recompute::Full()) == 1024.0 * 2 * 4096);
 }
 
 // An MoE layer of the mixtral-like model, tp 2, cp 1, ep 8, etp 1, mbs 1,
@@ -242,17 +241,17 @@ TEST_CASE("an MoE layer, derived per tensor, with imbalance and ETP") {
   JobSpec job = MakeJob();
   job.routing_imbalance = 1.25;
   const MemoryModel model(m, job, MakeCluster(1));
-  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::kSelective) ==
+  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
         625'033'216.0);
-  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 4, 2), true, Recompute::kSelective) ==
+  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 4, 2), true, Recompute::Selective()) ==
         142'688'256.0 + 524'288'000.0);
   // ep 1: every expert is local, no imbalance between ranks: 4,096 rows.
-  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 1, 1), true, Recompute::kSelective) ==
+  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 1, 1), true, Recompute::Selective()) ==
         142'688'256.0 + 4096.0 * 94'208);
   // A capacity factor pads every expert to CF x its mean share: 1.5 x 4,096 rows.
   job.capacity_factor = 1.5;
   const MemoryModel padded(m, job, MakeCluster(1));
-  CHECK(padded.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::kSelective) ==
+  CHECK(padded.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
         142'688'256.0 + 6144.0 * 94'208);
 }
 
@@ -358,7 +357,7 @@ TEST_CASE("deepseek-v3 on 8 H100s does not fit; olmoe-1b-7b does") {
 
   const ModelSpec small = Load("olmoe-1b-7b");
   Layout s = l;
-  s.recompute = Recompute::kSelective;
+  s.recompute = Recompute::Selective();
   const MemoryBreakdown f = MemoryModel(small, job, cluster).Estimate(s);
   CHECK(f.fits);
   CHECK(f.peak_gib() < 79.6);
@@ -450,15 +449,15 @@ TEST_CASE("property: full <= selective <= none activations, per layer and per st
     CAPTURE(FormatLayout(l));
     for (bool moe_layer : {false, true}) {
       if (moe_layer && !moe_model) continue;
-      const double full = model.LayerActivationBytes(l, moe_layer, Recompute::kFull);
-      const double selective = model.LayerActivationBytes(l, moe_layer, Recompute::kSelective);
-      const double none = model.LayerActivationBytes(l, moe_layer, Recompute::kNone);
+      const double full = model.LayerActivationBytes(l, moe_layer, Recompute::Full());
+      const double selective = model.LayerActivationBytes(l, moe_layer, Recompute::Selective());
+      const double none = model.LayerActivationBytes(l, moe_layer, Recompute::None());
       CHECK(full > 0);
       CHECK(full <= selective);
       CHECK(selective <= none);
     }
     double previous = -1;
-    for (Recompute r : {Recompute::kFull, Recompute::kSelective, Recompute::kNone}) {
+    for (Recompute r : {Recompute::Full(), Recompute::Selective(), Recompute::None()}) {
       l.recompute = r;
       const double act = model.EstimateStage(l, 0).bytes_of(memory_term::kActivations);
       CHECK(act >= previous);
@@ -502,7 +501,7 @@ TEST_CASE("named buffers: dispatch, NCCL, logits, context and fragmentation") {
 
   // Full recomputation: one layer's full activations live while recomputed.
   Layout full = l;
-  full.recompute = Recompute::kFull;
+  full.recompute = Recompute::Full();
   CHECK(model.EstimateStage(full, 0).bytes_of(memory_term::kRecomputeWorkingSet) ==
-        model.LayerActivationBytes(full, true, Recompute::kNone));
+        model.LayerActivationBytes(full, true, Recompute::None()));
 }

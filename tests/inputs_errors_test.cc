@@ -73,7 +73,8 @@ TEST_CASE("unknown field") {
 TEST_CASE("bad enum value") {
   const std::string file = kFixtures + "job_bad_enum.json";
   CHECK(ErrorOf(LoadJob(file)) ==
-        file + ": /precision: expected one of \"bf16\", \"fp8\", found the string \"fp16\"");
+        file + ": /precision: expected one of bf16, fp8-delayed, fp8-tensorwise (alias fp8), fp8-blockwise, mxfp8 "
+               "(not a precision recipe), found the string \"fp16\"");
 }
 
 TEST_CASE("not JSON: file:line:column") {

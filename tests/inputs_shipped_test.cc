@@ -160,13 +160,13 @@ TEST_CASE("default job reads every field") {
   CHECK(j->seq_len == 4096);
   CHECK(j->global_batch == 1024);
   CHECK(j->micro_batch_sizes == std::vector<int>{1, 2});
-  CHECK(j->precision == Precision::kBF16);
+  CHECK(j->precisions == std::vector<Precision>{Precision::kBF16});
   CHECK(j->recompute ==
-        std::vector<Recompute>{Recompute::kNone, Recompute::kSelective, Recompute::kFull});
+        std::vector<Recompute>{Recompute::None(), Recompute::Selective(), Recompute::Full()});
   CHECK(j->cp_styles == std::vector<CpStyle>{CpStyle::kUlysses});
   CHECK(j->vpp == std::vector<int>{1, 2, 4});
   CHECK(j->orders == std::vector<std::string>{"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"});
-  CHECK(j->dispatcher == Dispatcher::kAllToAll);
+  CHECK(j->dispatchers == std::vector<Dispatcher>{Dispatcher::kAllToAll});
   CHECK(j->capacity_factor == 0);
   CHECK(j->routing_imbalance == doctest::Approx(1.2));
   CHECK(j->distributed_optimizer);
@@ -258,15 +258,16 @@ TEST_CASE("enum names") {
   CHECK(std::string(Name(InputKind::kModel)) == "model");
   CHECK(std::string(Name(InputKind::kJob)) == "job");
   CHECK(std::string(Name(Precision::kBF16)) == "bf16");
-  CHECK(std::string(Name(Precision::kFP8)) == "fp8");
-  CHECK(std::string(Name(Recompute::kNone)) == "none");
-  CHECK(std::string(Name(Recompute::kSelective)) == "selective");
-  CHECK(std::string(Name(Recompute::kFull)) == "full");
+  CHECK(std::string(Name(Precision::kFP8Tensorwise)) == "fp8-tensorwise");
+  CHECK(std::string(Name(Recompute::None())) == "none");
+  CHECK(std::string(Name(Recompute::Selective())) == "selective");
+  CHECK(std::string(Name(Recompute::Full())) == "full");
   CHECK(std::string(Name(CpStyle::kUlysses)) == "ulysses");
   CHECK(std::string(Name(CpStyle::kRing)) == "ring");
   CHECK(std::string(Name(Dispatcher::kAllToAll)) == "alltoall");
   CHECK(std::string(Name(Dispatcher::kAllGather)) == "allgather");
-  CHECK(std::string(Name(Dispatcher::kFlex)) == "flex");
+  CHECK(std::string(Name(Dispatcher::kDeepEP)) == "deepep");
+  CHECK(std::string(Name(Dispatcher::kHybridEP)) == "hybridep");
 }
 
 TEST_CASE("doc/formats.md documents every field the shipped files use") {

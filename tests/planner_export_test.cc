@@ -116,7 +116,7 @@ TEST_CASE("export megatron: default order, tp-pp-dp order, odd orders") {
   job.global_batch = 256;
   SUBCASE("default order") {
     Layout l = MakeLayout(16, 2, 2, 2, 4, 1);
-    l.recompute = Recompute::kFull;
+    l.recompute = Recompute::Full();
     const std::string args = Export(Build(l), ExportFormat::kMegatron, {nullptr, nullptr, &job});
     CHECK(Contains(args, "--tensor-model-parallel-size 2 \\\n"));
     CHECK(Contains(args, "--context-parallel-size 2 \\\n--cp-comm-type a2a \\\n"));

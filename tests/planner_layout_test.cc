@@ -41,7 +41,7 @@ TEST_CASE("every key parses and the canonical form round-trips") {
   CHECK(l->vpp == 2);
   CHECK(l->mbs == 2);
   CHECK(l->cp_style == CpStyle::kRing);
-  CHECK(l->recompute == Recompute::kSelective);
+  CHECK(l->recompute == Recompute::Selective());
   CHECK(l->placement == Placement::kPacked);
   CHECK(l->stage_layers.size() == 8);
   CHECK(l->layers_on_stage(0) == 8);

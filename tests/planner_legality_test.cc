@@ -50,11 +50,19 @@ TEST_CASE("vpp_needs_pp") {
 
 TEST_CASE("pipeline_split") {
   Case c;
-  c.model.layers = 30;  // 30 over 4 x 2: 8/8/8/6 exists; 30 over 8 x 2 needs even middles
+  c.model.layers = 30;  // 30 over 4 x 2: Megatron's 8/8/8/6 exists
   CHECK_FALSE(c.Breaks("pp=4,vpp=2,ep=8,etp=1", Rule::kPipelineSplit));
-  c.model.layers = 31;  // pp 8 vpp 2: middle even, first+last = 31 - 6m odd
+  c.model.layers = 31;  // pp 8 vpp 2: no Megatron split, but a chosen layout
+  CHECK_FALSE(c.Breaks("pp=8,vpp=2,ep=8,etp=1", Rule::kPipelineSplit));
+  // 13 layers cannot fill 16 stages (each but the first and last needs one).
+  c.model.layers = 13;
   CHECK(c.Breaks("pp=8,vpp=2,ep=8,etp=1", Rule::kPipelineSplit));
+  c.model.layers = 32;
   CHECK(c.Breaks("pp=4,ep=8,etp=1,stages=8/8/8/9", Rule::kPipelineSplit));
+  CHECK_FALSE(c.Breaks("pp=4,ep=8,etp=1,pp_layout=Et*7|t*9|t*8|t*8L", Rule::kPipelineSplit));
+  CHECK(c.Breaks("pp=4,ep=8,etp=1,pp_layout=Et*7|t*9|t*8|t*8mL", Rule::kPipelineSplit));  // no MTP layer
+  c.model.mtp_layers = 1;
+  CHECK_FALSE(c.Breaks("pp=4,ep=8,etp=1,pp_layout=Et*7|t*9|t*8|t*8mL", Rule::kPipelineSplit));
 }
 
 TEST_CASE("tp_divides_heads and tp_divides_kv_heads") {
@@ -202,6 +210,7 @@ TEST_CASE("HeavyBlock is the aligned block holding every TP/CP/EP/ETP group") {
 TEST_CASE("CheckLayout reports every rule a layout breaks, in rule order") {
   Case c;
   c.model.heads = 48;
+  c.model.layers = 9;  // 9 layers cannot fill 4 x 3 stages (10 needed: all but the first and last)
   auto v = c.Check("tp=32,cp=1,pp=4,ep=16,etp=1,vpp=3");
   std::vector<Rule> rules;
   for (auto& x : v) rules.push_back(x.rule);

@@ -54,10 +54,3 @@ TEST_CASE("one stage with vpp that does not divide the layers has no split") {
   CHECK_FALSE(SplitLayers(61, 1, 2).ok());
 }
 
-TEST_CASE("explicit stages must cover every layer") {
-  CHECK(CheckStageLayers({3, 4, 4, 2}, 13, 4, 1).ok());
-  auto bad = CheckStageLayers({3, 4, 4, 3}, 13, 4, 1);
-  REQUIRE_FALSE(bad.ok());
-  CHECK(bad.message() == "stages sum to 14 layers, the model has 13");
-  CHECK_FALSE(CheckStageLayers({3, 4, 6}, 13, 4, 1).ok());
-}
