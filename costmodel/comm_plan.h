@@ -52,7 +52,13 @@ struct CommOp {
   double calls_bwd = 0;
   double seconds_per_call = 0;  // CollectiveTime on the group's worst-case span
   const char* algorithm = "none";  // the algorithm CollectiveTime chose
-  bool overlappable = false;    // may hide behind compute
+  bool overlappable = false;    // may hide behind the compute of the block it runs in
+  // EP overlap (--overlap-moe-expert-parallel-comm): in the 1F1B steady
+  // state the op hides behind another micro-batch's compute (schedule.h).
+  bool hides_behind_other_microbatch = false;
+  // SMs its kernels occupy while it runs (the flex dispatcher's); compute
+  // running beside it gets the GPU's other SMs.
+  int sms = 0;
 
   // Seconds of one forward and one backward call set: per micro-batch and
   // layer (or boundary), or per step for kPerStep.

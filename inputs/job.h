@@ -111,6 +111,10 @@ struct JobSpec {
   // --moe-hybridep-num-sms); Megatron's defaults.
   int deepep_sms = 20;
   int hybridep_sms = 16;
+  // Fused MoE kernels (--moe-permute-fusion, --moe-router-fusion), as every
+  // public Megatron MoE recipe runs: fewer memory-bound passes.
+  bool moe_permute_fusion = true;
+  bool moe_router_fusion = true;
   double capacity_factor = 0;               // 0: dropless
   double routing_imbalance = 1.0;           // busiest expert's load / mean load, >= 1
   bool distributed_optimizer = true;        // optimizer states sharded over the grad group

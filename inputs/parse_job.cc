@@ -118,6 +118,8 @@ void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
   j.a2a_overlap = root.BoolList("a2a_overlap", j.a2a_overlap);
   j.deepep_sms = IntField(root, "deepep_sms", 1, kMaxSms, j.deepep_sms);
   j.hybridep_sms = IntField(root, "hybridep_sms", 1, kMaxSms, j.hybridep_sms);
+  j.moe_permute_fusion = root.Bool("moe_permute_fusion", j.moe_permute_fusion);
+  j.moe_router_fusion = root.Bool("moe_router_fusion", j.moe_router_fusion);
   j.capacity_factor = root.Number("capacity_factor", 0, 1024, j.capacity_factor);
   j.routing_imbalance = root.Number("routing_imbalance", 1, 65536, j.routing_imbalance);
   j.distributed_optimizer = root.Bool("distributed_optimizer", j.distributed_optimizer);

@@ -112,6 +112,8 @@ json ToJson(const JobSpec& j) {
       {"a2a_overlap", OneOrList(j.a2a_overlap, flag)},
       {"deepep_sms", j.deepep_sms},
       {"hybridep_sms", j.hybridep_sms},
+      {"moe_permute_fusion", j.moe_permute_fusion},
+      {"moe_router_fusion", j.moe_router_fusion},
       {"capacity_factor", j.capacity_factor},
       {"routing_imbalance", j.routing_imbalance},
       {"distributed_optimizer", j.distributed_optimizer},
