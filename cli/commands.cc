@@ -245,6 +245,15 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
   Inputs in{base.value(), model.value(), job.value()};
   if (Status s = ApplyJobOverrides(o, &in.job); !s.ok()) return s;
   if (Status s = ApplyJobToModelAndCluster(in.job, &in.model, &in.cluster); !s.ok()) return s;
+  // A precision recipe the GPU cannot run is a mistake in the request, not a
+  // candidate to rule out quietly.
+  for (Precision p : in.job.precisions) {
+    if (const std::string why = rules::PrecisionProblem(in.cluster.gpu, p); !why.empty()) {
+      return Status::Error(std::string("precision ") + Name(p) + " (" +
+                           (o.precision ? "--precision" : in.job.source + ": /precision") + ") on cluster " +
+                           in.cluster.name + ": " + why);
+    }
+  }
   return in;
 }
 
@@ -417,6 +426,10 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   auto map = BuildRankMap(layout.value(), cluster);
   if (!map.ok()) return Fail(err, map.status());
   WarnAboutStraddles(map.value(), err);
+  if (!model) {
+    err << "note: no --model: the model's rules were not checked (heads, KV heads and FFN widths divisible by "
+           "tp, Ulysses heads by cp, experts by ep, expert FFN by etp, the pipeline split)\n";
+  }
   const ExportContext export_ctx{&cluster, model ? &*model : nullptr, &j};
   auto text = ExportRankMap(map.value(), format.value(), export_ctx);
   if (!text.ok()) return Fail(err, text.status());

@@ -116,6 +116,15 @@ std::string WhyBetter(const Evaluation& a, const Evaluation& b) {
   return out;
 }
 
+// The best layout's Megatron-LM arguments on one line, or why it has none.
+std::string MegatronText(const Layout& layout, const Inputs& in) {
+  Result<std::vector<std::string>> args = MegatronArguments(layout, in.cluster, &in.model, &in.job);
+  if (!args.ok()) return "megatron: " + args.status().message() + "\n";
+  std::string line;
+  for (const std::string& a : args.value()) line += (line.empty() ? "" : " ") + a;
+  return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line):\n  " + line + "\n";
+}
+
 }  // namespace
 
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
@@ -178,6 +187,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   out << "\n" << CandidatesTable(shown);
   out << "\nbest layout:\n" << Breakdown(evals.front());
   if (evals.size() > 1) out << "\nwhy it wins:\n" << WhyBetter(evals[0], evals[1]);
+  out << "\n" << MegatronText(evals.front().layout, in);
   if (options.why) {
     TextTable table({"rule", "rejected"}, {Align::kLeft, Align::kRight});
     for (int r = 0; r < kRuleCount; ++r) table.AddRow({Name(Rule(r)), WithCommas(result.enumeration.rejected[r])});

@@ -35,15 +35,16 @@ class CommTally {
   std::map<std::string, size_t> index_;
 };
 
-// Per-kind totals on the slowest rank over the whole step, for reports.
-// Exposure is attributed to non-overlappable ops; overlappable ones are
-// reported as hidden (their excess, if any, is in the stage total).
-void TallyComm(const StepWork& work, const PipelineTimes& times, double dp_exposed_s,
-               std::vector<CommKindCost>* out) {
+// Per-kind totals on the slowest rank over the whole step, for reports,
+// with the exposure the schedule attributes to each op (the pipeline
+// bubble's crossings are in the bubble, the data-parallel exposure apart).
+void TallyComm(const StepWork& work, const PipelineTimes& times, const std::vector<double>& op_exposed,
+               double dp_exposed_s, std::vector<CommKindCost>* out) {
   CommTally tally(out);
   const RankWork& r = work.ranks[static_cast<size_t>(times.slowest)];
   const double m = static_cast<double>(work.microbatches);
-  for (const CommOp& op : work.ops) {
+  for (size_t i = 0; i < work.ops.size(); ++i) {
+    const CommOp& op = work.ops[i];
     const double per_microbatch = op.seconds_per_microbatch();
     double per_step = 0;
     if (op.scope == CommOp::kPerStep) {
@@ -58,8 +59,7 @@ void TallyComm(const StepWork& work, const PipelineTimes& times, double dp_expos
       per_step = per_microbatch * blocks * m;
     }
     if (per_step <= 0) continue;
-    const bool exposed = !op.overlappable && op.scope != CommOp::kPerStep;
-    tally.Add(op.name, per_step, exposed ? per_step : 0);
+    tally.Add(op.name, per_step, i < op_exposed.size() ? op_exposed[i] * m : 0);
   }
   if (dp_exposed_s > 0) tally.Add("data-parallel (exposed part)", 0, dp_exposed_s);
 }
@@ -135,27 +135,32 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
     ops = BuildCommPlan(layout, ctx_, *placement);
   }
   const StepWork work =
-      BuildStepWork(layout, model_, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops), s.microbatches);
-  const PipelineTimes times = SchedulePipeline(work);
+      BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops),
+                    s.microbatches);
+  std::vector<double> op_exposed;
+  const PipelineTimes times = SchedulePipeline(work, comm_out ? &op_exposed : nullptr);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
   s.slowest_stage = times.slowest;
   s.stage_compute_s = worst.compute_s;
-  s.stage_exposed_comm_s = worst.exposed_comm_s;
+  s.stage_exposed_comm_s = worst.exposed_comm_s + worst.boundary_s;
   s.stage_time_s = times.stage_time_s;
   s.bubble_s = times.bubble_s;
   s.pipeline_s = times.pipeline_s;
   s.dp_exposed_s = DataParallelExposure(work, times).exposed_s;
 
   const StageParams params = memory_.ParamsOnStage(layout, pipeline, s.slowest_stage);
-  const double dense_shard = job_.distributed_optimizer ? double(layout.dp) * layout.cp : 1.0;
-  const double expert_shard = job_.distributed_optimizer ? double(layout.edp) : 1.0;
+  // The distributed optimizer and FSDP both shard the optimizer states
+  // over the gradient-reduction groups.
+  const bool sharded = job_.distributed_optimizer || layout.fsdp;
+  const double dense_shard = sharded ? double(layout.dp) * layout.cp : 1.0;
+  const double expert_shard = sharded ? double(layout.edp) : 1.0;
   s.optimizer_s = OptimizerStepSeconds(params.dense / dense_shard + params.expert / expert_shard, profile_);
 
   s.step_time_s = s.pipeline_s + s.dp_exposed_s + s.optimizer_s;
   s.tokens_per_s = double(job_.global_batch) * job_.seq_len / s.step_time_s;
   s.model_flops_per_token = ModelFlopsPerToken(model_, job_.seq_len);
   s.mfu = s.model_flops_per_token * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_bf16_flops);
-  if (comm_out) TallyComm(work, times, s.dp_exposed_s, comm_out);
+  if (comm_out) TallyComm(work, times, op_exposed, s.dp_exposed_s, comm_out);
   return s;
 }
 

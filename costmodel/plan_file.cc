@@ -37,6 +37,27 @@ Json MemoryJson(const MemoryBreakdown& m) {
 
 }  // namespace
 
+Result<std::vector<std::string>> MegatronArguments(const Layout& layout, const ClusterSpec& cluster,
+                                                   const ModelSpec* model, const JobSpec* job) {
+  auto map = BuildRankMap(layout, cluster);
+  if (!map.ok()) return map.status();
+  Result<std::string> text = ExportRankMap(map.value(), ExportFormat::kMegatron, {&cluster, model, job});
+  if (!text.ok()) return text.status();
+  std::vector<std::string> args;
+  size_t start = 0;
+  const std::string& t = text.value();
+  while (start < t.size()) {
+    size_t end = t.find('\n', start);
+    if (end == std::string::npos) end = t.size();
+    std::string line = t.substr(start, end - start);
+    start = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " \\") == 0) line.resize(line.size() - 2);
+    args.push_back(line);
+  }
+  return args;
+}
+
 Json CandidateJson(const Evaluation& e) {
   Json comm = Json::object();
   for (const auto& c : e.comm) comm[c.name] = {{"total_s", c.total_s}, {"exposed_s", c.exposed_s}};
@@ -84,6 +105,11 @@ Result<std::string> PlanFileJson(const PlanFileContents& c) {
                                         : Result<std::string>(map.status());
     if (text.ok()) out["rank_map"] = Json::parse(text.value());
     else out["rank_map_error"] = text.status().message();
+    // The Megatron-LM arguments the best layout relies on, or why it has none.
+    Result<std::vector<std::string>> args = MegatronArguments(c.candidates.front().layout, *ctx.cluster,
+                                                              ctx.model, ctx.job);
+    if (args.ok()) out["megatron_args"] = args.value();
+    else out["megatron_error"] = args.status().message();
   }
   return out.dump(1) + "\n";
 }

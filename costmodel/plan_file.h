@@ -22,6 +22,12 @@ namespace foldplan {
 // violations (names, empty when legal).
 nlohmann::ordered_json CandidateJson(const Evaluation& evaluation);
 
+// The Megatron-LM arguments of `layout` (planner/rank_export.h's megatron
+// export without its comment lines), one per entry, or why Megatron cannot
+// express it.
+Result<std::vector<std::string>> MegatronArguments(const Layout& layout, const ClusterSpec& cluster,
+                                                   const ModelSpec* model, const JobSpec* job);
+
 struct PlanFileContents {
   const CostModel* model = nullptr;
   std::string objective;               // "throughput", "memory", or "explain"
@@ -32,7 +38,8 @@ struct PlanFileContents {
 
 // The whole file as JSON text. The first candidate's rank map is built and
 // exported; an error there (e.g. an illegal explained layout) leaves the
-// "rank_map" field null with "rank_map_error" saying why.
+// "rank_map" field null with "rank_map_error" saying why. Likewise its
+// Megatron arguments ("megatron_args", else "megatron_error").
 Result<std::string> PlanFileJson(const PlanFileContents& contents);
 
 }  // namespace foldplan

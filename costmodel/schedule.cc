@@ -5,46 +5,123 @@
 namespace foldplan {
 namespace {
 
-// Per-layer communication of `count` blocks of `kind`: exposed unless
-// overlappable, and then only beyond the compute of the block it overlaps.
-double ExposedInBlocks(const StepWork& work, BlockKind kind, int count) {
-  if (count == 0) return 0;
-  double exposed = 0, hidden = 0;
+// Micro-batches whose forward or backward runs alone on pipeline rank p:
+// the warm-up forwards and one more (the last one before the first
+// backward), mirrored by as many cool-down backwards. 1F1B: pp - p;
+// interleaved: its warm-up chunks (2 (pp - p - 1) + (vpp - 1) pp) + 1, in
+// micro-batches (vpp chunks each). At most m.
+double LoneMicrobatches(const PipelineDescription& pipe, int p, long long m) {
+  double lone = pipe.schedule == PipelineSchedule::k1F1B
+                    ? double(pipe.pp - p)
+                    : (2.0 * (pipe.pp - p - 1) + (pipe.vpp - 1.0) * pipe.pp + 1) / pipe.vpp;
+  return std::min(lone, double(m));
+}
+
+// Per-layer communication of one block of `kind` on a rank whose share of
+// micro-batches running alone (not paired with another's) is `lone`:
+//  - plain ops are exposed;
+//  - overlappable ops hide behind the block's compute W;
+//  - EP-overlap ops (hides_behind_other_microbatch) hide, in the steady
+//    state, behind the other micro-batch's compute of the same block, up to
+//    what the overlappable ops left of W, on the SMs their kernels leave:
+//    compute beside a kernel holding n of the GPU's N SMs runs at 1/k,
+//    k = N / (N - n), so a exposed seconds of comm hide min(W_left, a / k)
+//    (the compute finishes a + max(0, W_left - a / k) after they start).
+//    Alone (warm-up, cool-down) they are exposed.
+// When `share` is given, adds to share[i] the exposed seconds of op i in
+// `count` blocks (overlappable ops share their excess pro rata).
+double ExposedInBlock(const StepWork& work, BlockKind kind, double lone, int count, std::vector<double>* share) {
+  double exposed = 0, hidden = 0, paired = 0;
+  int sms = 0;
   for (const CommOp& op : work.ops) {
     if (!work.Runs(op, kind)) continue;
-    (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
+    if (op.hides_behind_other_microbatch) {
+      paired += op.seconds_per_microbatch();
+      sms = std::max(sms, op.sms);
+    } else {
+      (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
+    }
   }
-  return count * (exposed + std::max(0.0, hidden - work.cost(kind).total_s()));
+  const double w = work.cost(kind).total_s();
+  const double excess = std::max(0.0, hidden - w);
+  double paired_exposed = 0;
+  if (paired > 0) {
+    const double w_left = std::max(0.0, w - hidden);
+    const double k = sms > 0 && sms < work.gpu_sms ? double(work.gpu_sms) / (work.gpu_sms - sms) : 1.0;
+    const double steady = paired - std::min(w_left, paired / k);
+    paired_exposed = lone * paired + (1 - lone) * steady;
+  }
+  if (share) {
+    for (size_t i = 0; i < work.ops.size(); ++i) {
+      const CommOp& op = work.ops[i];
+      if (!work.Runs(op, kind)) continue;
+      const double a = op.seconds_per_microbatch();
+      double e = a;
+      if (op.hides_behind_other_microbatch) e = a / paired * paired_exposed;
+      else if (op.overlappable) e = a / hidden * excess;
+      (*share)[i] += count * e;
+    }
+  }
+  return count * (exposed + excess + paired_exposed);
 }
 
 }  // namespace
 
-PipelineTimes SchedulePipeline(const StepWork& work) {
+PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s) {
   PipelineTimes t;
+  const PipelineDescription& pipe = work.pipeline;
+  const double m = double(work.microbatches);
+  const bool interleaved = pipe.schedule == PipelineSchedule::kInterleaved1F1B;
+  // One boundary crossing, forward and backward (each op's calls).
+  double crossing_s = 0;
+  for (const CommOp& op : work.ops) {
+    if (op.scope == CommOp::kPerStageBoundary) crossing_s += op.seconds_per_microbatch();
+  }
   t.ranks.resize(work.ranks.size());
   for (size_t p = 0; p < work.ranks.size(); ++p) {
     const RankWork& r = work.ranks[p];
     RankTime& rt = t.ranks[p];
     rt.compute_s = r.compute_s();
+    const double lone = LoneMicrobatches(pipe, static_cast<int>(p), work.microbatches) / m;
     for (BlockKind kind : {BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kMtpLayer}) {
-      rt.exposed_comm_s += ExposedInBlocks(work, kind, r.count(kind));
+      if (r.count(kind) > 0) rt.exposed_comm_s += ExposedInBlock(work, kind, lone, r.count(kind), nullptr);
     }
-    // Stage-boundary sends are exposed: Megatron overlaps them only partly.
-    if (r.boundary_crossings > 0) {
-      for (const CommOp& op : work.ops) {
-        if (op.scope == CommOp::kPerStageBoundary) {
-          rt.exposed_comm_s += r.boundary_crossings * op.seconds_per_microbatch();
-        }
-      }
-    }
+    // Stage boundaries: the rank's vpp chunks each send forward and
+    // backward per micro-batch. 1F1B waits for its sends (Megatron's
+    // non-interleaved schedule communicates between its compute steps);
+    // the interleaved schedule overlaps them with the next chunk's compute
+    // (Megatron's overlap_p2p_comm, on by default there), so only what the
+    // compute cannot cover is exposed.
+    const double sends = r.boundary_crossings * crossing_s;
+    rt.boundary_s = interleaved ? std::max(0.0, sends - rt.compute_s - rt.exposed_comm_s) : sends;
   }
   for (size_t p = 1; p < t.ranks.size(); ++p) {
     if (t.ranks[p].total_s() > t.ranks[static_cast<size_t>(t.slowest)].total_s()) t.slowest = static_cast<int>(p);
   }
-  const PipelineDescription& pipe = work.pipeline;
   t.stage_time_s = t.ranks.empty() ? 0 : t.ranks[static_cast<size_t>(t.slowest)].total_s();
+  // Fill and drain: (pp - 1) / vpp of a micro-batch's work, plus (pp - 1)
+  // crossings each way that nothing hides (the first micro-batch reaches
+  // the last rank, the last one's gradient the first). 1F1B's t_max holds
+  // one crossing already.
   t.bubble_s = double(pipe.pp - 1) / pipe.vpp * t.stage_time_s;
-  t.pipeline_s = double(work.microbatches) * t.stage_time_s + t.bubble_s;
+  if (interleaved) t.bubble_s += double(pipe.pp - 1) * crossing_s;
+  t.pipeline_s = m * t.stage_time_s + t.bubble_s;
+  if (op_exposed_s && !work.ranks.empty()) {
+    // The slowest rank's exposure, op by op.
+    op_exposed_s->assign(work.ops.size(), 0.0);
+    const RankWork& r = work.ranks[static_cast<size_t>(t.slowest)];
+    const RankTime& rt = t.ranks[static_cast<size_t>(t.slowest)];
+    const double lone = LoneMicrobatches(pipe, t.slowest, work.microbatches) / m;
+    for (BlockKind kind : {BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kMtpLayer}) {
+      if (r.count(kind) > 0) ExposedInBlock(work, kind, lone, r.count(kind), op_exposed_s);
+    }
+    const double sends = r.boundary_crossings * crossing_s;
+    for (size_t i = 0; i < work.ops.size(); ++i) {
+      if (work.ops[i].scope == CommOp::kPerStageBoundary && sends > 0) {
+        (*op_exposed_s)[i] = r.boundary_crossings * work.ops[i].seconds_per_microbatch() / sends * rt.boundary_s;
+      }
+    }
+  }
   return t;
 }
 

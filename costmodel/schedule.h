@@ -2,14 +2,19 @@
 // in, the time of its pipeline, the exposed part of its data-parallel
 // traffic and the micro-batches of activations in flight out. The formulas
 // are derived in doc/cost-model.md ("Step time"); in short, for 1F1B and
-// interleaved 1F1B over m micro-batches:
+// interleaved 1F1B over m micro-batches, s = one boundary crossing's
+// forward and backward send:
 //   t_p      = per micro-batch on pipeline rank p: its compute (forward,
-//              backward, recomputation) + its exposed communication
-//   pipeline = (m + (pp - 1) / vpp) x max_p t_p
+//              backward, recomputation) + its exposed per-layer
+//              communication + its boundary sends (1F1B: s, exposed;
+//              interleaved: vpp x s, exposed beyond its compute)
+//   pipeline = m x max_p t_p + bubble,
+//   bubble   = (pp - 1) / vpp x max_p t_p (+ (pp - 1) x s interleaved)
 //   dp       = max(0, reduce-scatter - backward of one micro-batch)
 //            + max(0, all-gather - forward of one micro-batch)
-// where per-layer communication is exposed unless overlappable, and then
-// only beyond the compute of the layer it overlaps.
+// where per-layer communication is exposed unless overlappable (then only
+// beyond the compute of the layer it overlaps), and EP-overlap ops hide
+// behind another micro-batch's compute in the steady state only.
 #pragma once
 
 #include <vector>
@@ -21,8 +26,9 @@ namespace foldplan {
 
 struct RankTime {
   double compute_s = 0;       // forward + backward (recomputation included)
-  double exposed_comm_s = 0;  // communication not hidden behind that compute
-  double total_s() const { return compute_s + exposed_comm_s; }  // t_p
+  double exposed_comm_s = 0;  // per-layer communication not hidden behind compute
+  double boundary_s = 0;      // stage-boundary sends not hidden
+  double total_s() const { return compute_s + exposed_comm_s + boundary_s; }  // t_p
 };
 
 struct PipelineTimes {
@@ -33,7 +39,10 @@ struct PipelineTimes {
   double pipeline_s = 0;        // m x t_max + bubble
 };
 
-PipelineTimes SchedulePipeline(const StepWork& work);
+// When `op_exposed_s` is given it receives, per op of work.ops, the seconds
+// per micro-batch the slowest rank waits on it (an overlappable op's share
+// of what its block could not hide; 0 for per-step ops).
+PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s = nullptr);
 
 // Data-parallel traffic (the per-step ops) hidden behind the slowest rank's
 // backward (gradient reductions) and forward (parameter all-gathers) of one

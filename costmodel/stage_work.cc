@@ -33,9 +33,11 @@ bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
   return false;
 }
 
-StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, PipelineDescription pipeline,
-                       const ComputeTimes& compute, std::vector<CommOp> ops, long long microbatches) {
+StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
+                       PipelineDescription pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
+                       long long microbatches) {
   StepWork w;
+  w.gpu_sms = gpu.sms;
   w.microbatches = std::max<long long>(microbatches, 1);
   w.mtp_moe = model.layer_is_moe(model.layers - 1);
   w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerCost(compute.dense_layer);
@@ -63,7 +65,7 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, PipelineDes
     r.blocks[static_cast<size_t>(BlockKind::kEmbedding)] = held.embedding ? 1 : 0;
     r.blocks[static_cast<size_t>(BlockKind::kOutputLayer)] = held.loss ? 1 : 0;
     r.blocks[static_cast<size_t>(BlockKind::kMtpLayer)] = held.mtp_layers;
-    r.boundary_crossings = layout.pp > 1 ? 1 : 0;
+    r.boundary_crossings = layout.pp > 1 ? std::max(1, layout.vpp) : 0;
     const int d = held.dense_layers(), e = held.moe_layers;
     r.forward_s = d * dense.forward_s + e * moe.forward_s;
     r.backward_s = d * (dense.backward_s + dense.recompute_s) + e * (moe.backward_s + moe.recompute_s);

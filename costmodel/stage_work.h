@@ -43,7 +43,8 @@ struct RankWork {
   int pipeline_rank = 0;
   std::array<int, kBlockKindCount> blocks{};  // blocks of each kind, indexed by BlockKind
   // Pipeline boundaries whose send/receive this rank pays per micro-batch
-  // (each with the op's forward and backward calls): 1 when pp > 1.
+  // (each with the op's forward and backward calls): one per model chunk,
+  // vpp, when pp > 1 (a micro-batch crosses pp x vpp - 1 boundaries).
   int boundary_crossings = 0;
   // Compute, summed over its blocks: the forward pass, the backward pass
   // with the recomputation it runs (recompute_s says how much of it that is).
@@ -61,6 +62,7 @@ struct StepWork {
   std::vector<CommOp> ops;                        // the layout's whole comm plan
   std::vector<RankWork> ranks;                    // pp
   bool mtp_moe = false;  // an MTP module's decoder layer is a MoE layer (the model's last layer is)
+  int gpu_sms = 132;     // the GPU's SMs (GpuSpec::sms), for compute beside SM-using kernels
 
   const BlockCost& cost(BlockKind kind) const { return block[static_cast<size_t>(kind)]; }
   bool Runs(const CommOp& op, BlockKind kind) const { return RunsInBlock(op, kind, mtp_moe); }
@@ -68,7 +70,8 @@ struct StepWork {
 
 // Assembles the step's work from the pipeline, the per-layer compute times
 // (computed for `layout`) and the comm plan.
-StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, PipelineDescription pipeline,
-                       const ComputeTimes& compute, std::vector<CommOp> ops, long long microbatches);
+StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
+                       PipelineDescription pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
+                       long long microbatches);
 
 }  // namespace foldplan

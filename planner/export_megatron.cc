@@ -2,11 +2,13 @@
 // with one of two orders only (tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with
 // --use-tp-pp-dp-mapping); a layout is exported when its groups equal the
 // groups of one of them (size-1 axes may sit anywhere in the order).
+#include <cstdio>
 #include <string>
 #include <vector>
 
 #include "planner/export_util.h"
 #include "planner/rank_export.h"
+#include "planner/pipeline.h"
 #include "planner/rank_generator.h"
 
 namespace foldplan {
@@ -48,23 +50,10 @@ bool AllEqual(const std::vector<int>& v, size_t begin, size_t end) {
   return true;
 }
 
-// Megatron's --pipeline-model-parallel-layout: one '|'-separated entry per
-// virtual stage (Megatron's order, virtual stage v*pp + p on pipeline rank
-// p): E = embedding (first stage), t = decoder layer, m = MTP layer and
-// L = loss (last stage).
-std::string PipelineLayoutString(const std::vector<int>& stage_layers, int mtp_layers) {
-  std::string out;
-  for (size_t s = 0; s < stage_layers.size(); ++s) {
-    if (s > 0) out += "|";
-    if (s == 0) out += "E";
-    out += std::string(stage_layers[s], 't');
-    if (s + 1 == stage_layers.size()) out += std::string(mtp_layers, 'm') + "L";
-  }
-  return out;
-}
-
-// Arguments placing the decoder layers on stages; an error when vpp > 1
-// and neither the stages nor the model say how many layers a chunk holds.
+// Arguments placing the decoder (and MTP) layers on stages. The pipeline
+// description (planner/pipeline.h) says what each virtual stage holds; an
+// explicit layout is needed when the chunks are uneven, when a layout was
+// given, or when MTP layers sit elsewhere than the last stage.
 Result<std::vector<std::string>> PipelineArgs(const Layout& l, const ModelSpec* model) {
   std::vector<std::string> args;
   if (l.pp == 1) return args;
@@ -72,13 +61,25 @@ Result<std::vector<std::string>> PipelineArgs(const Layout& l, const ModelSpec* 
   if (!stages.empty() && static_cast<int>(stages.size()) != l.pp * l.vpp)
     return Status::Error("megatron: stage_layers has " + Str(stages.size()) +
                          " entries, expected pp*vpp = " + Str(l.pp * l.vpp));
-  const int mtp = model ? model->mtp_layers : 0;
   const bool even = stages.empty() || AllEqual(stages, 0, stages.size());
-  if (l.vpp > 1) {
-    if (!even) {
-      args.push_back("--pipeline-model-parallel-layout \"" + PipelineLayoutString(stages, mtp) + "\"");
-      return args;
+  const bool mtp_moved = !l.stage_mtp.empty() && model &&
+                         (l.stage_mtp.back() != model->mtp_layers);
+  auto layout_arg = [&]() -> Result<std::string> {
+    if (!model) {
+      return Status::Error("megatron: this pipeline needs --pipeline-model-parallel-layout, which needs the model "
+                           "(its layers and MTP layers): give --model");
     }
+    Layout with = l;
+    if (with.stage_layers.empty()) with.stage_layers = stages;
+    return "--pipeline-model-parallel-layout \"" + DescribePipeline(with, *model).LayoutText() + "\"";
+  };
+  if (l.pp_layout_given || mtp_moved || (!even && l.vpp > 1)) {
+    Result<std::string> arg = layout_arg();
+    if (!arg.ok()) return arg.status();
+    args.push_back(*arg);
+    return args;
+  }
+  if (l.vpp > 1) {
     int per_chunk = stages.empty() ? 0 : stages[0];
     if (stages.empty() && model && model->layers % (l.pp * l.vpp) == 0)
       per_chunk = model->layers / (l.pp * l.vpp);
@@ -101,9 +102,91 @@ Result<std::vector<std::string>> PipelineArgs(const Layout& l, const ModelSpec* 
     if (stages[n - 1] != stages[1])
       args.push_back("--decoder-last-pipeline-num-layers " + Str(stages[n - 1]));
   } else {
-    args.push_back("--pipeline-model-parallel-layout \"" + PipelineLayoutString(stages, mtp) + "\"");
+    Result<std::string> arg = layout_arg();
+    if (!arg.ok()) return arg.status();
+    args.push_back(*arg);
   }
   return args;
+}
+
+// What Megatron cannot run as planned, or "".
+std::string Inexpressible(const Layout& l, const ExportContext& ctx) {
+  if (l.cp > 1 && l.cp_style == CpStyle::kUlysses && ctx.model) {
+    const int kv_local = ctx.model->kv_heads / l.tp;
+    if (kv_local % l.cp != 0) {
+      return "its a2a (Ulysses) context parallelism needs kv_heads / tp (" + Str(kv_local) +
+             ") divisible by cp (" + Str(l.cp) + "); this plan replicates KV heads (the job's "
+             "ulysses_kv_replication), which Megatron has no flag for";
+    }
+  }
+  return "";
+}
+
+// The recipe flags: optimizer sharding, precision, MoE dispatch, capacity,
+// recompute, overlaps, MTP.
+void RecipeArgs(const Layout& l, const ExportContext& ctx, bool moe, std::vector<std::string>* args) {
+  if (l.fsdp) {
+    // ZeRO-3: parameters, gradients and optimizer states sharded (what the cost model assumes).
+    args->push_back("--use-megatron-fsdp");
+    args->push_back("--data-parallel-sharding-strategy optim_grads_params");
+  } else if (!ctx.job || ctx.job->distributed_optimizer) {
+    args->push_back("--use-distributed-optimizer");
+    args->push_back("--overlap-grad-reduce");
+    args->push_back("--overlap-param-gather");
+  } else {
+    args->push_back("--overlap-grad-reduce");
+  }
+  args->push_back("--bf16");
+  if (IsFp8(l.precision)) {
+    const std::string recipe = Name(l.precision) == std::string("mxfp8")
+                                   ? "mxfp8"
+                                   : std::string(Name(l.precision)).substr(4);  // "fp8-tensorwise" -> "tensorwise"
+    args->push_back("--fp8-format hybrid");
+    args->push_back("--fp8-recipe " + recipe);
+  }
+  if (l.tp_overlap) args->push_back("--tp-comm-overlap");
+  if (moe) {
+    if (IsFlex(l.dispatcher)) {
+      const bool deepep = l.dispatcher == Dispatcher::kDeepEP;
+      args->push_back("--moe-token-dispatcher-type flex");
+      args->push_back(std::string("--moe-flex-dispatcher-backend ") + (deepep ? "deepep" : "hybridep"));
+      if (ctx.job) {
+        args->push_back(std::string(deepep ? "--moe-deepep-num-sms " : "--moe-hybridep-num-sms ") +
+                        Str(deepep ? ctx.job->deepep_sms : ctx.job->hybridep_sms));
+      }
+    } else {
+      args->push_back(std::string("--moe-token-dispatcher-type ") + Name(l.dispatcher));
+    }
+    args->push_back("--moe-grouped-gemm");
+    if (!ctx.job || ctx.job->moe_permute_fusion) args->push_back("--moe-permute-fusion");
+    if (!ctx.job || ctx.job->moe_router_fusion) args->push_back("--moe-router-fusion");
+    if (ctx.job && ctx.job->capacity_factor > 0) {
+      char cf[32];
+      std::snprintf(cf, sizeof cf, "%g", ctx.job->capacity_factor);
+      args->push_back(std::string("--moe-expert-capacity-factor ") + cf);
+      args->push_back("--moe-token-drop-policy probs");
+      args->push_back("--moe-pad-expert-input-to-capacity");
+    } else if (ctx.job && ctx.job->routing_imbalance <= 1.0) {
+      args->push_back("--moe-router-force-load-balancing");
+    }
+    if (l.a2a_overlap) {
+      args->push_back("--overlap-moe-expert-parallel-comm");
+      args->push_back("--delay-wgrad-compute");
+    }
+  }
+  if (l.recompute.full()) {
+    args->push_back("--recompute-granularity full");
+    args->push_back("--recompute-method uniform");
+    args->push_back("--recompute-num-layers 1");
+  } else if (l.recompute.selective()) {
+    std::string modules;
+    for (int i = 0; i < kRecomputeModuleCount; ++i) {
+      if (l.recompute.has(RecomputeModule(i))) modules += std::string(" ") + Name(RecomputeModule(i));
+    }
+    args->push_back("--recompute-granularity selective");
+    args->push_back("--recompute-modules" + modules);
+  }
+  if (ctx.model && ctx.model->mtp_layers > 0) args->push_back("--mtp-num-layers " + Str(ctx.model->mtp_layers));
 }
 
 }  // namespace
@@ -112,6 +195,8 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
   const Layout& l = map.layout();
   std::string why;
   const std::string order = MatchingMegatronOrder(map, &why);
+  if (const std::string why = Inexpressible(l, ctx); !why.empty())
+    return Status::Error("megatron cannot express this layout: " + why);
   if (order.empty())
     return Status::Error("megatron cannot express this layout: it numbers ranks with " +
                          std::string(kDefaultOrder) + ", or " + kPpDpOrder +
@@ -137,20 +222,19 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
     args.push_back("--global-batch-size " + Str(ctx.job->global_batch));
     args.push_back("--seq-length " + Str(ctx.job->seq_len));
   }
-  if (l.recompute.selective()) args.push_back("--recompute-granularity selective");
-  if (l.recompute.full()) {
-    args.push_back("--recompute-granularity full");
-    args.push_back("--recompute-method uniform");
-    args.push_back("--recompute-num-layers 1");
-  }
   const bool moe = ctx.model ? ctx.model->is_moe() : true;
-  if (moe) args.push_back(std::string("--moe-token-dispatcher-type ") + Name(l.dispatcher));
+  RecipeArgs(l, ctx, moe, &args);
 
   std::string out = "# Megatron-LM parallelism arguments for " + FormatLayout(l) + "\n";
   out += "# world size " + Str(l.world) + " (dp " + Str(l.dp) + ", edp " + Str(l.edp) + " follow from it)\n";
-  if (!ctx.job)
-    out += std::string("# no job given: add --global-batch-size, --seq-length") +
-           (moe ? " and --moe-token-dispatcher-type" : "") + "\n";
+  if (!ctx.job) out += "# no job given: add --global-batch-size and --seq-length\n";
+  if (!ctx.model) {
+    out += "# no model given: not checked against one (heads, KV heads and FFN widths by tp, experts by ep, "
+           "the pipeline split); the MoE flags assume an MoE model\n";
+  }
+  if (moe && ctx.job && ctx.job->capacity_factor <= 0 && ctx.job->routing_imbalance <= 1.0) {
+    out += "# the plan assumes perfectly balanced routing (routing_imbalance 1): Megatron's benchmark mode\n";
+  }
 
   out += export_util::PlacementNote(map, "#");
   for (size_t i = 0; i < args.size(); ++i) out += args[i] + (i + 1 < args.size() ? " \\\n" : "\n");

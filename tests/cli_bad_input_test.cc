@@ -51,3 +51,23 @@ TEST_CASE("usage errors exit 2") {
   r = RunFoldplan("");
   CHECK(r.exit_code == 2);
 }
+
+TEST_CASE("bad recipe options") {
+  ExpectError("plan --recompute none,layernorm+attn", "--recompute layernorm+attn: unknown module \"attn\"");
+  ExpectError("plan --dispatcher nccl", "--dispatcher: expected one of alltoall, allgather, deepep (alias flex), hybridep");
+  ExpectError("plan --precision mxfp8",
+              "precision mxfp8 (--precision) on cluster h100-dgx-16n: mxfp8 needs Blackwell tensor cores "
+              "(MX block scales in hardware) (H100 SXM5 is hopper)");
+  ExpectError("plan --fix zz=1", "--fix zz=1: layout: unknown key \"zz\"");
+  ExpectError("plan --gpus-per-domain 3 --cluster gb200-nvl72-4r",
+              "3 GPUs per NVLink domain: expected a multiple of the 4 GPUs per node, at most the domain's 72");
+  ExpectError("plan --routing-imbalance 0.5", "--routing-imbalance: expected a number in [1, 65536]");
+}
+
+TEST_CASE("bad pipeline layouts name the problem and where it is") {
+  const std::string ds = "enumerate --model deepseek-v3 --cluster h100-dgx-128n --layout tp=1,pp=8,vpp=4,ep=32,etp=1,";
+  ExpectError(ds + "pp_layout='Et|(tt|*30L'", "pp_layout=Et|(tt|*30L: column 4: '(' without ')'");
+  ExpectError(ds + "pp_layout='tE|(tt|)*30L'", "E must open the first stage (found on stage 0)");
+  ExpectError(ds + "pp_layout='Et|(tt|)*30tL'", "pipeline_split: the layout places 62 decoder layers, the model has 61");
+  ExpectError(ds + "pp_layout='Et|(tt|)*29ttmm|L'", "pipeline_split: the layout places 2 MTP layers (m), the model has 1");
+}

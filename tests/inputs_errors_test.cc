@@ -222,6 +222,44 @@ TEST_CASE("job rules") {
         "\"zigzag\"");
 }
 
+TEST_CASE("job recipe candidates: one value or a list, module sets, aliases") {
+  json j = Shipped("jobs", "default");
+  j["precision"] = {"bf16", "fp8", "mxfp8"};
+  j["recompute"] = {"none", "layernorm+moe_act", "moe"};
+  j["dispatcher"] = "flex";
+  j["a2a_overlap"] = {false, true};
+  j["fsdp"] = true;
+  j["mtp_layers"] = 0;
+  auto job = ParseJob(j, "edited.json");
+  REQUIRE_MESSAGE(job.ok(), job.status().message());
+  CHECK(job->precisions == std::vector<Precision>{Precision::kBF16, Precision::kFP8Tensorwise, Precision::kMXFP8});
+  CHECK(job->recompute.size() == 3);
+  CHECK(Name(job->recompute[1]) == "moe_act+layernorm");
+  CHECK(job->recompute[2].has(RecomputeModule::kMoe));
+  CHECK(job->dispatchers == std::vector<Dispatcher>{Dispatcher::kDeepEP});
+  CHECK(job->a2a_overlap == std::vector<bool>{false, true});
+  CHECK(job->fsdp == std::vector<bool>{true});
+  CHECK(job->mtp_layers == 0);
+}
+
+TEST_CASE("bad job recipe fields name the field") {
+  CHECK(JobError([](json& j) { j["recompute"] = {"none", "layernorm+attn"}; }) ==
+        "edited.json: /recompute/1: expected none, selective, full or '+'-joined Megatron recompute modules, "
+        "found the string \"layernorm+attn\" (unknown module \"attn\"; expected none, selective, full, or "
+        "'+'-joined modules from core_attn, moe_act, layernorm, mla_up_proj, mlp, moe, shared_experts)");
+  CHECK(JobError([](json& j) { j["dispatcher"] = "nccl"; }) ==
+        "edited.json: /dispatcher: expected one of alltoall, allgather, deepep (alias flex), hybridep "
+        "(not a dispatcher), found the string \"nccl\"");
+  CHECK(JobError([](json& j) { j["a2a_overlap"] = {true, "yes"}; }) ==
+        "edited.json: /a2a_overlap/1: expected a boolean, found the string \"yes\"");
+  CHECK(JobError([](json& j) { j["fsdp"] = {true, true}; }) ==
+        "edited.json: /fsdp/1: expected no repeated values, found true again");
+  CHECK(JobError([](json& j) { j["deepep_sms"] = 0; }) ==
+        "edited.json: /deepep_sms: expected an integer in [1, 1024], found 0");
+  CHECK(JobError([](json& j) { j["precision"] = {"bf16", "fp8-tensorwise", "fp8"}; }) ==
+        "edited.json: /precision/2: expected no repeated values, found \"fp8-tensorwise\" again");
+}
+
 TEST_CASE("job fields left out take the documented defaults") {
   auto j = ParseJob(json{{"schema", "foldplan.job/v1"}, {"seq_len", 8192}, {"global_batch", 64}},
                     "minimal.json");

@@ -9,7 +9,7 @@
 
 #include "fixtures.h"
 #include "planner/enumerate.h"
-#include "planner/pipeline_split.h"
+#include "planner/pipeline.h"
 #include "planner/rank_map.h"
 
 using namespace foldplan;
@@ -30,16 +30,29 @@ void Tally(const Layout& l, const LegalityContext& ctx, BruteForce* out) {
   else ++out->rejected[static_cast<size_t>(v.front().rule)];
 }
 
-BruteForce Brute(const LegalityContext& ctx) {
+// Every candidate of the documented space, built one by one; `pins` keeps
+// only those that agree with it (placement aside: see enumerate.h).
+BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
   BruteForce out;
   const JobSpec& job = *ctx.job;
   const ModelSpec& model = *ctx.model;
   const int world = job.world_size > 0 ? job.world_size : ctx.cluster->total_gpus();
+  auto agrees = [](const std::optional<int>& pin, int v) { return !pin || *pin == v; };
+  std::vector<Dispatcher> dispatchers = job.dispatchers;
+  std::vector<bool> a2a = job.a2a_overlap;
+  if (!model.is_moe()) {
+    dispatchers.resize(1);
+    a2a.resize(1);
+  }
   for (int pp : Divisors(world)) {
+    if (!agrees(pins.pp, pp)) continue;
     const int g = world / pp;
     for (int vpp : job.vpp) {
       for (int tp : Divisors(g)) {
+        if (!agrees(pins.tp, tp)) continue;
         for (int cp : Divisors(g)) {
+          if (!agrees(pins.cp, cp)) continue;
+          if (pins.dp && (g % (tp * cp) != 0 || g / (tp * cp) != *pins.dp)) continue;
           std::vector<CpStyle> styles = job.cp_styles;
           if (cp == 1) styles.resize(1);
           for (CpStyle style : styles) {
@@ -50,27 +63,38 @@ BruteForce Brute(const LegalityContext& ctx) {
               experts.push_back({1, tp});
             }
             for (auto [ep, etp] : experts) {
+              if (!agrees(pins.ep, ep) || !agrees(pins.etp, etp)) continue;
+              if (pins.edp && (g % (ep * etp) != 0 || g / (ep * etp) != *pins.edp)) continue;
               for (int mbs : job.micro_batch_sizes) {
                 std::vector<std::string> orders = job.orders;
                 if (pp == 1) orders.resize(1);  // the two test orders differ only in pp
                 for (const auto& order : orders) {
-                  for (Recompute rc : job.recompute) {
+                  for (Recompute rc : job.recompute)
+                  for (Dispatcher d : dispatchers)
+                  for (bool overlap : a2a)
+                  for (Precision precision : job.precisions)
+                  for (bool fsdp : job.fsdp)
+                  for (bool tp_overlap : job.tp_overlap) {
                     Layout l;
                     l.world = world, l.pp = pp, l.vpp = vpp, l.tp = tp, l.cp = cp;
                     l.dp = g % (tp * cp) == 0 ? g / (tp * cp) : 0;
                     l.ep = ep, l.etp = etp;
                     l.edp = g % (ep * etp) == 0 ? g / (ep * etp) : 0;
                     l.cp_style = style, l.mbs = mbs, l.order = order, l.recompute = rc;
+                    l.dispatcher = d, l.a2a_overlap = overlap, l.precision = precision;
+                    l.fsdp = fsdp, l.tp_overlap = tp_overlap;
                     if (l.dp == 0) l.dp = 1;    // any wrong value: dense_product catches it
                     if (l.edp == 0) l.edp = 1;  // likewise expert_product
-                    auto split = SplitLayers(model.layers, pp, vpp);
+                    auto split = ChooseStageLayers(model, pp, vpp, BlockWeights{});
                     if (split.ok()) l.stage_layers = split.value();
                     Tally(l, ctx, &out);
-                    // A packed variant exists where it would move ranks.
-                    if (CheckLayout(l, ctx).empty()) {
+                    // A packed variant exists where it would move ranks and the
+                    // linear version passes every rule before placement.
+                    const auto v = CheckLayout(l, ctx);
+                    if (v.empty() || v.front().rule >= Rule::kPlacementFits) {
                       const int block = HeavyBlock(l);
-                      const int d = ctx.cluster->nvlink_domain_gpus;
-                      if (block < d && d % block != 0) {
+                      const int dom = ctx.cluster->nvlink_domain_gpus;
+                      if (block < dom && dom % block != 0) {
                         l.placement = Placement::kPacked;
                         Tally(l, ctx, &out);
                       }
@@ -87,10 +111,11 @@ BruteForce Brute(const LegalityContext& ctx) {
   return out;
 }
 
-void CompareWithBruteForce(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job) {
+void CompareWithBruteForce(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job,
+                           const LayoutPins& pins = {}) {
   const LegalityContext ctx{&cluster, &model, &job};
-  const Enumeration e = EnumerateLayouts(ctx);
-  const BruteForce b = Brute(ctx);
+  const Enumeration e = EnumerateLayouts(ctx, {.pins = &pins});
+  const BruteForce b = Brute(ctx, pins);
   CHECK(e.candidates == b.candidates);
   CHECK(e.legal_count == b.legal.size());
   for (int r = 0; r < kRuleCount; ++r) {
@@ -138,6 +163,63 @@ TEST_CASE("enumeration equals a brute force on NVL72 racks, packed variants incl
   for (const auto& l : e.legal) any_packed |= l.placement == Placement::kPacked;
   CHECK(any_packed);
   CompareWithBruteForce(cluster, model, job);
+}
+
+TEST_CASE("enumeration equals a brute force with every recipe option a candidate") {
+  // Two NVL72-like racks of 72 GPUs (18 nodes of 4), 128 ranks used; the
+  // recipe rules bite: mxfp8 needs Blackwell (this GPU is Hopper-class with
+  // FP8), HybridEP needs the TP x EP groups inside a rack, EP overlap needs
+  // ep > 1 and vpp > 1 with pp > 1, TP overlap needs tp > 1.
+  ClusterSpec cluster = MakeCluster(36, 4, 72);
+  cluster.gpu.peak_fp8_flops = 1979e12;
+  ModelSpec model = MakeMixtral();
+  model.moe->experts = 16;
+  JobSpec job = MakeJob();
+  job.world_size = 128;
+  job.global_batch = 128;
+  job.micro_batch_sizes = {1};
+  job.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kHybridEP};
+  job.a2a_overlap = {false, true};
+  job.precisions = {Precision::kBF16, Precision::kMXFP8};
+  job.fsdp = {false, true};
+  job.tp_overlap = {false, true};
+  job.recompute = {Recompute::None(), Recompute::Full()};
+  CompareWithBruteForce(cluster, model, job);
+  const Enumeration e = EnumerateLayouts({&cluster, &model, &job});
+  for (Rule r : {Rule::kPrecisionSupported, Rule::kHybridEpInDomain, Rule::kA2aOverlapNeeds, Rule::kTpOverlapNeedsTp}) {
+    CHECK_MESSAGE(e.rejected[static_cast<size_t>(r)] > 0, Name(r));
+  }
+}
+
+TEST_CASE("pinned degrees: the enumeration of the agreeing layouts equals the filtered brute force") {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  LayoutPins pins;
+  pins.tp = 2;
+  pins.dp = 2;   // with tp 2 on a stage of 32 / pp: fixes cp per pp
+  pins.ep = 8;
+  CompareWithBruteForce(cluster, model, job, pins);
+  const Enumeration e = EnumerateLayouts({&cluster, &model, &job}, {.pins = &pins});
+  REQUIRE(e.legal_count > 0);
+  for (const Layout& l : e.legal) {
+    CHECK(l.tp == 2);
+    CHECK(l.dp == 2);
+    CHECK(l.ep == 8);
+  }
+}
+
+TEST_CASE("pinned options narrow the job's candidate lists") {
+  const JobSpec job = MakeJob();
+  LayoutPins pins;
+  pins.recompute = Recompute::Full();
+  pins.dispatcher = Dispatcher::kDeepEP;
+  pins.mbs = 2;
+  const JobSpec pinned = PinnedJob(job, pins);
+  CHECK(pinned.recompute == std::vector<Recompute>{Recompute::Full()});
+  CHECK(pinned.dispatchers == std::vector<Dispatcher>{Dispatcher::kDeepEP});
+  CHECK(pinned.micro_batch_sizes == std::vector<int>{2});
+  CHECK(pinned.vpp == job.vpp);
 }
 
 TEST_CASE("every enumerated layout builds a rank map") {

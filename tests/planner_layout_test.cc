@@ -67,3 +67,74 @@ TEST_CASE("bad layouts are refused with the reason") {
   check("cp_style=zigzag", "expected one of ulysses, ring");
   check("pp=2,stages=4/4/4", "stages= lists 3 stages but pp*vpp = 2");
 }
+
+TEST_CASE("recipe keys parse, and the canonical form carries them") {
+  auto l = ParseLayout(
+      "tp=2,pp=8,vpp=4,ep=32,etp=1,recompute=layernorm+moe_act,dispatcher=flex,a2a_overlap=1,"
+      "precision=fp8,fsdp=0,tp_overlap=1,pp_layout=Et|(tt|)*30L",
+      256);
+  REQUIRE_MESSAGE(l.ok(), l.status().message());
+  CHECK(l->recompute == Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) |
+                                           (1u << int(RecomputeModule::kMoeAct))));
+  CHECK(l->dispatcher == Dispatcher::kDeepEP);  // "flex" is read as its default backend
+  CHECK(l->a2a_overlap);
+  CHECK(l->precision == Precision::kFP8Tensorwise);  // "fp8" is the tensorwise recipe
+  CHECK(l->tp_overlap);
+  CHECK_FALSE(l->fsdp);
+  CHECK(l->pp_layout_given);
+  CHECK(l->stage_layers.size() == 32);
+  const std::string text = FormatLayout(l.value());
+  CHECK(text.find("recompute=moe_act+layernorm") != std::string::npos);
+  CHECK(text.find("dispatcher=deepep,a2a_overlap=1,precision=fp8-tensorwise") != std::string::npos);
+  CHECK(text.find("pp_layout=Et|(tt|)*30L") != std::string::npos);
+  auto again = ParseLayout(text, 0);
+  REQUIRE(again.ok());
+  CHECK(again.value() == l.value());
+}
+
+TEST_CASE("options a layout leaves out take the job's first candidates") {
+  JobSpec job;
+  job.recompute = {Recompute::Full(), Recompute::None()};
+  job.dispatchers = {Dispatcher::kHybridEP};
+  job.precisions = {Precision::kMXFP8};
+  job.a2a_overlap = {true};
+  auto l = ParseLayout("tp=1,ep=8", 64, &job);
+  REQUIRE(l.ok());
+  CHECK(l->recompute == Recompute::Full());
+  CHECK(l->dispatcher == Dispatcher::kHybridEP);
+  CHECK(l->precision == Precision::kMXFP8);
+  CHECK(l->a2a_overlap);
+  CHECK(ParseLayout("tp=1,ep=8,recompute=none", 64, &job)->recompute == Recompute::None());
+}
+
+TEST_CASE("bad recipe keys are refused with the reason") {
+  auto check = [](const char* text, const char* expected) {
+    auto l = ParseLayout(text, 128);
+    REQUIRE_FALSE(l.ok());
+    CHECK_MESSAGE(l.status().message().find(expected) != std::string::npos, l.status().message());
+  };
+  check("recompute=layernorm+attn", "unknown module \"attn\"; expected none, selective, full, or '+'-joined modules");
+  check("recompute=moe+moe", "module \"moe\" given twice");
+  check("dispatcher=nccl", "dispatcher=nccl: expected one of alltoall, allgather, deepep (alias flex), hybridep");
+  check("precision=fp4", "precision=fp4: expected one of bf16, fp8-delayed");
+  check("a2a_overlap=yes", "a2a_overlap=yes: expected 0 or 1");
+  check("pp=2,pp_layout=Et|(t|L", "pp_layout=Et|(t|L: column 4: '(' without ')'");
+  check("pp=2,pp_layout=tE|tL", "E must open the first stage");
+  check("pp=2,stages=16/16,pp_layout=Et*16|t*16L", "give stages= or pp_layout=, not both");
+  check("pp=4,pp_layout=Et|tL", "pp_layout lists 2 stages but pp*vpp = 4");
+  check("tp=65536,pp=65536", "does not divide the world size 128");
+  check("world=2000000", "world=2000000: expected a positive integer up to 1048576");
+  check("dp=1048576,tp=2", "world 2097152 is larger than 1048576 ranks");
+}
+
+TEST_CASE("pins record only the keys given") {
+  auto p = ParseLayoutPins("tp=2,pp=8,recompute=full");
+  REQUIRE(p.ok());
+  CHECK(p->tp == 2);
+  CHECK(p->pp == 8);
+  CHECK(p->recompute == Recompute::Full());
+  CHECK_FALSE(p->ep.has_value());
+  CHECK_FALSE(p->dispatcher.has_value());
+  CHECK_FALSE(p->empty());
+  CHECK(ParseLayoutPins("")->empty());
+}

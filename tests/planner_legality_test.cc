@@ -219,3 +219,46 @@ TEST_CASE("CheckLayout reports every rule a layout breaks, in rule order") {
   CHECK(std::count(rules.begin(), rules.end(), Rule::kEpDividesExperts) == 1);
   CHECK(std::count(rules.begin(), rules.end(), Rule::kPipelineSplit) == 1);
 }
+
+TEST_CASE("precision_supported: FP8 needs Hopper, mxfp8 Blackwell") {
+  Case c;
+  c.cluster.gpu.peak_fp8_flops = 1979e12;  // Hopper-class
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,precision=fp8-blockwise", Rule::kPrecisionSupported));
+  auto v = c.Check("tp=2,pp=4,ep=8,etp=1,precision=mxfp8");
+  REQUIRE(std::any_of(v.begin(), v.end(), [](const Violation& x) { return x.rule == Rule::kPrecisionSupported; }));
+  c.cluster.gpu.architecture = GpuArchitecture::kBlackwell;
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,precision=mxfp8", Rule::kPrecisionSupported));
+  c.cluster.gpu.architecture = GpuArchitecture::kAmpere;
+  CHECK(c.Breaks("tp=2,pp=4,ep=8,etp=1,precision=fp8", Rule::kPrecisionSupported));
+  CHECK(rules::PrecisionProblem(c.cluster.gpu, Precision::kFP8Tensorwise) ==
+        "fp8-tensorwise needs FP8 tensor cores (Hopper or later) (H100 SXM5 is ampere)");
+}
+
+TEST_CASE("hybridep_in_domain: HybridEP's TP x EP groups stay inside an NVLink domain") {
+  Case c;  // 8-GPU domains
+  CHECK_FALSE(c.Breaks("tp=1,pp=4,ep=8,etp=1,dispatcher=hybridep", Rule::kHybridEpInDomain));
+  CHECK(c.Breaks("tp=1,pp=2,ep=16,etp=1,dispatcher=hybridep", Rule::kHybridEpInDomain));
+  CHECK_FALSE(c.Breaks("tp=1,pp=2,ep=16,etp=1,dispatcher=deepep", Rule::kHybridEpInDomain));
+  // NVL72: 64-rank EP groups in 72-GPU racks straddle linearly, not packed.
+  c.cluster = MakeCluster(72, 4, 72);
+  c.job.global_batch = 256;
+  CHECK(c.Breaks("tp=1,pp=1,ep=64,etp=1,world=256,dispatcher=hybridep", Rule::kHybridEpInDomain));
+  CHECK_FALSE(c.Breaks("tp=1,pp=1,ep=64,etp=1,world=256,dispatcher=hybridep,placement=packed",
+                       Rule::kHybridEpInDomain));
+}
+
+TEST_CASE("a2a_overlap_needs: Megatron's checks for --overlap-moe-expert-parallel-comm") {
+  Case c;
+  CHECK_FALSE(c.Breaks("tp=1,pp=4,vpp=2,ep=8,etp=1,a2a_overlap=1", Rule::kA2aOverlapNeeds));
+  CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,a2a_overlap=1", Rule::kA2aOverlapNeeds));            // pp > 1 needs vpp
+  CHECK(c.Breaks("tp=1,pp=1,ep=1,etp=1,a2a_overlap=1", Rule::kA2aOverlapNeeds));            // no EP
+  CHECK(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,dispatcher=allgather", Rule::kA2aOverlapNeeds));
+  CHECK(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,recompute=full", Rule::kA2aOverlapNeeds));
+  CHECK_FALSE(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,dispatcher=deepep", Rule::kA2aOverlapNeeds));
+}
+
+TEST_CASE("tp_overlap_needs_tp") {
+  Case c;
+  CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,tp_overlap=1", Rule::kTpOverlapNeedsTp));
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,tp_overlap=1", Rule::kTpOverlapNeedsTp));
+}

@@ -79,3 +79,68 @@ TEST_CASE("no Megatron split: an even spread, the first stages one layer more") 
   CHECK(layers[8] == 1);
   CHECK(DescribePipeline(l, MakeMixtral()).ranks[0].layers == 2 + 1 + 1);  // stages 0, 8, 16
 }
+
+TEST_CASE("94 layers on PP8 x VPP4: a chosen layout balances the ranks") {
+  // 94 layers over 32 virtual stages do not divide (Megatron has no
+  // first/last split with every stage divisible by vpp either). With the
+  // loss weighing 2 layers and the embedding nothing, rank 7 (the loss) takes
+  // 10 layers + 2 = 12 and the other seven 12 each: 7 x 12 + 10 = 94, so the
+  // heaviest rank weighs 12 layers, the least any split can do (94 + 2 = 96
+  // over 8 ranks).
+  ModelSpec m = MakeMixtral();
+  m.layers = 94;
+  BlockWeights w;
+  w.loss = 2;
+  Layout l = MakeLayout(256, 2, 1, 8, 32, 1);
+  l.vpp = 4;
+  REQUIRE(NeedsChosenLayout(94, 8, 4));
+  auto chosen = ChooseStageLayers(m, 8, 4, w);
+  REQUIRE_MESSAGE(chosen.ok(), chosen.status().message());
+  l.stage_layers = chosen.value();
+  const PipelineDescription d = DescribePipeline(l, m, &w);
+  for (int p = 0; p < 7; ++p) CHECK(d.ranks[static_cast<size_t>(p)].layers == 12);
+  CHECK(d.ranks[7].layers == 10);
+  CHECK(d.ranks[7].loss);
+}
+
+TEST_CASE("the first/last split wins ties with the balanced layout") {
+  // 61 layers on pp 8: Megatron's 7/8 x 6/6 and any balance leave a rank
+  // with 8 layers under equal weights: the tie goes to Megatron's split.
+  ModelSpec m = MakeMixtral();
+  m.layers = 61;
+  auto chosen = ChooseStageLayers(m, 8, 1, BlockWeights{});
+  REQUIRE(chosen.ok());
+  CHECK(chosen.value() == std::vector<int>{7, 8, 8, 8, 8, 8, 8, 6});
+}
+
+TEST_CASE("MTP layers sit before the loss unless the layout places them") {
+  ModelSpec m = DeepSeekLike();
+  m.mtp_layers = 1;
+  Layout l = MakeLayout(128, 1, 1, 8, 8, 1);
+  l.vpp = 4;
+  auto p = ParseLayout("pp=8,vpp=4,ep=8,etp=1,pp_layout=Et|(tt|)*30L", 128);
+  REQUIRE(p.ok());
+  // No m in the layout: the model's MTP layer goes to the last stage (rank 7).
+  PipelineDescription d = DescribePipeline(p.value(), m);
+  CHECK(d.stages.back().mtp_layers == 1);
+  CHECK(d.ranks[7].mtp_layers == 1);
+  CHECK(d.LayoutText() == "Et|(tt|)*30mL");
+  // With m on stage 30 (rank 6): there.
+  p = ParseLayout("pp=8,vpp=4,ep=8,etp=1,pp_layout=Et|(tt|)*29ttm|L", 128);
+  REQUIRE(p.ok());
+  d = DescribePipeline(p.value(), m);
+  CHECK(d.stages[30].mtp_layers == 1);
+  CHECK(d.ranks[6].mtp_layers == 1);
+  CHECK(d.ranks[7].mtp_layers == 0);
+  CHECK(d.boundaries() == 31);
+}
+
+TEST_CASE("explicit stages are checked against the model's layers and MTP layers") {
+  ModelSpec m = DeepSeekLike();
+  m.mtp_layers = 1;
+  CHECK(CheckStages({31, 30}, {0, 1}, m, 2, 1).ok());
+  CHECK(CheckStages({31, 30}, {}, m, 2, 1).ok());
+  CHECK(CheckStages({31, 31}, {}, m, 2, 1).message() == "the layout places 62 decoder layers, the model has 61");
+  CHECK(CheckStages({31, 30}, {1, 1}, m, 2, 1).message() == "the layout places 2 MTP layers (m), the model has 1");
+  CHECK(CheckStages({31, 30}, {}, m, 4, 1).message() == "the layout lists 2 virtual stages, expected pp*vpp = 4");
+}
