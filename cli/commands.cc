@@ -321,8 +321,12 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
       out << json{{"schema", kEnumerationSchema}, {"inputs", InputsJson(in)},
                   {"legal", true}, {"layout", LayoutToJson(layout.value())}}.dump(2) << "\n";
     } else {
-      out << InputsLine(in) << "\n" << "legal: " << FormatLayout(layout.value()) << "\n"
-          << "layers per pipeline stage: " << StagesText(layout.value()) << "\n";
+      const Layout& l = layout.value();
+      const bool chosen = !l.explicit_stages && NeedsChosenLayout(in.model.layers, l.pp, l.vpp);
+      out << InputsLine(in) << "\n" << "legal: " << FormatLayout(l) << "\n"
+          << "layers per pipeline stage: " << StagesText(l) << "\n"
+          << "pipeline layout: " << DescribePipeline(l, in.model, ctx.weights).LayoutText()
+          << (chosen ? " (chosen: the layers do not divide over pp x vpp)" : "") << "\n";
     }
     return 0;
   }

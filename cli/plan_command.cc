@@ -72,6 +72,8 @@ std::string Breakdown(const Evaluation& e) {
   out += "  step         " + Seconds(s.step_time_s) + " = pipeline " + Seconds(s.pipeline_s) +
          " (of which bubble " + Seconds(s.bubble_s) + ") + exposed data-parallel " +
          Seconds(s.dp_exposed_s) + " + optimizer " + Seconds(s.optimizer_s) + "\n";
+  out += "  pipeline     " + std::string(Name(e.pipeline.schedule)) + ", " + e.pipeline.LayoutText() +
+         (e.pipeline_chosen ? " (chosen: the layers do not divide over pp x vpp)" : "") + "\n";
   out += "  per micro-batch on stage " + std::to_string(s.slowest_stage) + ": compute " +
          Seconds(s.stage_compute_s) + " + exposed communication " + Seconds(s.stage_exposed_comm_s) +
          ", " + std::to_string(s.microbatches) + " micro-batches\n";

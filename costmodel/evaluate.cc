@@ -168,12 +168,13 @@ Evaluation CostModel::Evaluate(const Layout& input) const {
   Evaluation e;
   e.layout = input;
   e.violations = CheckLayout(input, legality());
-  const PipelineDescription pipeline = DescribePipeline(input, model_, &weights_);
+  e.pipeline = DescribePipeline(input, model_, &weights_);
+  e.pipeline_chosen = !input.explicit_stages && NeedsChosenLayout(model_.layers, input.pp, input.vpp);
   // Explicit stages stay as given (a wrong count is among the violations);
   // otherwise the layout shows the split its costs assume.
-  if (!e.layout.explicit_stages) e.layout.stage_layers = pipeline.StageLayers();
-  e.step = Step(e.layout, pipeline, &e.comm);
-  e.memory = memory_.Estimate(e.layout, pipeline);
+  if (!e.layout.explicit_stages) e.layout.stage_layers = e.pipeline.StageLayers();
+  e.step = Step(e.layout, e.pipeline, &e.comm);
+  e.memory = memory_.Estimate(e.layout, e.pipeline);
   return e;
 }
 

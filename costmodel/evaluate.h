@@ -55,6 +55,8 @@ struct StepBreakdown {
 
 struct Evaluation {
   Layout layout;                        // stage_layers filled
+  PipelineDescription pipeline;         // what each virtual stage holds
+  bool pipeline_chosen = false;         // the planner chose the layout (the layers do not divide)
   std::vector<Violation> violations;    // legality; empty when legal
   StepBreakdown step;
   MemoryBreakdown memory;

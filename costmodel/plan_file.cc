@@ -63,7 +63,14 @@ Json CandidateJson(const Evaluation& e) {
   for (const auto& c : e.comm) comm[c.name] = {{"total_s", c.total_s}, {"exposed_s", c.exposed_s}};
   Json violations = Json::array();
   for (const auto& v : e.violations) violations.push_back({{"rule", Name(v.rule)}, {"detail", v.detail}});
+  Json per_rank = Json::array();
+  for (const PipelineRank& r : e.pipeline.ranks) per_rank.push_back(r.layers);
+  const Json pipeline = {{"schedule", Name(e.pipeline.schedule)},
+                         {"pp_layout", e.pipeline.LayoutText()},
+                         {"chosen", e.pipeline_chosen},
+                         {"layers_per_rank", per_rank}};
   return Json{{"layout", LayoutToJson(e.layout)},
+              {"pipeline", pipeline},
               {"step_time_s", e.step.step_time_s},
               {"tokens_per_s", e.step.tokens_per_s},
               {"mfu", e.step.mfu},

@@ -16,6 +16,11 @@ nlohmann::ordered_json LayoutToJson(const Layout& l) {
           {"cp_style", Name(l.cp_style)},
           {"recompute", Name(l.recompute)},
           {"placement", Name(l.placement)},
+          {"dispatcher", Name(l.dispatcher)},
+          {"a2a_overlap", l.a2a_overlap},
+          {"precision", Name(l.precision)},
+          {"fsdp", l.fsdp},
+          {"tp_overlap", l.tp_overlap},
           {"world", l.world},
           {"stage_layers", l.stage_layers},
           {"text", FormatLayout(l)}};

@@ -90,8 +90,9 @@ TEST_CASE("per-layer communication: exposed, or hidden up to the layer's compute
            Op("send", CommOp::kPerStageBoundary, 0.25, false)};
   const PipelineTimes t = SchedulePipeline(w);
   CHECK(t.ranks[0].compute_s == doctest::Approx(3 * 3.5));
-  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx(3 * 0.7 + 0.5));
-  CHECK(t.ranks[1].exposed_comm_s == doctest::Approx(2 * 0.7 + 0.5));
+  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx(3 * 0.7));
+  CHECK(t.ranks[0].boundary_s == doctest::Approx(0.5));
+  CHECK(t.ranks[1].exposed_comm_s == doctest::Approx(2 * 0.7));
   // t_max = 10.5 + 2.6 = 13.1 on rank 0; 1F1B: (m + pp - 1) t_max = 9 x 13.1.
   CHECK(t.slowest == 0);
   CHECK(t.stage_time_s == doctest::Approx(13.1));
@@ -118,4 +119,81 @@ TEST_CASE("data-parallel traffic hides behind one micro-batch of the slowest ran
   CHECK(dp.reduce_s == doctest::Approx(10));
   CHECK(dp.gather_s == doctest::Approx(2));
   CHECK(dp.exposed_s == doctest::Approx(2.5));
+}
+
+TEST_CASE("interleaved: vpp crossings per micro-batch hide behind compute; fill and drain pay pp - 1") {
+  // A crossing sends 0.25 s forward and 0.25 s backward: s = 0.5 s. With
+  // vpp 4 each rank sends 4 x 0.5 = 2 s per micro-batch, hidden behind its
+  // 10.5 s of compute (rank 0), so t_max = 10.5 s; the bubble is
+  // (pp - 1) / vpp x t_max + (pp - 1) x s = 10.5 / 4 + 0.5.
+  StepWork w = TwoRanks(8);
+  w.pipeline.vpp = 4;
+  w.pipeline.schedule = PipelineSchedule::kInterleaved1F1B;
+  for (RankWork& r : w.ranks) r.boundary_crossings = 4;
+  w.ops = {Op("send", CommOp::kPerStageBoundary, 0.25, false)};
+  PipelineTimes t = SchedulePipeline(w);
+  CHECK(t.ranks[0].boundary_s == 0);
+  CHECK(t.stage_time_s == doctest::Approx(10.5));
+  CHECK(t.bubble_s == doctest::Approx(10.5 / 4 + 0.5));
+  // Sends longer than the compute: 4 x 2 x 2 = 16 s against rank 1's 7 s
+  // and rank 0's 10.5 s leave 16 - 7 = 9 s exposed on rank 1: t = 16 s there.
+  w.ops = {Op("send", CommOp::kPerStageBoundary, 2, false)};
+  t = SchedulePipeline(w);
+  CHECK(t.ranks[1].boundary_s == doctest::Approx(16 - 7));
+  CHECK(t.stage_time_s == doctest::Approx(16));
+  // 1F1B waits for its one crossing: t = compute + s.
+  StepWork one = TwoRanks(8);
+  one.ops = {Op("send", CommOp::kPerStageBoundary, 0.25, false)};
+  CHECK(SchedulePipeline(one).ranks[0].total_s() == doctest::Approx(10.5 + 0.5));
+}
+
+TEST_CASE("EP overlap: the steady state hides the all-to-all behind the other micro-batch") {
+  // One MoE layer per rank, 3.5 s of compute; its dispatch + combine take
+  // 2 x 2 = 4 s per micro-batch. Without overlap: 4 s exposed. With it, in
+  // the steady state 4 - 3.5 = 0.5 s is exposed; micro-batches alone
+  // (pp - p of m = 8 on rank p in 1F1B: 2 on rank 0) expose all 4 s, so
+  // rank 0 averages (2 x 4 + 6 x 0.5) / 8 = 1.375 s.
+  StepWork w;
+  w.pipeline.pp = 2;
+  w.pipeline.ranks.resize(2);
+  w.microbatches = 8;
+  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5};
+  w.ranks.resize(2);
+  for (size_t p = 0; p < 2; ++p) {
+    w.ranks[p].pipeline_rank = static_cast<int>(p);
+    w.ranks[p].blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = 1;
+    w.ranks[p].forward_s = 1;
+    w.ranks[p].backward_s = 2.5;
+  }
+  CommOp a2a = Op("moe_dispatch", CommOp::kPerMoeLayer, 2, false);
+  w.ops = {a2a};
+  CHECK(SchedulePipeline(w).ranks[0].exposed_comm_s == doctest::Approx(4));
+  w.ops[0].hides_behind_other_microbatch = true;
+  PipelineTimes t = SchedulePipeline(w);
+  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx((2 * 4 + 6 * 0.5) / 8));
+  // Rank 1 has pp - 1 = 1 micro-batch alone: (4 + 7 x 0.5) / 8.
+  CHECK(t.ranks[1].exposed_comm_s == doctest::Approx((4 + 7 * 0.5) / 8));
+  // DeepEP kernels on 20 of 132 SMs leave compute at 112 / 132: 4 s of
+  // all-to-all hides min(3.5, 4 x 112 / 132) = 3.394 s, so the steady state
+  // exposes 4 - 3.394 = 0.606 s instead of 0.5.
+  w.ops[0].sms = 20;
+  w.gpu_sms = 132;
+  t = SchedulePipeline(w);
+  const double steady = 4 - 4.0 * 112 / 132;
+  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx((2 * 4 + 6 * steady) / 8));
+}
+
+TEST_CASE("the exposure attributed to each op adds up to the slowest rank's") {
+  StepWork w = TwoRanks(8);
+  w.ops = {Op("a", CommOp::kPerLayer, 0.1, false), Op("b", CommOp::kPerDenseLayer, 2, true),
+           Op("send", CommOp::kPerStageBoundary, 0.25, false)};
+  std::vector<double> share;
+  const PipelineTimes t = SchedulePipeline(w, &share);
+  REQUIRE(share.size() == 3);
+  // Rank 0: 3 layers x (0.2 + 0.5) + 0.5 for the crossing.
+  CHECK(share[0] == doctest::Approx(3 * 0.2));
+  CHECK(share[1] == doctest::Approx(3 * 0.5));
+  CHECK(share[2] == doctest::Approx(0.5));
+  CHECK(share[0] + share[1] + share[2] ==
+        doctest::Approx(t.ranks[0].exposed_comm_s + t.ranks[0].boundary_s));
 }
