@@ -1,4 +1,5 @@
-// Compute seconds per micro-batch (compute_time.h).
+// Compute seconds per micro-batch (compute_time.h; derivations in
+// doc/cost-model-compute.md).
 #include "costmodel/compute_time.h"
 
 #include <algorithm>
@@ -9,6 +10,8 @@
 
 namespace foldplan {
 namespace {
+
+constexpr double kBf16Bytes = 2;
 
 double GemmSeconds(const GemmShape& g, Precision precision, const ComputeProfile& profile) {
   const double flops = g.flops();
@@ -36,6 +39,17 @@ OpTime Gemms(std::initializer_list<GemmShape> shapes, Precision precision,
   return t;
 }
 
+OpTime GroupedGemms(std::initializer_list<GroupedGemmShape> shapes, Precision precision,
+                    const ComputeProfile& profile) {
+  OpTime t;
+  for (const GroupedGemmShape& g : shapes) {
+    t.fwd_flops += g.flops();
+    t.fwd_s += GroupedSeconds(g, precision, profile);
+  }
+  t.bwd_s = 2 * t.fwd_s;
+  return t;
+}
+
 int AtLeastOne(double x) { return std::max(1, int(std::lround(x))); }
 
 OpTime AttentionCore(const AttentionCoreShape& c, const ComputeProfile& profile) {
@@ -52,78 +66,332 @@ OpTime AttentionCore(const AttentionCoreShape& c, const ComputeProfile& profile)
   return t;
 }
 
-LayerTimes TimeLayer(const LayerWork& w, Precision precision, Recompute recompute,
-                     const ComputeProfile& profile) {
-  LayerTimes t;
-  // GQA/MHA: Megatron's linear_qkv is one GEMM of the three widths.
-  const GemmShape qkv = {w.q.m, w.q.n + w.k.n + w.v.n, w.q.k};
-  if (w.k.m > 0) {
-    t.attention_projections = Gemms({qkv, w.o}, precision, profile);
-  } else {
-    t.attention_projections = Gemms({w.q, w.q_a, w.q_b, w.kv_a, w.kv_b, w.o}, precision, profile);
-  }
-  t.attention_core = AttentionCore(w.core, profile);
-  t.mlp = Gemms({w.mlp_up, w.mlp_down}, precision, profile);
-  t.router = Gemms({w.router}, Precision::kBF16, profile);
-  t.routed_experts.fwd_flops = w.experts_up.flops() + w.experts_down.flops();
-  t.routed_experts.fwd_s =
-      GroupedSeconds(w.experts_up, precision, profile) + GroupedSeconds(w.experts_down, precision, profile);
-  t.routed_experts.bwd_s = 2 * t.routed_experts.fwd_s;
-  t.shared_experts = Gemms({w.shared_up, w.shared_down}, precision, profile);
-  const OpTime gate = Gemms({w.shared_gate}, Precision::kBF16, profile);
-  t.shared_experts.fwd_flops += gate.fwd_flops;
-  t.shared_experts.fwd_s += gate.fwd_s;
-  t.shared_experts.bwd_s += gate.bwd_s;
-
-  if (recompute.full()) {
-    t.recompute_s = t.fwd_s();
-    t.recompute_flops = t.fwd_flops();
-  } else if (recompute.has(RecomputeModule::kCoreAttn)) {
-    t.recompute_s = t.attention_core.fwd_s;
-    t.recompute_flops = t.attention_core.fwd_flops;
-  }
-  return t;
-}
-
 double CopySeconds(double bytes, const ComputeProfile& profile) {
   return bytes / (profile.copy_gb_per_s() * 1e9);
 }
 
+// A memory-bound part: bytes read + written forward and backward.
+OpTime Traffic(double fwd_bytes, double bwd_bytes, const ComputeProfile& profile) {
+  OpTime t;
+  t.fwd_s = CopySeconds(fwd_bytes, profile);
+  t.bwd_s = CopySeconds(bwd_bytes, profile);
+  return t;
+}
+
+// Activation function on `elements` outputs (SwiGLU: per output element,
+// the input is twice as wide).
+OpTime ActivationPass(Activation kind, double elements, const ComputeProfile& profile) {
+  if (kind == Activation::kSwiGLU) {
+    return Traffic(kSwigluFwdBytesPerElement * elements, kSwigluBwdBytesPerElement * elements,
+                   profile);
+  }
+  return Traffic(kGeluFwdBytesPerElement * elements, kGeluBwdBytesPerElement * elements, profile);
+}
+
+OpTime RmsNorm(double elements, const ComputeProfile& profile) {
+  return Traffic(kRmsNormFwdBytesPerElement * elements, kRmsNormBwdBytesPerElement * elements,
+                 profile);
+}
+
+// FP8 quantization of FP8 linears: each GEMM's input [m, k] in forward and
+// its output grad [m, n] in backward; weights [n, k] once per step, shared
+// by the step's micro-batches (`weight_share` = 1 / m).
+struct Fp8Casts {
+  Fp8CastBytes bytes;
+  double weight_share = 0;
+  const ComputeProfile* profile = nullptr;
+
+  bool on() const { return bytes.activation_bytes_per_element > 0; }
+  OpTime Of(std::initializer_list<GemmShape> shapes) const {
+    double in = 0, grad = 0;
+    for (const GemmShape& g : shapes) in += g.m * g.k, grad += g.m * g.n;
+    return Elements(in, grad);
+  }
+  OpTime OfGrouped(std::initializer_list<GroupedGemmShape> shapes) const {
+    double in = 0, grad = 0;
+    for (const GroupedGemmShape& g : shapes) {
+      const double rows = g.experts * g.rows_per_expert;
+      in += rows * g.k, grad += rows * g.n;
+    }
+    return Elements(in, grad);
+  }
+  OpTime Elements(double in, double grad) const {
+    if (!on()) return {};
+    return Traffic(bytes.activation_bytes_per_element * in,
+                   bytes.activation_bytes_per_element * grad, *profile);
+  }
+  double WeightSeconds(double weight_elements) const {
+    if (!on()) return 0;
+    return CopySeconds(bytes.weight_bytes_per_element * weight_elements * weight_share, *profile);
+  }
+};
+
+double WeightElements(std::initializer_list<GemmShape> shapes) {
+  double e = 0;
+  for (const GemmShape& g : shapes) e += g.m > 0 ? g.n * g.k : 0;
+  return e;
+}
+double WeightElements(const GroupedGemmShape& g) {
+  return g.rows_per_expert > 0 ? g.experts * g.n * g.k : 0;
+}
+
+// Permute and unpermute (with the alltoall dispatcher's chunk sorts) of one
+// MoE layer on the busiest rank; forward and backward move the same bytes
+// (the backward of a permute is an unpermute with the rows swapped and
+// vice versa). doc: "Permute and unpermute".
+OpTime PermuteTraffic(const LayerWork& w, const ModelSpec& model, const JobSpec& job,
+                      const Layout& layout, const ComputeProfile& profile) {
+  const MoeSpec& e = *model.moe;
+  const double row_bytes = kBf16Bytes * model.hidden;
+  const double tokens = w.router.m;  // T, the rank's sequence-parallel tokens
+  const double received = w.experts_up.experts * w.experts_up.rows_per_expert;  // R
+  const bool fused = job.moe_permute_fusion;
+  double bytes = 0;
+  if (layout.dispatcher == Dispatcher::kAllToAll) {
+    // Source side: T tokens to T K copies (x capacity factor when padded),
+    // and back after the combine.
+    const double copies = tokens * e.top_k * (job.capacity_factor > 0 ? job.capacity_factor : 1);
+    bytes = PermuteBytes(tokens, copies, row_bytes, fused) +
+            UnpermuteBytes(copies, tokens, row_bytes, fused);
+    // Receive side: chunks re-ordered from (source rank, expert) to
+    // (expert, source rank) after the dispatch and back before the combine,
+    // each a read + write of the R rows (fused or not).
+    if (w.experts_up.experts > 1) bytes += 2 * (2 * received * row_bytes);
+  } else {
+    // allgather / flex (DeepEP, HybridEP): the receiving rank permutes the
+    // distinct tokens that reach it (U) into R expert rows and sums them
+    // back; allgather's unpermute writes its whole gathered buffer of
+    // ep etp T rows (zeros where no local expert was chosen).
+    const double distinct =
+        std::min(received, layout.etp * tokens * ExpertLoadFactor(job) *
+                               DistinctExpertRanks(e.experts, e.top_k, layout.ep));
+    const double out = layout.dispatcher == Dispatcher::kAllGather
+                           ? double(layout.ep) * layout.etp * tokens
+                           : distinct;
+    bytes = PermuteBytes(distinct, received, row_bytes, fused) +
+            UnpermuteBytes(received, out, row_bytes, fused);
+  }
+  return Traffic(bytes, bytes, profile);
+}
+
+void Add(OpTime& to, const OpTime& x) {
+  to.fwd_flops += x.fwd_flops;
+  to.fwd_s += x.fwd_s;
+  to.bwd_s += x.bwd_s;
+}
+
+LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& job,
+                     const Layout& layout, const Fp8Casts& fp8, const ComputeProfile& profile) {
+  LayerTimes t;
+  const Precision precision = layout.precision;
+  const Recompute rc = layout.recompute;
+  // Each piece of work goes into its part, and into recompute_s when a
+  // module of the layout's set (or full) covers it; every piece is counted
+  // once, so overlapping modules (moe and moe_act) do not double count.
+  auto put = [&](OpTime& part, const OpTime& x, bool recomputed) {
+    Add(part, x);
+    if (rc.full() || recomputed) {
+      t.recompute_s += x.fwd_s;
+      t.recompute_flops += x.fwd_flops;
+    }
+  };
+  const bool moe_module = rc.has(RecomputeModule::kMoe);
+  const bool mla = w.k.m <= 0;
+  const double hidden = model.hidden;
+  const double tokens = double(layout.mbs) * job.seq_len / layout.cp;  // M: TP-split rows
+  const double sp_tokens = tokens / layout.tp;                         // T: sequence-parallel rows
+  double weights = 0;  // FP8 weight elements of the layer on this rank
+
+  // ---- attention ----
+  put(t.norms, RmsNorm(2 * sp_tokens * hidden, profile), rc.has(RecomputeModule::kLayernorm));
+  if (!mla) {
+    // GQA/MHA: Megatron's linear_qkv is one GEMM of the three widths.
+    const GemmShape qkv = {w.q.m, w.q.n + w.k.n + w.v.n, w.q.k};
+    put(t.attention_projections, Gemms({qkv, w.o}, precision, profile), false);
+    put(t.fp8_casts, fp8.Of({qkv, w.o}), false);
+    weights += WeightElements({qkv, w.o});
+    // q and k, per head: [M, a / tp, d] and [M, a_kv / tp, d].
+    const double qk_elements = w.q.m * (w.q.n + w.k.n);
+    if (model.qk_norm) put(t.qk_norm, RmsNorm(qk_elements, profile), false);
+    // RoPE, unless the model has learned absolute positions (GPT-3).
+    if (!model.learned_positions) {
+      const double rope = kRotaryBytesPerElement * qk_elements;
+      put(t.rotary, Traffic(rope, rope, profile), false);
+    }
+  } else {
+    const MlaSpec& a = *model.mla;
+    put(t.attention_projections, Gemms({w.q, w.q_a, w.kv_a, w.o}, precision, profile), false);
+    put(t.fp8_casts, fp8.Of({w.q, w.q_a, w.kv_a, w.o}), false);
+    // mla_up_proj: the q and kv up-projections and the rope applied to them.
+    const bool up = rc.has(RecomputeModule::kMlaUpProj);
+    put(t.attention_projections, Gemms({w.q_b, w.kv_b}, precision, profile), up);
+    put(t.fp8_casts, fp8.Of({w.q_b, w.kv_b}), up);
+    weights += WeightElements({w.q, w.q_a, w.kv_a, w.o, w.q_b, w.kv_b});
+    // The latent norms (Megatron's q_layernorm, kv_layernorm) on T rows.
+    const double q_latent = w.q_a.m > 0 ? double(a.q_lora_rank) : 0;
+    put(t.qk_norm, RmsNorm(sp_tokens * (q_latent + a.kv_lora_rank), profile), false);
+    // Fused MLA rope kernels: q is read and written whole ([M, a d_qk / tp]);
+    // the kv kernel reads kv_b's output ([M, a (d_nope + d_v) / tp]) and
+    // writes k ([M, a d_qk / tp]) and v ([M, a d_v / tp]).
+    const GemmShape& q_out = w.q_b.m > 0 ? w.q_b : w.q;
+    const double heads_per_rank = double(model.heads) / layout.tp;
+    const double qk_dim = double(a.qk_nope_head_dim) + a.qk_rope_head_dim;
+    const double q_bytes = kRotaryBytesPerElement * q_out.m * q_out.n;
+    const double kv_bytes =
+        kBf16Bytes * tokens * (w.kv_b.n + heads_per_rank * (qk_dim + a.v_head_dim));
+    put(t.rotary, Traffic(q_bytes + kv_bytes, q_bytes + kv_bytes, profile), up);
+  }
+  put(t.attention_core, AttentionCore(w.core, profile), rc.has(RecomputeModule::kCoreAttn));
+  const double residual = sp_tokens * hidden;
+  put(t.residual_adds,
+      Traffic(2 * kResidualAddFwdBytesPerElement * residual,
+              2 * kResidualAddBwdBytesPerElement * residual, profile),
+      false);
+
+  // ---- dense MLP ----
+  if (!w.moe) {
+    const bool m = rc.has(RecomputeModule::kMlp);
+    put(t.mlp, Gemms({w.mlp_up, w.mlp_down}, precision, profile), m);
+    put(t.mlp_activation, ActivationPass(model.activation, w.mlp_down.m * w.mlp_down.k, profile), m);
+    put(t.fp8_casts, fp8.Of({w.mlp_up, w.mlp_down}), m);
+    weights += WeightElements({w.mlp_up, w.mlp_down});
+  } else {
+    // ---- MoE: router, permute, routed experts, shared experts ----
+    const MoeSpec& e = *model.moe;
+    put(t.router, Gemms({w.router}, Precision::kBF16, profile), moe_module);
+    const double scores = w.router.m * e.experts;
+    const bool rf = job.moe_router_fusion;
+    put(t.router_scores,
+        Traffic((rf ? kRouterFusedFwdBytesPerScore : kRouterUnfusedFwdBytesPerScore) * scores,
+                (rf ? kRouterFusedBwdBytesPerScore : kRouterUnfusedBwdBytesPerScore) * scores,
+                profile),
+        moe_module);
+    put(t.permute, PermuteTraffic(w, model, job, layout, profile), moe_module);
+    put(t.routed_experts, GroupedGemms({w.experts_up, w.experts_down}, precision, profile),
+        moe_module);
+    const double expert_out =
+        w.experts_down.experts * w.experts_down.rows_per_expert * w.experts_down.k;
+    put(t.expert_activation, ActivationPass(model.activation, expert_out, profile),
+        moe_module || rc.has(RecomputeModule::kMoeAct));
+    put(t.fp8_casts, fp8.OfGrouped({w.experts_up, w.experts_down}), moe_module);
+    weights += WeightElements(w.experts_up) + WeightElements(w.experts_down);
+
+    if (w.shared_up.m > 0) {
+      const bool s = moe_module || rc.has(RecomputeModule::kSharedExperts);
+      OpTime shared = Gemms({w.shared_up, w.shared_down}, precision, profile);
+      Add(shared, Gemms({w.shared_gate}, Precision::kBF16, profile));
+      put(t.shared_experts, shared, s);
+      put(t.shared_activation,
+          ActivationPass(model.activation, w.shared_down.m * w.shared_down.k, profile), s);
+      if (w.shared_gate.m > 0) {
+        // sigmoid(gate) x the shared output [T, H].
+        put(t.shared_activation,
+            Traffic(kGateMultiplyFwdBytesPerElement * residual,
+                    kGateMultiplyBwdBytesPerElement * residual, profile),
+            s);
+      }
+      put(t.fp8_casts, fp8.Of({w.shared_up, w.shared_down}), s);
+      weights += WeightElements({w.shared_up, w.shared_down});
+      // The MoE output is routed + shared (inside the MoE module): an add
+      // forward; backward hands the same grad to both branches.
+      put(t.residual_adds, Traffic(kResidualAddFwdBytesPerElement * residual, 0, profile),
+          moe_module);
+    }
+  }
+  // Weights are cast once per step and cached (never recomputed).
+  t.fp8_weight_casts.fwd_s = fp8.WeightSeconds(weights);
+  return t;
+}
+
 }  // namespace
+
+double PermuteBytes(double in_rows, double out_rows, double row_bytes, bool fused) {
+  return (fused ? in_rows + out_rows : 2 * out_rows) * row_bytes;
+}
+
+double UnpermuteBytes(double in_rows, double out_rows, double row_bytes, bool fused) {
+  return (fused ? in_rows + out_rows : out_rows + 3 * in_rows) * row_bytes;
+}
+
+Fp8CastBytes Fp8CastBytesOf(Precision precision) {
+  // Read bf16 (2), write the rowwise and the columnwise fp8 copy (1 + 1).
+  constexpr double kCast = 2 + 1 + 1;
+  switch (precision) {
+    case Precision::kBF16: return {0, 0};
+    case Precision::kFP8Delayed: return {kCast, kCast};
+    case Precision::kFP8Tensorwise: return {kCast + 2, kCast + 2};
+    case Precision::kFP8Blockwise: return {kCast + 2 * 4.0 / 128, kCast + 2 * 4.0 / (128 * 128)};
+    case Precision::kMXFP8: return {kCast + 2 * 1.0 / 32, kCast + 2 * 1.0 / 32};
+  }
+  return {0, 0};
+}
+
+double DistinctExpertRanks(int experts, int top_k, int ep) {
+  if (experts <= 0 || top_k <= 0 || ep <= 1) return 1;
+  const double local = std::max(1, experts / ep);
+  // Probability that none of the K experts is on a given rank.
+  double none = 1;
+  for (int i = 0; i < top_k && i < experts; ++i) {
+    none *= std::max(0.0, experts - local - i) / (experts - i);
+  }
+  return ep * (1 - none);
+}
+
+long long MicroBatchesPerStep(const JobSpec& job, const Layout& layout) {
+  const long long per = static_cast<long long>(std::max(1, layout.dp)) * std::max(1, layout.mbs);
+  return std::max<long long>(1, job.global_batch / per);
+}
 
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
   const ModelSpec& model = *ctx.model;
   const JobSpec& job = *ctx.job;
   const ComputeProfile& profile = *ctx.profile;
+  Fp8Casts fp8;
+  fp8.bytes = Fp8CastBytesOf(layout.precision);
+  fp8.weight_share = 1.0 / double(MicroBatchesPerStep(job, layout));
+  fp8.profile = &profile;
+
   ComputeTimes out;
-  out.dense_layer = TimeLayer(LayerForwardWork(model, job, layout, false), layout.precision,
-                              layout.recompute, profile);
+  out.dense_layer = TimeLayer(LayerForwardWork(model, job, layout, false), model, job, layout, fp8, profile);
   if (model.is_moe()) {
-    out.moe_layer = TimeLayer(LayerForwardWork(model, job, layout, true), layout.precision,
-                              layout.recompute, profile);
+    out.moe_layer = TimeLayer(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, profile);
   }
 
   // Tokens whose embeddings and logits this rank handles: vocab-parallel
   // layers see the all-gathered mbs S / cp tokens, 1/tp of the vocabulary.
   const double tokens = double(layout.mbs) * job.seq_len / layout.cp;
+  const double sp_tokens = tokens / layout.tp;
   const double hidden = model.hidden;
   const double vocab_per_rank = double(model.vocab) / layout.tp;
-  out.embedding.fwd_s = CopySeconds(kEmbeddingFwdBytesPerTokenHidden * tokens * hidden, profile);
-  out.embedding.bwd_s = CopySeconds(kEmbeddingBwdBytesPerTokenHidden * tokens * hidden +
-                                        kEmbeddingBwdBytesPerTableElement * vocab_per_rank * hidden,
-                                    profile);
+  const OpTime lookup = Traffic(kEmbeddingFwdBytesPerTokenHidden * tokens * hidden,
+                                kEmbeddingBwdBytesPerTokenHidden * tokens * hidden +
+                                    kEmbeddingBwdBytesPerTableElement * vocab_per_rank * hidden,
+                                profile);
+  out.embedding = lookup;
 
-  // MTP projection: [mbs S / cp, 2H] x [2H, H / tp] per rank (a
-  // column-parallel linear like the other TP-split GEMMs).
   if (model.mtp_layers > 0) {
-    out.mtp_projection = Gemms({GemmShape{tokens, hidden / layout.tp, 2 * hidden}}, layout.precision, profile);
+    // MTP: [mbs S / cp, 2H] x [2H, H / tp] per rank (a column-parallel
+    // linear like the other TP-split GEMMs), with its FP8 casts; the
+    // next-token embedding lookup (the embedding's own traffic); the norms
+    // of the hidden state and of that embedding, [T, H] each, and their
+    // concat into [T, 2H].
+    const GemmShape proj = {tokens, hidden / layout.tp, 2 * hidden};
+    out.mtp_projection = Gemms({proj}, layout.precision, profile);
+    Add(out.mtp_projection, fp8.Of({proj}));
+    out.mtp_projection.fwd_s += fp8.WeightSeconds(WeightElements({proj}));
+    Add(out.mtp_projection, lookup);
+    Add(out.mtp_projection, RmsNorm(2 * sp_tokens * hidden, profile));
+    Add(out.mtp_projection,
+        Traffic(kMtpConcatFwdBytesPerTokenHidden * sp_tokens * hidden, 0, profile));
   }
 
+  // The final norm on [T, H], the logits GEMM (bf16) and the loss.
   const GemmShape logits = OutputLayerWork(model, job, layout);
   out.output_layer = Gemms({logits}, Precision::kBF16, profile);
+  Add(out.output_layer, RmsNorm(sp_tokens * hidden, profile));
   const double logit_elements = logits.m * logits.n;
-  out.output_layer.fwd_s += CopySeconds(kLossFwdBytesPerLogit * logit_elements, profile);
-  out.output_layer.bwd_s += CopySeconds(kLossBwdBytesPerLogit * logit_elements, profile);
+  Add(out.output_layer, Traffic(kLossFwdBytesPerLogit * logit_elements,
+                                kLossBwdBytesPerLogit * logit_elements, profile));
   return out;
 }
 

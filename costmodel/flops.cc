@@ -159,8 +159,15 @@ GemmShape OutputLayerWork(const ModelSpec& model, const JobSpec& job, const Layo
 
 double RecomputeFlops(const LayerFlops& forward, Recompute recompute) {
   if (recompute.full()) return forward.total_flops();
-  if (recompute.has(RecomputeModule::kCoreAttn)) return forward.attention_core_flops;
-  return 0;
+  const bool moe = recompute.has(RecomputeModule::kMoe);
+  double flops = 0;
+  if (recompute.has(RecomputeModule::kCoreAttn)) flops += forward.attention_core_flops;
+  if (recompute.has(RecomputeModule::kMlaUpProj)) flops += forward.q_b_flops + forward.kv_b_flops;
+  if (recompute.has(RecomputeModule::kMlp)) flops += forward.mlp_flops;
+  if (moe) flops += forward.router_flops + forward.routed_experts_flops;
+  // Shared experts run inside the MoE module: counted once under either.
+  if (moe || recompute.has(RecomputeModule::kSharedExperts)) flops += forward.shared_experts_flops;
+  return flops;
 }
 
 double ModelFlopsPerToken(const ModelSpec& model, int seq_len) {
@@ -180,6 +187,16 @@ double ModelFlopsPerToken(const ModelSpec& model, int seq_len) {
     forward += moe_layers * LayerForwardFlops(model, job, one, true).total_flops();
   }
   return 3 * forward / seq_len;
+}
+
+double ModelFlopsPerTokenFullAttention(const ModelSpec& model, int seq_len) {
+  // The causal core is half the full S x S work: add it once more, per
+  // decoder layer (training = 3 x forward, per token = / S).
+  JobSpec job;
+  job.seq_len = seq_len;
+  const Layout one;
+  const double causal_core = LayerForwardFlops(model, job, one, false).attention_core_flops;
+  return ModelFlopsPerToken(model, seq_len) + 3 * model.layers * causal_core / seq_len;
 }
 
 }  // namespace foldplan

@@ -12,8 +12,8 @@
 //    the S x S score matrix. Per head and sequence, QK^T + PV forward is
 //    2 S^2 (d_qk + d_v) / 2 = S^2 (d_qk + d_v).
 //  - Backward = 2 x forward (dgrad + wgrad of every matmul; for attention,
-//    dQ, dK, dV and dP). Recomputation: full adds one forward of the layer,
-//    selective adds the forward attention core.
+//    dQ, dK, dV and dP). Recomputation adds the forward matmuls of the
+//    recomputed modules (RecomputeFlops below).
 //  - Tokens: T = mbs S / (cp tp) per rank enter a layer (sequence parallel).
 //    TP-split projections and MLPs run on the all-gathered mbs S / cp tokens
 //    with 1/tp of the weight, so their per-rank FLOPs are total / (tp cp).
@@ -120,8 +120,12 @@ inline constexpr double kEmbeddingForwardFlops = 0;
 GemmShape OutputLayerWork(const ModelSpec& model, const JobSpec& job, const Layout& layout);
 
 inline double BackwardFlops(double forward_flops) { return 2 * forward_flops; }
-// Extra forward FLOPs run during backward: full recompute = the whole
-// layer's forward, selective = the forward attention core, none = 0.
+// Extra forward FLOPs run during backward: the matmuls of the union of the
+// recomputed modules, each counted once. full: the whole layer's forward;
+// core_attn: the attention core; mla_up_proj: MLA's q_b and kv_b; mlp: the
+// dense MLP; moe: router + routed experts + shared experts (and gate);
+// shared_experts: the shared experts (and gate); moe_act and layernorm
+// recompute memory-bound passes only (0 FLOPs); none: 0.
 double RecomputeFlops(const LayerFlops& forward, Recompute recompute);
 
 // Model FLOPs per token for MFU: training (forward + backward, no
@@ -136,5 +140,11 @@ double RecomputeFlops(const LayerFlops& forward, Recompute recompute);
 // a (d_qk + d_v); training is 3 x that. For MHA (a d = H) it is 6 L S H,
 // half of PaLM's non-causal 12 L S H. L counts every decoder layer.
 double ModelFlopsPerToken(const ModelSpec& model, int seq_len);
+// The same with attention counted over the full S x S score matrix (no
+// causal halving), the convention of Megatron's num_floating_point_operations
+// before core v0.12 (and PaLM's 12 L S H for MHA):
+//   6 N_matmul + 6 L S a (d_qk + d_v).
+// Reported MFU under it is higher for the same run; compare like with like.
+double ModelFlopsPerTokenFullAttention(const ModelSpec& model, int seq_len);
 
 }  // namespace foldplan

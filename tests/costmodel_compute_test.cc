@@ -303,11 +303,13 @@ TEST_CASE("routed experts: grouped GEMM at rows / local experts on the busiest r
   CHECK(t.moe_layer.routed_experts.fwd_s > e.moe_layer.routed_experts.fwd_s);
 }
 
-TEST_CASE("embedding and output layer: memory traffic and the logits GEMM") {
+TEST_CASE("embedding and output layer: memory traffic, the final norm and the logits GEMM") {
   // llama3-70b, tp 4, mbs 1: 4096 tokens, 32064 vocab rows per rank.
   // Embedding fwd 4 x 4096 x 8192 bytes; bwd 6 x 4096 x 8192 + 12 x 32064 x 8192.
-  // Output: GEMM 2 x 4096 x 8192 x 32064 (bf16) + loss 38 (fwd) / 14 (bwd)
-  // bytes per logit over the copy bandwidth.
+  // Output: the final RMSNorm on the T = 4096 / 4 = 1024 sequence-parallel
+  // rows (4 bytes per element forward, 6 backward, x 1024 x 8192), the GEMM
+  // 2 x 4096 x 8192 x 32064 (bf16) and the loss, 38 (fwd) / 14 (bwd) bytes
+  // per logit, over the copy bandwidth.
   Setup s("llama3-70b");
   const ComputeProfile& p = H200();
   const double bw = p.copy_gb_per_s() * 1e9;
@@ -318,8 +320,9 @@ TEST_CASE("embedding and output layer: memory traffic and the logits GEMM") {
   const double gemm = 2.0 * 4096 * 8192 * 32064;
   const double gemm_s = gemm / p.GemmFlopsPerS(4096, 32064, 8192, Precision::kBF16);
   CHECK(t.output_layer.fwd_flops == gemm);
-  CHECK(t.output_layer.fwd_s == Close(gemm_s + 38.0 * 4096 * 32064 / bw));
-  CHECK(t.output_layer.bwd_s == Close(2 * gemm_s + 14.0 * 4096 * 32064 / bw));
+  const double norm = 1024.0 * 8192;
+  CHECK(t.output_layer.fwd_s == Close(gemm_s + (4 * norm + 38.0 * 4096 * 32064) / bw));
+  CHECK(t.output_layer.bwd_s == Close(2 * gemm_s + (6 * norm + 14.0 * 4096 * 32064) / bw));
 }
 
 TEST_CASE("FP8 jobs use FP8 rates for projections, MLPs and experts only") {
@@ -334,11 +337,17 @@ TEST_CASE("FP8 jobs use FP8 rates for projections, MLPs and experts only") {
   CHECK(fp.moe_layer.router.fwd_s == bf.moe_layer.router.fwd_s);
   CHECK(fp.output_layer.fwd_s == bf.output_layer.fwd_s);
   CHECK(fp.moe_layer.fwd_flops() == bf.moe_layer.fwd_flops());
+  // The memory-bound passes other than the casts do not depend on precision.
+  CHECK(fp.moe_layer.permute.fwd_s == bf.moe_layer.permute.fwd_s);
+  CHECK(fp.moe_layer.expert_activation.bwd_s == bf.moe_layer.expert_activation.bwd_s);
+  CHECK(bf.moe_layer.fp8_casts.fwd_s == 0);
+  CHECK(fp.moe_layer.fp8_casts.fwd_s > 0);
 }
 
 TEST_CASE("a mixtral MoE layer on an H200 runs at a plausible fraction of peak") {
   // Not a measurement: a guard against unit slips. Forward over tp 1, ep 8,
-  // 4096 tokens should land between 40% and 80% of the 989 TFLOP/s peak.
+  // 4096 tokens (GEMMs and the memory-bound passes) should land between 40%
+  // and 80% of the 989 TFLOP/s peak.
   Setup s("mixtral-8x7b");
   const ComputeTimes t = ComputeLayerTimes(Degrees(1, 1, 8), s.ctx);
   const double achieved = t.moe_layer.fwd_flops() / t.moe_layer.fwd_s();

@@ -212,6 +212,31 @@ TEST_CASE("recomputation adds a full forward or the attention core, backward is 
   CHECK(BackwardFlops(f.total_flops()) == 2 * f.total_flops());
 }
 
+TEST_CASE("recompute modules add the FLOPs of their matmuls, each counted once") {
+  // deepseek-v3 MoE layer, no parallelism (figures of the MLA case above):
+  //   mla_up_proj = q_b + kv_b = 309,237,645,312 + 137,438,953,472
+  //               = 446,676,598,784
+  //   moe = router + routed + shared = 15,032,385,536 + 2,886,218,022,912
+  //       + 360,777,252,864 = 3,262,027,661,312
+  //   shared_experts = 360,777,252,864; moe_act, layernorm: 0 (no matmuls);
+  //   mlp: 0 in a MoE layer; the dense layer's MLP 3,246,995,275,776.
+  const ModelSpec m = Model("deepseek-v3");
+  const LayerFlops f = LayerForwardFlops(m, Job(), Degrees(1, 1, 1), true);
+  auto modules = [](const char* text) { return ParseRecompute(text).value(); };
+  CHECK(RecomputeFlops(f, modules("mla_up_proj")) == 446'676'598'784.0);
+  CHECK(RecomputeFlops(f, modules("moe")) == Exactly(3'262'027'661'312.0));
+  CHECK(RecomputeFlops(f, modules("shared_experts")) == 360'777'252'864.0);
+  CHECK(RecomputeFlops(f, modules("moe_act+layernorm")) == 0);
+  CHECK(RecomputeFlops(f, modules("mlp")) == 0);
+  // moe already holds the shared experts.
+  CHECK(RecomputeFlops(f, modules("moe+shared_experts")) == Exactly(3'262'027'661'312.0));
+  // core_attn adds 687,194,767,360 to the others.
+  CHECK(RecomputeFlops(f, modules("core_attn+mla_up_proj")) ==
+        446'676'598'784.0 + 687'194'767'360.0);
+  const LayerFlops dense = LayerForwardFlops(m, Job(), Degrees(1, 1, 1), false);
+  CHECK(RecomputeFlops(dense, modules("mlp")) == 3'246'995'275'776.0);
+}
+
 TEST_CASE("mbs scales every part linearly") {
   const ModelSpec m = Model("deepseek-v3");
   Layout two = Degrees(2, 2, 8);
@@ -272,4 +297,18 @@ TEST_CASE("per-rank FLOPs x ranks add up to ModelFlopsPerToken (deepseek-v3, tp 
       OutputLayerWork(m, job, l).flops();
   const double per_token = 3 * per_rank * (4 * 2) / (2 * 4096);
   CHECK(per_token == Exactly(ModelFlopsPerToken(m, 4096)));
+}
+
+TEST_CASE("ModelFlopsPerTokenFullAttention counts the full S x S scores: 6 L S a (d_qk + d_v)") {
+  // llama3-70b at S 4096: the causal attention term 3 x 80 x 4096 x 64 x 256
+  // = 16,106,127,360 doubles, so 433,116,413,952 + 16,106,127,360 =
+  // 449,222,541,312 FLOPs per token.
+  const ModelSpec llama = Model("llama3-70b");
+  CHECK(ModelFlopsPerTokenFullAttention(llama, 4096) == Exactly(449'222'541'312.0));
+  // GPT-3 175B (MHA, a d = H = 12288, 96 layers) at S 2048: the full count's
+  // attention term is PaLM's 12 L S H = 28,991,029,248, the causal count's
+  // half of it, so the two differ by 6 L S H = 14,495,514,624.
+  const ModelSpec gpt = Model("gpt3-175b");
+  CHECK(ModelFlopsPerTokenFullAttention(gpt, 2048) - ModelFlopsPerToken(gpt, 2048) ==
+        Exactly(14'495'514'624.0));
 }
