@@ -79,7 +79,8 @@ std::string Breakdown(const Evaluation& e) {
          ", " + std::to_string(s.microbatches) + " micro-batches\n";
   out += "  throughput   " + WithCommas(static_cast<unsigned long long>(s.tokens_per_s)) +
          " tokens/s, MFU " + Fixed(100 * s.mfu, 1) + "% (" + Fixed(s.model_flops_per_token / 1e9, 2) +
-         " GFLOP per token; see doc/cost-model.md)\n";
+         " GFLOP per token, causal attention; " + Fixed(100 * s.mfu_full_attention, 1) +
+         "% counting full attention as Megatron did before core v0.12; see doc/cost-model.md)\n";
   TextTable comm({"communication", "total per step", "exposed"}, {Align::kLeft, Align::kRight, Align::kRight});
   for (const auto& c : e.comm) comm.AddRow({c.name, Seconds(c.total_s), Seconds(c.exposed_s)});
   out += "\n" + comm.Render("  ");

@@ -136,7 +136,7 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
   }
   const StepWork work =
       BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops),
-                    s.microbatches);
+                    MicroBatchesPerStep(job_, layout));
   std::vector<double> op_exposed;
   const PipelineTimes times = SchedulePipeline(work, comm_out ? &op_exposed : nullptr);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
@@ -160,6 +160,9 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
   s.tokens_per_s = double(job_.global_batch) * job_.seq_len / s.step_time_s;
   s.model_flops_per_token = ModelFlopsPerToken(model_, job_.seq_len);
   s.mfu = s.model_flops_per_token * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_bf16_flops);
+  s.model_flops_per_token_full_attention = ModelFlopsPerTokenFullAttention(model_, job_.seq_len);
+  s.mfu_full_attention =
+      s.model_flops_per_token_full_attention * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_bf16_flops);
   if (comm_out) TallyComm(work, times, op_exposed, s.dp_exposed_s, comm_out);
   return s;
 }

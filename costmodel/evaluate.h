@@ -50,7 +50,11 @@ struct StepBreakdown {
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;                 // against the GPU's dense bf16 peak
-  double model_flops_per_token = 0;
+  double model_flops_per_token = 0;  // causal attention counted under the mask (the default)
+  // The same with attention counted without the causal halving, as
+  // Megatron did before core v0.12 (published MFU tables of early 2025).
+  double model_flops_per_token_full_attention = 0;
+  double mfu_full_attention = 0;
 };
 
 struct Evaluation {

@@ -21,7 +21,9 @@ Json StepJson(const StepBreakdown& s) {
               {"bubble_s", s.bubble_s},
               {"dp_exposed_s", s.dp_exposed_s},
               {"optimizer_s", s.optimizer_s},
-              {"model_flops_per_token", s.model_flops_per_token}};
+              {"model_flops_per_token", s.model_flops_per_token},
+              {"model_flops_per_token_full_attention", s.model_flops_per_token_full_attention},
+              {"mfu_full_attention", s.mfu_full_attention}};
 }
 
 Json MemoryJson(const MemoryBreakdown& m) {
@@ -87,7 +89,8 @@ Result<std::string> PlanFileJson(const PlanFileContents& c) {
   out["objective"] = c.objective;
   out["mfu_convention"] =
       "model FLOPs per token (6 x matmul parameters touched + causal attention, flops.h) x "
-      "tokens/s / (GPUs x dense bf16 peak)";
+      "tokens/s / (GPUs x dense bf16 peak); step.mfu_full_attention counts attention without the "
+      "causal halving, as Megatron did before core v0.12";
   out["inputs"] = {{"cluster", {{"name", ctx.cluster->name}, {"spec", ToJson(*ctx.cluster)}}},
                    {"model", {{"name", ctx.model->name}, {"spec", ToJson(*ctx.model)}}},
                    {"job", {{"name", ctx.job->name}, {"spec", ToJson(*ctx.job)}}},

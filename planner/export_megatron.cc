@@ -9,6 +9,7 @@
 #include "planner/export_util.h"
 #include "planner/rank_export.h"
 #include "planner/pipeline.h"
+#include "planner/pipeline_layout.h"
 #include "planner/rank_generator.h"
 
 namespace foldplan {
@@ -64,14 +65,11 @@ Result<std::vector<std::string>> PipelineArgs(const Layout& l, const ModelSpec* 
   const bool even = stages.empty() || AllEqual(stages, 0, stages.size());
   const bool mtp_moved = !l.stage_mtp.empty() && model &&
                          (l.stage_mtp.back() != model->mtp_layers);
+  // Without a model the layout holds the stages' layers and no MTP layer.
   auto layout_arg = [&]() -> Result<std::string> {
-    if (!model) {
-      return Status::Error("megatron: this pipeline needs --pipeline-model-parallel-layout, which needs the model "
-                           "(its layers and MTP layers): give --model");
-    }
-    Layout with = l;
-    if (with.stage_layers.empty()) with.stage_layers = stages;
-    return "--pipeline-model-parallel-layout \"" + DescribePipeline(with, *model).LayoutText() + "\"";
+    const std::string text =
+        model ? DescribePipeline(l, *model).LayoutText() : FormatPipelineLayout(stages, l.stage_mtp);
+    return "--pipeline-model-parallel-layout \"" + text + "\"";
   };
   if (l.pp_layout_given || mtp_moved || (!even && l.vpp > 1)) {
     Result<std::string> arg = layout_arg();
