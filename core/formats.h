@@ -13,6 +13,7 @@ namespace foldplan {
 inline constexpr const char* kClusterSchema = "foldplan.cluster/v1";
 inline constexpr const char* kModelSchema = "foldplan.model/v1";
 inline constexpr const char* kJobSchema = "foldplan.job/v1";
+inline constexpr const char* kRecipeSchema = "foldplan.recipe/v1";  // a public run: cluster, model, job, layout
 inline constexpr const char* kComputeProfileSchema = "foldplan.compute-profile/v1";
 inline constexpr const char* kCalibrationSchema = "foldplan.calibration/v1";
 

@@ -18,6 +18,7 @@ const char* KindDir(InputKind kind) {
     case InputKind::kCluster: return "clusters";
     case InputKind::kModel: return "models";
     case InputKind::kJob: return "jobs";
+    case InputKind::kRecipe: return "recipes";
   }
   return "";
 }
@@ -70,6 +71,7 @@ const char* Name(InputKind kind) {
     case InputKind::kCluster: return "cluster";
     case InputKind::kModel: return "model";
     case InputKind::kJob: return "job";
+    case InputKind::kRecipe: return "recipe";
   }
   return "?";
 }

@@ -1,5 +1,5 @@
-// Loading clusters, models and jobs by shipped name or by path, with every
-// field checked (core/json_check.h). A name without '/' and without a
+// Loading clusters, models and jobs (and recipes, inputs/recipe.h) by
+// shipped name or by path, with every field checked (core/json_check.h). A name without '/' and without a
 // ".json" suffix is looked up in the shipped data directory.
 #pragma once
 
@@ -16,8 +16,10 @@
 
 namespace foldplan {
 
-enum class InputKind { kCluster, kModel, kJob };
-const char* Name(InputKind kind);  // "cluster", "model", "job"
+// kRecipe: a public training run that names a cluster, a model and a job
+// (inputs/recipe.h has LoadRecipe); shipped in data/recipes/.
+enum class InputKind { kCluster, kModel, kJob, kRecipe };
+const char* Name(InputKind kind);  // "cluster", "model", "job", "recipe"
 
 // The shipped data directory: $FOLDPLAN_DATA_DIR if set, else the source
 // tree's data/ (compiled in), else <executable>/../share/foldplan/data.

@@ -65,15 +65,16 @@ TEST_CASE("the data directory is the source tree's data/ in a build") {
 
 TEST_CASE("ListShipped lists the shipped inputs, sorted, with descriptions") {
   CHECK(NamesOf(Shipped(InputKind::kCluster)) ==
-        std::vector<std::string>{"gb200-nvl72-4r", "h100-dgx-128n", "h100-dgx-16n",
-                                 "h200-dgx-1n", "h800-256n"});
+        std::vector<std::string>{"b200-dgx-32n", "b300-dgx-32n", "gb200-nvl72-4r", "gb300-nvl72-4r",
+                                 "h100-dgx-128n", "h100-dgx-16n", "h200-dgx-1n", "h800-256n"});
   CHECK(NamesOf(Shipped(InputKind::kModel)) ==
         std::vector<std::string>{"deepseek-v3", "gpt3-175b", "llama3-70b", "mixtral-8x22b",
                                  "mixtral-8x7b", "olmoe-1b-7b", "qwen2-57b-a14b",
                                  "qwen3-235b-a22b", "qwen3-30b-a3b"});
   CHECK(NamesOf(Shipped(InputKind::kJob)) ==
         std::vector<std::string>{"default", "long-context-32k"});
-  for (InputKind kind : {InputKind::kCluster, InputKind::kModel, InputKind::kJob}) {
+  // inputs_recipe_test.cc checks the recipe names.
+  for (InputKind kind : {InputKind::kCluster, InputKind::kModel, InputKind::kJob, InputKind::kRecipe}) {
     for (const ShippedInput& s : Shipped(kind)) {
       CAPTURE(s.path);
       CHECK(s.kind == kind);
@@ -154,6 +155,109 @@ TEST_CASE("gb200-nvl72-4r: 18 four-GPU trays per NVLink domain") {
   CHECK(c->domains() == 4);
 }
 
+// The Blackwell clusters against the datasheet figures their descriptions
+// cite (tabulated in shared/reference/recipes.md section 3):
+//   DGX B200: B200 dense BF16 2.25 PFLOP/s, FP8 4.5; 180 GB HBM3e usable
+//     (192 nominal) at 8 TB/s; 8 GPUs per node on NVLink 5, 900 GB/s per
+//     direction; 8 ConnectX-7 400 Gb/s NICs, one per GPU.
+//   DGX B300: B300 dense BF16 2.25, FP8 4.5; 288 GB HBM3e at 8 TB/s; NVLink
+//     5 at 900 GB/s per direction; 8 ConnectX-8 800 Gb/s, one per GPU.
+//   GB300 NVL72: 360 PFLOP/s dense FP8 per 72-GPU rack = 5 per GPU, BF16
+//     about 2.5; 288 GB HBM3e at 8 TB/s; 18 trays x 4 GPUs = one 72-GPU
+//     NVLink domain at 900 GB/s per direction; one ConnectX-8 800 Gb/s per
+//     GPU.
+// hbm_gib is the datasheet GB scaled by the H200's driver ratio, 143771 MiB
+// reported for 141 GB (the convention of gb200-nvl72-4r's 185.2 for 186 GB).
+namespace {
+double DriverGib(double datasheet_gb) { return datasheet_gb * 143771.0 / 1024.0 / 141.0; }
+}  // namespace
+
+TEST_CASE("gb200-nvl72-4r's hbm_gib follows the H200 driver ratio the Blackwell files use") {
+  auto c = LoadCluster("gb200-nvl72-4r");
+  REQUIRE(c.ok());
+  CHECK(c->gpu.hbm_gib == doctest::Approx(DriverGib(186)).epsilon(0.0005));
+}
+
+TEST_CASE("b200-dgx-32n: 32 DGX B200, the DGX B200 datasheet figures") {
+  auto c = LoadCluster("b200-dgx-32n");
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->gpu.name == "B200 SXM");
+  CHECK(c->gpu.architecture == GpuArchitecture::kBlackwell);
+  CHECK(c->gpu.sms == 148);
+  CHECK(c->gpu.peak_bf16_flops == doctest::Approx(2.25e15));
+  CHECK(c->gpu.peak_fp8_flops == doctest::Approx(4.5e15));
+  CHECK(c->gpu.hbm_gib == doctest::Approx(DriverGib(180)).epsilon(0.0005));  // 179.2
+  CHECK(c->gpu.hbm_tb_per_s == doctest::Approx(8.0));
+  CHECK(c->nodes == 32);
+  CHECK(c->gpus_per_node == 8);
+  CHECK(c->total_gpus() == 256);
+  CHECK(c->nvlink_domain_gpus == 8);
+  CHECK(c->nvlink_gb_per_s == doctest::Approx(900));  // 1.8 TB/s bidirectional
+  CHECK(c->nics_per_node == 8);                      // one per GPU
+  CHECK(c->nic_gbit_per_s == doctest::Approx(400));  // ConnectX-7
+  CHECK(c->fabric.su_nodes == 32);
+  CHECK(c->fabric.spine_oversubscription == doctest::Approx(1));
+  CHECK(Contains(c->description, "unverified"));
+}
+
+TEST_CASE("b300-dgx-32n: 32 DGX B300, the DGX B300 datasheet figures") {
+  auto c = LoadCluster("b300-dgx-32n");
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->gpu.name == "B300 SXM");
+  CHECK(c->gpu.architecture == GpuArchitecture::kBlackwell);
+  CHECK(c->gpu.sms == 148);  // unverified for B300: the B200's count
+  CHECK(c->gpu.peak_bf16_flops == doctest::Approx(2.25e15));
+  CHECK(c->gpu.peak_fp8_flops == doctest::Approx(4.5e15));
+  CHECK(c->gpu.hbm_gib == doctest::Approx(DriverGib(288)).epsilon(0.0005));  // 286.8
+  CHECK(c->gpu.hbm_tb_per_s == doctest::Approx(8.0));
+  CHECK(c->total_gpus() == 256);
+  CHECK(c->gpus_per_node == 8);
+  CHECK(c->nvlink_domain_gpus == 8);
+  CHECK(c->nvlink_gb_per_s == doctest::Approx(900));
+  CHECK(c->nics_per_node == 8);
+  CHECK(c->nic_gbit_per_s == doctest::Approx(800));  // ConnectX-8
+  CHECK(c->fabric.su_nodes == 32);
+  CHECK(Contains(c->description, "sms 148 is the B200's count (unverified"));
+}
+
+TEST_CASE("gb300-nvl72-4r: 4 GB300 NVL72 racks, the GB300 NVL72 spec figures") {
+  auto c = LoadCluster("gb300-nvl72-4r");
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->gpu.name == "B300 (GB300 superchip)");
+  CHECK(c->gpu.architecture == GpuArchitecture::kBlackwell);
+  CHECK(c->gpu.sms == 148);  // unverified for GB300: the B200's count
+  CHECK(c->gpu.peak_fp8_flops * 72 == doctest::Approx(360e15));  // the rack's dense FP8
+  CHECK(c->gpu.peak_bf16_flops == doctest::Approx(2.5e15));
+  CHECK(c->gpu.hbm_gib == doctest::Approx(DriverGib(288)).epsilon(0.0005));
+  CHECK(c->gpu.hbm_tb_per_s == doctest::Approx(8.0));
+  CHECK(c->total_gpus() == 288);
+  CHECK(c->gpus_per_node == 4);
+  CHECK(c->nodes_per_domain() == 18);
+  CHECK(c->domains() == 4);
+  CHECK(c->nvlink_gb_per_s == doctest::Approx(900));
+  CHECK(c->nics_per_node == 4);  // one per GPU
+  CHECK(c->nic_gbit_per_s == doctest::Approx(800));
+  CHECK(c->fabric.su_nodes == 144);  // 8 racks: these 4 in one SU
+  // 16 of 18 trays per rack, as 64-GPU-per-rack jobs run.
+  auto part = UsingGpusPerDomain(c.value(), 64);
+  REQUIRE(part.ok());
+  CHECK(part->total_gpus() == 256);
+  CHECK(part->nvlink_domain_gpus == 64);
+}
+
+TEST_CASE("every Blackwell cluster runs NVLink 5 and names its unverified figures") {
+  for (const char* name : {"gb200-nvl72-4r", "b200-dgx-32n", "b300-dgx-32n", "gb300-nvl72-4r"}) {
+    CAPTURE(name);
+    auto c = LoadCluster(name);
+    REQUIRE(c.ok());
+    CHECK(c->gpu.architecture == GpuArchitecture::kBlackwell);
+    CHECK(c->nvlink_gb_per_s == doctest::Approx(900));
+    CHECK(c->gpu.hbm_tb_per_s == doctest::Approx(8.0));
+    CHECK(c->nics_per_node == c->gpus_per_node);  // one NIC per GPU
+    CHECK(Contains(c->description, "(unverified"));
+  }
+}
+
 TEST_CASE("default job reads every field") {
   auto j = LoadJob("default");
   REQUIRE(j.ok());
@@ -178,8 +282,8 @@ TEST_CASE("an unknown shipped name lists the shipped names") {
   auto c = LoadCluster("h100-dgx-17n");
   REQUIRE_FALSE(c.ok());
   CHECK(c.status().message() ==
-        "unknown cluster \"h100-dgx-17n\"; shipped clusters: gb200-nvl72-4r, h100-dgx-128n, "
-        "h100-dgx-16n, h200-dgx-1n, h800-256n (in " + kSourceData +
+        "unknown cluster \"h100-dgx-17n\"; shipped clusters: b200-dgx-32n, b300-dgx-32n, gb200-nvl72-4r, "
+        "gb300-nvl72-4r, h100-dgx-128n, h100-dgx-16n, h200-dgx-1n, h800-256n (in " + kSourceData +
             "/clusters); or give a path to a .json file");
   auto m = LoadModel("mixtral");
   REQUIRE_FALSE(m.ok());
@@ -257,6 +361,7 @@ TEST_CASE("enum names") {
   CHECK(std::string(Name(InputKind::kCluster)) == "cluster");
   CHECK(std::string(Name(InputKind::kModel)) == "model");
   CHECK(std::string(Name(InputKind::kJob)) == "job");
+  CHECK(std::string(Name(InputKind::kRecipe)) == "recipe");
   CHECK(std::string(Name(Precision::kBF16)) == "bf16");
   CHECK(std::string(Name(Precision::kFP8Tensorwise)) == "fp8-tensorwise");
   CHECK(std::string(Name(Recompute::None())) == "none");
