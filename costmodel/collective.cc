@@ -291,4 +291,38 @@ CollectiveCost CollectiveTime(Collective collective, double bytes, const GroupSp
   return out.best();
 }
 
+// DeepEP / HybridEP (doc/cost-model-comm.md section 3, "Forwarded
+// all-to-all"). The two tiers run concurrently (DeepEP's RDMA senders and
+// NVLink forwarders are different warps of one kernel), so the slower one
+// sets the time; a token's first chunk crosses the network and then
+// NVLink, so the latencies add. DeepEP's kernels are not NCCL's and publish
+// no latency: a p2p transfer's Simple-protocol NCCL latency is charged per
+// tier crossed.
+CollectiveCost ForwardedAllToAllTime(double nvlink_bytes, double network_bytes, const GroupSpan& span,
+                                     const CommParams& params, int groups_sharing_links) {
+  CollectiveCost cost;
+  nvlink_bytes = std::max(0.0, nvlink_bytes);
+  network_bytes = std::max(0.0, network_bytes);
+  if (span.gpus < 2 || !(nvlink_bytes + network_bytes > 0)) return cost;
+  const GroupLinks g = LinksOf(span, params, groups_sharing_links);
+  const double nvlink_gb = std::min(params.nvlink_line_gb_per_s, g.nvlink * params.flex_nvlink_factor);
+  const double network_gb = std::min(params.nic_line_gb_per_s, g.net_per_rank * params.flex_network_factor);
+  constexpr NcclProtocol kSimple = NcclProtocol::kSimple;
+  double latency_us = params.p2p_base_us[kSimple];
+  double transfer_s = 0;
+  if (nvlink_bytes > 0) {
+    latency_us += params.ring_nvlink_hop_us[kSimple];
+    transfer_s = nvlink_bytes / (nvlink_gb * 1e9);
+  }
+  if (network_bytes > 0) {
+    latency_us += params.ring_network_hop_us[kSimple] + g.spine_us;
+    transfer_s = std::max(transfer_s, network_bytes / (network_gb * 1e9));
+  }
+  cost.seconds = latency_us * 1e-6 + transfer_s;
+  cost.algbw_gb_per_s = (nvlink_bytes + network_bytes) / cost.seconds / 1e9;
+  cost.busbw_gb_per_s = cost.algbw_gb_per_s;
+  cost.algorithm = network_bytes > 0 ? "flex/rdma+nvlink" : "flex/nvlink";
+  return cost;
+}
+
 }  // namespace foldplan

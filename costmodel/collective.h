@@ -46,6 +46,20 @@ struct CollectiveCost {
 CollectiveCost CollectiveTime(Collective collective, double bytes, const GroupSpan& span,
                               const CommParams& params, int groups_sharing_links = 1);
 
+// The flex dispatcher's forwarded all-to-all (DeepEP, HybridEP): one rank
+// sends `network_bytes` through its NIC (RDMA, to the GPU on its rail in
+// each destination NVLink domain) while the domain's forwarders move
+// `nvlink_bytes` per rank over NVLink, concurrently:
+//   t = alpha + max(nvlink_bytes / B_nvl', network_bytes / B_rank')
+//   alpha = p2p_base[Simple] + nvlink_hop[Simple] (if nvlink_bytes > 0)
+//         + network_hop[Simple] + spine (if network_bytes > 0)
+// B_nvl' = achieved NVLink x flex_nvlink_factor, B_rank' = a rank's NIC
+// share x flex_network_factor, neither above the line rate (CommParams).
+// algbw = busbw = (nvlink_bytes + network_bytes) / t: these kernels are not
+// nccl-tests collectives, so no bus factor. Nothing moves: 0 seconds.
+CollectiveCost ForwardedAllToAllTime(double nvlink_bytes, double network_bytes, const GroupSpan& span,
+                                     const CommParams& params, int groups_sharing_links = 1);
+
 // Every candidate CollectiveTime chose among (one per applicable algorithm
 // and protocol), for tests, reports and "why this algorithm" questions.
 // Empty when nothing moves.

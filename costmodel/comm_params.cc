@@ -92,7 +92,7 @@ struct NumberField {
   double CommParams::*member;
   double min, max;
 };
-constexpr std::array<NumberField, 19> kNumberFields = {{
+constexpr std::array<NumberField, 21> kNumberFields = {{
     {"nvlink_line_gb_per_s", &CommParams::nvlink_line_gb_per_s, 1e-3, kMaxRate},
     {"nic_line_gb_per_s", &CommParams::nic_line_gb_per_s, 1e-3, kMaxRate},
     {"spine_oversubscription", &CommParams::spine_oversubscription, 1, 1024},
@@ -112,6 +112,10 @@ constexpr std::array<NumberField, 19> kNumberFields = {{
     {"tree_ll128_factor", &CommParams::tree_ll128_factor, 1e-3, 1},
     {"p2p_ll_threshold_bytes", &CommParams::p2p_ll_threshold_bytes, 0, 1e12},
     {"p2p_ll_factor", &CommParams::p2p_ll_factor, 1e-3, 1},
+    // Relative to the modelled rates, which sit below the line rate (NVLink
+    // at 0.80-0.82 of it): up to 4, the time capping the result at the line.
+    {"flex_nvlink_factor", &CommParams::flex_nvlink_factor, 1e-3, 4},
+    {"flex_network_factor", &CommParams::flex_network_factor, 1e-3, 4},
 }};
 
 // Every latency table, by its JSON name under /params.

@@ -124,6 +124,16 @@ struct CommParams {
   ProtocolTable p2p_base_us{6.6, 14.0, 8.4};  // LL128 unused
   double p2p_ll_factor = 1.0 / 4.0;            // as Ring LL across nodes
 
+  // --- Flex dispatcher (DeepEP / HybridEP forwarded all-to-all) -------------
+  // Fractions of the modelled NVLink and per-rank NIC bandwidth (above) that
+  // the flex kernels reach, capped at the line rate. 1: the same achieved
+  // rates as NCCL's model. DeepEP's README reports 153-158 GB/s over NVLink
+  // on H800 (this model: 164.8) and 43-58 GB/s RDMA bottleneck bandwidth on
+  // 400 Gb/s CX7 (50), i.e. about NCCL's rates; we do not fit to those
+  // figures. A calibration measures them (doc/cost-model-comm.md section 4).
+  double flex_nvlink_factor = 1.0;
+  double flex_network_factor = 1.0;
+
   // --- Calibration -----------------------------------------------------------
   std::vector<CollectiveFit> fits;
   std::string source = "defaults";  // "defaults" or the calibration file read

@@ -3,6 +3,7 @@
 #include "costmodel/comm_plan.h"
 
 #include <algorithm>
+#include <cmath>
 #include <cstdint>
 #include <optional>
 
@@ -23,14 +24,49 @@ const char* Name(CommKind kind) {
   return "?";
 }
 
+double HitProbability(int experts, int top_k, double held) {
+  if (experts < 1 || top_k < 1 || !(held > 0)) return 0;
+  if (held >= experts) return 1;
+  // C(E - held, k) / C(E, k) = prod_{i<k} (E - held - i) / (E - i).
+  double none = 1;
+  for (int i = 0; i < top_k && i < experts; ++i) none *= std::max(0.0, (experts - held - i) / (experts - i));
+  return 1 - none;
+}
+
 double ExpectedDistinctRanks(int experts, int top_k, int ep) {
   if (ep <= 1 || experts < 1 || top_k < 1) return ep >= 1 ? 1 : 0;
-  // P(a given rank holds none of the k experts) = C(E - E/ep, k) / C(E, k)
-  // = prod_{i<k} (E - E/ep - i) / (E - i).
+  return ep * HitProbability(experts, top_k, static_cast<double>(experts) / ep);
+}
+
+FlexTokenCopies ExpectedFlexCopies(int experts, int top_k, int ep, int etp, const GroupSpan& span) {
+  FlexTokenCopies c;
+  ep = std::max(ep, 1);
+  etp = std::max(etp, 1);
+  const double n = double(ep) * etp;
   const double per_rank = static_cast<double>(experts) / ep;
-  double none = 1;
-  for (int i = 0; i < top_k; ++i) none *= std::max(0.0, (experts - per_rank - i) / (experts - i));
-  return ep * (1 - none);
+  c.gpus = n * HitProbability(experts, top_k, per_rank);
+  const int domains = std::max(span.domains, 1);
+  double g_min = span.min_per_domain, g_max = span.max_per_domain;
+  if (g_max < 1) {  // a span built by hand without counts: an even spread
+    g_min = std::floor(n / domains);
+    g_max = std::ceil(n / domains);
+  }
+  g_min = std::max(1.0, g_min);
+  g_max = std::max(1.0, g_max);
+  // Experts held by a domain of g group ranks: its g / etp expert-parallel
+  // ranks' (ETP shards of one expert are neighbours in the group), at least
+  // one rank's when the domain holds only some shards of it.
+  auto experts_in = [&](double g) { return std::min<double>(experts, per_rank * std::max(1.0, g / etp)); };
+  if (domains == 1 || n <= g_min) {
+    c.domains = c.gpus > 0 ? 1 : 0;
+    c.nvlink = n > 1 ? c.gpus * (n - 1) / n : 0;
+    return c;
+  }
+  const double g_other = (n - g_min) / (domains - 1);
+  c.network = (domains - 1) * HitProbability(experts, top_k, experts_in(g_other));
+  c.domains = c.network + HitProbability(experts, top_k, experts_in(g_min));
+  c.nvlink = c.gpus * (g_max - 1) / g_max;
+  return c;
 }
 
 namespace {
@@ -39,86 +75,79 @@ constexpr double kActivationBytes = 2;  // bf16 (see the header on fp8)
 constexpr double kProbBytes = 4;        // fp32 router probabilities
 constexpr double kGradBytes = 4;        // fp32 gradient buffers
 constexpr double kParamBytes = 2;       // bf16 parameters
-constexpr double kCountBytes = 8;       // int64 token counts
+constexpr double kCountBytes = 8;       // int64 token counts (Megatron's all-to-all dispatcher)
+// The flex dispatcher (DeepEP's buffer interface, which Megatron's flex
+// dispatcher calls and HybridEP mirrors):
+constexpr double kFlexCountBytes = 4;     // int32 per-rank and per-expert token counts (notify)
+constexpr double kTopkIndexBytes = 8;     // int64 topk_idx, sent with every dispatched copy
+constexpr double kTopkWeightBytes = 4;    // fp32 topk_weights, likewise
+constexpr double kFp8Bytes = 1;           // e4m3
+// Scales of an fp8 dispatch, per element: DeepEP's fp8 input is 1x128
+// channel blocks with one fp32 scale each (DeepSeek-V3's activation tiles),
+// 4 / 128 bytes; MXFP8 has one E8M0 byte per 32 elements, 1 / 32. Equal.
+constexpr double kFp8BlockScaleBytes = 4.0 / 128;
+constexpr double kMxfp8ScaleBytes = 1.0 / 32;
 
 // ---------------------------------------------------------------------------
-// Parameters per layer, for the data-parallel volumes. The same counting as
-// inputs/model.cc (which keeps its helpers private): weight matrices, norms,
-// router, QKV biases.
+// Parameters per rank, for the data-parallel and FSDP volumes: the model's
+// own counting (ModelSpec::layer_params, embedding_params), split as
+// parallelism shards it. TP shards attention, dense MLPs, shared experts
+// and the vocabulary; norms, router, MLA down-projections and the shared
+// expert gate are replicated over TP (each TP rank reduces its copy);
+// routed experts are split over EP x ETP.
 
-double MlpParams(const ModelSpec& m, double width) {
-  const double matrices = m.activation == Activation::kSwiGLU ? 3 : 2;
-  return matrices * m.hidden * width;
+double NonExpertPerRank(const LayerParams& p, int tp) {
+  return double(p.attention + p.dense_mlp + p.shared_experts) / tp + double(p.attention_replicated) +
+         double(p.norms) + double(p.router) + double(p.shared_expert_gate);
 }
 
-double AttentionParams(const ModelSpec& m) {
-  double params = 0;
-  if (m.attention == AttentionKind::kMLA && m.mla) {
-    const MlaSpec& a = *m.mla;
-    const double qk = double(a.qk_nope_head_dim) + a.qk_rope_head_dim;
-    const double q = a.q_lora_rank > 0
-                         ? double(m.hidden) * a.q_lora_rank + a.q_lora_rank + double(a.q_lora_rank) * m.heads * qk
-                         : double(m.hidden) * m.heads * qk;
-    const double kv = double(m.hidden) * (a.kv_lora_rank + a.qk_rope_head_dim) + a.kv_lora_rank +
-                      double(a.kv_lora_rank) * m.heads * (a.qk_nope_head_dim + a.v_head_dim);
-    params = q + kv + double(m.heads) * a.v_head_dim * m.hidden;
-  } else {
-    const double q = double(m.heads) * m.head_dim;
-    const double kv = double(m.kv_heads) * m.head_dim;
-    params = double(m.hidden) * (q + 2 * kv) + q * m.hidden;
-    if (m.qkv_bias) params += q + 2 * kv;
-  }
-  if (m.qk_norm) params += 2.0 * m.head_dim;
-  return params;
-}
-
-// Parameters of one layer reduced over DP x CP (everything but routed experts).
-double DenseLayerParams(const ModelSpec& m, bool moe_layer) {
-  double params = AttentionParams(m) + 2.0 * m.hidden;  // + two norms
-  if (!moe_layer) return params + MlpParams(m, m.ffn_hidden);
-  const MoeSpec& e = *m.moe;
-  params += double(m.hidden) * e.experts;  // router
-  params += e.shared_experts * MlpParams(m, e.shared_ffn_hidden);
-  if (e.shared_expert_gate) params += m.hidden;
-  return params;
-}
-
-// Routed-expert parameters of one MoE layer (reduced over EDP).
-double ExpertLayerParams(const ModelSpec& m) { return m.moe->experts * MlpParams(m, m.moe->ffn_hidden); }
-
-struct DataParallelParams {
-  double dense = 0;   // reduced over DP x CP, whole stage (before the TP split)
-  double expert = 0;  // reduced over EDP, whole stage (before the EP x ETP split)
+struct RankParams {
+  double dense_layer = 0;  // non-expert parameters of a dense decoder layer (over DP x CP)
+  double moe_layer = 0;    // non-expert parameters of an MoE layer (over DP x CP)
+  double experts = 0;      // routed experts of an MoE layer (over EDP)
+  double embedding = 0;    // input embedding (vocab-parallel) + learned positions (replicated)
+  double output = 0;       // output layer (a tied one's copy when pp > 1) + final norm
+  // An MTP module besides its decoder layer: enorm, hnorm and its final
+  // norm (3 H, replicated) and eh_proj (2H -> H, column-parallel).
+  double mtp_extra = 0;
 };
 
-// The largest dense and expert parameter counts of any pipeline stage (the
-// stage whose data-parallel reduction is slowest bounds the step).
-DataParallelParams LargestStage(const Layout& l, const ModelSpec& m) {
+RankParams ParamsPerRank(const Layout& l, const ModelSpec& m) {
+  RankParams r;
+  const int tp = std::max(l.tp, 1);
+  const LayerParams dense = m.layer_params(false);
+  r.dense_layer = NonExpertPerRank(dense, tp);
+  if (m.is_moe()) {
+    const LayerParams moe = m.layer_params(true);
+    r.moe_layer = NonExpertPerRank(moe, tp);
+    r.experts = double(moe.routed_expert) * moe.routed_experts / (double(std::max(l.ep, 1)) * std::max(l.etp, 1));
+  }
+  const EmbeddingParams e = m.embedding_params();
+  r.embedding = double(e.input_embedding) / tp + double(e.position_embedding);
+  const double output_table = e.output_layer > 0 ? double(e.output_layer) : l.pp > 1 ? double(e.input_embedding) : 0;
+  r.output = output_table / tp + double(e.final_norm);
+  r.mtp_extra = 3.0 * m.hidden + 2.0 * m.hidden * m.hidden / tp;
+  return r;
+}
+
+struct StageParams {
+  double dense = 0;   // reduced over DP x CP, per rank
+  double expert = 0;  // reduced over EDP, per rank
+};
+
+// The largest dense and expert parameter shares of any pipeline rank (the
+// rank whose data-parallel reduction is slowest bounds the step).
+StageParams LargestStage(const Layout& l, const ModelSpec& m, const RankParams& r) {
   const PipelineDescription pipeline = DescribePipeline(l, m);
-  std::vector<DataParallelParams> stages(pipeline.ranks.size());
-  for (const VirtualStage& v : pipeline.stages) {
-    DataParallelParams& s = stages[static_cast<size_t>(v.pipeline_rank)];
-    for (int layer = v.first_layer; layer < v.first_layer + v.layers; ++layer) {
-      const bool moe = m.layer_is_moe(layer);
-      s.dense += DenseLayerParams(m, moe);
-      if (moe) s.expert += ExpertLayerParams(m);
-    }
-  }
-  const double table = double(m.vocab) * m.hidden;
-  for (size_t p = 0; p < stages.size(); ++p) {
-    const PipelineRank& held = pipeline.ranks[p];
-    if (held.embedding) {
-      stages[p].dense += table;  // input embedding (vocab-parallel)
-      if (m.learned_positions) stages[p].dense += double(m.max_positions) * m.hidden;
-    }
-    if (held.loss) {
-      // The output layer; a tied one is still a copy on the last stage when pp > 1.
-      if (!m.tied_embeddings || l.pp > 1) stages[p].dense += table;
-      stages[p].dense += m.hidden;  // final norm
-    }
-  }
-  DataParallelParams largest;
-  for (const DataParallelParams& s : stages) {
+  const bool mtp_moe = m.layer_is_moe(m.layers - 1);  // an MTP module's layer is of the last layer's kind
+  StageParams largest;
+  for (const PipelineRank& held : pipeline.ranks) {
+    StageParams s;
+    s.dense = held.dense_layers() * r.dense_layer + held.moe_layers * r.moe_layer +
+              held.mtp_layers * ((mtp_moe ? r.moe_layer : r.dense_layer) + r.mtp_extra);
+    s.expert = (held.moe_layers + (mtp_moe ? held.mtp_layers : 0)) * r.experts;
+    if (held.embedding) s.dense += r.embedding;
+    if (held.loss) s.dense += r.output;
     largest.dense = std::max(largest.dense, s.dense);
     largest.expert = std::max(largest.expert, s.expert);
   }
@@ -128,18 +157,43 @@ DataParallelParams LargestStage(const Layout& l, const ModelSpec& m) {
 // ---------------------------------------------------------------------------
 
 // Appends ops, timing each on its group's worst-case span; skips ops that
-// move nothing (a one-rank group, zero bytes, no calls).
+// move nothing (a one-rank group, zero bytes, no calls). Returns the op
+// appended (valid until the next Add), or null.
 class PlanBuilder {
  public:
   PlanBuilder(const LayoutPlacement& placement, const CommParams& params, std::vector<CommOp>& out)
       : placement_(placement), params_(params), out_(out) {}
 
-  void Add(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
-           CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable) {
+  CommOp* Add(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
+              CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable) {
     const GroupPlacement& g = placement_.of(group);
-    if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return;
+    if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
     const CollectiveCost cost = CollectiveTime(collective, bytes, g.span, params_, g.groups_sharing_links);
-    CommOp op;
+    return Push(kind, name, group, collective, bytes, scope, calls_fwd, calls_bwd, overlappable, cost);
+  }
+
+  // A flex dispatcher op: `network_bytes` through the NIC and
+  // `nvlink_bytes` over NVLink, concurrently (ForwardedAllToAllTime).
+  CommOp* AddForwarded(const char* name, GroupKind group, double nvlink_bytes, double network_bytes,
+                       CommOp::Scope scope, double calls_fwd, double calls_bwd) {
+    const GroupPlacement& g = placement_.of(group);
+    const double bytes = nvlink_bytes + network_bytes;
+    if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
+    const CollectiveCost cost =
+        ForwardedAllToAllTime(nvlink_bytes, network_bytes, g.span, params_, g.groups_sharing_links);
+    CommOp* op = Push(CommKind::kExpertParallel, name, group, Collective::kAllToAll, bytes, scope, calls_fwd,
+                      calls_bwd, false, cost);
+    op->network_bytes = network_bytes;
+    return op;
+  }
+
+  const GroupPlacement& of(GroupKind group) const { return placement_.of(group); }
+
+ private:
+  CommOp* Push(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
+               CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable,
+               const CollectiveCost& cost) {
+    CommOp& op = out_.emplace_back();
     op.kind = kind;
     op.name = name;
     op.group = group;
@@ -151,10 +205,9 @@ class PlanBuilder {
     op.seconds_per_call = cost.seconds;
     op.algorithm = cost.algorithm;
     op.overlappable = overlappable;
-    out_.push_back(op);
+    return &op;
   }
 
- private:
   const LayoutPlacement& placement_;
   const CommParams& params_;
   std::vector<CommOp>& out_;
@@ -173,11 +226,22 @@ struct Volumes {
   double tokens_cp;  // mbs x S / CP: a CP rank's tokens (the TP group's, gathered)
   double tokens;     // T = mbs x S / (CP x TP): a rank's tokens under SP
   double hidden;
-  // Extra forward calls the backward pass repeats: full recomputation
-  // reruns the whole layer; selective reruns the core attention, where CP
-  // communicates (Transformer Engine's CP lives inside core attention).
+
+  // Extra forward calls the backward pass repeats (0 or 1), by what the
+  // recompute set reruns (Recompute::has is true for every module under
+  // full recomputation):
+  double again(RecomputeModule m) const { return layout.recompute.has(m) ? 1 : 0; }
+  // the whole layer: its attention block's TP traffic (full only);
   double recompute_layer() const { return layout.recompute.full() ? 1 : 0; }
-  double recompute_attention() const { return layout.recompute.has(RecomputeModule::kCoreAttn) ? 1 : 0; }
+  // core attention, where Transformer Engine's CP communicates;
+  double recompute_attention() const { return again(RecomputeModule::kCoreAttn); }
+  // the dense MLP (`mlp`, which Megatron applies to dense layers only);
+  double recompute_mlp() const { return again(RecomputeModule::kMlp); }
+  // the MoE layer (`moe`): router, dispatch, experts, combine and the
+  // shared experts, all inside one checkpoint;
+  double recompute_moe() const { return again(RecomputeModule::kMoe); }
+  // the shared experts (`shared_experts`, or inside `moe`).
+  double recompute_shared() const { return std::max(recompute_moe(), again(RecomputeModule::kSharedExperts)); }
 };
 
 // TP with sequence parallelism, per block (attention; dense MLP; shared
@@ -185,32 +249,38 @@ struct Volumes {
 // parallel GEMM and reduce-scatter after the row-parallel one; backward
 // all-gathers the output gradient (row-parallel), reduce-scatters the input
 // gradient (column-parallel), and re-gathers the input that SP did not keep
-// for the weight gradient (overlapped with the data-gradient GEMM).
+// for the weight gradient (overlapped with the data-gradient GEMM). A
+// recomputed block repeats its forward pair. With TP communication overlap
+// (--tp-comm-overlap, Transformer Engine's userbuffers) every one of them
+// is pipelined with the GEMM it feeds or follows: overlappable.
 void AddTensorParallel(const Volumes& v, PlanBuilder& plan) {
   const double bytes = v.tokens_cp * v.hidden * kActivationBytes;
-  const double again = v.recompute_layer();
+  const bool overlap = v.layout.tp_overlap;
   struct Block {
     CommOp::Scope scope;
     const char* allgather;
     const char* reducescatter;
     const char* regather;
     bool present;
+    double again;
   };
   const ModelSpec& m = v.model;
   const bool dense_layers = m.layers > m.moe_layer_count();
   const bool shared_experts = m.is_moe() && m.moe->shared_experts > 0;
   const Block blocks[] = {
-      {CommOp::kPerLayer, "tp_attn_allgather", "tp_attn_reducescatter", "tp_attn_regather", true},
-      {CommOp::kPerDenseLayer, "tp_mlp_allgather", "tp_mlp_reducescatter", "tp_mlp_regather", dense_layers},
+      {CommOp::kPerLayer, "tp_attn_allgather", "tp_attn_reducescatter", "tp_attn_regather", true,
+       v.recompute_layer()},
+      {CommOp::kPerDenseLayer, "tp_mlp_allgather", "tp_mlp_reducescatter", "tp_mlp_regather", dense_layers,
+       v.recompute_mlp()},
       {CommOp::kPerMoeLayer, "tp_shared_allgather", "tp_shared_reducescatter", "tp_shared_regather",
-       shared_experts},
+       shared_experts, v.recompute_shared()},
   };
   for (const Block& b : blocks) {
     if (!b.present) continue;
     plan.Add(CommKind::kTensorParallel, b.allgather, GroupKind::kTp, Collective::kAllGather, bytes, b.scope, 1,
-             1 + again, false);
+             1 + b.again, overlap);
     plan.Add(CommKind::kTensorParallel, b.reducescatter, GroupKind::kTp, Collective::kReduceScatter, bytes,
-             b.scope, 1, 1 + again, false);
+             b.scope, 1, 1 + b.again, overlap);
     plan.Add(CommKind::kTensorParallel, b.regather, GroupKind::kTp, Collective::kAllGather, bytes, b.scope, 0,
              1, true);
   }
@@ -258,26 +328,36 @@ void AddRingAttention(const Volumes& v, PlanBuilder& plan) {
 // follows the imbalance; a capacity factor pads every expert to CF x mean.
 double LoadFactor(const JobSpec& j) { return j.capacity_factor > 0 ? j.capacity_factor : j.routing_imbalance; }
 
+// EP overlap (--overlap-moe-expert-parallel-comm): the dispatch and combine
+// all-to-alls run on a communication stream beside the other micro-batch's
+// compute in the 1F1B steady state (the schedule decides how much hides).
+void MarkEpOverlap(const Volumes& v, CommOp* op) {
+  if (op && v.layout.a2a_overlap) op->hides_behind_other_microbatch = true;
+}
+
 // Megatron's all-to-all dispatcher (cost-model.md section 4, steps 1-7).
 void AddAllToAllDispatcher(const Volumes& v, PlanBuilder& plan) {
   const MoeSpec& e = *v.model.moe;
   const Layout& l = v.layout;
   const double rows = v.tokens * e.top_k * LoadFactor(v.job);  // the busiest rank's rows
-  const double again = v.recompute_layer();
+  const double again = v.recompute_moe();
   const auto kind = CommKind::kExpertParallel;
   const auto scope = CommOp::kPerMoeLayer;
   // Token counts per expert, all-gathered over TP x EP before the splits
-  // are known (a device-to-host sync follows; not modelled).
+  // are known (a device-to-host sync follows; not modelled). Stays exposed
+  // under EP overlap: the host waits for it.
   plan.Add(kind, "moe_token_counts", GroupKind::kTpEp, Collective::kAllGather,
            double(l.etp) * l.ep * e.experts * kCountBytes, scope, 1, again, false);
-  plan.Add(kind, "moe_dispatch", GroupKind::kEp, Collective::kAllToAll, rows * v.hidden * kActivationBytes, scope,
-           1, 1 + again, false);
-  plan.Add(kind, "moe_dispatch_probs", GroupKind::kEp, Collective::kAllToAll, rows * kProbBytes, scope, 1,
-           1 + again, false);
-  plan.Add(kind, "moe_combine", GroupKind::kEp, Collective::kAllToAll, rows * v.hidden * kActivationBytes, scope, 1,
-           1 + again, false);
+  MarkEpOverlap(v, plan.Add(kind, "moe_dispatch", GroupKind::kEp, Collective::kAllToAll,
+                            rows * v.hidden * kActivationBytes, scope, 1, 1 + again, false));
+  MarkEpOverlap(v, plan.Add(kind, "moe_dispatch_probs", GroupKind::kEp, Collective::kAllToAll, rows * kProbBytes,
+                            scope, 1, 1 + again, false));
+  MarkEpOverlap(v, plan.Add(kind, "moe_combine", GroupKind::kEp, Collective::kAllToAll,
+                            rows * v.hidden * kActivationBytes, scope, 1, 1 + again, false));
   // ETP: all-gather-v of the received rows (hidden + prob), reduce-scatter-v
-  // of the expert output in the probs dtype; backward swaps them.
+  // of the expert output in the probs dtype; backward swaps them. They run
+  // in the experts' part of the layer, on the compute stream, under EP
+  // overlap too.
   const double etp = l.etp;
   plan.Add(kind, "moe_etp_allgather", GroupKind::kEtp, Collective::kAllGather,
            etp * rows * (v.hidden * kActivationBytes + kProbBytes), scope, 1, again, false);
@@ -296,7 +376,7 @@ void AddAllToAllDispatcher(const Volumes& v, PlanBuilder& plan) {
 void AddAllGatherDispatcher(const Volumes& v, PlanBuilder& plan) {
   const MoeSpec& e = *v.model.moe;
   const double n = double(v.layout.etp) * v.layout.ep;
-  const double again = v.recompute_layer();
+  const double again = v.recompute_moe();
   const double hidden = n * v.tokens * v.hidden * kActivationBytes;
   const double routing = n * v.tokens * e.experts * (1 + kProbBytes);
   const auto kind = CommKind::kExpertParallel;
@@ -311,40 +391,77 @@ void AddAllGatherDispatcher(const Volumes& v, PlanBuilder& plan) {
            false);
 }
 
-// DeepEP-style (flex) dispatch over TP x EP: each token travels once per
-// distinct destination rank (every ETP shard of each distinct EP rank),
-// NVLink and network parts concurrent (the hierarchical all-to-all model).
-// Per-node deduplication of the network part is not modelled (conservative).
-void AddFlexDispatcher(const Volumes& v, PlanBuilder& plan) {
+// The flex dispatcher (--moe-token-dispatcher-type flex), over TP x EP.
+// DeepEP: a token goes once through the NIC to each distinct remote NVLink
+// domain holding one of its experts (to the GPU on its own rail there),
+// and the domain's entry GPUs forward it over NVLink to each distinct
+// destination GPU; combine mirrors it (the entry GPU sums a domain's
+// partial outputs before the RDMA back). HybridEP: the same inside one
+// NVLink domain, NVLink only. Per rank and call, with T L the busiest
+// rank's tokens (ExpectedFlexCopies for the copies):
+//   network bytes = T L x copies.network x c,  nvlink bytes = T L x copies.nvlink x c
+// with c the bytes of one copy: forward dispatch H b (fp8: H (1 + 1/32))
+// plus top-k indices and weights K (8 + 4); combine H b; the backward's
+// dispatch of the output gradient H b; its combine of the input gradient
+// H b + K 4 (the probs' gradient). Before each forward dispatch the ranks
+// exchange token counts (DeepEP's notify_dispatch) and the host waits for
+// them: exposed even under EP overlap. HybridEP's metadata exchange is
+// modelled the same way.
+void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& plan) {
   const MoeSpec& e = *v.model.moe;
   const Layout& l = v.layout;
-  const double destinations = l.etp * ExpectedDistinctRanks(e.experts, e.top_k, l.ep);
-  const double bytes = v.tokens * destinations * v.hidden * kActivationBytes * LoadFactor(v.job);
-  const double again = v.recompute_layer();
-  plan.Add(CommKind::kExpertParallel, "moe_flex_dispatch", GroupKind::kTpEp, Collective::kAllToAll, bytes,
-           CommOp::kPerMoeLayer, 1, 1 + again, false);
-  plan.Add(CommKind::kExpertParallel, "moe_flex_combine", GroupKind::kTpEp, Collective::kAllToAll, bytes,
-           CommOp::kPerMoeLayer, 1, 1 + again, false);
+  const GroupPlacement& group = plan.of(GroupKind::kTpEp);
+  const FlexTokenCopies copies = ExpectedFlexCopies(e.experts, e.top_k, l.ep, l.etp, group.span);
+  const double rows = v.tokens * LoadFactor(v.job);
+  const double again = v.recompute_moe();
+  const int sms = l.dispatcher == Dispatcher::kHybridEP ? ctx.job->hybridep_sms : ctx.job->deepep_sms;
+  const double topk = e.top_k * (kTopkIndexBytes + kTopkWeightBytes);
+  const double token_bf16 = v.hidden * kActivationBytes;
+  const double scale = l.precision == Precision::kMXFP8 ? kMxfp8ScaleBytes : kFp8BlockScaleBytes;
+  const double token_dispatch = IsFp8(l.precision) ? v.hidden * (kFp8Bytes + scale) : token_bf16;
+  const auto scope = CommOp::kPerMoeLayer;
+  const double n = double(l.etp) * l.ep;
+  if (CommOp* op = plan.Add(CommKind::kExpertParallel, "moe_flex_notify", GroupKind::kTpEp, Collective::kAllToAll,
+                            (n + double(e.experts) * l.etp) * kFlexCountBytes, scope, 1, again, false)) {
+    op->sms = sms;
+  }
+  struct Part {
+    const char* name;
+    double copy_bytes;
+    double calls_fwd, calls_bwd;
+  };
+  const Part parts[] = {
+      {"moe_flex_dispatch", token_dispatch + topk, 1, again},
+      {"moe_flex_combine", token_bf16, 1, again},
+      {"moe_flex_dispatch_grad", token_bf16, 0, 1},         // the combine's backward
+      {"moe_flex_combine_grad", token_bf16 + e.top_k * kTopkWeightBytes, 0, 1},  // the dispatch's backward
+  };
+  for (const Part& p : parts) {
+    CommOp* op = plan.AddForwarded(p.name, GroupKind::kTpEp, rows * copies.nvlink * p.copy_bytes,
+                                   rows * copies.network * p.copy_bytes, scope, p.calls_fwd, p.calls_bwd);
+    if (!op) continue;
+    op->sms = sms;
+    MarkEpOverlap(v, op);
+  }
 }
 
 // One [mbs x S/(CP TP), H] activation per micro-batch per boundary forward,
-// its gradient backward. Marked exposed: Megatron overlaps these with
-// compute only in the interleaved schedule, and only partly
-// (--overlap-p2p-communication); doc/cost-model.md counts them exposed.
+// its gradient backward: one crossing of one stage boundary, also under
+// the interleaved schedule (the schedule counts pp x vpp - 1 crossings per
+// micro-batch; the last stage's loss and MTP stay on it).
 void AddPipeline(const Volumes& v, PlanBuilder& plan) {
   plan.Add(CommKind::kPipeline, "pp_send_recv", GroupKind::kPp, Collective::kSendRecv,
            v.tokens * v.hidden * kActivationBytes, CommOp::kPerStageBoundary, 1, 1, false);
 }
 
-// Data parallel, once per step, overlapped with backward (gradients) and
-// the next forward (parameters): dense parameters over DP x CP, routed
-// experts over EDP. Per rank: the largest stage's parameters over TP (dense)
-// or EP x ETP (experts). A distributed optimizer reduce-scatters fp32
-// gradients and all-gathers bf16 parameters; without one, gradients are
-// all-reduced.
-void AddDataParallel(const Volumes& v, const CostContext& ctx, PlanBuilder& plan) {
-  const Layout& l = v.layout;
-  const DataParallelParams stage = LargestStage(l, v.model);
+// Data parallel with the distributed optimizer (or plain DDP), once per
+// step, overlapped with backward (gradients) and the next forward
+// (parameters): dense parameters over DP x CP, routed experts over EDP.
+// Per rank: the largest pipeline rank's share. A distributed optimizer
+// reduce-scatters fp32 gradients and all-gathers bf16 parameters; without
+// one, gradients are all-reduced.
+void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParams& params, PlanBuilder& plan) {
+  const StageParams stage = LargestStage(v.layout, v.model, params);
   struct Reduction {
     GroupKind group;
     double params_per_rank;
@@ -353,9 +470,8 @@ void AddDataParallel(const Volumes& v, const CostContext& ctx, PlanBuilder& plan
     const char* grad_ar;
   };
   const Reduction reductions[] = {
-      {GroupKind::kDpCp, stage.dense / l.tp, "dp_grad_reducescatter", "dp_param_allgather", "dp_grad_allreduce"},
-      {GroupKind::kEdp, stage.expert / (double(l.ep) * l.etp), "edp_grad_reducescatter", "edp_param_allgather",
-       "edp_grad_allreduce"},
+      {GroupKind::kDpCp, stage.dense, "dp_grad_reducescatter", "dp_param_allgather", "dp_grad_allreduce"},
+      {GroupKind::kEdp, stage.expert, "edp_grad_reducescatter", "edp_param_allgather", "edp_grad_allreduce"},
   };
   for (const Reduction& r : reductions) {
     if (ctx.job->distributed_optimizer) {
@@ -370,11 +486,56 @@ void AddDataParallel(const Volumes& v, const CostContext& ctx, PlanBuilder& plan
   }
 }
 
+// Megatron-FSDP (ZeRO-3, --use-megatron-fsdp): parameters, gradients and
+// optimizer states sharded over DP x CP (dense) and EDP (routed experts).
+// Per FSDP unit (a decoder layer, the embedding, the output layer) and per
+// micro-batch: a bf16 all-gather of its parameters before its forward and
+// again before its backward (resharded after each use; the backward's
+// gather also serves a recomputed forward), and an fp32 reduce-scatter of
+// its gradients after its backward. Per micro-batch, not per step: with
+// sharded gradients there is no unsharded buffer to accumulate into, so
+// Megatron-FSDP reduce-scatters in every micro-batch's backward (its
+// no_sync does not skip it). Each is prefetched behind the neighbouring
+// unit's compute: overlappable. No per-step data-parallel traffic remains.
+void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
+  struct Unit {
+    CommOp::Scope scope;
+    GroupKind group;
+    double params_per_rank;
+    const char* allgather;
+    const char* reducescatter;
+  };
+  const Unit units[] = {
+      {CommOp::kPerDenseLayer, GroupKind::kDpCp, params.dense_layer, "fsdp_dense_layer_allgather",
+       "fsdp_dense_layer_reducescatter"},
+      {CommOp::kPerMoeLayer, GroupKind::kDpCp, params.moe_layer, "fsdp_moe_layer_allgather",
+       "fsdp_moe_layer_reducescatter"},
+      {CommOp::kPerMoeLayer, GroupKind::kEdp, params.experts, "fsdp_experts_allgather", "fsdp_experts_reducescatter"},
+      {CommOp::kPerEmbedding, GroupKind::kDpCp, params.embedding, "fsdp_embedding_allgather",
+       "fsdp_embedding_reducescatter"},
+      {CommOp::kPerOutputLayer, GroupKind::kDpCp, params.output, "fsdp_output_allgather",
+       "fsdp_output_reducescatter"},
+  };
+  const ModelSpec& m = v.model;
+  // (An MTP module's layer is of the last layer's kind, so present too.)
+  const bool dense_layers = m.layers > m.moe_layer_count();
+  const bool moe_layers = m.is_moe() && m.moe_layer_count() > 0;
+  for (const Unit& u : units) {
+    if (u.scope == CommOp::kPerDenseLayer && !dense_layers) continue;
+    if (u.scope == CommOp::kPerMoeLayer && !moe_layers) continue;
+    plan.Add(CommKind::kDataParallel, u.allgather, u.group, Collective::kAllGather, u.params_per_rank * kParamBytes,
+             u.scope, 1, 1, true);
+    plan.Add(CommKind::kDataParallel, u.reducescatter, u.group, Collective::kReduceScatter,
+             u.params_per_rank * kGradBytes, u.scope, 0, 1, true);
+  }
+}
+
 }  // namespace
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement) {
   std::vector<CommOp> ops;
   if (!ctx.cluster || !ctx.model || !ctx.job) return ops;
+  ops.reserve(32);  // the most any layout appends (FSDP, ETP, a flex dispatcher) is under 30
   std::optional<CommParams> defaults;
   if (!ctx.comm) defaults = DefaultCommParams(*ctx.cluster);
   const CommParams& params = ctx.comm ? *ctx.comm : *defaults;
@@ -392,11 +553,16 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
       case Dispatcher::kAllToAll: AddAllToAllDispatcher(v, plan); break;
       case Dispatcher::kAllGather: AddAllGatherDispatcher(v, plan); break;
       case Dispatcher::kDeepEP:
-      case Dispatcher::kHybridEP: AddFlexDispatcher(v, plan); break;
+      case Dispatcher::kHybridEP: AddFlexDispatcher(v, ctx, plan); break;
     }
   }
   AddPipeline(v, plan);
-  AddDataParallel(v, ctx, plan);
+  const RankParams rank_params = ParamsPerRank(layout, *ctx.model);
+  if (layout.fsdp) {
+    AddFsdp(v, rank_params, plan);
+  } else {
+    AddDataParallel(v, ctx, rank_params, plan);
+  }
   return ops;
 }
 

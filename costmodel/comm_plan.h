@@ -2,14 +2,16 @@
 // step performs, with its group, bytes (nccl-tests convention, see
 // collective.h), how often it runs and how long one call takes on the
 // group's worst-case placement. Volumes: ../shared/reference/cost-model.md
-// section 4; every formula is derived in doc/cost-model-comm.md.
+// section 4; every formula is derived in doc/cost-model-comm.md section 6.
 //
 // Precision: communication moves bf16 activations (2 bytes) even when the
 // job's GEMMs run in fp8 (Megatron + Transformer Engine cast to fp8 inside
-// the GEMM, after the all-gather / all-to-all; fp8 dispatch as in
-// DeepSeek-V3 is an opt-in this model does not assume). Router
-// probabilities travel in fp32 (4 bytes), gradients are reduced in fp32
-// (Megatron's default for bf16 training), parameters all-gathered in bf16.
+// the GEMM, after the all-gather / all-to-all), except the flex
+// dispatcher's forward dispatch, which sends fp8 tokens with their scales
+// under an fp8 recipe (DeepEP's fp8 dispatch; its combine stays bf16).
+// Router probabilities travel in fp32 (4 bytes), gradients are reduced in
+// fp32 (Megatron's default for bf16 training), parameters all-gathered in
+// bf16.
 #pragma once
 
 #include <vector>
@@ -36,7 +38,13 @@ struct CommOp {
   const char* name = "";        // "tp_attn_allgather", "moe_dispatch", ... (static)
   GroupKind group = GroupKind::kTp;
   Collective collective = Collective::kAllGather;
-  double bytes = 0;             // per call, nccl-tests convention (collective.h)
+  // Per call, nccl-tests convention (collective.h); a flex dispatcher op
+  // (moe_flex_*) instead gives what the rank sends over both tiers, RDMA
+  // plus NVLink forwarding (doc/cost-model-comm.md section 6).
+  double bytes = 0;
+  // Of `bytes`, the part through the rank's NIC: a flex op's RDMA share
+  // (0 for every other op, whose split the collective model derives).
+  double network_bytes = 0;
   // What one count of calls_fwd / calls_bwd is per.
   enum Scope {
     kPerLayer,          // every decoder layer
@@ -44,14 +52,20 @@ struct CommOp {
     kPerMoeLayer,       // layers with an MoE block
     kPerStageBoundary,  // each pipeline boundary a micro-batch crosses, each way
     kPerStep,           // once per optimizer step (data parallel)
+    kPerEmbedding,      // the input embedding's block (first stage; FSDP)
+    kPerOutputLayer,    // the output layer's block (last stage; FSDP)
   } scope = kPerLayer;
-  // Calls per micro-batch per layer (or boundary) in the forward and the
-  // backward pass; for kPerStep, calls per step (parameter all-gathers
-  // counted as forward, gradient reductions as backward).
+  // Calls per micro-batch per layer (or boundary, or embedding / output
+  // block) in the forward and the backward pass; for kPerStep, calls per
+  // step (parameter all-gathers counted as forward, gradient reductions as
+  // backward). FSDP's per-layer gathers and reduce-scatters run every
+  // micro-batch, so they are per-layer ops, not kPerStep.
   double calls_fwd = 0;
   double calls_bwd = 0;
-  double seconds_per_call = 0;  // CollectiveTime on the group's worst-case span
-  const char* algorithm = "none";  // the algorithm CollectiveTime chose
+  // CollectiveTime (flex ops: ForwardedAllToAllTime) on the group's
+  // worst-case span, and the algorithm it chose.
+  double seconds_per_call = 0;
+  const char* algorithm = "none";
   bool overlappable = false;    // may hide behind the compute of the block it runs in
   // EP overlap (--overlap-moe-expert-parallel-comm): in the 1F1B steady
   // state the op hides behind another micro-batch's compute (schedule.h).
@@ -76,10 +90,35 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx);
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
                                   const LayoutPlacement& placement);
 
+// Probability that a set holding `held` of the `experts` experts receives a
+// token whose top-k experts are k distinct experts drawn uniformly:
+// 1 - C(E - held, k) / C(E, k) = 1 - prod_{i<k} (E - held - i) / (E - i).
+double HitProbability(int experts, int top_k, double held);
+
 // Expected number of distinct EP ranks a token's top-k experts live on, for
 // uniform routing over `experts` experts split evenly across `ep` ranks:
-// ep x (1 - C(E - E/ep, k) / C(E, k)) (k distinct experts drawn without
+// ep x HitProbability(E, k, E/ep) (k distinct experts drawn without
 // replacement); about ep x (1 - (1 - 1/ep)^k).
 double ExpectedDistinctRanks(int experts, int top_k, int ep);
+
+// Copies of one token a flex dispatcher (DeepEP, HybridEP) moves, for
+// uniform top-k routing over the expert TP x EP group (etp x ep ranks,
+// every ETP shard of a chosen expert receives the token) placed as `span`.
+// n = etp x ep, N = span.domains NVLink domains:
+//   gpus     = n x HitProbability(E, k, E/ep)        distinct destination GPUs
+//   network  = (N - 1) x HitProbability(E, k, X(G'))  remote domains, one RDMA copy each
+//   nvlink   = gpus x (G_max - 1) / G_max             NVLink copies per token a forwarder sends
+// where X(G) = min(E, E/ep x max(1, G/etp)) experts sit in a domain of G
+// group ranks, and G' = (n - G_min) / (N - 1) is the mean size of the
+// domains other than the emptiest (whose ranks send the most over RDMA).
+// One domain: network 0, nvlink = gpus x (n - 1) / n (a token whose expert
+// is on its own GPU stays there).
+struct FlexTokenCopies {
+  double gpus = 0;
+  double domains = 0;  // distinct destination domains, own included
+  double network = 0;
+  double nvlink = 0;
+};
+FlexTokenCopies ExpectedFlexCopies(int experts, int top_k, int ep, int etp, const GroupSpan& span);
 
 }  // namespace foldplan

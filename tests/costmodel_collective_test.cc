@@ -293,6 +293,63 @@ TEST_CASE("halving a bandwidth never makes a collective faster (property)") {
   }
 }
 
+TEST_CASE("forwarded all-to-all (DeepEP): the slower tier sets the time, the tiers' latencies add") {
+  const Topology topo = MustBuild(Dgx(2));
+  const CommParams p = DefaultCommParams(topo.cluster());
+  const GroupSpan span = SpanOf(topo, 0, 16);
+  // 100 MB forwarded over NVLink: 100e6 / 370.8 GB/s = 0.27 ms; 40 MB
+  // through the NIC: 40e6 / 50 GB/s = 0.8 ms. Concurrent: the NIC's 0.8 ms
+  // sets it. A token's first chunk crosses the network, then NVLink:
+  // 8.4 (p2p Simple base) + 14 (network hop) + 3.4 (NVLink hop) = 25.8 us.
+  const CollectiveCost both = ForwardedAllToAllTime(100e6, 40e6, span, p);
+  CHECK(both.seconds == doctest::Approx(25.8e-6 + 40e6 / 50e9));
+  CHECK(std::string(both.algorithm) == "flex/rdma+nvlink");
+  // No bus factor: these are not nccl-tests collectives. algbw = busbw =
+  // all bytes moved / t.
+  CHECK(both.algbw_gb_per_s == doctest::Approx(140e6 / both.seconds / 1e9));
+  CHECK(both.busbw_gb_per_s == both.algbw_gb_per_s);
+  // NVLink-bound: 1 GB forwarded against 40 MB: 1e9 / 370.8 GB/s.
+  CHECK(ForwardedAllToAllTime(1e9, 40e6, span, p).seconds == doctest::Approx(25.8e-6 + 1e9 / (kNvl4 * 1e9)));
+  // Inside one node (HybridEP): NVLink only, 8.4 + 3.4 us.
+  const GroupSpan node = SpanOf(topo, 0, 8);
+  const CollectiveCost nvlink = ForwardedAllToAllTime(100e6, 0, node, p);
+  CHECK(nvlink.seconds == doctest::Approx(11.8e-6 + 100e6 / (kNvl4 * 1e9)));
+  CHECK(std::string(nvlink.algorithm) == "flex/nvlink");
+  // Two groups on a node's 8 NICs with 8 ranks each: 25 GB/s per rank.
+  CHECK(ForwardedAllToAllTime(100e6, 40e6, span, p, 2).seconds == doctest::Approx(25.8e-6 + 40e6 / 25e9));
+  // Across the spine: + 1 us.
+  const Topology two_su = MustBuild(Dgx(2, 1));
+  CHECK(ForwardedAllToAllTime(100e6, 40e6, SpanOf(two_su, 0, 16), p).seconds ==
+        doctest::Approx(26.8e-6 + 40e6 / 50e9));
+  // The flex factors scale the two rates; neither exceeds the line rate
+  // (450 GB/s NVLink, 50 GB/s NIC): NVLink x 2 gives 450, not 741.6.
+  CommParams measured = p;
+  measured.flex_network_factor = 0.5;
+  CHECK(ForwardedAllToAllTime(100e6, 40e6, span, measured).seconds == doctest::Approx(25.8e-6 + 40e6 / 25e9));
+  measured.flex_nvlink_factor = 2;
+  CHECK(ForwardedAllToAllTime(1e9, 0, node, measured).seconds == doctest::Approx(11.8e-6 + 1e9 / 450e9));
+  measured.flex_network_factor = 2;
+  CHECK(ForwardedAllToAllTime(0, 40e6, span, measured).seconds == doctest::Approx(22.4e-6 + 40e6 / 50e9));
+  // Nothing moves, or one rank: nothing costs.
+  CHECK(ForwardedAllToAllTime(0, 0, span, p).seconds == 0);
+  CHECK(ForwardedAllToAllTime(1e6, 0, SpanOf(topo, 0, 1), p).seconds == 0);
+  // Slower links or more bytes never take less time (random spans).
+  std::mt19937 rng(7);
+  const Topology big = MustBuild(Dgx(64, 8));
+  const CommParams base = DefaultCommParams(big.cluster());
+  for (int trial = 0; trial < 500; ++trial) {
+    const GroupSpan s = RandomSpan(big, rng);
+    const double nv = std::uniform_real_distribution<double>(0, 1e9)(rng);
+    const double net = s.domains > 1 ? std::uniform_real_distribution<double>(0, 1e9)(rng) : 0;
+    const double t = ForwardedAllToAllTime(nv, net, s, base).seconds;
+    CommParams slow = base;
+    slow.nvlink_efficiency /= 2;
+    slow.network_efficiency /= 2;
+    CHECK(ForwardedAllToAllTime(nv, net, s, slow).seconds >= t);
+    CHECK(ForwardedAllToAllTime(2 * nv, 2 * net, s, base).seconds >= t);
+  }
+}
+
 // ---------------------------------------------------------------------------
 // Calibration files.
 
@@ -322,12 +379,26 @@ TEST_CASE("a calibration file overrides parameters and adds fits") {
   CHECK(loaded->nvlink_gb_per_s() == doctest::Approx(300));
   CHECK(loaded->ring_base_us.simple == 10.0);
   CHECK(loaded->ring_base_us.ll == 6.6);  // untouched entries keep NCCL's value
+  CHECK(loaded->flex_nvlink_factor == 1.0);
   CHECK(loaded->source == path);
   const CollectiveCost before = CollectiveTime(Collective::kAllGather, bytes, node, defaults);
   const CollectiveCost after = CollectiveTime(Collective::kAllGather, bytes, node, *loaded);
   CHECK(before.seconds == doctest::Approx(8.4e-6 + 7 * 3.4e-6 + bytes * 7 / 8 / (kNvl4 * 1e9)));
   CHECK(after.seconds == doctest::Approx(10e-6 + 7 * 3.4e-6 + bytes * 7 / 8 / 300e9));
   CHECK(after.seconds > before.seconds);
+
+  // The flex dispatcher's measured fractions of the modelled rates.
+  const std::string flex_path = WriteTemp("cal-flex.json", R"({
+    "schema": "foldplan.calibration/v1",
+    "params": {"flex_nvlink_factor": 0.9, "flex_network_factor": 0.85}
+  })");
+  Result<CommParams> flex = LoadCommParams(flex_path, cluster);
+  REQUIRE_MESSAGE(flex.ok(), flex.status().message());
+  CHECK(flex->flex_nvlink_factor == 0.9);
+  CHECK(flex->flex_network_factor == 0.85);
+  // 40 MB through the NIC at 0.85 x 50 GB/s.
+  CHECK(ForwardedAllToAllTime(1e6, 40e6, SpanOf(topo, 0, 16), *flex).seconds ==
+        doctest::Approx(25.8e-6 + 40e6 / (0.85 * 50e9)));
 
   // A fit replaces the model for its (collective, gpus, placement) only:
   // t = min(20 us + S / 100 GB/s, 60 us + S / 200 GB/s).
@@ -386,6 +457,8 @@ TEST_CASE("a bad calibration file names the file and the JSON pointer") {
   CHECK(error_of("bad6.json", R"({"schema": "foldplan.calibration/v1", "nvlink": 1})").find("/nvlink: unknown field") !=
         std::string::npos);
   CHECK(error_of("bad7.json", "{ not json").find("not valid JSON") != std::string::npos);
+  CHECK(error_of("bad8.json", R"({"schema": "foldplan.calibration/v1", "params": {"flex_network_factor": 0}})")
+            .find("/params/flex_network_factor: expected a number in [0.001, 4], found 0") != std::string::npos);
 }
 
 TEST_CASE("the shipped example calibration restates the defaults") {

@@ -139,12 +139,14 @@ TEST_CASE("Mixtral-8x7B: the ops and their volumes, by hand") {
   CHECK(pp->seconds_per_call == doctest::Approx(22.4e-6 + 8388608.0 / 50e9));
 
   // DP over DP x CP (4 ranks), per step. A layer's non-expert parameters:
-  // attention 4096 x (4096 + 2 x 1024) + 4096 x 4096 = 41,943,040, two norms
-  // 8,192, router 4096 x 8 = 32,768: 41,984,000. The largest stage is the
-  // last: 8 layers + output layer 32000 x 4096 + final norm 4096 =
-  // 466,948,096, over TP 2 = 233,474,048 per rank; fp32 gradients
+  // attention 4096 x (4096 + 2 x 1024) + 4096 x 4096 = 41,943,040, split
+  // over TP 2; two norms 8,192 and the router 4096 x 8 = 32,768, replicated
+  // on both TP ranks: 20,971,520 + 40,960 = 21,012,480 per rank. The
+  // largest stage is the last: 8 layers + the output layer 32000 x 4096 / 2
+  // + the final norm 4096 = 233,639,936 per rank; fp32 gradients
   // reduce-scattered (x 4 bytes), bf16 parameters all-gathered (x 2).
-  const double dense_per_rank = (8.0 * 41984000 + 32000.0 * 4096 + 4096) / 2;
+  const double dense_per_rank = 8.0 * (41943040 / 2 + 8192 + 32768) + 32000.0 * 4096 / 2 + 4096;
+  CHECK(dense_per_rank == 233639936.0);
   const CommOp* rs = FindOp(ops, "dp_grad_reducescatter");
   REQUIRE(rs);
   CHECK(rs->bytes == dense_per_rank * 4);
@@ -159,14 +161,25 @@ TEST_CASE("every op is timed on its group's worst-case span") {
   const MixtralSetup s;
   Result<LayoutPlacement> placement = PlaceGroups(s.layout, s.topo);
   REQUIRE(placement.ok());
-  for (const CommOp& op : s.Plan()) {
+  MixtralSetup flex;
+  flex.layout.dispatcher = Dispatcher::kDeepEP;
+  std::vector<CommOp> all = s.Plan();
+  for (const CommOp& op : flex.Plan()) all.push_back(op);
+  for (const CommOp& op : all) {
     CAPTURE(op.name);
     const GroupPlacement& g = placement->of(op.group);
     CHECK(g.size >= 2);
-    const CollectiveCost cost = CollectiveTime(op.collective, op.bytes, g.span, s.params, g.groups_sharing_links);
+    // Flex dispatch and combine are timed as the forwarded all-to-all of
+    // their two tiers; everything else as its collective.
+    const bool forwarded = std::string(op.algorithm).rfind("flex/", 0) == 0;
+    const CollectiveCost cost =
+        forwarded ? ForwardedAllToAllTime(op.bytes - op.network_bytes, op.network_bytes, g.span, s.params,
+                                          g.groups_sharing_links)
+                  : CollectiveTime(op.collective, op.bytes, g.span, s.params, g.groups_sharing_links);
     CHECK(op.seconds_per_call == cost.seconds);
     CHECK(std::string(op.algorithm) == cost.algorithm);
     CHECK(op.seconds_per_call > 0);
+    if (!forwarded) CHECK(op.network_bytes == 0);
   }
   // Without a topology or parameters in the context, the same plan.
   MixtralSetup bare;
@@ -231,12 +244,19 @@ TEST_CASE("the other dispatchers") {
   CHECK(FindOp(ops, "moe_allgather_tokens")->group == GroupKind::kTpEp);
 
   // Flex: a token goes once to each distinct rank of its 2 experts; with 8
-  // experts on 8 ranks that is exactly 2: 1024 x 2 x 4096 x 2 bytes.
+  // experts on 8 ranks that is exactly 2, and 7/8 of them are another GPU
+  // of the node (the EP group is one node): 1.75 NVLink copies, each the
+  // token (4096 x 2 bytes) with its top-2 indices and weights (2 x (8 + 4)).
+  // Nothing leaves the node. (tests/costmodel_comm_flex_test.cc has more.)
   s.layout.dispatcher = Dispatcher::kDeepEP;
   ops = s.Plan();
+  CHECK(FindOp(ops, "moe_dispatch") == nullptr);
   REQUIRE(FindOp(ops, "moe_flex_dispatch"));
-  CHECK(FindOp(ops, "moe_flex_dispatch")->bytes == doctest::Approx(1024.0 * 2 * 4096 * 2));
+  CHECK(FindOp(ops, "moe_flex_dispatch")->bytes == doctest::Approx(1024.0 * 1.75 * (4096 * 2 + 2 * 12)));
+  CHECK(FindOp(ops, "moe_flex_dispatch")->network_bytes == 0);
+  CHECK(FindOp(ops, "moe_flex_combine")->bytes == doctest::Approx(1024.0 * 1.75 * 4096 * 2));
   CHECK(FindOp(ops, "moe_flex_combine")->collective == Collective::kAllToAll);
+  CHECK(std::string(FindOp(ops, "moe_flex_combine")->algorithm) == "flex/nvlink");
 }
 
 TEST_CASE("expected distinct destination ranks for uniform top-k routing") {
@@ -278,19 +298,130 @@ TEST_CASE("ring CP exchanges K and V blocks, overlapped") {
 }
 
 TEST_CASE("recomputation repeats forward communication in the backward pass") {
+  // A recomputed module runs its forward once more inside the backward, so
+  // every collective inside it gets one more forward-kind call (calls_bwd
+  // + 1). What each module holds: core_attn the CP exchange (Transformer
+  // Engine's CP lives in core attention); mlp the dense MLP's TP
+  // all-gather and reduce-scatter; shared_experts the shared experts' TP
+  // pair; moe the whole MoE layer: token counts, dispatch, probs, combine,
+  // the ETP collectives and the shared experts; full all of a layer.
+  // layernorm, moe_act and mla_up_proj hold no communication.
   MixtralSetup s;
+  s.model.moe->shared_experts = 1;  // a shared expert, to see its TP pair
+  s.model.moe->shared_ffn_hidden = 14336;
   s.layout.recompute = Recompute::Selective();  // core attention: the CP all-to-alls
   std::vector<CommOp> ops = s.Plan();
   CHECK(FindOp(ops, "cp_ulysses_q")->calls_bwd == 2);
   CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 1);
   CHECK(FindOp(ops, "moe_dispatch")->calls_bwd == 1);
+
+  const auto only = [](RecomputeModule m) { return Recompute::Modules(1u << int(m)); };
+  s.layout.recompute = only(RecomputeModule::kMoe);
+  ops = s.Plan();
+  CHECK(FindOp(ops, "moe_token_counts")->calls_bwd == 1);  // 0 without recompute
+  CHECK(FindOp(ops, "moe_dispatch")->calls_bwd == 2);
+  CHECK(FindOp(ops, "moe_dispatch_probs")->calls_bwd == 2);
+  CHECK(FindOp(ops, "moe_combine")->calls_bwd == 2);
+  CHECK(FindOp(ops, "tp_shared_allgather")->calls_bwd == 2);
+  CHECK(FindOp(ops, "tp_shared_reducescatter")->calls_bwd == 2);
+  CHECK(FindOp(ops, "tp_shared_regather")->calls_bwd == 1);
+  CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 1);
+  CHECK(FindOp(ops, "cp_ulysses_q")->calls_bwd == 1);
+  s.layout.etp = 2;  // the ETP all-gather / reduce-scatter too
+  s.layout.ep = 4;
+  ops = s.Plan();
+  CHECK(FindOp(ops, "moe_etp_allgather")->calls_bwd == 1);
+  CHECK(FindOp(ops, "moe_etp_reducescatter")->calls_bwd == 1);
+  CHECK(FindOp(ops, "moe_etp_allgather_grad")->calls_bwd == 1);  // the backward's own, once
+  s.layout.etp = 1;
+  s.layout.ep = 8;
+
+  s.layout.recompute = only(RecomputeModule::kSharedExperts);
+  ops = s.Plan();
+  CHECK(FindOp(ops, "tp_shared_allgather")->calls_bwd == 2);
+  CHECK(FindOp(ops, "moe_dispatch")->calls_bwd == 1);
+
+  s.layout.recompute = Recompute::None();
+  const std::vector<CommOp> reference = s.Plan();
+  for (RecomputeModule quiet : {RecomputeModule::kLayernorm, RecomputeModule::kMoeAct, RecomputeModule::kMlaUpProj}) {
+    CAPTURE(Name(quiet));
+    s.layout.recompute = only(quiet);
+    ops = s.Plan();
+    REQUIRE(ops.size() == reference.size());
+    for (size_t i = 0; i < ops.size(); ++i) {
+      CAPTURE(ops[i].name);
+      CHECK(ops[i].calls_bwd == reference[i].calls_bwd);
+    }
+  }
+
   s.layout.recompute = Recompute::Full();  // the whole layer
   ops = s.Plan();
   CHECK(FindOp(ops, "cp_ulysses_q")->calls_bwd == 2);
   CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 2);
   CHECK(FindOp(ops, "tp_attn_regather")->calls_bwd == 1);
   CHECK(FindOp(ops, "moe_dispatch")->calls_bwd == 2);
+  CHECK(FindOp(ops, "moe_token_counts")->calls_bwd == 1);
+  CHECK(FindOp(ops, "tp_shared_allgather")->calls_bwd == 2);
   CHECK(FindOp(ops, "pp_send_recv")->calls_bwd == 1);
+
+  // A dense model's `mlp` module: the dense MLP's TP pair once more.
+  s.model = MakeDense();
+  s.layout.ep = 1;
+  s.layout.edp = 4;
+  s.layout.etp = 2;
+  s.layout.recompute = only(RecomputeModule::kMlp);
+  ops = s.Plan();
+  CHECK(FindOp(ops, "tp_mlp_allgather")->calls_bwd == 2);
+  CHECK(FindOp(ops, "tp_mlp_reducescatter")->calls_bwd == 2);
+  CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 1);
+}
+
+TEST_CASE("TP communication overlap makes the TP all-gathers and reduce-scatters overlappable") {
+  // --tp-comm-overlap (Transformer Engine userbuffers) pipelines each TP
+  // all-gather with the column-parallel GEMM it feeds and each
+  // reduce-scatter with the row-parallel GEMM that produces it, forward and
+  // backward: the same bytes and seconds, now hidden behind the block.
+  MixtralSetup s;
+  const std::vector<CommOp> plain = s.Plan();
+  s.layout.tp_overlap = true;
+  const std::vector<CommOp> overlapped = s.Plan();
+  REQUIRE(plain.size() == overlapped.size());
+  for (size_t i = 0; i < plain.size(); ++i) {
+    CAPTURE(plain[i].name);
+    CHECK(overlapped[i].bytes == plain[i].bytes);
+    CHECK(overlapped[i].seconds_per_call == plain[i].seconds_per_call);
+    const bool tp = plain[i].kind == CommKind::kTensorParallel;
+    CHECK(overlapped[i].overlappable == (tp || plain[i].overlappable));
+  }
+  CHECK_FALSE(FindOp(plain, "tp_attn_allgather")->overlappable);
+  CHECK(FindOp(overlapped, "tp_attn_allgather")->overlappable);
+  CHECK(FindOp(overlapped, "tp_attn_reducescatter")->overlappable);
+  CHECK_FALSE(FindOp(overlapped, "cp_ulysses_q")->overlappable);  // CP is not TP
+}
+
+TEST_CASE("an interleaved pipeline keeps one op for one boundary crossing") {
+  // One crossing moves a micro-batch's [mbs x S/(CP TP), H] activation one
+  // way and its gradient the other: 1 x 4096/(2 x 2) x 4096 x 2 bytes =
+  // 8 MiB. With vpp 2 the micro-batch crosses pp x vpp - 1 = 7 boundaries
+  // instead of 3, each the same message: the op stays one crossing (the
+  // schedule counts the crossings), so its bytes and calls do not change.
+  MixtralSetup s;
+  const CommOp one = *FindOp(s.Plan(), "pp_send_recv");
+  s.layout.vpp = 2;
+  const std::vector<CommOp> ops = s.Plan();
+  int count = 0;
+  for (const CommOp& op : ops) count += op.scope == CommOp::kPerStageBoundary;
+  CHECK(count == 1);
+  const CommOp* pp = FindOp(ops, "pp_send_recv");
+  REQUIRE(pp);
+  CHECK(pp->bytes == 1024.0 * 4096 * 2);
+  CHECK(pp->bytes == one.bytes);
+  CHECK(pp->calls_fwd == 1);
+  CHECK(pp->calls_bwd == 1);
+  CHECK(pp->seconds_per_call == one.seconds_per_call);
+  // mbs 2 doubles the message.
+  s.layout.mbs = 2;
+  CHECK(FindOp(s.Plan(), "pp_send_recv")->bytes == 2 * one.bytes);
 }
 
 TEST_CASE("dense model: MLP TP traffic, no MoE ops; no distributed optimizer: all-reduce") {
@@ -332,10 +463,15 @@ TEST_CASE("data-parallel volumes agree with the model's parameter count") {
   const CommOp* expert = FindOp(ops, "edp_grad_reducescatter");
   REQUIRE(dense);
   REQUIRE(expert);
-  CHECK(dense->bytes / 4 + expert->bytes / 4 * 32 == doctest::Approx(double(model->total_params())));
+  // total_params() leaves out DeepSeek-V3's MTP module, whose parameters
+  // are trained and reduced too: one MoE decoder layer plus eh_proj
+  // (2H -> H) and three norms (enorm, hnorm, its final norm).
+  REQUIRE(model->mtp_layers == 1);
+  const double mtp = double(model->layer_params(true).total()) + 2.0 * 7168 * 7168 + 3 * 7168;
+  CHECK(dense->bytes / 4 + expert->bytes / 4 * 32 == doctest::Approx(double(model->total_params()) + mtp));
   // The shared experts and 3 dense layers are dense parameters: routed
-  // experts alone are 58 layers x 256 x 3 x 7168 x 2048.
-  CHECK(expert->bytes / 4 * 32 == doctest::Approx(58.0 * 256 * 3 * 7168 * 2048));
+  // experts alone are (58 + 1 MTP) MoE layers x 256 x 3 x 7168 x 2048.
+  CHECK(expert->bytes / 4 * 32 == doctest::Approx(59.0 * 256 * 3 * 7168 * 2048));
 
   // MLA under Ulysses: q and k heads of 192 (128 nope + 64 rope), v of 128.
   s.layout.cp = 2;
