@@ -204,7 +204,7 @@ int WorldOf(const ClusterSpec& cluster, const JobSpec& job) {
 }  // namespace
 
 std::string InputsLine(const Inputs& in) {
-  return "cluster " + in.cluster.name + " (" + std::to_string(in.cluster.total_gpus()) + " x " +
+  return (in.recipe ? "recipe " + in.recipe->name + ": " : std::string()) + "cluster " + in.cluster.name + " (" + std::to_string(in.cluster.total_gpus()) + " x " +
          in.cluster.gpu.name + "), model " + in.model.name + ", job " + in.job.name + " (seq " +
          std::to_string(in.job.seq_len) + ", global batch " + std::to_string(in.job.global_batch) +
          ", " + Precisions(in.job) + ")";
@@ -232,17 +232,38 @@ Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& o) {
   return c;
 }
 
+// The inputs a recipe names; the flags that would name others are refused.
+Result<Inputs> LoadRecipeInputs(const InputOptions& o) {
+  const std::pair<bool, const char*> conflicts[] = {
+      {!o.cluster.empty(), "--cluster"}, {!o.model.empty(), "--model"},       {!o.job.empty(), "--job"},
+      {o.gpus.has_value(), "--gpus"},    {o.nodes.has_value(), "--nodes"}, {o.gpus_per_domain.has_value(), "--gpus-per-domain"}};
+  for (const auto& [given, flag] : conflicts) {
+    if (given) return Status::Error(std::string(flag) + " with --recipe: the recipe names its cluster, GPUs, model and job");
+  }
+  Result<RecipeSpec> recipe = LoadRecipe(o.recipe);
+  if (!recipe.ok()) return recipe.status();
+  Inputs in{recipe->cluster, recipe->model, recipe->job, recipe.value()};
+  return in;
+}
+
 Result<Inputs> LoadInputs(const InputOptions& o) {
-  // The cluster before --gpus-per-domain: the job's setting (file or flag) applies it once.
-  InputOptions whole = o;
-  whole.gpus_per_domain.reset();
-  auto base = LoadClusterWithOverrides(whole);
-  if (!base.ok()) return base.status();
-  auto model = LoadModel(o.model.empty() ? kDefaultModel : o.model);
-  if (!model.ok()) return model.status();
-  auto job = LoadJob(o.job.empty() ? kDefaultJob : o.job);
-  if (!job.ok()) return job.status();
-  Inputs in{base.value(), model.value(), job.value()};
+  Inputs in;
+  if (!o.recipe.empty()) {
+    auto r = LoadRecipeInputs(o);
+    if (!r.ok()) return r.status();
+    in = std::move(r).value();
+  } else {
+    // The cluster before --gpus-per-domain: the job's setting (file or flag) applies it once.
+    InputOptions whole = o;
+    whole.gpus_per_domain.reset();
+    auto base = LoadClusterWithOverrides(whole);
+    if (!base.ok()) return base.status();
+    auto model = LoadModel(o.model.empty() ? kDefaultModel : o.model);
+    if (!model.ok()) return model.status();
+    auto job = LoadJob(o.job.empty() ? kDefaultJob : o.job);
+    if (!job.ok()) return job.status();
+    in = Inputs{base.value(), model.value(), job.value(), std::nullopt};
+  }
   if (Status s = ApplyJobOverrides(o, &in.job); !s.ok()) return s;
   if (Status s = ApplyJobToModelAndCluster(in.job, &in.model, &in.cluster); !s.ok()) return s;
   // A precision recipe the GPU cannot run is a mistake in the request, not a
@@ -262,7 +283,7 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
   all["schema"] = kListSchema;
   all["data_dir"] = DataDir();
   std::string text = "Shipped inputs (" + DataDir() + "):\n";
-  for (InputKind kind : {InputKind::kCluster, InputKind::kModel, InputKind::kJob}) {
+  for (InputKind kind : {InputKind::kCluster, InputKind::kModel, InputKind::kJob, InputKind::kRecipe}) {
     auto shipped = ListShipped(kind);
     if (!shipped.ok()) return Fail(err, shipped.status());
     TextTable table({std::string(Name(kind)) + "s", "what"});
@@ -280,6 +301,11 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
           std::snprintf(params, sizeof params, "%.1fB params, %.1fB active",
                         m->total_params() / 1e9, m->active_params() / 1e9);
           what = std::string(params) + "; " + what;
+        }
+      } else if (kind == InputKind::kRecipe) {
+        if (auto r = LoadRecipe(s.path); r.ok()) {
+          what = std::to_string(r->gpus) + " of " + r->cluster_name + ", " + r->model_name + ": " + r->layout;
+          for (RecipeFeature f : r->not_modelled) what += std::string(" [not modelled: ") + Name(f) + "]";
         }
       }
       if (what.size() > 100) what = what.substr(0, 97) + "...";

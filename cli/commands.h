@@ -12,6 +12,7 @@
 #include "inputs/cluster.h"
 #include "inputs/job.h"
 #include "inputs/model.h"
+#include "inputs/recipe.h"
 #include "planner/legality.h"
 
 namespace foldplan {
@@ -34,12 +35,16 @@ struct InputOptions {
   std::optional<double> capacity_factor;    // --capacity-factor X (0: dropless)
   std::optional<double> routing_imbalance;  // --routing-imbalance X (1: forced balance)
   std::optional<int> gpus_per_domain;       // --gpus-per-domain N: N GPUs of every NVLink domain
+  // --recipe NAME: the cluster, GPUs, model and job of a shipped (or given)
+  // recipe instead of --cluster / --model / --job; the job overrides still apply.
+  std::string recipe;
 };
 
 struct Inputs {
   ClusterSpec cluster;  // with the job's gpus_per_domain applied
   ModelSpec model;      // with the job's mtp_layers applied
   JobSpec job;
+  std::optional<RecipeSpec> recipe;  // when loaded from --recipe
 };
 
 // Loads the three inputs (defaults where unnamed), applies the overrides,
@@ -103,7 +108,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);
 
 struct ExplainOptions {
   InputOptions inputs;
-  std::string layout;                 // required
+  std::string layout;                 // required unless --recipe gives one
   bool json = false;
   std::string output;                 // -o plan.json holding just this layout
 };

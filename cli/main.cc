@@ -87,13 +87,20 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("-o,--output", plan.output, "write the plan (foldplan.plan/v1) to FILE");
   plan_cmd->add_flag("--why", plan.why, "count the candidates each rule rejected, memory included");
   plan_cmd->add_option("--threads", plan.threads, "scoring threads")->capture_default_str();
+  plan_cmd->add_option("--recipe", plan.inputs.recipe,
+                       "search a shipped recipe's setting (foldplan list) and compare the best with its layout")
+      ->type_name("NAME");
   plan_cmd->add_option("--fix", plan.fix, "search only layouts that agree with these layout keys, e.g. tp=2,pp=8,ep=32")
       ->type_name("KEYS");
 
   foldplan::ExplainOptions explain;
   auto* explain_cmd = app.add_subcommand("explain", "the full cost breakdown of one layout");
   AddInputFlags(explain_cmd, &explain.inputs);
-  explain_cmd->add_option("--layout", explain.layout, "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1")->required();
+  explain_cmd->add_option("--layout", explain.layout,
+                          "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1 (default with --recipe: the recipe's)");
+  explain_cmd->add_option("--recipe", explain.inputs.recipe,
+                          "explain a shipped recipe (foldplan list): its cluster, GPUs, model, job and layout")
+      ->type_name("NAME");
   explain_cmd->add_flag("--json", explain.json, "print the layout's costs as JSON (a plan candidate)");
   explain_cmd->add_option("-o,--output", explain.output, "write a foldplan.plan/v1 file holding this layout");
 

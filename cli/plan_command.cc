@@ -119,6 +119,44 @@ std::string WhyBetter(const Evaluation& a, const Evaluation& b) {
   return out;
 }
 
+// A recipe that relies on what the model does not cover says so.
+void WarnAboutRecipe(const Inputs& in, std::ostream& err) {
+  if (!in.recipe) return;
+  for (RecipeFeature f : in.recipe->not_modelled) {
+    err << "note: recipe " << in.recipe->name << " uses " << Name(f)
+        << ", which foldplan does not model: its memory estimate leaves that saving out\n";
+  }
+}
+
+// How the search's best compares with the recipe's own layout.
+std::string RecipeComparison(const Evaluation& best, const Evaluation& recipe, uint64_t better, uint64_t fitting) {
+  std::string out = "the recipe's layout (" + ShortDegrees(recipe.layout) + ", " + Options(recipe.layout) + "):\n";
+  if (!recipe.violations.empty()) {
+    out += "  is illegal here:\n";
+    for (const auto& v : recipe.violations) out += "    " + std::string(Name(v.rule)) + ": " + v.detail + "\n";
+    return out;
+  }
+  out += "  step " + Seconds(recipe.step.step_time_s) + ", " +
+         WithCommas(static_cast<unsigned long long>(recipe.step.tokens_per_s)) + " tokens/s, MFU " +
+         Fixed(100 * recipe.step.mfu, 1) + "%, peak memory " + Fixed(recipe.memory.peak_gib(), 1) + " GiB";
+  if (!recipe.memory.fits) {
+    out += ": DOES NOT FIT in " + Fixed(recipe.memory.hbm_gib, 1) + " GiB here, so it is not among the candidates\n";
+  } else {
+    out += "; it ranks " + WithCommas(better + 1) + " of " + WithCommas(fitting) + " fitting layouts\n";
+  }
+  const double gain = recipe.step.step_time_s / best.step.step_time_s - 1;
+  if (FormatLayout(best.layout) == FormatLayout(recipe.layout)) {
+    out += "  it is the best layout found\n";
+  } else if (gain > 0) {
+    out += "  the best layout is " + Fixed(100 * gain, 1) + "% faster (" + Seconds(best.step.step_time_s) +
+           " vs " + Seconds(recipe.step.step_time_s) + " per step):\n" + WhyBetter(best, recipe);
+  } else {
+    out += "  it is faster than every fitting layout of the search (" + Seconds(recipe.step.step_time_s) +
+           " vs " + Seconds(best.step.step_time_s) + ")\n";
+  }
+  return out;
+}
+
 // The best layout's Megatron-LM arguments on one line, or why it has none.
 std::string MegatronText(const Layout& layout, const Inputs& in) {
   Result<std::vector<std::string>> args = MegatronArguments(layout, in.cluster, &in.model, &in.job);
@@ -139,6 +177,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   auto inputs = LoadInputs(options.inputs);
   if (!inputs.ok()) return Fail(err, inputs.status());
   Inputs in = inputs.value();
+  WarnAboutRecipe(in, err);
   auto pins = ParsePins(options.fix);
   if (!pins.ok()) return Fail(err, pins.status());
   in.job = PinnedJob(in.job, *pins);
@@ -159,6 +198,17 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   }
   const CostScorer scorer(cost, objective);
   search.pins = &*pins;
+  // The recipe's own layout, ranked against the search.
+  std::optional<Evaluation> recipe;
+  if (in.recipe) {
+    auto layout = ParseLayout(in.recipe->layout, in.job.world_size, &in.job);
+    if (!layout.ok()) return Fail(err, Status::Error("recipe " + in.recipe->name + ": " + layout.status().message()));
+    recipe = cost.Evaluate(layout.value());
+    if (recipe->violations.empty() && recipe->memory.fits) {
+      const LayoutScore score = cost.Score(recipe->layout, objective == Objective::kMemory);
+      search.rank_objective = score.objective;
+    }
+  }
   SearchResult result = SearchLayouts(cost.legality(), scorer, search);
   if (tty && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 1.0) {
     err << "\r" << std::string(30, ' ') << "\r";
@@ -168,6 +218,8 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   std::vector<Evaluation> shown(evals.begin(), evals.begin() + std::min<size_t>(evals.size(), options.top));
 
   PlanFileContents contents{&cost, Name(objective), shown, &result.enumeration};
+  contents.recipe = recipe ? &*recipe : nullptr;
+  contents.recipe_rank = result.better_than_reference + 1;
   if (options.json || !options.output.empty()) {
     auto text = PlanFileJson(contents);
     if (!text.ok()) return Fail(err, text.status());
@@ -190,6 +242,10 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   out << "\n" << CandidatesTable(shown);
   out << "\nbest layout:\n" << Breakdown(evals.front());
   if (evals.size() > 1) out << "\nwhy it wins:\n" << WhyBetter(evals[0], evals[1]);
+  if (recipe) {
+    out << "\n" << RecipeComparison(evals.front(), *recipe, result.better_than_reference,
+                                   result.enumeration.legal_count);
+  }
   out << "\n" << MegatronText(evals.front().layout, in);
   if (options.why) {
     TextTable table({"rule", "rejected"}, {Align::kLeft, Align::kRight});
@@ -200,11 +256,17 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
 }
 
 int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.layout.empty() && options.inputs.recipe.empty()) {
+    err << "foldplan: explain needs --layout (or --recipe, whose layout it explains)\n";
+    return 2;
+  }
   auto inputs = LoadInputs(options.inputs);
   if (!inputs.ok()) return Fail(err, inputs.status());
   const Inputs& in = inputs.value();
+  WarnAboutRecipe(in, err);
   const int world = in.job.world_size > 0 ? in.job.world_size : in.cluster.total_gpus();
-  auto layout = ParseLayout(options.layout, world, &in.job);
+  const std::string& text = options.layout.empty() ? in.recipe->layout : options.layout;
+  auto layout = ParseLayout(text, world, &in.job);
   if (!layout.ok()) return Fail(err, layout.status());
   auto model = CostModel::Create(in.cluster, in.model, in.job);
   if (!model.ok()) return Fail(err, model.status());
@@ -219,6 +281,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
     }
     if (options.json) return e.violations.empty() ? 0 : 1;
   }
+  if (in.recipe) out << InputsLine(in) << "\n";
   if (!e.violations.empty()) {
     out << "ILLEGAL: this layout breaks " << e.violations.size() << " rule"
         << (e.violations.size() > 1 ? "s" : "") << ":\n";

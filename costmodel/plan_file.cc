@@ -107,6 +107,12 @@ Result<std::string> PlanFileJson(const PlanFileContents& c) {
   Json candidates = Json::array();
   for (const auto& e : c.candidates) candidates.push_back(CandidateJson(e));
   out["candidates"] = candidates;
+  if (c.recipe) {
+    const bool ranked = c.recipe->violations.empty() && c.recipe->memory.fits;
+    out["recipe"] = {{"name", ctx.job->name},
+                     {"candidate", CandidateJson(*c.recipe)},
+                     {"rank", ranked ? Json(c.recipe_rank) : Json(nullptr)}};
+  }
   out["rank_map"] = nullptr;
   if (!c.candidates.empty()) {
     auto map = BuildRankMap(c.candidates.front().layout, *ctx.cluster);

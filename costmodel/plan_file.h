@@ -34,6 +34,10 @@ struct PlanFileContents {
   std::vector<Evaluation> candidates;  // best first
   // Search counts; absent for explain.
   const Enumeration* enumeration = nullptr;
+  // plan --recipe: the recipe's own layout and its rank among the fitting
+  // layouts (1 = best); absent otherwise.
+  const Evaluation* recipe = nullptr;
+  uint64_t recipe_rank = 0;
 };
 
 // The whole file as JSON text. The first candidate's rank map is built and

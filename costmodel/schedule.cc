@@ -5,6 +5,9 @@
 namespace foldplan {
 namespace {
 
+constexpr BlockKind kAllBlockKinds[] = {BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kEmbedding,
+                                        BlockKind::kOutputLayer, BlockKind::kMtpLayer};
+
 // Micro-batches whose forward or backward runs alone on pipeline rank p:
 // the warm-up forwards and one more (the last one before the first
 // backward), mirrored by as many cool-down backwards. 1F1B: pp - p;
@@ -83,7 +86,7 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     RankTime& rt = t.ranks[p];
     rt.compute_s = r.compute_s();
     const double lone = LoneMicrobatches(pipe, static_cast<int>(p), work.microbatches) / m;
-    for (BlockKind kind : {BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kMtpLayer}) {
+    for (BlockKind kind : kAllBlockKinds) {
       if (r.count(kind) > 0) rt.exposed_comm_s += ExposedInBlock(work, kind, lone, r.count(kind), nullptr);
     }
     // Stage boundaries: the rank's vpp chunks each send forward and
@@ -112,7 +115,7 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     const RankWork& r = work.ranks[static_cast<size_t>(t.slowest)];
     const RankTime& rt = t.ranks[static_cast<size_t>(t.slowest)];
     const double lone = LoneMicrobatches(pipe, t.slowest, work.microbatches) / m;
-    for (BlockKind kind : {BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kMtpLayer}) {
+    for (BlockKind kind : kAllBlockKinds) {
       if (r.count(kind) > 0) ExposedInBlock(work, kind, lone, r.count(kind), op_exposed_s);
     }
     const double sends = r.boundary_crossings * crossing_s;

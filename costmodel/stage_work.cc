@@ -27,6 +27,8 @@ bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
     case CommOp::kPerLayer: return kind == BlockKind::kDenseLayer || kind == BlockKind::kMoeLayer || mtp;
     case CommOp::kPerDenseLayer: return kind == BlockKind::kDenseLayer || (mtp && !mtp_moe);
     case CommOp::kPerMoeLayer: return kind == BlockKind::kMoeLayer || (mtp && mtp_moe);
+    case CommOp::kPerEmbedding: return kind == BlockKind::kEmbedding;
+    case CommOp::kPerOutputLayer: return kind == BlockKind::kOutputLayer;
     case CommOp::kPerStageBoundary:
     case CommOp::kPerStep: return false;
   }

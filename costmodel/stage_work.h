@@ -34,8 +34,9 @@ struct BlockCost {
 };
 
 // Whether `op` runs in every block of `kind` (its scope is per layer, per
-// dense layer or per MoE layer; an MTP module's layer is a MoE layer when
-// `mtp_moe`); stage-boundary and per-step ops run in no block.
+// dense layer, per MoE layer, the embedding or the output layer; an MTP
+// module's layer is a MoE layer when `mtp_moe`); stage-boundary and
+// per-step ops run in no block.
 bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe);
 
 // One pipeline rank's work per micro-batch.

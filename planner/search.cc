@@ -19,6 +19,7 @@ bool Better(const ScoredLayout& a, const ScoredLayout& b) {
 struct Shard {
   std::vector<ScoredLayout> best;
   uint64_t rejected_memory = 0;
+  uint64_t better = 0;  // below the reference objective
   void Offer(ScoredLayout candidate, size_t top) {
     if (best.size() == top && !Better(candidate, best.back())) return;
     auto at = std::upper_bound(best.begin(), best.end(), candidate, Better);
@@ -66,6 +67,7 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
           ++shard->rejected_memory;
           continue;
         }
+        if (options.rank_objective && score.objective < *options.rank_objective) ++shard->better;
         shard->Offer({layout, score}, top);
       }
       done.fetch_add(end - begin);
@@ -90,6 +92,7 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   uint64_t rejected_memory = 0;
   for (auto& shard : shards) {
     rejected_memory += shard.rejected_memory;
+    result.better_than_reference += shard.better;
     for (auto& c : shard.best) {
       result.best.push_back(std::move(c));
     }

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <functional>
+#include <optional>
 #include <vector>
 
 #include "planner/enumerate.h"
@@ -19,6 +20,9 @@ struct SearchOptions {
   std::function<void(double fraction)> progress = nullptr;
   // Only the layouts that agree with these (planner/enumerate.h); may be null.
   const LayoutPins* pins = nullptr;
+  // When set, the search also counts the fitting layouts whose objective is
+  // lower than this (to rank a reference layout, e.g. a recipe's).
+  std::optional<double> rank_objective = std::nullopt;
 };
 
 struct ScoredLayout {
@@ -30,6 +34,7 @@ struct SearchResult {
   Enumeration enumeration;            // counts include the memory rejections
   std::vector<ScoredLayout> best;     // at most `top`, lowest objective first
   uint64_t scored = 0;                // legal layouts scored
+  uint64_t better_than_reference = 0; // fitting layouts below SearchOptions::rank_objective
 };
 
 // Ties on the objective are broken by step time, then by the layout's
