@@ -36,6 +36,11 @@ std::string Options(const Layout& l) {
   if (l.cp > 1) out += std::string(" ") + Name(l.cp_style);
   if (l.order != kDefaultOrder) out += " " + l.order;
   if (l.placement != Placement::kLinear) out += std::string(" ") + Name(l.placement);
+  if (l.dispatcher != Dispatcher::kAllToAll) out += std::string(" ") + Name(l.dispatcher);
+  if (l.a2a_overlap) out += " a2a-overlap";
+  if (l.precision != Precision::kBF16) out += std::string(" ") + Name(l.precision);
+  if (l.fsdp) out += " fsdp";
+  if (l.tp_overlap) out += " tp-overlap";
   return out;
 }
 
@@ -97,7 +102,9 @@ std::string Breakdown(const Evaluation& e) {
 }
 
 // Why the best beats the runner-up: the components of the step that differ most.
-std::string WhyBetter(const Evaluation& a, const Evaluation& b) {
+// Why `a` beats `b` ("the runner-up" or another `label`): the components of
+// the step that differ most.
+std::string WhyBetter(const Evaluation& a, const Evaluation& b, const std::string& label) {
   std::vector<std::pair<std::string, double>> deltas = {
       {"compute per micro-batch x micro-batches",
        (b.step.stage_compute_s * b.step.microbatches) - (a.step.stage_compute_s * a.step.microbatches)},
@@ -109,7 +116,7 @@ std::string WhyBetter(const Evaluation& a, const Evaluation& b) {
   };
   std::sort(deltas.begin(), deltas.end(),
             [](const auto& x, const auto& y) { return std::abs(x.second) > std::abs(y.second); });
-  std::string out = "  the runner-up (" + ShortDegrees(b.layout) + ", " + Options(b.layout) + ") takes " +
+  std::string out = "  " + label + " (" + ShortDegrees(b.layout) + ", " + Options(b.layout) + ") takes " +
                     Seconds(b.step.step_time_s - a.step.step_time_s) + " longer per step:\n";
   for (const auto& [what, d] : deltas) {
     if (std::abs(d) < 1e-6) continue;
@@ -149,7 +156,7 @@ std::string RecipeComparison(const Evaluation& best, const Evaluation& recipe, u
     out += "  it is the best layout found\n";
   } else if (gain > 0) {
     out += "  the best layout is " + Fixed(100 * gain, 1) + "% faster (" + Seconds(best.step.step_time_s) +
-           " vs " + Seconds(recipe.step.step_time_s) + " per step):\n" + WhyBetter(best, recipe);
+           " vs " + Seconds(recipe.step.step_time_s) + " per step):\n" + WhyBetter(best, recipe, "the recipe's layout");
   } else {
     out += "  it is faster than every fitting layout of the search (" + Seconds(recipe.step.step_time_s) +
            " vs " + Seconds(best.step.step_time_s) + ")\n";
@@ -241,7 +248,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   }
   out << "\n" << CandidatesTable(shown);
   out << "\nbest layout:\n" << Breakdown(evals.front());
-  if (evals.size() > 1) out << "\nwhy it wins:\n" << WhyBetter(evals[0], evals[1]);
+  if (evals.size() > 1) out << "\nwhy it wins:\n" << WhyBetter(evals[0], evals[1], "the runner-up");
   if (recipe) {
     out << "\n" << RecipeComparison(evals.front(), *recipe, result.better_than_reference,
                                    result.enumeration.legal_count);

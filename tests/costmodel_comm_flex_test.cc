@@ -10,6 +10,7 @@
 
 #include <doctest/doctest.h>
 
+#include "costmodel_comm_fixtures.h"
 #include "costmodel/comm_params.h"
 #include "costmodel/comm_plan.h"
 #include "fixtures.h"
@@ -23,11 +24,8 @@ namespace {
 
 using testing::MustBuild;
 
-const CommOp* FindOp(const std::vector<CommOp>& ops, const std::string& name) {
-  for (const CommOp& op : ops)
-    if (name == op.name) return &op;
-  return nullptr;
-}
+using testing::FindOp;
+using Setup = testing::CommSetup;
 
 // P(a set of `held` of E experts receives a token's K distinct experts),
 // written out: 1 - prod_{i<K} (E - held - i) / (E - i).
@@ -44,26 +42,6 @@ ModelSpec Load(const char* name) {
 }
 
 // One plan on its own cluster: the context the plan builder reads.
-struct Setup {
-  ClusterSpec cluster;
-  ModelSpec model;
-  JobSpec job = testing::MakeJob();
-  Topology topo;
-  CommParams params;
-  Layout layout;
-
-  Setup(ClusterSpec c, ModelSpec m)
-      : cluster(std::move(c)), model(std::move(m)), topo(MustBuild(cluster)), params(DefaultCommParams(cluster)) {}
-  std::vector<CommOp> Plan() const {
-    CostContext ctx;
-    ctx.cluster = &cluster;
-    ctx.model = &model;
-    ctx.job = &job;
-    ctx.topology = &topo;
-    ctx.comm = &params;
-    return BuildCommPlan(layout, ctx);
-  }
-};
 
 // DeepSeek-V3 (H 7168, 256 experts, top 8) with EP 64 over 8 DGX H100 nodes
 // (tp 1, dp 64, pp 1; S 4096, mbs 1: T = 4096 tokens per rank).

@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "costmodel_comm_fixtures.h"
 #include "costmodel/comm_params.h"
 #include "costmodel/comm_plan.h"
 #include "fixtures.h"
@@ -20,32 +21,9 @@ namespace {
 
 using testing::MustBuild;
 
-const CommOp* FindOp(const std::vector<CommOp>& ops, const std::string& name) {
-  for (const CommOp& op : ops)
-    if (name == op.name) return &op;
-  return nullptr;
-}
+using testing::FindOp;
+using Setup = testing::CommSetup;
 
-struct Setup {
-  ClusterSpec cluster;
-  ModelSpec model;
-  JobSpec job = testing::MakeJob();
-  Topology topo;
-  CommParams params;
-  Layout layout;
-
-  Setup(ClusterSpec c, ModelSpec m)
-      : cluster(std::move(c)), model(std::move(m)), topo(MustBuild(cluster)), params(DefaultCommParams(cluster)) {}
-  std::vector<CommOp> Plan() const {
-    CostContext ctx;
-    ctx.cluster = &cluster;
-    ctx.model = &model;
-    ctx.job = &job;
-    ctx.topology = &topo;
-    ctx.comm = &params;
-    return BuildCommPlan(layout, ctx);
-  }
-};
 
 // The public Qwen3-235B Megatron-FSDP recipe: 256 H100 (32 DGX nodes),
 // TP2, EP8 ETP1, dp 128, edp 32, mbs 4, DeepEP, full recompute.

@@ -7,6 +7,7 @@
 #include <doctest/doctest.h>
 
 #include "topology_fixtures.h"
+#include "costmodel_comm_fixtures.h"
 #include "costmodel/comm_params.h"
 #include "costmodel/comm_plan.h"
 #include "planner/group_placement.h"
@@ -24,11 +25,7 @@ using testing::MakeMixtral;
 
 using testing::MustBuild;
 
-const CommOp* FindOp(const std::vector<CommOp>& ops, const std::string& name) {
-  for (const CommOp& op : ops)
-    if (name == op.name) return &op;
-  return nullptr;
-}
+using testing::FindOp;
 
 std::vector<std::string> Names(const std::vector<CommOp>& ops) {
   std::vector<std::string> names;

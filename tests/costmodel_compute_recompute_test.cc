@@ -7,43 +7,16 @@
 
 #include <string>
 
-#include "costmodel/compute_profile.h"
-#include "costmodel/compute_time.h"
-#include "costmodel/cost_context.h"
-#include "inputs/loader.h"
+#include "costmodel_compute_fixtures.h"
 
 using namespace foldplan;
 
 namespace {
 
-const ComputeProfile& H200() {
-  static const ComputeProfile profile = [] {
-    auto p = ComputeProfile::Load(std::string(FOLDPLAN_SOURCE_DIR) + "/data/compute/h200.json");
-    REQUIRE_MESSAGE(p.ok(), p.status().message());
-    return p.value();
-  }();
-  return profile;
-}
-
-constexpr double kBw = 4224.003837367019e9;
-
-doctest::Approx Close(double x) { return doctest::Approx(x).epsilon(1e-12); }
-
-struct Setup {
-  ModelSpec model;
-  JobSpec job;
-  CostContext ctx;
-  explicit Setup(const char* name) {
-    auto m = LoadModel(name);
-    REQUIRE_MESSAGE(m.ok(), m.status().message());
-    model = m.value();
-    job.seq_len = 4096;
-    job.routing_imbalance = 1;
-    ctx.model = &model;
-    ctx.job = &job;
-    ctx.profile = &H200();
-  }
-};
+using testing::Close;
+using testing::H200;
+using testing::kBw;
+using Setup = testing::ComputeSetup;
 
 Recompute Modules(const char* text) {
   auto r = ParseRecompute(text);

@@ -11,6 +11,7 @@
 #include "costmodel/compute_profile.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/cost_context.h"
+#include "costmodel_compute_fixtures.h"
 #include "inputs/loader.h"
 #include "tests/fixtures.h"
 
@@ -18,16 +19,9 @@ using namespace foldplan;
 
 namespace {
 
-const std::string kH200 = std::string(FOLDPLAN_SOURCE_DIR) + "/data/compute/h200.json";
-
-const ComputeProfile& H200() {
-  static const ComputeProfile profile = [] {
-    auto p = ComputeProfile::Load(kH200);
-    REQUIRE_MESSAGE(p.ok(), p.status().message());
-    return p.value();
-  }();
-  return profile;
-}
+using testing::Close;
+using testing::H200;
+const std::string& kH200 = testing::kH200Profile;
 
 nlohmann::json H200Json() {
   auto j = ParseJsonFile(kH200);
@@ -41,7 +35,6 @@ ModelSpec Model(const char* name) {
   return m.value();
 }
 
-doctest::Approx Close(double x) { return doctest::Approx(x).epsilon(1e-12); }
 
 constexpr double T = 1e12;  // TFLOP/s
 
