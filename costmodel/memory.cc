@@ -16,23 +16,118 @@
 namespace foldplan {
 namespace {
 
-constexpr double kBf16 = 2;      // bytes: weights, activations
-constexpr double kFp32 = 4;      // bytes: softmax statistics, router scores, loss logits
-constexpr double kMask = 1;      // bytes: a dropout mask element
-constexpr double kIndex = 8;     // bytes: an int64 token or position id
+constexpr double kBf16 = 2;        // bytes: weights, activations
+constexpr double kFp32 = 4;        // bytes: softmax statistics, router scores, loss logits, probabilities
+constexpr double kMask = 1;        // bytes: a dropout mask element
+constexpr double kBool = 1;        // bytes: a routing-map element (torch.bool)
+constexpr double kIndex = 8;       // bytes: an int64 token or position id, a top-k index
 constexpr double kAdamBytes = 12;  // fp32 master weight + Adam m + Adam v
-constexpr double kFp8CopyBytes = 2;  // fp8 weight + its transpose (Hopper GEMM layouts)
+
+// Bytes per element of the input an FP8 linear saves for its weight
+// gradient, scales included. Transformer Engine keeps one usage of it: the
+// columnwise (transposed) copy on Hopper, which wgrad reads; MXFP8 the
+// columnwise copy (its 32-element blocks run along the token axis wgrad
+// reduces over). delayed / tensorwise: one fp32 scale per tensor, nothing
+// per element; blockwise: an fp32 scale per 1 x 128 block, 4 / 128;
+// mxfp8: an E8M0 scale per 32 elements, 1 / 32.
+double Fp8ActivationBytes(Precision p) {
+  switch (p) {
+    case Precision::kFP8Delayed:
+    case Precision::kFP8Tensorwise:
+      return 1;
+    case Precision::kFP8Blockwise:
+      return 1 + kFp32 / 128;
+    case Precision::kMXFP8:
+      return 1 + 1.0 / 32;
+    case Precision::kBF16:
+      break;
+  }
+  return kBf16;
+}
+
+// Bytes per GEMM weight element of the FP8 copies Transformer Engine caches
+// across the micro-batches of a step (is_first_microbatch), beside the bf16
+// weight: a rowwise copy (fprop) and a columnwise one (dgrad reads W^T).
+// delayed / tensorwise: Hopper's FP8 GEMMs take only the TN layout, so
+// weight + transpose, 1 + 1; Blackwell's take any layout, so one copy.
+// blockwise (128 x 128 blocks, fp32 scales): 2 x (1 + 4 / 128^2).
+// mxfp8: both copies, each quantized along its own axis with an E8M0 scale
+// per 32 elements, 2 x (1 + 1/32).
+double Fp8WeightCopyBytes(Precision p, bool blackwell) {
+  switch (p) {
+    case Precision::kFP8Delayed:
+    case Precision::kFP8Tensorwise:
+      return blackwell ? 1 : 2;
+    case Precision::kFP8Blockwise:
+      return 2 * (1 + kFp32 / (128.0 * 128.0));
+    case Precision::kMXFP8:
+      return 2 * (1 + 1.0 / 32);
+    case Precision::kBF16:
+      break;
+  }
+  return 0;
+}
+
+// Scaling state per FP8 GEMM that lives apart from the data (TE fp8_meta):
+// five scaled tensors (forward input, weight, output; backward output
+// gradient, input gradient). delayed: an amax history of `history` fp32 +
+// scale + scale_inv each; tensorwise: scale + amax each. Block scales
+// (blockwise, mxfp8) travel with their tensors and are counted there.
+constexpr int kFp8ScaledTensorsPerGemm = 5;
+double Fp8StatePerGemm(Precision p, int history) {
+  switch (p) {
+    case Precision::kFP8Delayed:
+      return kFp8ScaledTensorsPerGemm * (std::max(1, history) + 2) * kFp32;
+    case Precision::kFP8Tensorwise:
+      return kFp8ScaledTensorsPerGemm * 2 * kFp32;
+    default:
+      return 0;
+  }
+}
+
+// Tokens the flex dispatcher sends in FP8 (an FP8 recipe): e4m3 with an
+// fp32 scale per 128 channels (DeepEP's FP8 dispatch, DeepSeek-V3's
+// format), 1 + 4/128 B per element; MXFP8's 1 + 1/32 is the same number.
+constexpr double kFp8DispatchBytes = 1 + kFp32 / 128;
+
+// DeepEP's preallocated buffers (deep_ep csrc/config.hpp
+// get_nvl_buffer_size_hint / get_rdma_buffer_size_hint; Megatron's
+// fused_a2a.get_buffer sizes them for hidden_bytes = H x 2, the larger of
+// the dispatch and combine configs of deep_ep/buffer.py).
+constexpr int kDeepEpMaxNvlPeers = 8;               // NUM_MAX_NVL_PEERS
+constexpr double kDeepEpRdmaRecvTokens = 128;       // num_max_rdma_chunked_recv_tokens, every size
+constexpr double kDeepEpTokenMetaBytes =            // per buffered token besides its hidden bytes:
+    8                                               //   SourceMeta (internode)
+    + 128 * kIndex                                  //   kNumMaxTopK int64 top-k indices
+    + 128 * kFp32                                   //   kNumMaxTopK fp32 top-k weights
+    + 128 * kFp32;                                  //   kNumMaxScales fp32 scales
+// num_max_nvl_chunked_recv_tokens of the dispatch / combine configs by EP
+// group size (the larger of the two; both agree): 256 up to 8 ranks, 288
+// for 16-64, 560 for 128, 720 for 144-160 (and beyond, the last entry).
+double DeepEpNvlRecvTokens(int ranks) {
+  if (ranks <= 8) return 256;
+  if (ranks <= 64) return 288;
+  if (ranks <= 128) return 560;
+  return 720;
+}
 
 enum TermIndex {
   kParametersIdx,
   kFp8WeightCopiesIdx,
+  kFp8ScalingStateIdx,
   kGradientsIdx,
   kOptimizerStatesIdx,
+  kFsdpGatheredIdx,
+  kFsdpGradientsIdx,
   kActivationsIdx,
   kRecomputeWorkingSetIdx,
+  kMtpActivationsIdx,
   kEmbeddingActivationsIdx,
   kOutputLogitsIdx,
+  kMtpLogitsIdx,
   kDispatchBuffersIdx,
+  kEpOverlapIdx,
+  kFlexBuffersIdx,
   kNcclBuffersIdx,
   kOptimizerBucketsIdx,
   kCudaContextIdx,
@@ -41,24 +136,20 @@ enum TermIndex {
 
 constexpr const char* kTermNames[kMemoryTermCount] = {
     memory_term::kParameters,          memory_term::kFp8WeightCopies,
-    memory_term::kGradients,           memory_term::kOptimizerStates,
-    memory_term::kActivations,         memory_term::kRecomputeWorkingSet,
+    memory_term::kFp8ScalingState,     memory_term::kGradients,
+    memory_term::kOptimizerStates,     memory_term::kFsdpGatheredParameters,
+    memory_term::kFsdpUnshardedGradients, memory_term::kActivations,
+    memory_term::kRecomputeWorkingSet, memory_term::kMtpActivations,
     memory_term::kEmbeddingActivations, memory_term::kOutputLogits,
-    memory_term::kDispatchBuffers,     memory_term::kNcclBuffers,
-    memory_term::kOptimizerBuckets,    memory_term::kCudaContext,
-    memory_term::kFragmentation,
+    memory_term::kMtpLogits,           memory_term::kDispatchBuffers,
+    memory_term::kEpOverlap,           memory_term::kFlexDispatcherBuffers,
+    memory_term::kNcclBuffers,         memory_term::kOptimizerBuckets,
+    memory_term::kCudaContext,         memory_term::kFragmentation,
 };
-
-// Elements an MLP of width `width` keeps per token row beyond its input:
-// SwiGLU keeps the fc1 output (gate and up, 2F, the activation's input) and
-// the fc2 input (F); GELU keeps the GELU input (F) and the fc2 input (F).
-double MlpInnerElements(Activation act, double width) {
-  return act == Activation::kSwiGLU ? 3 * width : 2 * width;
-}
 
 std::string Format(const char* fmt, ...) __attribute__((format(printf, 1, 2)));
 std::string Format(const char* fmt, ...) {
-  char buf[320];
+  char buf[400];
   va_list args;
   va_start(args, fmt);
   std::vsnprintf(buf, sizeof buf, fmt, args);
@@ -72,6 +163,37 @@ long long MicroBatches(const JobSpec& job, const Layout& l) {
   const long long per_step = static_cast<long long>(std::max(1, l.dp)) * std::max(1, l.mbs);
   return std::max(1LL, job.global_batch / per_step);
 }
+
+// The largest `n` (1..4) FSDP units of a stage: parameter elements and the
+// GEMM weights among them.
+struct LargestUnits {
+  static constexpr int kMax = 4;
+  int n = 2;
+  std::array<double, kMax> params{}, gemm{};
+  void Add(double unit_params, double unit_gemm, int count) {
+    for (int c = 0; c < std::min(count, n); ++c) {
+      int at = n;
+      while (at > 0 && unit_params > params[static_cast<size_t>(at - 1)]) --at;
+      if (at >= n) return;
+      for (int i = n - 1; i > at; --i) {
+        params[static_cast<size_t>(i)] = params[static_cast<size_t>(i - 1)];
+        gemm[static_cast<size_t>(i)] = gemm[static_cast<size_t>(i - 1)];
+      }
+      params[static_cast<size_t>(at)] = unit_params;
+      gemm[static_cast<size_t>(at)] = unit_gemm;
+    }
+  }
+  double Params(int k) const {
+    double s = 0;
+    for (int i = 0; i < std::min(k, n); ++i) s += params[static_cast<size_t>(i)];
+    return s;
+  }
+  double Gemm() const {
+    double s = 0;
+    for (int i = 0; i < n; ++i) s += gemm[static_cast<size_t>(i)];
+    return s;
+  }
+};
 
 }  // namespace
 
@@ -88,32 +210,54 @@ struct MemoryModel::StageTerms {
   PipelineRank count;  // what the stage holds
   StageParams params;
   double inflight = 0;
-  int collectives = 0;     // NCCL collective communicators in use
-  int p2p_peers = 0;       // NCCL point-to-point peers in use
-  double short_lived = 0;  // what fragmentation is charged on
+  double mtp_inflight = 0;
+  double fsdp_gathered = 0;  // parameter elements of the gathered units
+  double fsdp_gradient = 0;  // ... of the units with unsharded gradients
+  double fp8_gemm = 0;       // GEMM weights with FP8 copies
+  double gemms = 0;          // FP8 GEMMs (scaling state)
+  int collectives = 0;       // NCCL collective communicators in use
+  int p2p_peers = 0;         // NCCL point-to-point peers in use
+  double short_lived = 0;    // what fragmentation is charged on
 
   double peak() const { return std::accumulate(bytes.begin(), bytes.end(), 0.0); }
 };
 
 // What every stage of a layout shares: computed once per evaluation.
 struct MemoryModel::LayoutTerms {
-  long long microbatches = 1;      // m = global_batch / (dp x mbs)
-  double rows = 0;                 // T: token rows per rank entering a layer
-  double load = 1;                 // expert-rank load factor (imbalance or capacity)
-  double layer_dense = 0;          // activation bytes per micro-batch, one dense layer
-  double layer_moe = 0;            // ... one MoE layer
-  double working_dense = 0;        // recompute working set of one dense layer
-  double working_moe = 0;          // ... one MoE layer
+  long long microbatches = 1;  // m = global_batch / (dp x mbs)
+  double rows = 0;             // T: token rows per rank entering a layer
+  double load = 1;             // expert-rank load factor (imbalance or capacity)
+  double expert_rows = 0;      // R = etp x load x T x K on the busiest rank
+  double destinations = 0;     // D: distinct EP ranks a token goes to (flex)
+  LayerBytes dense, moe;       // one layer of each kind, one micro-batch
   double embedding_per_microbatch = 0;
-  double logits = 0;
-  double dispatch = 0;             // one MoE layer's dispatch buffers
+  double logits = 0;           // main output: fp32 logits + final-norm and output-layer inputs
+  double mtp_logits = 0;       // one MTP head's fp32 logits
+  double mtp_row = 0;          // an MTP module's own tensors per row, outside its decoder layer
+  bool mtp_with_loss = true;   // every MTP layer sits in the loss's virtual stage
+  bool mtp_off_first = false;  // an MTP layer on a pipeline rank other than the embedding's
+  double dispatch = 0;         // one MoE layer's transient dispatch / combine buffers
+  double deferred_wgrad = 0;   // EP overlap: output gradients of one MoE layer's deferred wgrads
+  double flex_nvl = 0, flex_rdma = 0;  // persistent flex-dispatcher buffers
+  double flex_ranks = 0, flex_peers = 0;  // for the notes
+  double fp8_weight_bytes = 0;  // per GEMM weight element
+  double fp8_state_per_gemm = 0;
+  double local_experts = 0;    // E / ep
+  // FSDP units, per rank (model-parallel shards), elements and GEMM weights.
+  double dense_unit = 0, dense_unit_gemm = 0, moe_unit = 0, moe_unit_gemm = 0;
+  double mtp_unit = 0, mtp_unit_gemm = 0, table_unit = 0;
   int collectives = 0, moe_collectives = 0;  // NCCL collective communicators
   int p2p_peers = 0, moe_p2p_peers = 0;      // NCCL point-to-point peers
 };
 
 MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const ClusterSpec& cluster,
                          const MemoryAssumptions& assumptions)
-    : model_(&model), job_(&job), hbm_gib_(cluster.gpu.hbm_gib), a_(assumptions) {
+    : model_(&model),
+      job_(&job),
+      hbm_gib_(cluster.gpu.hbm_gib),
+      blackwell_(cluster.gpu.architecture == GpuArchitecture::kBlackwell),
+      nvlink_domain_gpus_(std::max(1, cluster.nvlink_domain_gpus)),
+      a_(assumptions) {
   const ModelSpec& m = model;
   const double h = m.hidden;
 
@@ -133,40 +277,38 @@ MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const Clust
     moe_layer_experts_ = double(moe.routed_experts) * double(moe.routed_expert);
   }
   embeddings_ = m.embedding_params();
+  // MTP (Megatron's MultiTokenPredictionLayer): enorm, hnorm, eh_proj
+  // (2H -> H, a column-parallel linear), one transformer layer of the
+  // decoder's last layer's spec, final_layernorm; the output head is shared.
+  mtp_projection_ = 2 * h * h;
+  mtp_norms_ = 3 * h;
+  mtp_moe_ = m.is_moe() && m.layers > 0 && m.layer_is_moe(m.layers - 1);
 
-  // Activations per token row (doc section "Activations").
-  const double q = double(m.heads) * m.head_dim;
-  const double k = double(m.kv_heads) * m.head_dim;
-  const double v = double(m.kv_heads) * m.v_head_dim();
-  const double o = double(m.heads) * m.v_head_dim();
-  double latent = 0;  // MLA: each latent's norm input and up-projection input
-  if (m.attention == AttentionKind::kMLA && m.mla) {
-    latent = 2.0 * m.mla->kv_lora_rank + (m.mla->q_lora_rank > 0 ? 2.0 * m.mla->q_lora_rank : 0);
-  }
-  const double qk_norm_inputs = m.qk_norm ? q + k : 0;
-  // norm input (H) + QKV / down-projection input (H) + latents + q, k, v
-  // (after rotary) + attention output = out-projection input.
-  attention_row_bytes_ = kBf16 * (2 * h + latent + q + k + v + o + qk_norm_inputs) +
-                         (a_.dropout ? kMask * h : 0);  // mask after the out-projection
-  if (a_.flash_attention) {
-    core_row_bytes_ = kFp32 * m.heads;  // log-sum-exp per head and query row
-  } else {
-    // softmax output (2 B); with dropout also its mask (1 B) and output (2 B).
-    core_square_bytes_ = a_.dropout ? kBf16 + kMask + kBf16 : kBf16;
-  }
-  // pre-MLP norm input (H) + fc1 input (H) + the MLP's inner tensors.
-  dense_mlp_row_bytes_ = kBf16 * (2 * h + MlpInnerElements(m.activation, m.ffn_hidden)) +
-                         (a_.dropout ? kMask * h : 0);
+  // Activation widths per token row (doc section "Activations").
+  mla_ = m.attention == AttentionKind::kMLA && m.mla.has_value();
+  q_ = double(m.heads) * m.head_dim;
+  k_ = double(m.kv_heads) * m.head_dim;
+  v_ = double(m.kv_heads) * m.v_head_dim();
+  o_ = double(m.heads) * m.v_head_dim();
+  qk_norm_inputs_ = m.qk_norm ? q_ + k_ : 0;
+  if (mla_) latents_ = double(m.mla->kv_lora_rank) + double(m.mla->q_lora_rank);
+  // SwiGLU's fc1 output is gate and up (2F), GELU's F; fc2 reads F.
+  const bool swiglu = m.activation == Activation::kSwiGLU;
+  auto fc1_out = [&](double width) { return swiglu ? 2 * width : width; };
+  mlp_fc1_out_ = fc1_out(m.ffn_hidden);
+  mlp_fc2_in_ = m.ffn_hidden;
+  // FP8 GEMMs per layer: GQA/MHA linear_qkv + linear_proj; MLA q (or
+  // q_down + q_up), kv_down, kv_up, proj; MLP fc1 + fc2.
+  attention_gemms_ = mla_ ? (m.mla->q_lora_rank > 0 ? 2 : 1) + 3 : 2;
+  dense_mlp_gemms_ = 2;
   if (m.is_moe()) {
     const MoeSpec& e = *m.moe;
     const double shared_width = double(e.shared_experts) * e.shared_ffn_hidden;
-    moe_row_bytes_ = kBf16 * (2 * h)                        // norm input, router input
-                     + kFp32 * e.experts + kFp32 * e.top_k  // router scores, top-k probs
-                     + kBf16 * MlpInnerElements(m.activation, shared_width)  // shared experts
-                     + kBf16 * double(e.top_k) * h          // combine input, K rows per token
-                     + (a_.dropout ? kMask * h : 0);
-    expert_row_hidden_bytes_ = kBf16 * h;  // fc1 input, one row per (token, expert)
-    expert_row_ffn_bytes_ = kBf16 * MlpInnerElements(m.activation, e.ffn_hidden);
+    shared_fc1_out_ = fc1_out(shared_width);
+    shared_fc2_in_ = shared_width;
+    expert_fc1_out_ = fc1_out(e.ffn_hidden);
+    expert_fc2_in_ = e.ffn_hidden;
+    shared_gemms_ = shared_width > 0 ? 2 : 0;
   }
 }
 
@@ -183,9 +325,10 @@ double MemoryModel::ExpertLoad(const Layout& layout) const {
   return layout.ep > 1 ? std::max(1.0, job_->routing_imbalance) : 1.0;
 }
 
-double MemoryModel::LayerActivationBytes(const Layout& layout, bool moe_layer,
-                                         Recompute recompute) const {
+MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
+                                           Recompute r) const {
   const ModelSpec& m = *model_;
+  const double h = m.hidden;
   const double tp = std::max(1, layout.tp);
   const double cp = std::max(1, layout.cp);
   const double seq = job_->seq_len;
@@ -194,48 +337,193 @@ double MemoryModel::LayerActivationBytes(const Layout& layout, bool moe_layer,
   // parallelism) the non-matmul tensors over TP; TP-split matmul outputs
   // have all mbs S / cp rows but 1/tp of the width, the same element count.
   const double rows = mbs * seq / (cp * tp);
-  if (recompute.full()) return kBf16 * rows * m.hidden;  // the layer input only
-
-  double bytes = rows * attention_row_bytes_;
-  if (!recompute.has(RecomputeModule::kCoreAttn)) {
-    // Ulysses: heads / (tp cp) heads over the whole sequence; ring: heads /
-    // tp over S / cp queries and all S keys. Either way mbs a S^2 / (tp cp).
-    bytes += a_.flash_attention ? rows * core_row_bytes_
-                                : mbs * m.heads * seq * seq / (tp * cp) * core_square_bytes_;
+  LayerBytes out;
+  if (r.full()) {
+    out.stored = kBf16 * rows * h;  // the layer input only
+    out.rebuilt = Layer(layout, moe_layer, Recompute::None()).stored;
+    return out;
   }
-  if (!moe_layer || !m.moe) return bytes + rows * dense_mlp_row_bytes_;
+  auto has = [&](RecomputeModule x) { return r.has(x); };
+  const bool fp8 = IsFp8(layout.precision);
+  // A tensor an FP8 linear saves as its input: FP8 (+ scales), else bf16.
+  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16;
+  const double mask = a_.dropout ? kMask * h : 0;
 
+  // Attention sub-layer. The core: flash keeps fp32 log-sum-exp per head
+  // and query row; unfused attention its a x s x s scores (Ulysses: heads /
+  // (tp cp) over all S; ring: heads / tp over S / cp queries, S keys;
+  // either way mbs a S^2 / (tp cp)), 2 B, or 5 B with dropout (softmax
+  // output, mask, dropout output).
+  const double core = a_.flash_attention
+                          ? rows * kFp32 * m.heads
+                          : mbs * m.heads * seq * seq / (tp * cp) *
+                                (a_.dropout ? kBf16 + kMask + kBf16 : kBf16);
+  const bool separate_input_norm = mla_ || !a_.norms_fused_into_linear;
+  const bool drop_input_norm = separate_input_norm && has(RecomputeModule::kLayernorm);
+  const bool drop_up_proj = mla_ && has(RecomputeModule::kMlaUpProj);
+  const bool drop_core = has(RecomputeModule::kCoreAttn);
+  double attn_row = kBf16 * h;  // the input norm's input: the layer input
+  // Its output, the QKV (MLA: q and kv down-projection) input: FP8 linears
+  // keep their own FP8 copies, one per linear reading it (MLA: two).
+  if (!drop_input_norm) attn_row += (fp8 && mla_ ? 2 : 1) * lin * h;
+  attn_row += kBf16 * latents_;  // MLA latent norms' inputs
+  if (!drop_up_proj) attn_row += lin * latents_ + kBf16 * (q_ + k_ + v_);  // up-proj inputs; q, k, v
+  attn_row += kBf16 * qk_norm_inputs_;
+  // The attention output: the core's backward keeps it (bf16) unless the
+  // core is recomputed; the out-projection keeps it too, the same tensor in
+  // bf16, its own FP8 copy under FP8.
+  attn_row += (fp8 ? (drop_core ? 0 : kBf16) + lin : kBf16) * o_;
+  attn_row += mask;  // after the out-projection
+  const double attn = rows * attn_row + (drop_core ? 0 : core);
+  // What attention's backward rebuilds: the input norm's output, the MLA
+  // up-projection block (latent norm outputs, q, k, v), the core (its
+  // output and statistics); all alive during the core's backward.
+  const double attn_rebuilt =
+      rows * ((drop_input_norm ? kBf16 * h : 0) +
+              (drop_up_proj ? lin * latents_ + kBf16 * (q_ + k_ + v_) : 0) +
+              (drop_core ? kBf16 * o_ : 0)) +
+      (drop_core ? core : 0);
+
+  if (!moe_layer || !m.moe) {
+    // Dense MLP: pre-MLP norm input, its output (fc1's input), fc1's
+    // output (the activation's input), the activation's output (fc2's input).
+    const bool separate = !a_.norms_fused_into_linear;
+    const bool drop_norm = separate && has(RecomputeModule::kLayernorm);
+    const bool drop_mlp = has(RecomputeModule::kMlp);
+    double row = kBf16 * h + mask;
+    if (drop_mlp) {
+      if (separate && !drop_norm) row += kBf16 * h;  // the MLP checkpoint's input
+    } else {
+      if (!drop_norm) row += lin * h;
+      row += kBf16 * mlp_fc1_out_ + lin * mlp_fc2_in_;
+    }
+    const double rebuilt =
+        (drop_norm ? kBf16 * h : 0) +
+        (drop_mlp ? kBf16 * mlp_fc1_out_ + lin * mlp_fc2_in_ + (separate ? 0 : lin * h) : 0);
+    out.stored = attn + rows * row;
+    out.rebuilt = std::max(attn_rebuilt, rows * rebuilt);
+    return out;
+  }
+
+  // MoE sub-layer. Expert rows on the busiest rank: the ETP all-gather
+  // collects etp ranks' dispatched rows, T K each on average, `load` times
+  // that on the busiest.
+  const MoeSpec& e = *m.moe;
   const double etp = std::max(1, layout.etp);
-  // Expert rows on the busiest rank: the ETP all-gather collects etp ranks'
-  // dispatched rows, T K each on average, `load` times that on the busiest.
-  const double expert_rows = etp * ExpertLoad(layout) * rows * m.moe->top_k;
-  return bytes + rows * moe_row_bytes_ +
-         expert_rows * (expert_row_hidden_bytes_ + expert_row_ffn_bytes_ / etp);
+  const double expert_rows = etp * ExpertLoad(layout) * rows * e.top_k;
+  const bool drop_norm = has(RecomputeModule::kLayernorm);  // a separate TENorm
+  const bool drop_moe = has(RecomputeModule::kMoe);
+  const bool shared = shared_fc2_in_ > 0;
+  const bool drop_shared = shared && has(RecomputeModule::kSharedExperts);
+  const bool drop_act = has(RecomputeModule::kMoeAct);
+  // Router: fp32 scores (softmax / sigmoid output), the aux-loss scores;
+  // fused (TE fused_topk_with_score_function) + the bool routing map;
+  // unfused + the top-k probabilities (fp32) and indices (int64).
+  const double router_row =
+      kFp32 * e.experts * (a_.router_aux_loss ? 2 : 1) +
+      (job_->moe_router_fusion ? kBool * e.experts
+                               : kFp32 * e.top_k + kIndex * e.top_k + kBool * e.experts);
+  const double shared_row = shared ? kBf16 * shared_fc1_out_ + lin * shared_fc2_in_ : 0;
+  // Under FP8 the shared experts' fc1 keeps its own FP8 copy of the norm
+  // output beside the router's bf16 one.
+  const double shared_copy = shared && fp8 ? lin * h : 0;
+  const double combine_row = a_.expert_probs_in_activation ? 0 : kBf16 * e.top_k * h;
+  const double prob = a_.expert_probs_in_activation ? kFp32 : 0;  // permuted prob, per row
+  const double fc2_in = expert_fc2_in_ / etp;
+  const double expert_row = lin * h + kBf16 * expert_fc1_out_ / etp + prob + lin * fc2_in;
+  const double block =
+      rows * (router_row + shared_row + shared_copy + combine_row) + expert_rows * expert_row;
+
+  double row = kBf16 * h + mask;     // pre-MLP norm input; dropout mask after the MoE
+  if (!drop_norm) row += kBf16 * h;  // its output: the router's input, or moe's checkpoint input
+  double stored_block = 0;
+  if (!drop_moe) {
+    stored_block = rows * (router_row + combine_row) +
+                   (drop_shared ? 0 : rows * (shared_row + (drop_norm ? 0 : shared_copy))) +
+                   expert_rows * (expert_row - (drop_act ? lin * fc2_in : 0));
+  }
+  // What the MoE's backward rebuilds: the norm output (alive through the
+  // whole MoE backward) plus the MoE block (moe) or the larger of the
+  // experts' activation output (moe_act, bf16) and the shared experts
+  // (shared_experts), which are rebuilt one after the other.
+  const double moe_rebuilt =
+      (drop_norm ? rows * kBf16 * h : 0) +
+      (drop_moe ? block
+                : std::max(drop_act ? expert_rows * kBf16 * fc2_in : 0,
+                           drop_shared ? rows * (shared_row + shared_copy) : 0));
+  out.stored = attn + rows * row + stored_block;
+  out.rebuilt = std::max(attn_rebuilt, moe_rebuilt);
+  return out;
 }
+
+double MemoryModel::LayerActivationBytes(const Layout& layout, bool moe_layer,
+                                         Recompute recompute) const {
+  return Layer(layout, moe_layer, recompute).stored;
+}
+
+double MemoryModel::LayerRecomputeBytes(const Layout& layout, bool moe_layer,
+                                        Recompute recompute) const {
+  return Layer(layout, moe_layer, recompute).rebuilt;
+}
+
+namespace {
+// Vocab-sized matrices a pipeline rank holds: input-table copies (the
+// embedding, a tied model's loss-stage copy, the MTP stage's copy) and
+// output layers (untied).
+struct Tables {
+  int input = 0;
+  int output = 0;
+};
+Tables TablesHeld(const EmbeddingParams& e, int pp, const PipelineRank& held) {
+  Tables t;
+  const bool tied = e.output_layer <= 0;
+  if (held.embedding) t.input = 1;
+  if (held.loss) {
+    if (!tied) {
+      t.output = 1;
+    } else if (pp > 1) {
+      t.input += 1;  // tied: the last stage holds its own copy of the table
+    }
+  }
+  if (held.mtp_layers > 0) {
+    // The MTP stage embeds the next tokens itself (Megatron builds the
+    // embedding there and keeps it equal to the first stage's): a copy
+    // unless it already holds one.
+    if (t.input == 0) t.input = 1;
+    // And it needs the output head: untied, a copy off the loss stage;
+    // tied, the table it holds.
+    if (!tied && t.output == 0) t.output = 1;
+  }
+  return t;
+}
+}  // namespace
 
 StageParams MemoryModel::ParamsFor(const Layout& layout, const PipelineRank& held) const {
   const double tp = std::max(1, layout.tp);
   const double expert_shards = double(std::max(1, layout.ep)) * std::max(1, layout.etp);
   const int pp = std::max(1, layout.pp);
-  const double moe = held.moe_layers;
-  const double dense = held.dense_layers();
+  // MTP layers count as decoder layers of the last layer's kind.
+  const double mtp = held.mtp_layers;
+  const double moe = held.moe_layers + (mtp_moe_ ? mtp : 0);
+  const double dense = held.dense_layers() + (mtp_moe_ ? 0 : mtp);
 
   StageParams p;
   p.dense = dense * (dense_layer_tp_ / tp + dense_layer_replicated_) +
-            moe * (moe_layer_tp_ / tp + moe_layer_replicated_);
+            moe * (moe_layer_tp_ / tp + moe_layer_replicated_) +
+            mtp * (mtp_projection_ / tp + mtp_norms_);
   p.expert = moe * moe_layer_experts_ / expert_shards;
   p.gemm = dense * (dense_layer_tp_ / tp + layer_gemm_replicated_) +
-           moe * (moe_layer_tp_ / tp + layer_gemm_replicated_) + p.expert;
-  const double table = double(embeddings_.input_embedding) / tp;  // vocab-parallel
-  if (held.embedding) p.dense += table + double(embeddings_.position_embedding);
-  if (held.loss) {
-    p.dense += double(embeddings_.final_norm);
-    if (embeddings_.output_layer > 0) {
-      p.dense += double(embeddings_.output_layer) / tp;
-    } else if (pp > 1) {
-      p.dense += table;  // tied: the last stage holds its own copy of the table
-    }
+           moe * (moe_layer_tp_ / tp + layer_gemm_replicated_) + p.expert +
+           mtp * mtp_projection_ / tp;
+  const Tables tables = TablesHeld(embeddings_, pp, held);
+  // Vocab-parallel tables; learned positions (replicated) go with each
+  // input-table copy that embeds tokens (not a tied loss-stage copy).
+  p.dense += tables.input * double(embeddings_.input_embedding) / tp +
+             tables.output * double(embeddings_.output_layer) / tp;
+  if (held.embedding || (held.mtp_layers > 0 && !held.embedding)) {
+    p.dense += double(embeddings_.position_embedding);
   }
+  if (held.loss) p.dense += double(embeddings_.final_norm);
   return p;
 }
 
@@ -249,9 +537,11 @@ StageParams MemoryModel::ParamsOnStage(const Layout& layout, const PipelineDescr
   return ParamsFor(layout, pipeline.ranks[static_cast<size_t>(stage)]);
 }
 
-MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const {
+MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
+                                                    const PipelineDescription& pipeline) const {
   const ModelSpec& m = *model_;
   const JobSpec& job = *job_;
+  const double h = m.hidden;
   const double tp = std::max(1, layout.tp);
   const double cp = std::max(1, layout.cp);
   const double ep = std::max(1, layout.ep);
@@ -259,42 +549,48 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const 
   const double mbs = std::max(1, layout.mbs);
   const double seq = job.seq_len;
   const bool moe_model = m.moe.has_value();
+  const bool fp8 = IsFp8(layout.precision);
+  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16;
 
   LayoutTerms l;
   l.microbatches = MicroBatches(job, layout);
   l.rows = mbs * seq / (cp * tp);
   l.load = ExpertLoad(layout);
-  l.layer_dense = LayerActivationBytes(layout, false, layout.recompute);
-  l.layer_moe = moe_model ? LayerActivationBytes(layout, true, layout.recompute) : 0;
-
-  // What backward rebuilds for one layer at a time.
-  if (!layout.recompute.full() && layout.recompute.has(RecomputeModule::kCoreAttn)) {
-    const double core = a_.flash_attention
-                            ? l.rows * core_row_bytes_
-                            : mbs * m.heads * seq * seq / (tp * cp) * core_square_bytes_;
-    l.working_dense = l.working_moe = core;
-  } else if (layout.recompute.full()) {
-    l.working_dense = LayerActivationBytes(layout, false, Recompute::None());
-    l.working_moe = moe_model ? LayerActivationBytes(layout, true, Recompute::None()) : 0;
+  l.dense = Layer(layout, false, layout.recompute);
+  if (moe_model) {
+    l.moe = Layer(layout, true, layout.recompute);
+    l.expert_rows = etp * l.load * l.rows * m.moe->top_k;
+    l.local_experts = m.moe->experts / ep;
   }
 
   // Embedding: int64 token and position ids of a micro-batch (each rank of a
   // CP group reads its S / cp positions), + the embedding's dropout mask.
   l.embedding_per_microbatch =
-      2 * kIndex * mbs * seq / cp + (a_.dropout ? kMask * l.rows * m.hidden : 0);
+      2 * kIndex * mbs * seq / cp + (a_.dropout ? kMask * l.rows * h : 0);
   // Output: the loss keeps fp32 vocab-parallel logits of one micro-batch
   // (the last stage runs each micro-batch's backward right after its last
   // forward), plus the final norm's and output layer's inputs.
-  l.logits = kFp32 * mbs * seq / cp * double(m.vocab) / tp + 2 * kBf16 * l.rows * m.hidden;
+  l.mtp_logits = kFp32 * mbs * seq / cp * double(m.vocab) / tp;
+  l.logits = l.mtp_logits + 2 * kBf16 * l.rows * h;
+  // An MTP module's own tensors per row: enorm's input (the next tokens'
+  // embedding), eh_proj's input [hnorm(h); enorm(e)] (2H, an FP8 linear's
+  // input under FP8), its final norm's input and the output head's input.
+  // hnorm's input is the decoder's output, kept by the main final norm on
+  // the loss stage (else counted in ComputeStage).
+  l.mtp_row = kBf16 * h + lin * 2 * h + kBf16 * h + kBf16 * h;
+  for (const VirtualStage& s : pipeline.stages) {
+    if (s.mtp_layers > 0 && !s.loss) l.mtp_with_loss = false;
+    if (s.mtp_layers > 0 && s.pipeline_rank != 0) l.mtp_off_first = true;
+  }
 
-  // One MoE layer's dispatch buffers (transient; backward mirrors them).
+  // One MoE layer's transient dispatch / combine buffers (backward mirrors them).
   if (moe_model) {
     const double k = m.moe->top_k;
-    const double row = kBf16 * m.hidden;
+    const double row = kBf16 * h;
     switch (layout.dispatcher) {
       case Dispatcher::kAllToAll:
-        l.dispatch = l.rows * k * row;                             // permuted send buffer
-        if (ep > 1) l.dispatch += l.load * l.rows * k * row;       // all-to-all receive
+        l.dispatch = l.rows * k * row;                               // permuted send buffer
+        if (ep > 1) l.dispatch += l.load * l.rows * k * row;         // all-to-all receive
         if (etp > 1) l.dispatch += etp * l.load * l.rows * k * row;  // ETP gather, unsorted
         break;
       case Dispatcher::kAllGather:
@@ -302,14 +598,76 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const 
         break;
       case Dispatcher::kDeepEP:
       case Dispatcher::kHybridEP: {
-        // One copy per distinct destination rank: ep (1 - (1 - 1/ep)^K).
-        const double destinations = ep * (1 - std::pow(1 - 1 / ep, k));
-        l.dispatch = (1 + l.load) * l.rows * destinations * row;
-        if (etp > 1) l.dispatch += etp * l.load * l.rows * k * row;
+        // Each token goes once to each distinct destination rank:
+        // D = ep (1 - (1 - 1/ep)^K) in expectation. The kernel reads the
+        // tokens in place. Dispatch: the received tokens, load T D, in FP8
+        // under an FP8 recipe (+ the permuted rows before the ETP gather).
+        // Combine (bf16): the experts' fc2 output, R rows, + the rows
+        // summed per token, load T D (+ the ETP reduce-scatter output).
+        l.destinations = ep * (1 - std::pow(1 - 1 / ep, k));
+        const double recv_bytes = fp8 ? kFp8DispatchBytes * h : row;
+        const double before_etp = etp > 1 ? l.load * l.rows * k * row : 0;
+        const double dispatch = l.load * l.rows * l.destinations * recv_bytes + before_etp;
+        const double combine =
+            l.expert_rows * row + before_etp + l.load * l.rows * l.destinations * row;
+        l.dispatch = std::max(dispatch, combine);
         break;
       }
     }
+    // EP overlap with --delay-wgrad-compute: the experts' (and shared
+    // experts') weight-gradient GEMMs of one MoE layer run later, so their
+    // output gradients (bf16) outlive the data gradients: fc2's R x H and
+    // fc1's R x fc1-width / etp; shared: fc2's gathered mbs S / cp x H =
+    // tp T H and fc1's T x fc1-width.
+    l.deferred_wgrad = kBf16 * (l.expert_rows * (h + expert_fc1_out_ / etp) +
+                                (shared_fc2_in_ > 0 ? l.rows * (tp * h + shared_fc1_out_) : 0));
+
+    // Flex dispatcher's persistent buffers, over its TP x EP group
+    // (Megatron's tp_ep_group: etp x ep ranks).
+    const int ranks = static_cast<int>(etp * ep);
+    l.flex_ranks = ranks;
+    if (layout.dispatcher == Dispatcher::kDeepEP) {
+      const double channels = std::max(1, job.deepep_sms) / 2;  // two SMs per channel
+      const double nvl_peers = std::min(ranks, kDeepEpMaxNvlPeers);
+      const double rdma_peers = std::max(ranks / kDeepEpMaxNvlPeers, 1);
+      const double token = row + kDeepEpTokenMetaBytes;  // hidden_bytes = H x 2, bf16 either way
+      l.flex_peers = nvl_peers;
+      l.flex_nvl = channels * nvl_peers *
+                   ((2 * rdma_peers + 3) * 4 + DeepEpNvlRecvTokens(ranks) * token);
+      if (ranks > kDeepEpMaxNvlPeers) {
+        // Send and receive halves per RDMA peer (the same rail's GPU of each node).
+        l.flex_rdma = channels * rdma_peers *
+                      ((2 * kDeepEpMaxNvlPeers + 2) * 2 * 4 + kDeepEpRdmaRecvTokens * token * 2);
+      }
+    } else if (layout.dispatcher == Dispatcher::kHybridEP) {
+      // HybridEP (Megatron's init_hybrid_ep_buffer passes
+      // max_num_of_tokens_per_rank): buffers registered for NVLink sized
+      // for the worst case, every token of every NVLink peer in the group:
+      // a dispatch buffer (FP8 under an FP8 recipe) and a bf16 combine buffer.
+      const double peers = std::min(ranks, nvlink_domain_gpus_);
+      l.flex_peers = peers;
+      l.flex_nvl = l.rows * peers * h * ((fp8 ? kFp8DispatchBytes : kBf16) + kBf16);
+    }
   }
+
+  // FP8 weight copies and scaling state.
+  if (fp8) {
+    l.fp8_weight_bytes = Fp8WeightCopyBytes(layout.precision, blackwell_);
+    l.fp8_state_per_gemm = Fp8StatePerGemm(layout.precision, a_.fp8_amax_history_len);
+  }
+
+  // FSDP units per rank: a decoder layer of each kind, an MTP layer, the
+  // vocab-parallel table (embedding, output layer or a copy).
+  l.dense_unit = dense_layer_tp_ / tp + dense_layer_replicated_;
+  l.dense_unit_gemm = dense_layer_tp_ / tp + layer_gemm_replicated_;
+  if (moe_model) {
+    const double experts = moe_layer_experts_ / (ep * etp);
+    l.moe_unit = moe_layer_tp_ / tp + moe_layer_replicated_ + experts;
+    l.moe_unit_gemm = moe_layer_tp_ / tp + layer_gemm_replicated_ + experts;
+  }
+  l.mtp_unit = (mtp_moe_ ? l.moe_unit : l.dense_unit) + mtp_projection_ / tp + mtp_norms_;
+  l.mtp_unit_gemm = (mtp_moe_ ? l.moe_unit_gemm : l.dense_unit_gemm) + mtp_projection_ / tp;
+  l.table_unit = double(embeddings_.input_embedding) / tp;
 
   // NCCL communicators every stage uses (created lazily, so only those used);
   // the MoE ones only on stages with MoE layers, the pipeline and embedding
@@ -319,22 +677,30 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout) const 
                   + groups(double(std::max(1, layout.dp)) * cp);    // dense gradients
   l.moe_collectives = groups(etp)                                   // expert-TP AG / RS
                       + groups(std::max(1, layout.edp))             // expert gradients
-                      + groups(tp * ep);  // token counts (all-to-all) or the all-gather itself
+                      + groups(tp * ep);  // token counts, the all-gather, the flex buffer's setup
   if (cp > 1) {
     l.p2p_peers = layout.cp_style == CpStyle::kUlysses ? int(cp) - 1 : std::min(2, int(cp) - 1);
   }
-  if (ep > 1 && layout.dispatcher != Dispatcher::kAllGather) l.moe_p2p_peers = int(ep) - 1;
+  // NCCL all-to-all only for the alltoall dispatcher: the flex kernels move
+  // tokens through their own NVLink / RDMA buffers.
+  if (ep > 1 && layout.dispatcher == Dispatcher::kAllToAll) l.moe_p2p_peers = int(ep) - 1;
   return l;
 }
 
 MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const LayoutTerms& l,
                                                   int stage, const PipelineRank& held) const {
+  const ModelSpec& m = *model_;
   const JobSpec& job = *job_;
   const int pp = std::max(1, layout.pp);
   const bool first = held.embedding;
   const bool last = held.loss;
-  const bool has_moe = held.moe_layers > 0 && model_->moe;
+  const int mtp = held.mtp_layers;
+  const bool mtp_moe = mtp > 0 && mtp_moe_ && m.moe;
+  const bool mtp_dense = mtp > 0 && !mtp_moe;
+  const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
+  const bool has_dense = held.dense_layers() > 0 || mtp_dense;
   const double dense_layers = held.dense_layers();
+  const bool fp8 = IsFp8(layout.precision);
 
   StageTerms t;
   t.count = held;
@@ -343,29 +709,80 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   // Parameters, gradients, optimizer states.
   t.params = ParamsFor(layout, held);
   const double params = t.params.total();
-  b[kParametersIdx] = kBf16 * params;
-  b[kFp8WeightCopiesIdx] = IsFp8(layout.precision) ? kFp8CopyBytes * t.params.gemm : 0;
-  b[kGradientsIdx] = a_.grad_bytes * params;
   const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
   const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
-  b[kOptimizerStatesIdx] =
-      job.distributed_optimizer
-          ? kAdamBytes * (t.params.dense / dense_group + t.params.expert / expert_group)
-          : kAdamBytes * params;
+  const double sharded = t.params.dense / dense_group + t.params.expert / expert_group;
+  t.fp8_gemm = t.params.gemm;
+  if (layout.fsdp) {
+    // ZeRO-3: weights, gradients and optimizer states all sharded over the
+    // gradient-reduction groups, plus the units gathered at a time.
+    b[kParametersIdx] = kBf16 * sharded;
+    b[kGradientsIdx] = a_.grad_bytes * sharded;
+    b[kOptimizerStatesIdx] = kAdamBytes * sharded;
+    LargestUnits units;
+    units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1,
+                         LargestUnits::kMax);
+    units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
+    if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
+    units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
+    const Tables tables = TablesHeld(embeddings_, pp, held);
+    units.Add(l.table_unit, 0, tables.input + tables.output);
+    t.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
+    t.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
+    b[kFsdpGatheredIdx] = kBf16 * t.fsdp_gathered;
+    b[kFsdpGradientsIdx] = a_.grad_bytes * t.fsdp_gradient;
+    // FP8 copies exist for the gathered units only.
+    LargestUnits gathered = units;
+    gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
+    t.fp8_gemm = gathered.Gemm();
+  } else {
+    b[kParametersIdx] = kBf16 * params;
+    b[kGradientsIdx] = a_.grad_bytes * params;
+    b[kOptimizerStatesIdx] =
+        job.distributed_optimizer ? kAdamBytes * sharded : kAdamBytes * params;
+  }
+  if (fp8) {
+    b[kFp8WeightCopiesIdx] = l.fp8_weight_bytes * t.fp8_gemm;
+    const double attn = attention_gemms_;
+    const double moe_gemms = attn + shared_gemms_ + 2 * l.local_experts;
+    const double dense_gemms = attn + dense_mlp_gemms_;
+    t.gemms = dense_layers * dense_gemms + held.moe_layers * moe_gemms +
+              mtp * ((mtp_moe_ ? moe_gemms : dense_gemms) + 1);  // + eh_proj
+    b[kFp8ScalingStateIdx] = l.fp8_state_per_gemm * t.gemms;
+  }
 
   // Activations of the micro-batches in flight, and the one layer that
   // backward rebuilds at a time.
   t.inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
   b[kActivationsIdx] =
-      t.inflight * (dense_layers * l.layer_dense + held.moe_layers * l.layer_moe);
+      t.inflight * (dense_layers * l.dense.stored + held.moe_layers * l.moe.stored);
   b[kRecomputeWorkingSetIdx] =
-      std::max(dense_layers > 0 ? l.working_dense : 0, has_moe ? l.working_moe : 0);
+      std::max(has_dense ? l.dense.rebuilt : 0, has_moe ? l.moe.rebuilt : 0);
+  if (mtp > 0) {
+    // MTP sits in the loss's virtual stage: that chunk runs each
+    // micro-batch's backward right after its forward, so one micro-batch
+    // of it is alive; elsewhere (a pp_layout's m) the stage's count.
+    t.mtp_inflight = l.mtp_with_loss && last ? 1 : t.inflight;
+    const double layer = mtp_moe ? l.moe.stored : l.dense.stored;
+    const double hidden = last ? 0 : kBf16 * l.rows * m.hidden;  // hnorm's input, off the loss stage
+    b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * l.mtp_row + hidden);
+    b[kMtpLogitsIdx] = t.mtp_inflight * mtp * l.mtp_logits;
+  }
   if (first) b[kEmbeddingActivationsIdx] = t.inflight * l.embedding_per_microbatch;
   if (last) b[kOutputLogitsIdx] = l.logits;
-  if (has_moe) b[kDispatchBuffersIdx] = l.dispatch;
+  if (has_moe) {
+    b[kDispatchBuffersIdx] = l.dispatch;
+    if (layout.a2a_overlap) b[kEpOverlapIdx] = l.dispatch + l.deferred_wgrad;
+    b[kFlexBuffersIdx] = l.flex_nvl + l.flex_rdma;
+  }
 
-  t.collectives = l.collectives + (has_moe ? l.moe_collectives : 0) +
-                  (model_->tied_embeddings && pp > 1 && (first || last) ? 1 : 0);  // tie group
+  const bool tied_group = m.tied_embeddings && pp > 1 && (first || last);
+  // The embedding group between the first stage and an MTP stage
+  // (synchronising the MTP's embedding copy), unless the tie group is it.
+  const bool mtp_group =
+      pp > 1 && !tied_group && ((mtp > 0 && !first) || (first && l.mtp_off_first));
+  t.collectives = l.collectives + (has_moe ? l.moe_collectives : 0) + (tied_group ? 1 : 0) +
+                  (mtp_group ? 1 : 0);
   t.p2p_peers = l.p2p_peers + (has_moe ? l.moe_p2p_peers : 0) +
                 (first ? 0 : 1) + (last ? 0 : 1);  // pipeline neighbours
   b[kNcclBuffersIdx] =
@@ -375,7 +792,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   // Distributed optimizer: reduce-scatter and all-gather run in place on
   // bucket views of the gradient and parameter buffers; only each bucket's
   // padding to a multiple of lcm(group, 128) parameters costs memory.
-  if (job.distributed_optimizer && a_.bucket_params > 0) {
+  if (!layout.fsdp && job.distributed_optimizer && a_.bucket_params > 0) {
     auto padding = [&](double n, int group) {
       if (n <= 0) return 0.0;
       return std::ceil(n / a_.bucket_params) * double(std::lcm(group, a_.bucket_pad_params));
@@ -386,8 +803,9 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   }
 
   b[kCudaContextIdx] = a_.cuda_context_gib * kBytesPerGiB;
-  t.short_lived = b[kActivationsIdx] + b[kRecomputeWorkingSetIdx] + b[kEmbeddingActivationsIdx] +
-                  b[kOutputLogitsIdx] + b[kDispatchBuffersIdx];
+  t.short_lived = b[kActivationsIdx] + b[kRecomputeWorkingSetIdx] + b[kMtpActivationsIdx] +
+                  b[kEmbeddingActivationsIdx] + b[kOutputLogitsIdx] + b[kMtpLogitsIdx] +
+                  b[kDispatchBuffersIdx] + b[kEpOverlapIdx];
   b[kFragmentationIdx] = a_.fragmentation * t.short_lived;
   return t;
 }
@@ -396,63 +814,169 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
                                    const StageTerms& t) const {
   const ModelSpec& m = *model_;
   const JobSpec& job = *job_;
-  const int pp = std::max(1, layout.pp);
+  const double h = m.hidden;
   MemoryBreakdown out;
   out.worst_stage = stage;
   out.inflight_microbatches = t.inflight;
   out.hbm_gib = hbm_gib_;
   out.peak_bytes = t.peak();
   out.fits = out.peak_gib() <= hbm_gib_;
+  const bool fp8 = IsFp8(layout.precision);
+  const bool has_moe = t.bytes[kDispatchBuffersIdx] > 0;
+  const Tables tables = TablesHeld(embeddings_, std::max(1, layout.pp), t.count);
 
   std::array<std::string, kMemoryTermCount> notes;
+  const std::string sharding =
+      Format("dense %.4g / dp x cp %d + expert %.4g / edp %d", t.params.dense,
+             layout.dp * layout.cp, t.params.expert, layout.edp);
   notes[kParametersIdx] = Format(
-      "bf16 2 B x (dense %.4g + expert %.4g) elements; %d layers (%d MoE), dense /tp %d, "
-      "experts /(ep %d x etp %d)%s%s",
-      t.params.dense, t.params.expert, t.count.layers, t.count.moe_layers, layout.tp, layout.ep,
-      layout.etp, stage == 0 ? ", input embedding" : "",
-      stage == pp - 1 ? (m.tied_embeddings && pp == 1 ? "" : ", output layer") : "");
-  notes[kFp8WeightCopiesIdx] =
-      IsFp8(layout.precision)
-          ? Format("fp8 weight + transpose cached across micro-batches, 2 B x %.4g GEMM weights "
-                   "(bf16 weights kept)",
-                   t.params.gemm)
-          : "bf16 job: none";
-  notes[kGradientsIdx] = Format("%g B main grads x %.4g elements (not sharded)", a_.grad_bytes,
-                                t.params.total());
+      "bf16 2 B x %s%s; %d layers (%d MoE)%s, dense /tp %d, experts /(ep %d x etp %d)%s%s",
+      layout.fsdp ? "FSDP shards " : "",
+      layout.fsdp ? sharding.c_str()
+                  : Format("(dense %.4g + expert %.4g) elements", t.params.dense,
+                           t.params.expert).c_str(),
+      t.count.layers, t.count.moe_layers,
+      t.count.mtp_layers > 0 ? Format(" + %d MTP", t.count.mtp_layers).c_str() : "", layout.tp,
+      layout.ep, layout.etp,
+      tables.input > 0 ? Format(", %d input-table cop%s", tables.input,
+                                tables.input > 1 ? "ies" : "y").c_str()
+                       : "",
+      tables.output > 0 ? ", output layer" : "");
+  if (fp8) {
+    const char* how = "";
+    switch (layout.precision) {
+      case Precision::kFP8Delayed:
+      case Precision::kFP8Tensorwise:
+        how = blackwell_ ? "one fp8 copy (Blackwell GEMMs read any layout)"
+                         : "fp8 weight + transpose (Hopper GEMMs are TN only)";
+        break;
+      case Precision::kFP8Blockwise:
+        how = "rowwise + columnwise fp8, fp32 scale per 128x128 block";
+        break;
+      case Precision::kMXFP8:
+        how = "rowwise + columnwise mxfp8, E8M0 scale per 32 elements each";
+        break;
+      case Precision::kBF16:
+        break;
+    }
+    notes[kFp8WeightCopiesIdx] =
+        Format("%s: %.4g B x %.4g GEMM weights%s (bf16 weights kept)", how, l.fp8_weight_bytes,
+               t.fp8_gemm,
+               layout.fsdp ? " of the gathered FSDP units" : ", cached across micro-batches");
+    notes[kFp8ScalingStateIdx] =
+        l.fp8_state_per_gemm > 0
+            ? Format("%.0f fp8 GEMMs x 5 scaled tensors x %.0f B (%s)", t.gemms,
+                     l.fp8_state_per_gemm / kFp8ScaledTensorsPerGemm,
+                     layout.precision == Precision::kFP8Delayed
+                         ? Format("amax history %d + scale + scale_inv, fp32",
+                                  std::max(1, a_.fp8_amax_history_len)).c_str()
+                         : "scale + amax, fp32")
+            : "block scales travel with their tensors (counted there)";
+  } else {
+    notes[kFp8WeightCopiesIdx] = "bf16 job: none";
+    notes[kFp8ScalingStateIdx] = "bf16 job: none";
+  }
+  notes[kGradientsIdx] =
+      layout.fsdp ? Format("%g B main grads x FSDP shards (%s)", a_.grad_bytes, sharding.c_str())
+                  : Format("%g B main grads x %.4g elements (not sharded)", a_.grad_bytes,
+                           t.params.total());
   notes[kOptimizerStatesIdx] =
-      job.distributed_optimizer
-          ? Format("12 B (fp32 master, Adam m, v) x (dense %.4g / dp x cp %d + expert %.4g / "
-                   "edp %d)",
-                   t.params.dense, layout.dp * layout.cp, t.params.expert, layout.edp)
+      layout.fsdp || job.distributed_optimizer
+          ? Format("12 B (fp32 master, Adam m, v) x (%s)%s", sharding.c_str(),
+                   layout.fsdp ? ", FSDP" : "")
           : Format("12 B (fp32 master, Adam m, v) x %.4g elements, unsharded", t.params.total());
+  if (layout.fsdp) {
+    notes[kFsdpGatheredIdx] = Format(
+        "bf16 2 B x %.4g elements: the %d largest units (layers, tables) gathered at once, "
+        "the one computing and the one prefetched",
+        t.fsdp_gathered, a_.fsdp_gathered_units);
+    notes[kFsdpGradientsIdx] = Format(
+        "%g B x %.4g elements: unsharded gradients of the %d largest units, the one computing "
+        "and the one being reduce-scattered",
+        a_.grad_bytes, t.fsdp_gradient, a_.fsdp_gradient_units);
+  } else {
+    notes[kFsdpGatheredIdx] = "no FSDP";
+    notes[kFsdpGradientsIdx] = "no FSDP";
+  }
   notes[kActivationsIdx] = Format(
       "%.3g micro-batches in flight x (%d dense x %.3f GiB + %d MoE x %.3f GiB) per micro-batch, "
-      "recompute %s, T = %.0f rows",
-      t.inflight, t.count.layers - t.count.moe_layers, GiB(l.layer_dense), t.count.moe_layers,
-      GiB(l.layer_moe), Name(layout.recompute).c_str(), l.rows);
-  if (layout.recompute.full()) {
-    notes[kRecomputeWorkingSetIdx] = "one layer's full activations while it is recomputed";
-  } else if (layout.recompute.has(RecomputeModule::kCoreAttn)) {
-    notes[kRecomputeWorkingSetIdx] = "one layer's attention core while it is recomputed";
+      "recompute %s, %s, T = %.0f rows, R = %.0f expert rows",
+      t.inflight, t.count.layers - t.count.moe_layers, GiB(l.dense.stored), t.count.moe_layers,
+      GiB(l.moe.stored), Name(layout.recompute).c_str(), Name(layout.precision), l.rows,
+      l.expert_rows);
+  if (t.bytes[kRecomputeWorkingSetIdx] <= 0) {
+    notes[kRecomputeWorkingSetIdx] = "nothing recomputed";
+  } else if (layout.recompute.full()) {
+    notes[kRecomputeWorkingSetIdx] = Format(
+        "one layer's full activations while it is recomputed: max(dense %.3f, MoE %.3f GiB)",
+        GiB(l.dense.rebuilt), GiB(l.moe.rebuilt));
   } else {
-    notes[kRecomputeWorkingSetIdx] = "no recomputation";
+    notes[kRecomputeWorkingSetIdx] = Format(
+        "the largest sub-layer set %s rebuilds at a time: max(dense layer %.3f, MoE layer "
+        "%.3f GiB)",
+        Name(layout.recompute).c_str(), GiB(l.dense.rebuilt), GiB(l.moe.rebuilt));
   }
+  notes[kMtpActivationsIdx] =
+      t.count.mtp_layers > 0
+          ? Format("%g micro-batch%s x %d MTP x (one %s layer + enorm input, eh_proj input 2H, "
+                   "final-norm and head inputs: %.0f B x T %.0f)",
+                   t.mtp_inflight, t.mtp_inflight == 1 ? "" : "es", t.count.mtp_layers,
+                   mtp_moe_ ? "MoE" : "dense", l.mtp_row, l.rows)
+          : "no MTP layer on this stage";
   notes[kEmbeddingActivationsIdx] =
-      stage == 0 ? "int64 token and position ids of the micro-batches in flight"
-                 : "not the first stage";
+      t.count.embedding ? "int64 token and position ids of the micro-batches in flight"
+                        : "not the first stage";
   notes[kOutputLogitsIdx] =
-      stage == pp - 1
+      t.count.loss
           ? Format("fp32 logits mbs %d x S/cp %.0f x vocab/tp %.0f x 4 B + final-norm and "
                    "output-layer inputs",
                    layout.mbs, double(job.seq_len) / std::max(1, layout.cp),
                    double(m.vocab) / std::max(1, layout.tp))
           : "not the last stage";
-  notes[kDispatchBuffersIdx] =
-      t.count.moe_layers > 0
-          ? Format("one MoE layer, %s dispatcher: T %.0f x K %d rows x H %d x 2 B, load %.3g on "
-                   "the busiest rank",
-                   Name(layout.dispatcher), l.rows, m.moe ? m.moe->top_k : 0, m.hidden, l.load)
-          : "no MoE layer on this stage";
+  notes[kMtpLogitsIdx] =
+      t.count.mtp_layers > 0
+          ? Format("%g micro-batch%s x %d MTP heads x fp32 logits mbs %d x S/cp %.0f x vocab/tp "
+                   "%.0f x 4 B",
+                   t.mtp_inflight, t.mtp_inflight == 1 ? "" : "es", t.count.mtp_layers,
+                   layout.mbs, double(job.seq_len) / std::max(1, layout.cp),
+                   double(m.vocab) / std::max(1, layout.tp))
+          : "no MTP layer on this stage";
+  if (!has_moe) {
+    notes[kDispatchBuffersIdx] = "no MoE layer on this stage";
+  } else if (IsFlex(layout.dispatcher)) {
+    notes[kDispatchBuffersIdx] = Format(
+        "one MoE layer, %s: max(dispatch: received load x T x D = %.3g x %.0f x %.2f tokens x H "
+        "%d x %s, combine: fc2 output R %.0f + summed rows, bf16) = %.3f GiB",
+        Name(layout.dispatcher), l.load, l.rows, l.destinations, m.hidden,
+        fp8 ? "1.03 B fp8" : "2 B", l.expert_rows, GiB(l.dispatch));
+  } else {
+    notes[kDispatchBuffersIdx] = Format(
+        "one MoE layer, %s dispatcher: T %.0f x K %d rows x H %d x 2 B, load %.3g on the "
+        "busiest rank",
+        Name(layout.dispatcher), l.rows, m.moe ? m.moe->top_k : 0, m.hidden, l.load);
+  }
+  notes[kEpOverlapIdx] =
+      layout.a2a_overlap && has_moe
+          ? Format("the other micro-batch's dispatch buffers %.3f GiB + deferred-wgrad output "
+                   "gradients of one MoE layer (R %.0f x (H + fc1 width / etp) x 2 B%s) %.3f GiB",
+                   GiB(l.dispatch), l.expert_rows, shared_fc2_in_ > 0 ? " + shared" : "",
+                   GiB(l.deferred_wgrad))
+          : "no EP overlap";
+  if (has_moe && layout.dispatcher == Dispatcher::kDeepEP) {
+    notes[kFlexBuffersIdx] = Format(
+        "DeepEP over %.0f ranks, %d SMs = %d channels: NVLink %d peers x %.0f tokens x (H x 2 + "
+        "%.0f B) = %.3f GiB + RDMA %d peers x 128 tokens x 2 halves = %.3f GiB",
+        l.flex_ranks, job.deepep_sms, std::max(1, job.deepep_sms) / 2, int(l.flex_peers),
+        DeepEpNvlRecvTokens(int(l.flex_ranks)), kDeepEpTokenMetaBytes, GiB(l.flex_nvl),
+        l.flex_ranks > kDeepEpMaxNvlPeers ? int(l.flex_ranks) / kDeepEpMaxNvlPeers : 0,
+        GiB(l.flex_rdma));
+  } else if (has_moe && layout.dispatcher == Dispatcher::kHybridEP) {
+    notes[kFlexBuffersIdx] = Format(
+        "HybridEP, NVLink only: T %.0f tokens x %d peers x H %.0f x (%s dispatch + 2 B combine)",
+        l.rows, int(l.flex_peers), h, fp8 ? "1.03 B fp8" : "2 B");
+  } else {
+    notes[kFlexBuffersIdx] = has_moe ? "not a flex dispatcher" : "no MoE layer on this stage";
+  }
   notes[kNcclBuffersIdx] = Format(
       "%d collective communicators x %d channels x %.2f MiB + %d p2p peers x %d channels x "
       "%.0f MiB",
@@ -460,7 +984,8 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
       a_.nccl_collective_connection_bytes / kBytesPerMiB, t.p2p_peers,
       a_.nccl_p2p_channels_per_peer, a_.nccl_p2p_buffer_bytes / kBytesPerMiB);
   notes[kOptimizerBucketsIdx] =
-      job.distributed_optimizer
+      layout.fsdp ? "FSDP: shards padded by Megatron-FSDP (not modelled)"
+      : job.distributed_optimizer
           ? "in-place reduce-scatter / all-gather on bucket views; padding only"
           : "no distributed optimizer: in-place all-reduce, no padding";
   notes[kCudaContextIdx] = Format("%.2f GiB per process (assumed)", a_.cuda_context_gib);
@@ -483,7 +1008,7 @@ double MemoryModel::PeakBytes(const Layout& layout, const PipelineDescription& p
                               int* worst_stage) const {
   double worst = -1;
   int worst_at = 0;
-  const LayoutTerms l = ComputeLayout(layout);
+  const LayoutTerms l = ComputeLayout(layout, pipeline);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
     const double peak = ComputeStage(layout, l, static_cast<int>(p), pipeline.ranks[p]).peak();
     if (peak > worst) {
@@ -507,7 +1032,7 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
   StageTerms worst;
   double worst_peak = -1;
   int worst_at = 0;
-  const LayoutTerms l = ComputeLayout(layout);
+  const LayoutTerms l = ComputeLayout(layout, pipeline);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
     StageTerms t = ComputeStage(layout, l, static_cast<int>(p), pipeline.ranks[p]);
     const double peak = t.peak();
@@ -523,7 +1048,7 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
 MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) const {
   assert(stage >= 0 && stage < std::max(1, layout.pp));
   const PipelineDescription pipeline = DescribePipeline(layout, *model_);
-  const LayoutTerms l = ComputeLayout(layout);
+  const LayoutTerms l = ComputeLayout(layout, pipeline);
   return Build(layout, l, stage, ComputeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)]));
 }
 

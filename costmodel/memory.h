@@ -27,19 +27,26 @@ inline constexpr double kBytesPerMiB = 1024.0 * 1024.0;
 namespace memory_term {
 inline constexpr const char* kParameters = "parameters";
 inline constexpr const char* kFp8WeightCopies = "fp8 weight copies";
+inline constexpr const char* kFp8ScalingState = "fp8 scaling state";
 inline constexpr const char* kGradients = "gradients";
 inline constexpr const char* kOptimizerStates = "optimizer states";
+inline constexpr const char* kFsdpGatheredParameters = "FSDP gathered parameters";
+inline constexpr const char* kFsdpUnshardedGradients = "FSDP unsharded gradients";
 inline constexpr const char* kActivations = "activations";
 inline constexpr const char* kRecomputeWorkingSet = "recompute working set";
+inline constexpr const char* kMtpActivations = "MTP activations";
 inline constexpr const char* kEmbeddingActivations = "embedding activations";
 inline constexpr const char* kOutputLogits = "output logits";
+inline constexpr const char* kMtpLogits = "MTP logits";
 inline constexpr const char* kDispatchBuffers = "all-to-all dispatch buffers";
+inline constexpr const char* kEpOverlap = "EP overlap second micro-batch";
+inline constexpr const char* kFlexDispatcherBuffers = "flex dispatcher buffers";
 inline constexpr const char* kNcclBuffers = "NCCL buffers";
 inline constexpr const char* kOptimizerBuckets = "optimizer buckets";
 inline constexpr const char* kCudaContext = "CUDA context";
 inline constexpr const char* kFragmentation = "allocator fragmentation";
 }  // namespace memory_term
-inline constexpr int kMemoryTermCount = 13;
+inline constexpr int kMemoryTermCount = 20;
 
 struct MemoryTerm {
   const char* name;  // one of memory_term::k*
@@ -95,14 +102,47 @@ struct MemoryAssumptions {
   // --ddp-bucket-size default 40M) and the padding unit per bucket.
   double bucket_params = 40e6;
   int bucket_pad_params = 128;
+  // Megatron-Core (0.13 on) multiplies the routing probabilities inside the
+  // experts' fused weighted SwiGLU (weighted_bias_swiglu_impl, fed
+  // permuted_probs) and combines without them: the combine keeps no K x H
+  // input; each expert row keeps its fp32 probability instead. false:
+  // probabilities applied at unpermute (older Megatron), which keeps the K
+  // expert outputs of every token for the probabilities' gradient.
+  bool expert_probs_in_activation = true;
+  // Megatron-Core's Transformer Engine layer spec fuses the MHA/GQA input
+  // norm into linear_qkv and the dense pre-MLP norm into fc1
+  // (TELayerNormColumnParallelLinear, the norm module an IdentityOp); MLA's
+  // input norm and the MoE pre-MLP norm are separate TENorm modules. The
+  // `layernorm` recompute module only drops separate norms' outputs
+  // (TransformerLayer skips IdentityOp norms). false: every norm separate.
+  bool norms_fused_into_linear = true;
+  // The router's auxiliary load-balancing loss (Megatron's default
+  // --moe-router-load-balancing-type aux_loss; seq_aux_loss and
+  // global_aux_loss alike) keeps a second fp32 T x E score tensor.
+  bool router_aux_loss = true;
+  // FP8 delayed scaling: amax history per scaled tensor
+  // (--fp8-amax-history-len, Megatron's default 1).
+  int fp8_amax_history_len = 1;
+  // Megatron-FSDP (ZeRO-3): units (a decoder or MTP layer, the embedding,
+  // the output layer) whose parameters are gathered at once: the one being
+  // computed and the one prefetched behind it.
+  int fsdp_gathered_units = 2;
+  // ... and units whose unsharded fp32 gradients are alive at once in
+  // backward: the one being computed and the one being reduce-scattered.
+  int fsdp_gradient_units = 2;
 };
 
 // Parameter elements held by one rank of a pipeline stage.
+// MTP modules (PipelineRank::mtp_layers) count here like decoder layers: one
+// decoder layer of the model's last layer's kind, the 2H -> H projection
+// (TP-split), three norms; and the stage holding them keeps a copy of the
+// input embedding (Megatron builds the embedding on the MTP stage and
+// synchronises it with the first stage's, like a tied embedding).
 struct StageParams {
   double dense = 0;   // non-expert: attention, norms, dense MLP, router, shared experts,
                       // embeddings and output layer where the stage holds them
   double expert = 0;  // routed-expert weights
-  double gemm = 0;    // weights that fp8 GEMMs cast (decoder linears, experts included)
+  double gemm = 0;    // weights that fp8 GEMMs cast (decoder and MTP linears, experts included)
   double total() const { return dense + expert; }
 };
 
@@ -129,8 +169,13 @@ class MemoryModel {
   bool Fits(const Layout& layout) const;
 
   // Pieces, for tests and reports.
-  // Bytes one decoder layer keeps for backward, per micro-batch, on one rank.
+  // Bytes one decoder layer keeps for backward, per micro-batch, on one rank,
+  // under the layout's precision (FP8 linears keep FP8 inputs).
   double LayerActivationBytes(const Layout& layout, bool moe_layer, Recompute recompute) const;
+  // The largest set of tensors backward rebuilds at a time for that layer
+  // (the recompute working set): its sub-layer (attention, or MLP / MoE)
+  // with the most recomputed bytes; the whole layer under full.
+  double LayerRecomputeBytes(const Layout& layout, bool moe_layer, Recompute recompute) const;
   StageParams ParamsOnStage(const Layout& layout, int stage) const;
   StageParams ParamsOnStage(const Layout& layout, const PipelineDescription& pipeline, int stage) const;
 
@@ -139,18 +184,25 @@ class MemoryModel {
  private:
   struct LayoutTerms;  // what every stage of a layout shares
   struct StageTerms;   // the terms of one stage, as plain doubles
+  struct LayerBytes {  // one layer kind, one micro-batch, on one rank
+    double stored = 0;   // kept for backward
+    double rebuilt = 0;  // the largest set backward rebuilds at a time (recompute working set)
+  };
 
-  LayoutTerms ComputeLayout(const Layout& layout) const;
+  LayoutTerms ComputeLayout(const Layout& layout, const PipelineDescription& pipeline) const;
   StageTerms ComputeStage(const Layout& layout, const LayoutTerms& shared, int stage,
                           const PipelineRank& held) const;
   StageParams ParamsFor(const Layout& layout, const PipelineRank& held) const;
   MemoryBreakdown Build(const Layout& layout, const LayoutTerms& shared, int stage,
                         const StageTerms& t) const;
+  LayerBytes Layer(const Layout& layout, bool moe_layer, Recompute recompute) const;
   double ExpertLoad(const Layout& layout) const;  // busiest expert rank's rows / mean
 
   const ModelSpec* model_;
   const JobSpec* job_;
   double hbm_gib_;
+  bool blackwell_ = false;   // cluster.gpu.architecture: FP8 GEMMs read any operand layout
+  int nvlink_domain_gpus_ = 8;
   MemoryAssumptions a_;
 
   // Parameter elements per layer, split by sharding (from ModelSpec::layer_params).
@@ -158,16 +210,22 @@ class MemoryModel {
   double moe_layer_tp_ = 0, moe_layer_replicated_ = 0;      // MoE layers, outside routed experts
   double moe_layer_experts_ = 0;                            // all routed experts of one layer
   double layer_gemm_replicated_ = 0;  // replicated weights that fp8 GEMMs cast (MLA down-proj.)
+  double mtp_projection_ = 0;         // MTP eh_proj, 2H x H (TP-split)
+  double mtp_norms_ = 0;              // MTP enorm, hnorm, final norm: 3H (replicated)
+  bool mtp_moe_ = false;              // MTP layers are of the last decoder layer's kind
   EmbeddingParams embeddings_;
+  // FP8 GEMMs per layer outside the routed experts (fp8 scaling state).
+  double attention_gemms_ = 0, dense_mlp_gemms_ = 0, shared_gemms_ = 0;
 
-  // Activation bytes per token row (T = mbs S / (cp tp) rows per rank).
-  double attention_row_bytes_ = 0;   // attention outside the core
-  double core_row_bytes_ = 0;        // flash: fp32 log-sum-exp per head
-  double core_square_bytes_ = 0;     // non-flash: bytes per element of the a x s x s scores
-  double dense_mlp_row_bytes_ = 0;
-  double moe_row_bytes_ = 0;         // MoE block per source token (norm, router, shared, combine)
-  double expert_row_hidden_bytes_ = 0;  // per expert row: fc1 input (H)
-  double expert_row_ffn_bytes_ = 0;     // per expert row: fc1 output + fc2 input, before / ETP
+  // Activation elements per token row (T = mbs S / (cp tp) rows per rank);
+  // Layer() turns them into bytes for a layout's precision and recompute.
+  bool mla_ = false;
+  double q_ = 0, k_ = 0, v_ = 0, o_ = 0;  // per-row widths of q, k, v (after rotary), attention output
+  double qk_norm_inputs_ = 0;             // q/k norm inputs (q + k when qk_norm)
+  double latents_ = 0;                    // MLA: q_lora + kv_lora (each latent norm's input or output)
+  double mlp_fc1_out_ = 0, mlp_fc2_in_ = 0;        // dense MLP: activation input (2F SwiGLU, F GELU), fc2 input F
+  double shared_fc1_out_ = 0, shared_fc2_in_ = 0;  // shared experts, the same for F_s
+  double expert_fc1_out_ = 0, expert_fc2_in_ = 0;  // one routed expert, before / ETP
 };
 
 // One-shot: MemoryModel(ctx).Estimate(layout).

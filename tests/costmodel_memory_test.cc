@@ -226,33 +226,55 @@ TEST_CASE("a SwiGLU GQA dense layer, derived per tensor") {
 
 // An MoE layer of the mixtral-like model, tp 2, cp 1, ep 8, etp 1, mbs 1,
 // S 4096, dropless with routing_imbalance 1.25: T = 4096 / 2 = 2048 rows.
+// Megatron-Core applies the routing probabilities inside the experts'
+// weighted SwiGLU, so the combine keeps nothing; each expert row keeps its
+// fp32 probability instead (expert_probs_in_activation).
 //   attention per row  2 x (2 x 4096 + 4096 + 1024 + 1024 + 4096) = 36,864
 //   MoE per row        2 x 2 x 4096 (norm input, router input)
-//                      + 4 x 8 (fp32 router scores) + 4 x 2 (fp32 top-k probs)
-//                      + 2 x 2 x 4096 (combine input, K rows) = 32,808
+//                      + 4 x 8 (fp32 router scores) + 4 x 8 (fp32 aux-loss scores)
+//                      + 1 x 8 (bool routing map, fused router) = 16,456
 //   expert rows        etp x load x T x K = 1 x 1.25 x 2048 x 2 = 5,120
-//   per expert row     2 x 4096 (fc1 input) + 2 x 3 x 14336 / etp = 94,208
-//   selective          2048 x (36,864 + 32,808) + 5,120 x 94,208
-//                      = 142,688,256 + 482,344,960 = 625,033,216
+//   per expert row     2 x 4096 (fc1 input) + 2 x 2 x 14336 (SwiGLU input)
+//                      + 4 (probability) + 2 x 14336 (fc2 input) = 94,212
+//   selective          2048 x (36,864 + 16,456) + 5,120 x 94,212
+//                      = 109,199,360 + 482,365,440 = 591,564,800
 // With etp 2 the ETP all-gather doubles the rows (10,240) and halves the
-// expert width: 10,240 x (8,192 + 86,016 / 2) = 524,288,000 expert bytes.
+// expert width: 10,240 x (8,192 + 57,344 / 2 + 4 + 28,672 / 2) = 524,328,960.
+// The older Megatron placement (probabilities applied at unpermute) keeps
+// the K = 2 expert outputs per token: + 2048 x 2 x 4096 x 2 B, and no
+// probabilities: - 5,120 x 4.
 TEST_CASE("an MoE layer, derived per tensor, with imbalance and ETP") {
   const ModelSpec m = MakeMixtral();
   JobSpec job = MakeJob();
   job.routing_imbalance = 1.25;
   const MemoryModel model(m, job, MakeCluster(1));
+  const double attention_and_router = 109'199'360.0;
   CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
-        625'033'216.0);
+        591'564'800.0);
   CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 4, 2), true, Recompute::Selective()) ==
-        142'688'256.0 + 524'288'000.0);
+        attention_and_router + 524'328'960.0);
   // ep 1: every expert is local, no imbalance between ranks: 4,096 rows.
   CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 1, 1), true, Recompute::Selective()) ==
-        142'688'256.0 + 4096.0 * 94'208);
+        attention_and_router + 4096.0 * 94'212);
   // A capacity factor pads every expert to CF x its mean share: 1.5 x 4,096 rows.
   job.capacity_factor = 1.5;
   const MemoryModel padded(m, job, MakeCluster(1));
   CHECK(padded.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
-        142'688'256.0 + 6144.0 * 94'208);
+        attention_and_router + 6144.0 * 94'212);
+
+  job.capacity_factor = 0;
+  MemoryAssumptions old_megatron;
+  old_megatron.expert_probs_in_activation = false;
+  const MemoryModel unpermute_probs(m, job, MakeCluster(1), old_megatron);
+  CHECK(unpermute_probs.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true,
+                                             Recompute::Selective()) ==
+        591'564'800.0 + 2048.0 * 2 * 4096 * 2 - 5120.0 * 4);
+  // The unfused router keeps the top-k probabilities (fp32) and indices
+  // (int64) instead of nothing more than the routing map: + 2048 x 2 x (4 + 8).
+  job.moe_router_fusion = false;
+  const MemoryModel unfused(m, job, MakeCluster(1));
+  CHECK(unfused.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
+        591'564'800.0 + 2048.0 * 2 * (4 + 8));
 }
 
 TEST_CASE("the breakdown: every term once, the peak is their sum, the worst stage is the max") {
@@ -302,7 +324,8 @@ TEST_CASE("deepseek-v3 counts dense and MoE layers per stage from first_k_dense"
   // MoE. Each MoE layer has 256 / (ep 8 x etp 1) = 32 local experts of
   // 3 x 7168 x 2048 = 44,040,192 weights.
   const ModelSpec m = Load("deepseek-v3");
-  const MemoryModel model(m, MakeJob(), MakeCluster(4));
+  const JobSpec model_job = MakeJob();  // outlives the model, which points to it
+  const MemoryModel model(m, model_job, MakeCluster(4));
   Layout l = MakeLayout(1, 1, 8, 4, 8, 1);
   l.stage_layers = {16, 15, 15, 15};
   l.explicit_stages = true;
@@ -325,7 +348,8 @@ TEST_CASE("deepseek-v3 counts dense and MoE layers per stage from first_k_dense"
 // NCCL collectives are tp and dp x cp only.
 TEST_CASE("a dense model has no MoE terms") {
   const ModelSpec m = Load("llama3-70b");
-  const MemoryModel model(m, MakeJob(), MakeCluster(16));
+  const JobSpec model_job = MakeJob();  // outlives the model, which points to it
+  const MemoryModel model(m, model_job, MakeCluster(16));
   const Layout l = MakeLayout(8, 1, 4, 4, 1, 8);
   const MemoryBreakdown b = model.Estimate(l);
   CHECK(model.ParamsOnStage(l, 1).expert == 0);
