@@ -24,20 +24,6 @@ const char* Name(CommKind kind) {
   return "?";
 }
 
-double HitProbability(int experts, int top_k, double held) {
-  if (experts < 1 || top_k < 1 || !(held > 0)) return 0;
-  if (held >= experts) return 1;
-  // C(E - held, k) / C(E, k) = prod_{i<k} (E - held - i) / (E - i).
-  double none = 1;
-  for (int i = 0; i < top_k && i < experts; ++i) none *= std::max(0.0, (experts - held - i) / (experts - i));
-  return 1 - none;
-}
-
-double ExpectedDistinctRanks(int experts, int top_k, int ep) {
-  if (ep <= 1 || experts < 1 || top_k < 1) return ep >= 1 ? 1 : 0;
-  return ep * HitProbability(experts, top_k, static_cast<double>(experts) / ep);
-}
-
 FlexTokenCopies ExpectedFlexCopies(int experts, int top_k, int ep, int etp, const GroupSpan& span) {
   FlexTokenCopies c;
   ep = std::max(ep, 1);
@@ -324,10 +310,6 @@ void AddRingAttention(const Volumes& v, PlanBuilder& plan) {
            CommOp::kPerLayer, steps, 2 * steps + steps * v.recompute_attention(), true);
 }
 
-// The busiest rank's share of routed rows, over the mean: dropless routing
-// follows the imbalance; a capacity factor pads every expert to CF x mean.
-double LoadFactor(const JobSpec& j) { return j.capacity_factor > 0 ? j.capacity_factor : j.routing_imbalance; }
-
 // EP overlap (--overlap-moe-expert-parallel-comm): the dispatch and combine
 // all-to-alls run on a communication stream beside the other micro-batch's
 // compute in the 1F1B steady state (the schedule decides how much hides).
@@ -339,7 +321,7 @@ void MarkEpOverlap(const Volumes& v, CommOp* op) {
 void AddAllToAllDispatcher(const Volumes& v, PlanBuilder& plan) {
   const MoeSpec& e = *v.model.moe;
   const Layout& l = v.layout;
-  const double rows = v.tokens * e.top_k * LoadFactor(v.job);  // the busiest rank's rows
+  const double rows = v.tokens * e.top_k * ExpertLoadFactor(v.job, v.layout.ep);  // the busiest rank's rows
   const double again = v.recompute_moe();
   const auto kind = CommKind::kExpertParallel;
   const auto scope = CommOp::kPerMoeLayer;
@@ -412,7 +394,7 @@ void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& pl
   const Layout& l = v.layout;
   const GroupPlacement& group = plan.of(GroupKind::kTpEp);
   const FlexTokenCopies copies = ExpectedFlexCopies(e.experts, e.top_k, l.ep, l.etp, group.span);
-  const double rows = v.tokens * LoadFactor(v.job);
+  const double rows = v.tokens * ExpertLoadFactor(v.job, v.layout.ep);
   const double again = v.recompute_moe();
   const int sms = l.dispatcher == Dispatcher::kHybridEP ? ctx.job->hybridep_sms : ctx.job->deepep_sms;
   const double topk = e.top_k * (kTopkIndexBytes + kTopkWeightBytes);

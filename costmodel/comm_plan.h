@@ -18,6 +18,7 @@
 
 #include "costmodel/collective.h"
 #include "costmodel/cost_context.h"
+#include "costmodel/routing.h"
 #include "planner/group_placement.h"
 #include "planner/layout.h"
 #include "planner/rank_map.h"
@@ -89,17 +90,6 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx);
 // The same with the group placement already computed (PlaceGroups).
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
                                   const LayoutPlacement& placement);
-
-// Probability that a set holding `held` of the `experts` experts receives a
-// token whose top-k experts are k distinct experts drawn uniformly:
-// 1 - C(E - held, k) / C(E, k) = 1 - prod_{i<k} (E - held - i) / (E - i).
-double HitProbability(int experts, int top_k, double held);
-
-// Expected number of distinct EP ranks a token's top-k experts live on, for
-// uniform routing over `experts` experts split evenly across `ep` ranks:
-// ep x HitProbability(E, k, E/ep) (k distinct experts drawn without
-// replacement); about ep x (1 - (1 - 1/ep)^k).
-double ExpectedDistinctRanks(int experts, int top_k, int ep);
 
 // Copies of one token a flex dispatcher (DeepEP, HybridEP) moves, for
 // uniform top-k routing over the expert TP x EP group (etp x ep ranks,

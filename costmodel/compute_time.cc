@@ -7,6 +7,7 @@
 #include <initializer_list>
 
 #include "costmodel/compute_profile.h"
+#include "costmodel/routing.h"
 
 namespace foldplan {
 namespace {
@@ -163,8 +164,8 @@ OpTime PermuteTraffic(const LayerWork& w, const ModelSpec& model, const JobSpec&
     // back; allgather's unpermute writes its whole gathered buffer of
     // ep etp T rows (zeros where no local expert was chosen).
     const double distinct =
-        std::min(received, layout.etp * tokens * ExpertLoadFactor(job) *
-                               DistinctExpertRanks(e.experts, e.top_k, layout.ep));
+        std::min(received, layout.etp * tokens * ExpertLoadFactor(job, layout.ep) *
+                               ExpectedDistinctRanks(e.experts, e.top_k, layout.ep));
     const double out = layout.dispatcher == Dispatcher::kAllGather
                            ? double(layout.ep) * layout.etp * tokens
                            : distinct;
@@ -324,17 +325,6 @@ Fp8CastBytes Fp8CastBytesOf(Precision precision) {
     case Precision::kMXFP8: return {kCast + 2 * 1.0 / 32, kCast + 2 * 1.0 / 32};
   }
   return {0, 0};
-}
-
-double DistinctExpertRanks(int experts, int top_k, int ep) {
-  if (experts <= 0 || top_k <= 0 || ep <= 1) return 1;
-  const double local = std::max(1, experts / ep);
-  // Probability that none of the K experts is on a given rank.
-  double none = 1;
-  for (int i = 0; i < top_k && i < experts; ++i) {
-    none *= std::max(0.0, experts - local - i) / (experts - i);
-  }
-  return ep * (1 - none);
 }
 
 long long MicroBatchesPerStep(const JobSpec& job, const Layout& layout) {

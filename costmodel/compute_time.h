@@ -248,10 +248,6 @@ struct Fp8CastBytes {
 };
 Fp8CastBytes Fp8CastBytesOf(Precision precision);
 
-// Expected distinct EP ranks one token's top_k experts land on, experts
-// spread evenly (E / ep per rank), chosen uniformly without replacement:
-// ep (1 - prod_{i<K} (E - E/ep - i) / (E - i)).
-double DistinctExpertRanks(int experts, int top_k, int ep);
 
 // Micro-batches per step as the schedule counts them (evaluate.cc):
 // global_batch / (dp x mbs), at least 1.

@@ -75,12 +75,6 @@ AttentionCoreShape CoreShape(const ModelSpec& m, const JobSpec& job, const Layou
 
 }  // namespace
 
-double ExpertLoadFactor(const JobSpec& job) {
-  // With a capacity factor every expert is padded (or dropped) to CF x mean.
-  if (job.capacity_factor > 0) return job.capacity_factor;
-  return std::max(1.0, job.routing_imbalance);
-}
-
 LayerWork LayerForwardWork(const ModelSpec& model, const JobSpec& job, const Layout& layout,
                            bool moe_layer) {
   LayerWork w;
@@ -113,7 +107,7 @@ LayerWork LayerForwardWork(const ModelSpec& model, const JobSpec& job, const Lay
   // busiest rank has ExpertLoadFactor times the mean.
   const int local_experts = std::max(1, e.experts / std::max(1, layout.ep));
   const double rows =
-      double(layout.etp) * tokens_per_rank * e.top_k * ExpertLoadFactor(job);
+      double(layout.etp) * tokens_per_rank * e.top_k * ExpertLoadFactor(job, layout.ep);
   const double rows_per_expert = rows / local_experts;
   const double etp = layout.etp;
   w.experts_up = {local_experts, rows_per_expert, UpWidth(model, e.ffn_hidden) / etp, hidden};

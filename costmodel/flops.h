@@ -23,6 +23,7 @@
 //    to capacity) else routing_imbalance (busiest expert / mean).
 #pragma once
 
+#include "costmodel/routing.h"  // ExpertLoadFactor
 #include "inputs/job.h"
 #include "inputs/model.h"
 #include "planner/layout.h"
@@ -100,8 +101,6 @@ struct LayerFlops {
   }
 };
 
-// Expert load on the busiest EP rank relative to the mean (see above).
-double ExpertLoadFactor(const JobSpec& job);
 
 // The GEMM shapes of layer work for `layout` (degrees, mbs, cp_style); a
 // MoE layer when `moe_layer`, else a dense layer. Uses job.seq_len,

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "costmodel/routing.h"
 #include "costmodel/schedule.h"
 
 namespace foldplan {
@@ -315,15 +316,7 @@ MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const Clust
 MemoryModel::MemoryModel(const CostContext& ctx, const MemoryAssumptions& assumptions)
     : MemoryModel(*ctx.model, *ctx.job, *ctx.cluster, assumptions) {}
 
-double MemoryModel::ExpertLoad(const Layout& layout) const {
-  // A capacity factor pads every expert's buffer to CF x its mean share
-  // (Megatron --moe-pad-expert-input-to-capacity): the bound whatever the
-  // routing. Dropless: the busiest expert's load / mean (routing_imbalance)
-  // bounds the busiest rank's. With ep 1 every rank holds every expert and
-  // receives exactly its own T K rows.
-  if (job_->capacity_factor > 0) return job_->capacity_factor;
-  return layout.ep > 1 ? std::max(1.0, job_->routing_imbalance) : 1.0;
-}
+double MemoryModel::ExpertLoad(const Layout& layout) const { return ExpertLoadFactor(*job_, layout.ep); }
 
 MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
                                            Recompute r) const {

@@ -8,6 +8,7 @@
 
 #include <string>
 
+#include "costmodel/routing.h"
 #include "costmodel_compute_fixtures.h"
 
 using namespace foldplan;
@@ -121,27 +122,27 @@ TEST_CASE("permute and unpermute byte rules") {
 
 TEST_CASE("distinct EP ranks per token") {
   // One expert per rank: a token's K experts are on exactly K ranks.
-  CHECK(DistinctExpertRanks(8, 2, 8) == doctest::Approx(2).epsilon(1e-12));
+  CHECK(ExpectedDistinctRanks(8, 2, 8) == doctest::Approx(2).epsilon(1e-12));
   // One rank holds every expert.
-  CHECK(DistinctExpertRanks(128, 8, 1) == 1);
+  CHECK(ExpectedDistinctRanks(128, 8, 1) == 1);
   // qwen3, ep 32 (4 experts per rank): 32 (1 - prod_{i<8} (124 - i) / (128 - i)).
   double none = 1;
   for (int i = 0; i < 8; ++i) none *= (124.0 - i) / (128.0 - i);
-  CHECK(DistinctExpertRanks(128, 8, 32) == Close(32 * (1 - none)));
-  CHECK(DistinctExpertRanks(128, 8, 32) < 8);
-  CHECK(DistinctExpertRanks(128, 8, 32) > 7);
+  CHECK(ExpectedDistinctRanks(128, 8, 32) == Close(32 * (1 - none)));
+  CHECK(ExpectedDistinctRanks(128, 8, 32) < 8);
+  CHECK(ExpectedDistinctRanks(128, 8, 32) > 7);
 }
 
 TEST_CASE("flex and allgather dispatchers permute on the receiving rank") {
   // qwen3 tp 2 ep 32: R = 16384 rows; the distinct tokens reaching a rank
-  // are U = T D = 2048 x DistinctExpertRanks(128, 8, 32).
+  // are U = T D = 2048 x ExpectedDistinctRanks(128, 8, 32).
   //   DeepEP: permute U -> R, unpermute R -> U: fused 2 (U + R) rows, no
   //     chunk sort (DeepEP delivers per rank, the permute orders by expert).
   //   allgather: the unpermute writes the whole gathered buffer of
   //     ep etp T = 65,536 rows: fused (U + R) + (R + 65,536) rows.
   Setup s("qwen3-235b-a22b");
   const double row = 8192, r = 16384;
-  const double u = 2048 * DistinctExpertRanks(128, 8, 32);
+  const double u = 2048 * ExpectedDistinctRanks(128, 8, 32);
   const LayerTimes deepep = s.Times(Degrees(2, 32, Dispatcher::kDeepEP)).moe_layer;
   CHECK(deepep.permute.fwd_s == Close(2 * (u + r) * row / kBw));
   const LayerTimes hybrid = s.Times(Degrees(2, 32, Dispatcher::kHybridEP)).moe_layer;
