@@ -288,7 +288,14 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
     }
     if (options.json) return e.violations.empty() ? 0 : 1;
   }
-  if (in.recipe) out << InputsLine(in) << "\n";
+  if (in.recipe) {
+    out << InputsLine(in) << "\n";
+    if (!in.recipe->inferred.empty()) {
+      std::string keys;
+      for (const std::string& k : in.recipe->inferred) keys += (keys.empty() ? "" : ", ") + k;
+      out << "not stated by the source, inferred (see the recipe's description): " << keys << "\n";
+    }
+  }
   if (!e.violations.empty()) {
     out << "ILLEGAL: this layout breaks " << e.violations.size() << " rule"
         << (e.violations.size() > 1 ? "s" : "") << ":\n";

@@ -112,7 +112,8 @@ RankParams ParamsPerRank(const Layout& l, const ModelSpec& m) {
   r.embedding = double(e.input_embedding) / tp + double(e.position_embedding);
   const double output_table = e.output_layer > 0 ? double(e.output_layer) : l.pp > 1 ? double(e.input_embedding) : 0;
   r.output = output_table / tp + double(e.final_norm);
-  r.mtp_extra = 3.0 * m.hidden + 2.0 * m.hidden * m.hidden / tp;
+  const MtpParams mtp = m.mtp_params();
+  r.mtp_extra = double(mtp.norms) + double(mtp.projection) / tp;
   return r;
 }
 
@@ -125,7 +126,7 @@ struct StageParams {
 // rank whose data-parallel reduction is slowest bounds the step).
 StageParams LargestStage(const Layout& l, const ModelSpec& m, const RankParams& r) {
   const PipelineDescription pipeline = DescribePipeline(l, m);
-  const bool mtp_moe = m.layer_is_moe(m.layers - 1);  // an MTP module's layer is of the last layer's kind
+  const bool mtp_moe = m.mtp_layer_is_moe();
   StageParams largest;
   for (const PipelineRank& held : pipeline.ranks) {
     StageParams s;

@@ -100,7 +100,7 @@ CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const J
   weights_.embedding = seconds(t.embedding);
   weights_.loss = seconds(t.output_layer);
   weights_.mtp_layer = seconds(t.mtp_projection) +
-                       (model_.layer_is_moe(model_.layers - 1) ? weights_.moe_layer : weights_.dense_layer) +
+                       (model_.mtp_layer_is_moe() ? weights_.moe_layer : weights_.dense_layer) +
                        weights_.loss;
 }
 

@@ -281,9 +281,9 @@ MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const Clust
   // MTP (Megatron's MultiTokenPredictionLayer): enorm, hnorm, eh_proj
   // (2H -> H, a column-parallel linear), one transformer layer of the
   // decoder's last layer's spec, final_layernorm; the output head is shared.
-  mtp_projection_ = 2 * h * h;
-  mtp_norms_ = 3 * h;
-  mtp_moe_ = m.is_moe() && m.layers > 0 && m.layer_is_moe(m.layers - 1);
+  mtp_projection_ = double(m.mtp_params().projection);
+  mtp_norms_ = double(m.mtp_params().norms);
+  mtp_moe_ = m.is_moe() && m.mtp_layer_is_moe();
 
   // Activation widths per token row (doc section "Activations").
   mla_ = m.attention == AttentionKind::kMLA && m.mla.has_value();

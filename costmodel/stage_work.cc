@@ -41,7 +41,7 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
   StepWork w;
   w.gpu_sms = gpu.sms;
   w.microbatches = std::max<long long>(microbatches, 1);
-  w.mtp_moe = model.layer_is_moe(model.layers - 1);
+  w.mtp_moe = model.mtp_layer_is_moe();
   w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerCost(compute.dense_layer);
   w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerCost(compute.moe_layer);
   w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartCost(compute.embedding);

@@ -164,6 +164,13 @@ LayerParams ModelSpec::layer_params(bool moe_layer) const {
 
 EmbeddingParams ModelSpec::embedding_params() const { return CountEmbeddings(*this); }
 
+MtpParams ModelSpec::mtp_params() const {
+  MtpParams p;
+  p.projection = 2 * int64_t{hidden} * hidden;
+  p.norms = 3 * int64_t{hidden};
+  return p;
+}
+
 int64_t ModelSpec::total_params() const { return CountParams<int64_t>(*this, false); }
 
 int64_t ModelSpec::active_params() const { return CountParams<int64_t>(*this, true); }

@@ -56,6 +56,15 @@ struct LayerParams {
   }
 };
 
+// An MTP module's own parameters (Megatron's MultiTokenPredictionLayer,
+// DeepSeek-V3's MTP), beside its one decoder layer of the model's last
+// layer's kind; the embedding and output head are the model's, shared.
+struct MtpParams {
+  int64_t projection = 0;  // eh_proj: [hidden; next-token embedding] 2H -> H, TP-split
+  int64_t norms = 0;       // enorm, hnorm and its final norm, H each, replicated
+  int64_t total() const { return projection + norms; }
+};
+
 // Parameters outside the decoder layers.
 struct EmbeddingParams {
   int64_t input_embedding = 0;     // vocab x hidden, vocab-parallel over TP (first stage)
@@ -102,6 +111,10 @@ struct ModelSpec {
   // Parameters of one dense (moe_layer false) or MoE decoder layer.
   LayerParams layer_params(bool moe_layer) const;
   EmbeddingParams embedding_params() const;
+  // One MTP module: its own parameters, and whether its decoder layer is a
+  // MoE layer (the last decoder layer's kind).
+  MtpParams mtp_params() const;
+  bool mtp_layer_is_moe() const { return layers > 0 && layer_is_moe(layers - 1); }
 
   // Parameter counts, embeddings and output layer included, MTP excluded.
   int64_t total_params() const;

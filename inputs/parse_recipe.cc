@@ -132,6 +132,24 @@ std::vector<std::string> ReadNotes(CheckedObject& root) {
   return root.StringList("notes", rules, {});
 }
 
+// Layout keys (planner/layout.h's syntax); inputs/ cannot ask the planner,
+// so the list is the layout keys a recipe can leave unstated.
+std::vector<std::string> ReadInferred(CheckedObject& root) {
+  CheckedObject::StringListRules rules;
+  rules.list_expected = "a non-empty list of layout keys";
+  rules.item_expected = "a layout key";
+  rules.valid_expected = "a layout key such as \"recompute\"";
+  rules.problem = [](const std::string& s) {
+    static const char* const kKeys[] = {"tp", "cp", "pp", "ep", "etp", "vpp", "mbs", "order", "cp_style",
+                                        "recompute", "placement", "dispatcher", "a2a_overlap", "precision",
+                                        "fsdp", "tp_overlap", "stages", "pp_layout"};
+    for (const char* k : kKeys)
+      if (s == k) return std::string();
+    return std::string("not a layout key");
+  };
+  return root.StringList("inferred", rules, {});
+}
+
 std::vector<RecipeFeature> ReadNotModelled(CheckedObject& root, JsonErrors& errors) {
   std::vector<RecipeFeature> out;
   const std::vector<std::string> names = root.EnumList("not_modelled", {"activation_offloading"}, {});
@@ -259,6 +277,7 @@ Result<RecipeSpec> ParseRecipe(const json& input, const std::string& file) {
   r.layout = NonEmptyString(root, input, "layout", "a layout such as \"tp=2,pp=8,vpp=4,ep=32,etp=1\"");
   r.notes = ReadNotes(root);
   r.not_modelled = ReadNotModelled(root, errors);
+  r.inferred = ReadInferred(root);
   root.Finish();
 
   // What the names stand for, each loaded and checked.

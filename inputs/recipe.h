@@ -48,6 +48,9 @@ struct RecipeSpec {
   std::string layout;        // layout text (planner/layout.h syntax)
   std::vector<std::string> notes;
   std::vector<RecipeFeature> not_modelled;
+  // Layout keys whose values the source does not state and the recipe
+  // infers (its description says how), e.g. "recompute", "etp".
+  std::vector<std::string> inferred;
 
   // Resolved. The cluster is the whole file (not yet cut to gpus_per_domain:
   // the job carries that, as a job file would, and the caller applies it

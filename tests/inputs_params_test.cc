@@ -113,6 +113,20 @@ TEST_CASE("deepseek-v3: first three layers dense, the other 58 MoE, MLA dims") {
   CHECK(Billions(m.total_params()) < 672);
 }
 
+TEST_CASE("deepseek-v3's MTP module: its layer, eh_proj and norms, with the embedding and head, are the published 14B") {
+  // A MoE decoder layer (the last layer's kind) + eh_proj 2 x 7168^2 =
+  // 102,760,448 + 3 x 7168 norms; DeepSeek's checkpoint stores the MTP
+  // module with its own copies of the embedding and output head
+  // (2 x 129,280 x 7,168 = 1,853,358,080), which foldplan counts once (shared).
+  const ModelSpec m = Load("deepseek-v3");
+  CHECK(m.mtp_layer_is_moe());
+  CHECK(m.mtp_params().projection == 102'760'448);
+  CHECK(m.mtp_params().norms == 3 * 7168);
+  const double module = double(m.layer_params(true).total()) + double(m.mtp_params().total());
+  const double with_tables = module + 2.0 * 129280 * 7168;
+  CHECK(with_tables / 1e9 == doctest::Approx(14).epsilon(0.05));
+}
+
 TEST_CASE("layer_freq places MoE layers every k-th layer after the dense ones") {
   ModelSpec m = Load("mixtral-8x7b");
   m.moe->first_k_dense = 1;

@@ -136,19 +136,19 @@ const std::vector<Expected>& Table() {
        "fsdp=0",
        false},
       {"qwen3-235b-h100-seq16k-tp4-cp1-pp8-vpp4-ep8", "h100-dgx-128n", 256, 0, "qwen3-235b-a22b", 16384, 256,
-       "tp=4,cp=1,pp=8,vpp=4,ep=8,etp=1,mbs=1,recompute=none,dispatcher=deepep,a2a_overlap=0,precision=bf16,"
+       "tp=4,cp=1,pp=8,vpp=4,ep=8,etp=1,mbs=1,recompute=moe,dispatcher=deepep,a2a_overlap=0,precision=bf16,"
        "fsdp=0",
        false},
       {"qwen3-235b-h100-seq32k-tp4-cp2-pp8-vpp4-ep8", "h100-dgx-128n", 256, 0, "qwen3-235b-a22b", 32768, 256,
-       "tp=4,cp=2,pp=8,vpp=4,ep=8,etp=1,mbs=1,cp_style=ring,recompute=none,dispatcher=deepep,a2a_overlap=0,"
+       "tp=4,cp=2,pp=8,vpp=4,ep=8,etp=1,mbs=1,cp_style=ring,recompute=moe,dispatcher=deepep,a2a_overlap=0,"
        "precision=bf16,fsdp=0",
        false},
       {"qwen3-235b-h100-seq64k-tp4-cp4-pp8-vpp4-ep8", "h100-dgx-128n", 256, 0, "qwen3-235b-a22b", 65536, 256,
-       "tp=4,cp=4,pp=8,vpp=4,ep=8,etp=1,mbs=1,cp_style=ring,recompute=none,dispatcher=deepep,a2a_overlap=0,"
+       "tp=4,cp=4,pp=8,vpp=4,ep=8,etp=1,mbs=1,cp_style=ring,recompute=moe,dispatcher=deepep,a2a_overlap=0,"
        "precision=bf16,fsdp=0",
        false},
       {"qwen3-235b-h100-seq128k-tp4-cp8-pp8-vpp4-ep8", "h100-dgx-128n", 256, 0, "qwen3-235b-a22b", 131072, 256,
-       "tp=4,cp=8,pp=8,vpp=4,ep=8,etp=1,mbs=1,cp_style=ring,recompute=none,dispatcher=deepep,a2a_overlap=0,"
+       "tp=4,cp=8,pp=8,vpp=4,ep=8,etp=1,mbs=1,cp_style=ring,recompute=moe,dispatcher=deepep,a2a_overlap=0,"
        "precision=bf16,fsdp=0",
        false},
       {"qwen3-235b-gb200-tp1-pp8-ep8", "gb200-nvl72-4r", 256, 64, "qwen3-235b-a22b", 4096, 8192,
@@ -162,7 +162,7 @@ const std::vector<Expected>& Table() {
        true},
       {"qwen3-235b-gb200-seq128k-tp4-cp4-pp4-vpp12-ep32-mxfp8", "gb200-nvl72-4r", 128, 64, "qwen3-235b-a22b",
        131072, 1024,
-       "tp=4,cp=4,pp=4,vpp=12,ep=32,etp=1,mbs=1,cp_style=ring,recompute=none,dispatcher=hybridep,a2a_overlap=0,"
+       "tp=4,cp=4,pp=4,vpp=12,ep=32,etp=1,mbs=1,cp_style=ring,recompute=moe,dispatcher=hybridep,a2a_overlap=0,"
        "precision=mxfp8,fsdp=0",
        false},
       {"qwen3-235b-gb300-tp1-pp1-ep64-mxfp8", "gb300-nvl72-4r", 64, 64, "qwen3-235b-a22b", 4096, 8192,
@@ -170,7 +170,7 @@ const std::vector<Expected>& Table() {
        "precision=mxfp8,fsdp=0",
        false},
       {"deepseek-v3-gb200-tp1-pp8-vpp4-ep32-mxfp8", "gb200-nvl72-4r", 256, 64, "deepseek-v3", 4096, 2048,
-       "tp=1,cp=1,pp=8,vpp=4,ep=32,etp=1,mbs=1,recompute=none,dispatcher=hybridep,a2a_overlap=0,"
+       "tp=1,cp=1,pp=8,vpp=4,ep=32,etp=1,mbs=1,recompute=mla_up_proj+moe_act+layernorm,dispatcher=hybridep,a2a_overlap=0,"
        "precision=mxfp8,fsdp=0,pp_layout=Et|(tt|)*30L",
        false},
       {"mixtral-8x7b-h100-tp1-pp4-vpp8-ep8", "h100-dgx-128n", 64, 0, "mixtral-8x7b", 4096, 256,
