@@ -15,16 +15,6 @@ const json& EmptyObject() {
   return kEmpty;
 }
 
-std::string EscapePointerToken(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
 std::string Range(int64_t min, int64_t max) {
   constexpr int64_t kLo = std::numeric_limits<int64_t>::min();
   constexpr int64_t kHi = std::numeric_limits<int64_t>::max();
@@ -59,6 +49,18 @@ bool InList(std::initializer_list<const char*> allowed, const std::string& v) {
 }
 
 }  // namespace
+
+using nlohmann::json;
+
+std::string EscapePointerToken(const std::string& key) {
+  std::string out;
+  for (char c : key) {
+    if (c == '~') out += "~0";
+    else if (c == '/') out += "~1";
+    else out += c;
+  }
+  return out;
+}
 
 Result<json> ParseJsonText(const std::string& text, const std::string& file) {
   try {

@@ -30,6 +30,9 @@ Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string&
 // Reads and parses a file.
 Result<nlohmann::json> ParseJsonFile(const std::string& path);
 
+// One key as a JSON pointer token (RFC 6901: "~" -> "~0", "/" -> "~1").
+std::string EscapePointerToken(const std::string& key);
+
 // Short rendering of a JSON value for "found ..." in messages.
 std::string DescribeJsonValue(const nlohmann::json& value);
 

@@ -27,28 +27,31 @@ double GroupedSeconds(const GroupedGemmShape& g, Precision precision,
   return flops / profile.GroupedGemmFlopsPerS(g.experts, g.rows_per_expert, g.k, g.n, precision);
 }
 
-// Forward and backward of GEMMs: backward runs dgrad and wgrad, each with
-// the forward's FLOPs, at the forward's rate.
-OpTime Gemms(std::initializer_list<GemmShape> shapes, Precision precision,
-             const ComputeProfile& profile) {
+double Seconds(const GemmShape& g, Precision precision, const ComputeProfile& profile) {
+  return GemmSeconds(g, precision, profile);
+}
+double Seconds(const GroupedGemmShape& g, Precision precision, const ComputeProfile& profile) {
+  return GroupedSeconds(g, precision, profile);
+}
+
+// Forward and backward of GEMMs (plain or grouped): backward runs dgrad
+// and wgrad, each with the forward's FLOPs, at the forward's rate.
+template <class Shape>
+OpTime GemmsOf(std::initializer_list<Shape> shapes, Precision precision, const ComputeProfile& profile) {
   OpTime t;
-  for (const GemmShape& g : shapes) {
+  for (const Shape& g : shapes) {
     t.fwd_flops += g.flops();
-    t.fwd_s += GemmSeconds(g, precision, profile);
+    t.fwd_s += Seconds(g, precision, profile);
   }
   t.bwd_s = 2 * t.fwd_s;
   return t;
 }
-
+OpTime Gemms(std::initializer_list<GemmShape> shapes, Precision precision, const ComputeProfile& profile) {
+  return GemmsOf(shapes, precision, profile);
+}
 OpTime GroupedGemms(std::initializer_list<GroupedGemmShape> shapes, Precision precision,
                     const ComputeProfile& profile) {
-  OpTime t;
-  for (const GroupedGemmShape& g : shapes) {
-    t.fwd_flops += g.flops();
-    t.fwd_s += GroupedSeconds(g, precision, profile);
-  }
-  t.bwd_s = 2 * t.fwd_s;
-  return t;
+  return GemmsOf(shapes, precision, profile);
 }
 
 int AtLeastOne(double x) { return std::max(1, int(std::lround(x))); }

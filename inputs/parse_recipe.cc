@@ -29,17 +29,6 @@ const char* ReservedJobField(const std::string& key) {
   return nullptr;
 }
 
-// JSON pointer escaping of one key, as CheckedObject::Pointer does.
-std::string Escaped(const std::string& key) {
-  std::string out;
-  for (char c : key) {
-    if (c == '~') out += "~0";
-    else if (c == '/') out += "~1";
-    else out += c;
-  }
-  return out;
-}
-
 bool LooksLikePath(const std::string& s) {
   return s.find('/') != std::string::npos ||
          (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
@@ -189,7 +178,7 @@ void AddJobErrors(const Status& status, const std::string& label, const json& me
     const std::string rest = line.substr(label.size() + 2);
     std::string pointer, what = rest, key;
     for (auto it = merged.begin(); it != merged.end(); ++it) {
-      const std::string head = "/" + Escaped(it.key());
+      const std::string head = "/" + EscapePointerToken(it.key());
       if (rest.compare(0, head.size(), head) != 0) continue;
       if (rest.size() > head.size() && rest[head.size()] != ':' && rest[head.size()] != '/') continue;
       const size_t colon = rest.find(": ", head.size());

@@ -16,16 +16,8 @@ using foldplan::testing::MakeMixtral;
 namespace {
 
 Layout Degrees(int tp, int dp, int pp, int vpp, int ep) {
-  Layout l;
-  l.tp = tp;
-  l.dp = dp;
-  l.pp = pp;
+  Layout l = testing::FromDegrees(tp, 1, dp, pp, ep);
   l.vpp = vpp;
-  l.ep = ep;
-  l.etp = 1;
-  l.edp = tp * dp / ep;
-  l.world = pp * tp * dp;
-  l.dispatcher = Dispatcher::kAllToAll;
   return l;
 }
 

@@ -16,14 +16,7 @@ using foldplan::testing::MakeMixtral;
 namespace {
 
 Layout Degrees(int tp, int dp, int pp, int ep, Dispatcher d) {
-  Layout l;
-  l.tp = tp;
-  l.dp = dp;
-  l.pp = pp;
-  l.ep = ep;
-  l.etp = 1;
-  l.edp = tp * dp / ep;
-  l.world = pp * tp * dp;
+  Layout l = testing::FromDegrees(tp, 1, dp, pp, ep);
   l.dispatcher = d;
   return l;
 }

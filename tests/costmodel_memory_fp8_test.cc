@@ -16,15 +16,7 @@ using foldplan::testing::MakeMixtral;
 namespace {
 
 Layout Degrees(int tp, int cp, int dp, int pp, int ep, Precision precision) {
-  Layout l;
-  l.tp = tp;
-  l.cp = cp;
-  l.dp = dp;
-  l.pp = pp;
-  l.ep = ep;
-  l.etp = 1;
-  l.edp = tp * cp * dp / ep;
-  l.world = pp * tp * cp * dp;
+  Layout l = testing::FromDegrees(tp, cp, dp, pp, ep);
   l.precision = precision;
   return l;
 }

@@ -14,17 +14,7 @@ using foldplan::testing::MakeMixtral;
 
 namespace {
 
-Layout Degrees(int tp, int dp, int pp, int ep) {
-  Layout l;
-  l.tp = tp;
-  l.dp = dp;
-  l.pp = pp;
-  l.ep = ep;
-  l.etp = 1;
-  l.edp = tp * dp / ep;
-  l.world = pp * tp * dp;
-  return l;
-}
+Layout Degrees(int tp, int dp, int pp, int ep) { return testing::FromDegrees(tp, 1, dp, pp, ep); }
 
 }  // namespace
 

@@ -25,14 +25,7 @@ ModelSpec Load(const char* name) {
 }
 
 Layout Degrees(int tp, int dp, int pp, int ep, int mbs = 1) {
-  Layout l;
-  l.tp = tp;
-  l.dp = dp;
-  l.pp = pp;
-  l.ep = ep;
-  l.etp = 1;
-  l.edp = tp * dp / ep;
-  l.world = pp * tp * dp;
+  Layout l = testing::FromDegrees(tp, 1, dp, pp, ep);
   l.mbs = mbs;
   return l;
 }

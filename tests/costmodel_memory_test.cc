@@ -29,17 +29,9 @@ ModelSpec Load(const char* name) {
 }
 
 Layout MakeLayout(int tp, int cp, int dp, int pp, int ep, int etp, int mbs = 1, int vpp = 1) {
-  Layout l;
-  l.tp = tp;
-  l.cp = cp;
-  l.dp = dp;
-  l.pp = pp;
-  l.vpp = vpp;
-  l.ep = ep;
-  l.etp = etp;
-  l.edp = tp * cp * dp / (ep * etp);
-  l.world = pp * tp * cp * dp;
+  Layout l = testing::FromDegrees(tp, cp, dp, pp, ep, etp);
   l.mbs = mbs;
+  l.vpp = vpp;
   return l;
 }
 

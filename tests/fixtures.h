@@ -70,4 +70,19 @@ inline Layout MakeLayout(int world, int tp, int cp, int pp, int ep, int etp,
   return l;
 }
 
+// A layout from its dense degrees with dp given (world = pp tp cp dp) and
+// its EP and ETP, edp derived.
+inline Layout FromDegrees(int tp, int cp, int dp, int pp, int ep, int etp = 1) {
+  Layout l;
+  l.tp = tp;
+  l.cp = cp;
+  l.dp = dp;
+  l.pp = pp;
+  l.ep = ep;
+  l.etp = etp;
+  l.world = pp * tp * cp * dp;
+  l.edp = tp * cp * dp / (ep * etp);
+  return l;
+}
+
 }  // namespace foldplan::testing

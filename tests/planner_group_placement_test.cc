@@ -8,6 +8,7 @@
 
 #include <doctest/doctest.h>
 
+#include "fixtures.h"
 #include "topology_fixtures.h"
 #include "planner/group_placement.h"
 #include "planner/rank_map.h"
@@ -22,15 +23,7 @@ using testing::Nvl72;
 
 Layout MakeLayout(int pp, int tp, int cp, int dp, int ep, int etp, std::string order = kDefaultOrder,
                   Placement placement = Placement::kLinear) {
-  Layout l;
-  l.pp = pp;
-  l.tp = tp;
-  l.cp = cp;
-  l.dp = dp;
-  l.ep = ep;
-  l.etp = etp;
-  l.world = pp * tp * cp * dp;
-  l.edp = l.world / (pp * ep * etp);
+  Layout l = testing::FromDegrees(tp, cp, dp, pp, ep, etp);
   l.order = std::move(order);
   l.placement = placement;
   return l;
