@@ -86,6 +86,32 @@ TEST_CASE("a refused export writes no output file") {
   CHECK(access(path.c_str(), F_OK) != 0);
 }
 
+TEST_CASE("explain a DeepSeek-V3 recipe: MXFP8, HybridEP, Megatron's pipeline layout, MTP") {
+  auto r = RunFoldplan("explain --recipe deepseek-v3-gb200-tp1-pp8-vpp4-ep32-mxfp8");
+  CHECK(r.exit_code == 0);
+  CheckGolden("explain_recipe_deepseek_v3.txt", r.out);
+}
+
+TEST_CASE("explain a Qwen3-235B recipe: recompute modules, DeepEP, a chosen pipeline layout") {
+  auto r = RunFoldplan("explain --recipe qwen3-235b-h100-tp2-pp8-vpp4-ep32");
+  CHECK(r.exit_code == 0);
+  CheckGolden("explain_recipe_qwen3_235b.txt", r.out);
+}
+
+TEST_CASE("plan --fix searches only the layouts that agree") {
+  auto r = RunFoldplan("plan --model mixtral-8x7b --fix tp=2,pp=4,ep=8 --top 3 --json");
+  CHECK(r.exit_code == 0);
+  const auto plan = nlohmann::json::parse(r.out);
+  REQUIRE(plan["candidates"].size() == 3);
+  for (const auto& c : plan["candidates"]) {
+    CHECK(c["layout"]["tp"] == 2);
+    CHECK(c["layout"]["pp"] == 4);
+    CHECK(c["layout"]["ep"] == 8);
+  }
+  auto all = RunFoldplan("plan --model mixtral-8x7b --top 3 --json");
+  CHECK(nlohmann::json::parse(all.out)["search"]["candidates"] > plan["search"]["candidates"]);
+}
+
 TEST_CASE("plan on the shipped defaults") {
   auto r = RunFoldplan("plan --top 5");
   CHECK(r.exit_code == 0);
