@@ -394,7 +394,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
     out << "\nRejections (each candidate under the first rule it breaks):\n" << table.Render("  ");
   }
   TextTable table({"#", "tp", "cp", "dp", "pp", "vpp", "ep", "etp", "edp", "mbs", "order", "cp_style",
-                   "recompute", "placement", "layers/stage"},
+                   "recompute", "placement", "recipe", "layers/stage"},
                   {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
                    Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
   size_t shown = 0;
@@ -405,7 +405,8 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
                   std::to_string(l.dp), std::to_string(l.pp), std::to_string(l.vpp),
                   std::to_string(l.ep), std::to_string(l.etp), std::to_string(l.edp),
                   std::to_string(l.mbs), l.order, l.cp > 1 ? Name(l.cp_style) : "-",
-                  Name(l.recompute), Name(l.placement), StagesText(l)});
+                  Name(l.recompute), Name(l.placement), ShortRecipe(l).empty() ? "-" : ShortRecipe(l),
+                  StagesText(l)});
   }
   if (shown > 0) out << "\n" << table.Render("  ");
   if (shown < e.legal.size()) {

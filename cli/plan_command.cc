@@ -36,12 +36,8 @@ std::string Options(const Layout& l) {
   if (l.cp > 1) out += std::string(" ") + Name(l.cp_style);
   if (l.order != kDefaultOrder) out += " " + l.order;
   if (l.placement != Placement::kLinear) out += std::string(" ") + Name(l.placement);
-  if (l.dispatcher != Dispatcher::kAllToAll) out += std::string(" ") + Name(l.dispatcher);
-  if (l.a2a_overlap) out += " a2a-overlap";
-  if (l.precision != Precision::kBF16) out += std::string(" ") + Name(l.precision);
-  if (l.fsdp) out += " fsdp";
-  if (l.tp_overlap) out += " tp-overlap";
-  return out;
+  const std::string recipe = ShortRecipe(l);
+  return recipe.empty() ? out : out + " " + recipe;
 }
 
 // The largest exposed communication kinds, "ep_dispatch 12 ms, tp_ag 3 ms".

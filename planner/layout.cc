@@ -256,6 +256,17 @@ std::string FormatLayout(const Layout& l) {
   return s.str();
 }
 
+std::string ShortRecipe(const Layout& l) {
+  std::string out;
+  auto add = [&](const std::string& word) { out += (out.empty() ? "" : " ") + word; };
+  if (l.dispatcher != Dispatcher::kAllToAll) add(Name(l.dispatcher));
+  if (l.a2a_overlap) add("a2a-overlap");
+  if (l.precision != Precision::kBF16) add(Name(l.precision));
+  if (l.fsdp) add("fsdp");
+  if (l.tp_overlap) add("tp-overlap");
+  return out;
+}
+
 std::string ShortDegrees(const Layout& l) {
   std::ostringstream s;
   s << "tp" << l.tp << " cp" << l.cp << " dp" << l.dp << " pp" << l.pp;

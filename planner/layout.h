@@ -105,5 +105,8 @@ Result<Layout> ParseLayout(const std::string& text, int default_world, const Job
 std::string FormatLayout(const Layout& layout);
 // Short form for tables: "tp2 cp1 dp8 pp8 | ep8 etp1 edp2" (pp8x2 with vpp 2).
 std::string ShortDegrees(const Layout& layout);
+// The recipe options that differ from the defaults, for tables:
+// "deepep a2a-overlap mxfp8 fsdp tp-overlap"; "" when none does.
+std::string ShortRecipe(const Layout& layout);
 
 }  // namespace foldplan
