@@ -204,7 +204,9 @@ int WorldOf(const ClusterSpec& cluster, const JobSpec& job) {
 }  // namespace
 
 std::string InputsLine(const Inputs& in) {
-  return (in.recipe ? "recipe " + in.recipe->name + ": " : std::string()) + "cluster " + in.cluster.name + " (" + std::to_string(in.cluster.total_gpus()) + " x " +
+  const bool part = in.job.world_size > 0 && in.job.world_size < in.cluster.total_gpus();
+  return (in.recipe ? "recipe " + in.recipe->name + ": " : std::string()) + "cluster " + in.cluster.name + " (" +
+         (part ? std::to_string(in.job.world_size) + " of " : std::string()) + std::to_string(in.cluster.total_gpus()) + " x " +
          in.cluster.gpu.name + "), model " + in.model.name + ", job " + in.job.name + " (seq " +
          std::to_string(in.job.seq_len) + ", global batch " + std::to_string(in.job.global_batch) +
          ", " + Precisions(in.job) + ")";
