@@ -97,10 +97,9 @@ std::string Breakdown(const Evaluation& e) {
   return out;
 }
 
-// Why the best beats the runner-up: the components of the step that differ most.
-// Why `a` beats `b` ("the runner-up" or another `label`): the components of
-// the step that differ most.
-std::string WhyBetter(const Evaluation& a, const Evaluation& b, const std::string& label) {
+// Why `a` beats `b`: the components of the step that differ, largest first,
+// and both peaks.
+std::string StepDifferences(const Evaluation& a, const Evaluation& b) {
   std::vector<std::pair<std::string, double>> deltas = {
       {"compute per micro-batch x micro-batches",
        (b.step.stage_compute_s * b.step.microbatches) - (a.step.stage_compute_s * a.step.microbatches)},
@@ -112,8 +111,7 @@ std::string WhyBetter(const Evaluation& a, const Evaluation& b, const std::strin
   };
   std::sort(deltas.begin(), deltas.end(),
             [](const auto& x, const auto& y) { return std::abs(x.second) > std::abs(y.second); });
-  std::string out = "  " + label + " (" + ShortDegrees(b.layout) + ", " + Options(b.layout) + ") takes " +
-                    Seconds(b.step.step_time_s - a.step.step_time_s) + " longer per step:\n";
+  std::string out;
   for (const auto& [what, d] : deltas) {
     if (std::abs(d) < 1e-6) continue;
     out += "    " + std::string(d > 0 ? "+" : "-") + Seconds(std::abs(d)) + "  " + what + "\n";
@@ -152,7 +150,7 @@ std::string RecipeComparison(const Evaluation& best, const Evaluation& recipe, u
     out += "  it is the best layout found\n";
   } else if (gain > 0) {
     out += "  the best layout is " + Fixed(100 * gain, 1) + "% faster (" + Seconds(best.step.step_time_s) +
-           " vs " + Seconds(recipe.step.step_time_s) + " per step):\n" + WhyBetter(best, recipe, "the recipe's layout");
+           " vs " + Seconds(recipe.step.step_time_s) + " per step, " + Seconds(recipe.step.step_time_s - best.step.step_time_s) + " less):\n" + StepDifferences(best, recipe);
   } else {
     out += "  it is faster than every fitting layout of the search (" + Seconds(recipe.step.step_time_s) +
            " vs " + Seconds(best.step.step_time_s) + ")\n";
@@ -244,7 +242,9 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   }
   out << "\n" << CandidatesTable(shown);
   out << "\nbest layout:\n" << Breakdown(evals.front());
-  if (evals.size() > 1) out << "\nwhy it wins:\n" << WhyBetter(evals[0], evals[1], "the runner-up");
+  if (evals.size() > 1) out << "\nwhy it wins:\n" << "  the runner-up (" + ShortDegrees(evals[1].layout) + ", " + Options(evals[1].layout) +
+                               ") takes " + Seconds(evals[1].step.step_time_s - evals[0].step.step_time_s) +
+                               " longer per step:\n" + StepDifferences(evals[0], evals[1]);
   if (recipe) {
     out << "\n" << RecipeComparison(evals.front(), *recipe, result.better_than_reference,
                                    result.enumeration.legal_count);
