@@ -420,32 +420,47 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
 int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) {
   auto format = ParseExportFormat(options.format);
   if (!format.ok()) return Fail(err, format.status());
+  if (options.layout.empty() && options.inputs.recipe.empty()) {
+    err << "foldplan: ranks needs --layout (or --recipe, whose layout it exports)\n";
+    return 2;
+  }
 
   ClusterSpec cluster;
-  if (options.world_size) {
-    if (*options.world_size < 1) return Fail(err, Status::Error("--world-size: expected a positive integer"));
-    cluster = GenericCluster(*options.world_size);
-  } else {
-    auto c = LoadClusterWithOverrides(options.inputs);
-    if (!c.ok()) return Fail(err, c.status());
-    cluster = c.value();
-  }
-  auto job = LoadJob(options.inputs.job.empty() ? kDefaultJob : options.inputs.job);
-  if (!job.ok()) return Fail(err, job.status());
-  JobSpec j = job.value();
-  if (Status s = ApplyJobOverrides(options.inputs, &j); !s.ok()) return Fail(err, s);
+  JobSpec j;
   std::optional<ModelSpec> model;
-  if (options.model_given) {
-    auto m = LoadModel(options.inputs.model);
-    if (!m.ok()) return Fail(err, m.status());
-    model = m.value();
+  std::string layout_text = options.layout;
+  if (!options.inputs.recipe.empty()) {
+    // A recipe names everything: cluster, GPUs, model, job and its layout.
+    if (options.world_size) return Fail(err, Status::Error("--world-size with --recipe: the recipe names its cluster and GPUs"));
+    auto in = LoadInputs(options.inputs);
+    if (!in.ok()) return Fail(err, in.status());
+    cluster = in->cluster;
+    j = in->job;
+    model = in->model;
+    if (layout_text.empty()) layout_text = in->recipe->layout;
+  } else {
+    if (options.world_size) {
+      if (*options.world_size < 1) return Fail(err, Status::Error("--world-size: expected a positive integer"));
+      cluster = GenericCluster(*options.world_size);
+    } else {
+      auto c = LoadClusterWithOverrides(options.inputs);
+      if (!c.ok()) return Fail(err, c.status());
+      cluster = c.value();
+    }
+    auto job = LoadJob(options.inputs.job.empty() ? kDefaultJob : options.inputs.job);
+    if (!job.ok()) return Fail(err, job.status());
+    j = job.value();
+    if (Status s = ApplyJobOverrides(options.inputs, &j); !s.ok()) return Fail(err, s);
+    if (options.model_given) {
+      auto m = LoadModel(options.inputs.model);
+      if (!m.ok()) return Fail(err, m.status());
+      model = m.value();
+      if (Status s = ApplyJobToModelAndCluster(j, &*model, &cluster); !s.ok()) return Fail(err, s);
+    }
   }
   // Degrees alone get the degree, order and placement rules; --model adds
   // the model's rules, and --model or --job the sequence and batch rules.
-  const bool job_rules = options.model_given || !options.inputs.job.empty();
-  if (model) {
-    if (Status s = ApplyJobToModelAndCluster(j, &*model, &cluster); !s.ok()) return Fail(err, s);
-  }
+  const bool job_rules = model.has_value() || !options.inputs.job.empty();
   std::unique_ptr<CostModel> cost;  // weighs the blocks of a pipeline layout it chooses
   if (model) {
     auto made = CostModel::Create(cluster, *model, j);
@@ -454,7 +469,7 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   }
   const LegalityContext ctx{&cluster, model ? &*model : nullptr, job_rules ? &j : nullptr,
                             cost ? &cost->pipeline_weights() : nullptr};
-  auto layout = ResolveLayout(options.layout, WorldOf(cluster, j), ctx);
+  auto layout = ResolveLayout(layout_text, WorldOf(cluster, j), ctx);
   if (!layout.ok()) return Fail(err, layout.status());
   auto map = BuildRankMap(layout.value(), cluster);
   if (!map.ok()) return Fail(err, map.status());

@@ -86,7 +86,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
 
 struct RanksOptions {
   InputOptions inputs;
-  std::string layout;                 // required
+  std::string layout;                 // required unless --recipe gives one
   std::string format = "rankmap";     // rankmap|megatron|torch|torchtitan|olmo-core
   std::optional<int> world_size;      // --world-size: generic cluster of N GPUs
   bool model_given = false;           // --model given: run the model's legality rules

@@ -69,7 +69,11 @@ int main(int argc, char** argv) {
   foldplan::RanksOptions ranks;
   auto* ranks_cmd = app.add_subcommand("ranks", "export a layout's rank map");
   AddInputFlags(ranks_cmd, &ranks.inputs);
-  ranks_cmd->add_option("--layout", ranks.layout, "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1")->required();
+  ranks_cmd->add_option("--layout", ranks.layout,
+                        "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1 (default with --recipe: the recipe's)");
+  ranks_cmd->add_option("--recipe", ranks.inputs.recipe,
+                        "export a shipped recipe's layout (foldplan list) on its cluster, model and job")
+      ->type_name("NAME");
   ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core")
       ->capture_default_str();
   auto* world = ranks_cmd->add_option("--world-size", ranks.world_size,

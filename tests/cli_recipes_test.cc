@@ -52,3 +52,23 @@ TEST_CASE("plan --recipe ranks the recipe's layout against the search") {
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("--model with --recipe") != std::string::npos);
 }
+
+TEST_CASE("ranks --recipe exports the recipe's layout with its model's and job's flags") {
+  // DeepSeek-V3 on GB200: one MTP layer, HybridEP with 16 SMs, mxfp8, the
+  // source's pipeline layout with the MTP layer placed on the last stage.
+  auto r = RunFoldplan("ranks --recipe deepseek-v3-gb200-tp1-pp8-vpp4-ep32-mxfp8 --format megatron");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  for (const char* flag : {"--expert-model-parallel-size 32 ", "--pipeline-model-parallel-layout \"Et|(tt|)*30mL\"",
+                           "--fp8-recipe mxfp8", "--moe-flex-dispatcher-backend hybridep", "--moe-hybridep-num-sms 16",
+                           "--mtp-num-layers 1", "--recompute-modules moe_act layernorm mla_up_proj"}) {
+    CHECK_MESSAGE(r.out.find(flag) != std::string::npos, flag);
+  }
+  CHECK(r.err.find("no --model") == std::string::npos);  // the recipe's model was checked
+
+  r = RunFoldplan("ranks --recipe deepseek-v3-gb200-tp1-pp8-vpp4-ep32-mxfp8 --world-size 256");
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("--world-size with --recipe") != std::string::npos);
+  r = RunFoldplan("ranks --format megatron");
+  CHECK(r.exit_code == 2);
+  CHECK(r.err.find("ranks needs --layout (or --recipe") != std::string::npos);
+}
