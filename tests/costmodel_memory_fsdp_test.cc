@@ -12,12 +12,6 @@ using foldplan::testing::MakeCluster;
 using foldplan::testing::MakeJob;
 using foldplan::testing::MakeMixtral;
 
-namespace {
-
-Layout Degrees(int tp, int dp, int pp, int ep) { return testing::FromDegrees(tp, 1, dp, pp, ep); }
-
-}  // namespace
-
 // Mixtral-like, tp 2, pp 1, ep 8, dp 8 (16 ranks, edp 2). Per rank:
 //   dense  = 32 layers x (41,943,040 / 2 + 8,192 + 32,768) + input embedding
 //            32000 x 4096 / 2 + output layer 32000 x 4096 / 2 + final norm 4096
@@ -34,7 +28,7 @@ TEST_CASE("FSDP shards weights, gradients and optimizer states and gathers two u
   const ModelSpec m = MakeMixtral();
   const JobSpec job = MakeJob();
   const MemoryModel model(m, job, MakeCluster(2));
-  Layout l = Degrees(2, 8, 1, 8);
+  Layout l = testing::FromDegrees(2, 1, 8, 1, 8);
   REQUIRE(l.edp == 2);
   const StageParams p = model.ParamsOnStage(l, 0);
   CHECK(p.dense == 803'475'456.0);
@@ -90,7 +84,7 @@ TEST_CASE("FSDP's gathered working set is the largest units the stage holds, tab
   m.ffn_hidden = 28672;
   const JobSpec model_job = MakeJob();  // outlives the model, which points to it
   const MemoryModel model(m, model_job, MakeCluster(2));
-  Layout l = Degrees(8, 2, 1, 1);
+  Layout l = testing::FromDegrees(8, 1, 2, 1, 1);
   l.etp = 8;
   l.edp = 2;
   l.fsdp = true;

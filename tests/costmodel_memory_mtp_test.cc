@@ -13,12 +13,6 @@ using foldplan::testing::MakeCluster;
 using foldplan::testing::MakeJob;
 using foldplan::testing::MakeMixtral;
 
-namespace {
-
-Layout Degrees(int tp, int dp, int pp, int ep) { return testing::FromDegrees(tp, 1, dp, pp, ep); }
-
-}  // namespace
-
 // Mixtral-like (every layer MoE, so the MTP layer is MoE; H 4096, vocab
 // 32000, untied), tp 2, pp 2, ep 8, dp 8: edp 2, T = 2048 rows. One MTP
 // layer on the last stage adds, per rank:
@@ -39,7 +33,7 @@ TEST_CASE("an MTP layer on the last stage: its parameters, embedding copy, activ
   const JobSpec job = MakeJob();
   const MemoryModel with(m, job, MakeCluster(4));
   const MemoryModel without(plain, job, MakeCluster(4));
-  const Layout l = Degrees(2, 8, 2, 8);
+  const Layout l = testing::FromDegrees(2, 1, 8, 2, 8);
   const PipelineDescription pipeline = DescribePipeline(l, m);
   REQUIRE(pipeline.ranks[1].mtp_layers == 1);
   REQUIRE(pipeline.ranks[0].mtp_layers == 0);
@@ -83,7 +77,7 @@ TEST_CASE("an MTP layer on a single stage shares the embedding; deepseek-v3's MT
   m.mtp_layers = 1;
   const JobSpec model_job = MakeJob();  // outlives the model, which points to it
   const MemoryModel model(m, model_job, MakeCluster(2));
-  const Layout single = Degrees(2, 8, 1, 8);
+  const Layout single = testing::FromDegrees(2, 1, 8, 1, 8);
   ModelSpec plain = MakeMixtral();
   const JobSpec without_job = MakeJob();  // outlives the model, which points to it
   const MemoryModel without(plain, without_job, MakeCluster(2));
@@ -95,7 +89,7 @@ TEST_CASE("an MTP layer on a single stage shares the embedding; deepseek-v3's MT
   REQUIRE(ds.value().mtp_layers == 1);
   const JobSpec dsv3_job = MakeJob();  // outlives the model, which points to it
   const MemoryModel dsv3(ds.value(), dsv3_job, MakeCluster(64));
-  const Layout l = Degrees(1, 64, 8, 64);
+  const Layout l = testing::FromDegrees(1, 1, 64, 8, 64);
   const PipelineDescription pipeline = DescribePipeline(l, ds.value());
   const PipelineRank last = pipeline.ranks[7];
   REQUIRE(last.mtp_layers == 1);
