@@ -283,36 +283,35 @@ std::vector<Violation> CheckOrder(const Layout& l) {
 const RuleInfo& Info(Rule rule) { return kRules[static_cast<size_t>(rule)]; }
 const char* Name(Rule rule) { return Info(rule).id; }
 
-int ExpertBlock(const Layout& l) {
+OrderBlocks BlocksOf(const Layout& l) {
   OrderString order = ParseOrderString(l.order);
-  if (!order.ok()) return 0;
+  if (!order.ok()) return {};
   Complete(&order);
-  return static_cast<int>(BlockOf(order, kTpAxis, kEpAxis, [&](Axis a) { return ExpertSize(l, a); }));
+  const long long dense = BlockOf(order, kTpAxis, kCpAxis, [&](Axis a) { return DenseSize(l, a); });
+  const long long expert = BlockOf(order, kTpAxis, kEpAxis, [&](Axis a) { return ExpertSize(l, a); });
+  return {static_cast<int>(std::lcm(dense, expert)), static_cast<int>(expert)};
 }
 
-bool ExpertGroupInDomain(const Layout& l, int domain_gpus) {
-  const int block = ExpertBlock(l);
+int ExpertBlock(const Layout& l) { return BlocksOf(l).expert; }
+
+bool ExpertGroupInDomain(const Layout& l, int domain_gpus) { return ExpertGroupInDomain(l, domain_gpus, BlocksOf(l)); }
+
+bool ExpertGroupInDomain(const Layout& l, int domain_gpus, const OrderBlocks& blocks) {
+  const int block = blocks.expert;
   if (block < 1 || block > domain_gpus) return false;
   // Packed placement keeps whole heavy blocks (which hold the expert
   // blocks) in one domain. Linear: block k covers GPUs [kB, (k+1)B); the
   // pattern repeats every lcm(B, D) / B blocks, so checking that many (or
   // the world's, if fewer) is exact.
-  if (l.placement == Placement::kPacked && HeavyBlock(l) <= domain_gpus) return true;
-  const long long blocks = std::min<long long>(l.world / block, domain_gpus / std::gcd(block, domain_gpus));
-  for (long long k = 0; k < blocks; ++k) {
+  if (l.placement == Placement::kPacked && blocks.heavy <= domain_gpus) return true;
+  const long long count = std::min<long long>(l.world / block, domain_gpus / std::gcd(block, domain_gpus));
+  for (long long k = 0; k < count; ++k) {
     if (k * block / domain_gpus != ((k + 1) * block - 1) / domain_gpus) return false;
   }
   return true;
 }
 
-int HeavyBlock(const Layout& l) {
-  OrderString order = ParseOrderString(l.order);
-  if (!order.ok()) return 0;
-  Complete(&order);
-  const long long dense = BlockOf(order, kTpAxis, kCpAxis, [&](Axis a) { return DenseSize(l, a); });
-  const long long expert = BlockOf(order, kTpAxis, kEpAxis, [&](Axis a) { return ExpertSize(l, a); });
-  return static_cast<int>(std::lcm(dense, expert));
-}
+int HeavyBlock(const Layout& l) { return BlocksOf(l).heavy; }
 
 std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) {
   std::vector<Violation> out;

@@ -112,6 +112,16 @@ bool ExpertGroupInDomain(const Layout& layout, int domain_gpus);
 // axes. Returns 0 when the order is invalid.
 int HeavyBlock(const Layout& layout);
 
+// HeavyBlock and ExpertBlock from one parse of the order (both 0 when it is
+// invalid), for callers that need both or ask again for the same order.
+struct OrderBlocks {
+  int heavy = 0;
+  int expert = 0;
+};
+OrderBlocks BlocksOf(const Layout& layout);
+// ExpertGroupInDomain with the layout's BlocksOf at hand.
+bool ExpertGroupInDomain(const Layout& layout, int domain_gpus, const OrderBlocks& blocks);
+
 // kOrderValid and kOrderPpStride for the layout's order and degrees.
 std::vector<Violation> CheckOrder(const Layout& layout);
 
