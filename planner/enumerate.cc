@@ -52,6 +52,7 @@ class Search {
       dispatchers_.resize(1);
       a2a_overlap_.resize(1);
     }
+    for (Dispatcher d : dispatchers_) has_hybridep_ |= d == Dispatcher::kHybridEP;
     for (Precision p : job_.precisions) precision_ok_.push_back(rules::PrecisionProblem(ctx.cluster->gpu, p).empty());
   }
 
@@ -212,14 +213,15 @@ class Search {
   }
 
   void SearchStyle(Layout l) {
-    const uint64_t leaves = LeavesBelowStyle(l.tp);
+    const std::vector<std::pair<int, int>> experts = ExpertValues(l.tp);
+    const uint64_t leaves = experts.size() * LeavesBelowEtp();  // LeavesBelowStyle
     if (!rules::UlyssesHeads(model_, l)) return Reject(Rule::kUlyssesHeads, leaves);
     if (!rules::UlyssesKvHeads(model_, job_, l)) return Reject(Rule::kUlyssesKvHeads, leaves);
     if (!rules::SeqDividesCp(job_.seq_len, l)) return Reject(Rule::kSeqDividesCp, leaves);
     if (job_.seq_len % l.cp != 0 || !rules::SeqDividesTp(job_.seq_len, l)) {
       return Reject(Rule::kSeqDividesTp, leaves);
     }
-    for (auto [ep, etp] : ExpertValues(l.tp)) {
+    for (auto [ep, etp] : experts) {
       l.ep = ep;
       l.etp = etp;
       if (!rules::EpDividesExperts(model_, ep)) {
@@ -265,8 +267,9 @@ class Search {
     if (l.order != order_checked_ || l.pp != pp_checked_ || l.dp != dp_checked_ ||
         l.edp != edp_checked_ || l.tp != tp_checked_ || l.cp != cp_checked_ ||
         l.ep != ep_checked_ || l.etp != etp_checked_) {
-      // Order rules depend only on these fields; cache the last answer.
+      // Order rules and blocks depend only on these fields; cache the last answer.
       order_violations_ = CheckOrder(l);
+      order_blocks_ = BlocksOf(l);
       order_checked_ = l.order;
       pp_checked_ = l.pp, dp_checked_ = l.dp, edp_checked_ = l.edp, tp_checked_ = l.tp;
       cp_checked_ = l.cp, ep_checked_ = l.ep, etp_checked_ = l.etp;
@@ -283,7 +286,7 @@ class Search {
   void MaybePacked(Layout l) {
     if (pins_.placement && *pins_.placement == Placement::kLinear) return;
     const int domain = ctx_.cluster->nvlink_domain_gpus;
-    const int block = HeavyBlock(l);
+    const int block = order_blocks_.heavy;
     if (block <= 0 || block >= domain || domain % block == 0) return;
     l.placement = Placement::kPacked;
     if (PackBlocks(l.world, block, domain).gpus_needed > ctx_.cluster->total_gpus()) {
@@ -293,9 +296,10 @@ class Search {
   }
 
   // Every combination of the recipe candidates, each checked against the
-  // recipe rules in rule order.
+  // recipe rules in rule order. The HybridEP rule is read only for HybridEP.
   void SearchOptions(Layout l) {
-    const bool expert_in_domain = ExpertGroupInDomain(l, ctx_.cluster->nvlink_domain_gpus);
+    const bool expert_in_domain =
+        has_hybridep_ && ExpertGroupInDomain(l, ctx_.cluster->nvlink_domain_gpus, order_blocks_);
     for (const Recompute& rc : job_.recompute) {
       l.recompute = rc;
       for (Dispatcher d : dispatchers_) {
@@ -336,11 +340,13 @@ class Search {
   BlockWeights weights_;
   std::vector<Dispatcher> dispatchers_;
   std::vector<bool> a2a_overlap_;
+  bool has_hybridep_ = false;       // HybridEP among dispatchers_
   std::vector<bool> precision_ok_;  // per job precision: the GPU runs it
   int stage_ = 1;                   // G = world / pp
   std::vector<int> divisors_;
   std::vector<std::string> orders_;
   std::vector<Violation> order_violations_;
+  OrderBlocks order_blocks_;  // BlocksOf the order last checked
   std::string order_checked_;
   int pp_checked_ = 0, dp_checked_ = 0, edp_checked_ = 0, tp_checked_ = 0, cp_checked_ = 0;
   int ep_checked_ = 0, etp_checked_ = 0;
