@@ -306,6 +306,8 @@ class Search {
         l.dispatcher = d;
         for (bool a2a : a2a_overlap_) {
           l.a2a_overlap = a2a;
+          // Precision, FSDP and TP overlap do not enter the EP-overlap rule.
+          const bool a2a_ok = rules::A2aOverlapAllowed(model_, l);
           for (size_t p = 0; p < job_.precisions.size(); ++p) {
             l.precision = job_.precisions[p];
             for (bool fsdp : job_.fsdp) {
@@ -314,7 +316,7 @@ class Search {
                 l.tp_overlap = tp_overlap;
                 if (!precision_ok_[p]) Reject(Rule::kPrecisionSupported, 1);
                 else if (d == Dispatcher::kHybridEP && !expert_in_domain) Reject(Rule::kHybridEpInDomain, 1);
-                else if (!rules::A2aOverlapProblem(model_, l).empty()) Reject(Rule::kA2aOverlapNeeds, 1);
+                else if (!a2a_ok) Reject(Rule::kA2aOverlapNeeds, 1);
                 else if (tp_overlap && l.tp < 2) Reject(Rule::kTpOverlapNeedsTp, 1);
                 else Accept(l);
               }

@@ -170,6 +170,19 @@ void CheckModelRules(const Layout& l, const ModelSpec& m, const JobSpec& job, co
   }
 }
 
+// The first of Megatron's --overlap-moe-expert-parallel-comm checks the
+// layout breaks (A2aOverlapProblem words each).
+enum class A2aIssue { kNone, kNeedsEp, kAllGather, kNeedsVpp, kFullRecompute, kMtp };
+A2aIssue A2aOverlapIssue(const ModelSpec& m, const Layout& l) {
+  if (!l.a2a_overlap) return A2aIssue::kNone;
+  if (!m.is_moe() || l.ep < 2) return A2aIssue::kNeedsEp;
+  if (l.dispatcher == Dispatcher::kAllGather) return A2aIssue::kAllGather;
+  if (l.pp > 1 && l.vpp < 2) return A2aIssue::kNeedsVpp;
+  if (l.recompute.full()) return A2aIssue::kFullRecompute;
+  if (m.mtp_layers > 1) return A2aIssue::kMtp;
+  return A2aIssue::kNone;
+}
+
 void CheckSequenceRules(const Layout& l, int seq, std::vector<Violation>* out) {
   if (!rules::SeqDividesCp(seq, l)) {
     Add(out, Rule::kSeqDividesCp,
@@ -242,13 +255,16 @@ std::string PrecisionProblem(const GpuSpec& gpu, Precision p) {
   }
   return "";
 }
+bool A2aOverlapAllowed(const ModelSpec& m, const Layout& l) { return A2aOverlapIssue(m, l) == A2aIssue::kNone; }
 std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l) {
-  if (!l.a2a_overlap) return "";
-  if (!m.is_moe() || l.ep < 2) return "EP overlap needs ep > 1 (ep " + Str(l.ep) + ")";
-  if (l.dispatcher == Dispatcher::kAllGather) return "EP overlap needs the alltoall or a flex dispatcher, not allgather";
-  if (l.pp > 1 && l.vpp < 2) return "EP overlap with pp " + Str(l.pp) + " needs vpp > 1 (Megatron's rule)";
-  if (l.recompute.full()) return "EP overlap does not run with full recompute";
-  if (m.mtp_layers > 1) return "EP overlap runs with at most 1 MTP layer (the model has " + Str(m.mtp_layers) + ")";
+  switch (A2aOverlapIssue(m, l)) {
+    case A2aIssue::kNone: return "";
+    case A2aIssue::kNeedsEp: return "EP overlap needs ep > 1 (ep " + Str(l.ep) + ")";
+    case A2aIssue::kAllGather: return "EP overlap needs the alltoall or a flex dispatcher, not allgather";
+    case A2aIssue::kNeedsVpp: return "EP overlap with pp " + Str(l.pp) + " needs vpp > 1 (Megatron's rule)";
+    case A2aIssue::kFullRecompute: return "EP overlap does not run with full recompute";
+    case A2aIssue::kMtp: return "EP overlap runs with at most 1 MTP layer (the model has " + Str(m.mtp_layers) + ")";
+  }
   return "";
 }
 }  // namespace rules

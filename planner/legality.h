@@ -97,6 +97,9 @@ std::string PrecisionProblem(const GpuSpec& gpu, Precision precision);
 // "" when the layout may overlap its EP all-to-all (Megatron's
 // --overlap-moe-expert-parallel-comm checks), else why not.
 std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l);
+// A2aOverlapProblem(m, l).empty(), without building the message. Reads only
+// the model and the layout's a2a_overlap, ep, dispatcher, pp, vpp and recompute.
+bool A2aOverlapAllowed(const ModelSpec& m, const Layout& l);
 }  // namespace rules
 
 // The aligned rank block that holds every expert TP x EP group (a prefix
