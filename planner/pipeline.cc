@@ -11,10 +11,11 @@ namespace {
 
 std::string Str(long long v) { return std::to_string(v); }
 
-// Weight of the heaviest pipeline rank under `stages` (decoder layers per
-// virtual stage, summing to the model's layers): each layer by its kind,
-// the embedding on stage 0, the loss and every MTP layer on the last.
-double HeaviestRank(const std::vector<int>& stages, const ModelSpec& model, int pp, const BlockWeights& w) {
+// Weight of each pipeline rank under `stages` (decoder layers per virtual
+// stage, summing to the model's layers): each layer by its kind, the
+// embedding on stage 0, the loss and every MTP layer on the last.
+std::vector<double> RankWeights(const std::vector<int>& stages, const ModelSpec& model, int pp,
+                                const BlockWeights& w) {
   std::vector<double> rank(static_cast<size_t>(pp), 0.0);
   int first = 0;
   for (size_t c = 0; c < stages.size(); ++c) {
@@ -25,6 +26,12 @@ double HeaviestRank(const std::vector<int>& stages, const ModelSpec& model, int 
   }
   rank.front() += w.embedding;
   rank[(stages.size() - 1) % static_cast<size_t>(pp)] += w.loss + model.mtp_layers * w.mtp_layer;
+  return rank;
+}
+
+// Weight of the heaviest pipeline rank under `stages`.
+double HeaviestRank(const std::vector<int>& stages, const ModelSpec& model, int pp, const BlockWeights& w) {
+  const std::vector<double> rank = RankWeights(stages, model, pp, w);
   return *std::max_element(rank.begin(), rank.end());
 }
 
@@ -74,15 +81,7 @@ Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const
   constexpr int kMaxMoves = 256;
   constexpr size_t kTries = 4;  // stages tried on each side
   auto ranks_by_weight = [&] {
-    std::vector<double> rank(static_cast<size_t>(pp), 0.0);
-    int first = 0;
-    for (size_t c = 0; c < stages; ++c) {
-      const int m = model.moe_layers_below(first + out[c]) - model.moe_layers_below(first);
-      rank[c % static_cast<size_t>(pp)] += m * w.moe_layer + (out[c] - m) * w.dense_layer;
-      first += out[c];
-    }
-    rank.front() += w.embedding;
-    rank[(stages - 1) % static_cast<size_t>(pp)] += w.loss + model.mtp_layers * w.mtp_layer;
+    const std::vector<double> rank = RankWeights(out, model, pp, w);
     const auto [lo, hi] = std::minmax_element(rank.begin(), rank.end());
     return std::pair<size_t, size_t>(size_t(hi - rank.begin()), size_t(lo - rank.begin()));
   };
