@@ -9,7 +9,6 @@
 #include <cassert>
 #include <cstdint>
 #include <numeric>
-#include <optional>
 #include <span>
 #include <string>
 #include <string_view>
@@ -410,56 +409,21 @@ class KindEvaluator {
 // ---------------------------------------------------------------------------
 // Tiers.
 
-// The tier Topology::Span reports for a GPU pair. Every pair of one route
-// class (same domain; else same or different SU, same or different rail)
-// gets the same TierInfo (the topology's fabric is uniform), so each class
-// is asked of the topology once per PlaceGroups call.
-class TierCache {
- public:
-  TierCache(const Topology& topo, const Shape& shape) : topo_(topo), shape_(shape) {}
-
-  TierInfo Of(int a, int b, LinkTier tier) {
-    std::optional<TierInfo>& slot = cache_[static_cast<size_t>(ClassOf(a, b) * 3 + static_cast<int>(tier))];
-    if (!slot) slot = Ask(a, b, tier);
-    return *slot;
-  }
-
- private:
-  int ClassOf(int a, int b) const {
-    if (shape_.domain_of(a) == shape_.domain_of(b)) return 0;
-    const bool same_rail = shape_.rail_of(a) == shape_.rail_of(b);
-    const bool same_su = shape_.su_of(a) == shape_.su_of(b);
-    return 1 + (same_su ? 0 : 2) + (same_rail ? 0 : 1);
-  }
-
-  TierInfo Ask(int a, int b, LinkTier tier) const {
-    const int pair[2] = {a, b};
-    const GroupSpan span = topo_.Span(std::span<const int>(pair, 2));
-    for (const TierInfo& t : span.tiers)
-      if (t.tier == tier) return t;
-    return TierInfo{tier};  // unreachable for the pairs AddTiers picks
-  }
-
-  const Topology& topo_;
-  const Shape& shape_;
-  std::array<std::optional<TierInfo>, 5 * 3> cache_;
-};
-
 // Adds the tiers Topology::Span would report for the whole group, from the
 // same representative pairs it picks: the first consecutive members in one
 // domain (NVLink); the first consecutive members in different domains of one
 // SU, else the first and last (network); the first and last (spine).
-void AddTiers(TierCache& tiers, const KindEvaluator& eval, int base, Workspace& ws, GroupSpan& span) {
+void AddTiers(const Topology& topo, const KindEvaluator& eval, int base, Workspace& ws, GroupSpan& span) {
   KindEvaluator::Pairs pairs = eval.PairsOf(base, ws);
   const int first = eval.first_gpu(base), last = eval.last_gpu(base);
   span.tiers.reserve(3);
   if (span.max_per_domain >= 2)
-    span.tiers.push_back(tiers.Of(pairs.nvlink.first, pairs.nvlink.second, LinkTier::kNvlink));
+    span.tiers.push_back(topo.TierBetween(pairs.nvlink.first, pairs.nvlink.second, LinkTier::kNvlink));
   if (span.domains >= 2) {
     if (pairs.network.first < 0) pairs.network = {first, last};
-    span.tiers.push_back(tiers.Of(pairs.network.first, pairs.network.second, LinkTier::kNetwork));
+    span.tiers.push_back(topo.TierBetween(pairs.network.first, pairs.network.second, LinkTier::kNetwork));
   }
-  if (span.crosses_spine) span.tiers.push_back(tiers.Of(first, last, LinkTier::kSpine));
+  if (span.crosses_spine) span.tiers.push_back(topo.TierBetween(first, last, LinkTier::kSpine));
 }
 
 // ---------------------------------------------------------------------------
@@ -525,7 +489,7 @@ KindDigits DigitsOf(const KindSource& source, const std::array<AxisInfo, kAxisCo
 }
 
 GroupPlacement PlaceKind(const KindDigits& digits, const Shape& shape, const Placer& placer, i64 period,
-                         int world, TierCache& tiers, Workspace& ws) {
+                         int world, const Topology& topo, Workspace& ws) {
   const GroupOffsets offsets = SplitOffsets(digits.masked, period, ws);
   KindEvaluator eval(shape, placer, offsets);
 
@@ -573,7 +537,7 @@ GroupPlacement PlaceKind(const KindDigits& digits, const Shape& shape, const Pla
   span.max_per_domain = worst.max_per_domain;
   span.inside_one_domain = worst.domains == 1;
   span.crosses_spine = worst.crosses_spine;
-  AddTiers(tiers, eval, worst_base, ws, span);
+  AddTiers(topo, eval, worst_base, ws, span);
   if (span.domains >= 2) {
     // Ranks a node runs (packed leaves the tail of each domain idle) over the
     // worst group's ranks per node.
@@ -636,7 +600,6 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
   const Shape shape = ClusterShape::Of(cluster);
   const i64 period = RankPeriod(shape, *placer, layout.world);
   const std::array<AxisInfo, kAxisCount> dense = AxesOf(gens->dense), expert = AxesOf(gens->expert);
-  TierCache tiers(topology, shape);
   thread_local Workspace ws;
   LayoutPlacement out;
   std::array<KindDigits, std::size(kKindSources)> digits;
@@ -647,7 +610,7 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
     size_t same = 0;
     while (same < k && !(digits[same] == digits[k])) ++same;
     placement = same < k ? out.by_kind[static_cast<int>(kKindSources[same].kind)]
-                         : PlaceKind(digits[k], shape, *placer, period, layout.world, tiers, ws);
+                         : PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
     placement.kind = source.kind;
   }
   return out;

@@ -190,6 +190,28 @@ TEST_CASE("a domain straddling scalable units stays on NVLink") {
   CHECK(TierKinds(span) == std::vector{LinkTier::kNvlink});
 }
 
+TEST_CASE("TierBetween: the tier Span reports for the pair") {
+  // Every class of pair on two SUs of 8 DGX nodes (same domain; same or
+  // other SU, same or other rail), and one NVL72 rack straddling SUs.
+  for (const ClusterSpec& cluster : {DgxH100(16, /*su_nodes=*/8, /*spine_oversubscription=*/2), Nvl72(2, 8)}) {
+    const Topology topo = MustBuild(cluster);
+    for (int a : {0, 3, 7, 40}) {
+      for (int b : {1, 8, 9, 40, 64, 65, 127}) {
+        if (a == b) continue;
+        const GroupSpan span = topo.Span(std::vector{a, b});
+        REQUIRE(!span.tiers.empty());
+        for (const TierInfo& t : span.tiers) {
+          const TierInfo between = topo.TierBetween(a, b, t.tier);
+          CHECK(between.tier == t.tier);
+          CHECK(between.gb_per_s == t.gb_per_s);
+          CHECK(between.latency_us == t.latency_us);
+          CHECK(between.hops == t.hops);
+        }
+      }
+    }
+  }
+}
+
 TEST_CASE("rails touched") {
   const Topology topo = MustBuild(DgxH100(16));
   // GPUs 0, 2, 10, 18: local 0, 2, 2, 2 -> rails {0, 2}.

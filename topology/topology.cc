@@ -138,6 +138,14 @@ TierInfo Topology::PathBetween(int gpu_a, int gpu_b) const {
   return FindRoutedPath(impl_->graph, shape, gpu_a, gpu_b);
 }
 
+TierInfo Topology::TierBetween(int gpu_a, int gpu_b, LinkTier tier) const {
+  const std::optional<TierInfo>& path = impl_->PathOfClass(impl_->shape.ClassOf(gpu_a, gpu_b));
+  if (!path) return TierInfo{tier};
+  TierInfo info = *path;
+  info.tier = tier;  // as Span labels it
+  return info;
+}
+
 namespace {
 
 // The members of `gpus` that are in range, ascending, without duplicates:

@@ -67,6 +67,11 @@ class Topology {
   GroupSpan Span(std::span<const int> gpus) const;
   // Bottleneck of the path between two GPUs, found on the graph.
   TierInfo PathBetween(int gpu_a, int gpu_b) const;
+  // What Span reports as tier `tier` when it picks (gpu_a, gpu_b) as that
+  // tier's representative pair: the path of the pair's route class, found
+  // once at Build (no graph search). The GPUs must be distinct and in range;
+  // TierInfo{tier} (no bandwidth) for a class the cluster has no pair of.
+  TierInfo TierBetween(int gpu_a, int gpu_b, LinkTier tier) const;
 
   // Counts of graph elements for summaries.
   struct Counts {
