@@ -508,14 +508,17 @@ GroupPlacement PlaceKind(const KindDigits& digits, const Shape& shape, const Pla
   ws.classes.clear();
   int worst_base = ws.residues.front();
   SpanCounts worst = eval.SpanOf(worst_base);
+  auto first_of_class = [&](int base) {
+    const int cls = base / grain;
+    if (ws.seen[static_cast<size_t>(cls)]) return false;
+    ws.seen[static_cast<size_t>(cls)] = 1;
+    ws.classes.push_back(cls);
+    return true;
+  };
+  if (grain > 1 && ws.residues.size() > 1) first_of_class(worst_base);
   for (size_t i = 1; i < ws.residues.size(); ++i) {
     const int base = ws.residues[i];
-    if (grain > 1) {
-      const int cls = base / grain;
-      if (cls == worst_base / grain || ws.seen[static_cast<size_t>(cls)]) continue;
-      ws.seen[static_cast<size_t>(cls)] = 1;
-      ws.classes.push_back(cls);
-    }
+    if (grain > 1 && !first_of_class(base)) continue;
     const SpanCounts span = eval.SpanOf(base);
     if (SlownessKey(span) > SlownessKey(worst)) {
       worst = span;
