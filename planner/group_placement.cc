@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "planner/legality.h"
+#include "planner/placement.h"
 #include "planner/rank_generator.h"
 #include "topology/cluster_shape.h"
 
@@ -562,17 +563,13 @@ Status CheckDegrees(const Layout& l, const ClusterSpec& cluster) {
   return Status();
 }
 
-// PlaceRanks' rule: packed keeps whole heavy blocks inside domains when a
-// block fits in one; otherwise (and for linear) rank r is on GPU r.
+// PlaceRanks' rule and check: packed keeps whole heavy blocks inside
+// domains when a block fits in one; otherwise (and for linear) rank r is on
+// GPU r.
 Result<Placer> MakePlacer(const Layout& l, const ClusterSpec& cluster) {
-  const int domain = cluster.nvlink_domain_gpus;
   const int block = l.placement == Placement::kPacked ? HeavyBlock(l) : 0;
-  const PackedBlocks blocks = PackBlocks(l.world, block, domain);
-  if (blocks.packs && blocks.gpus_needed > cluster.total_gpus())
-    return Status::Error("packed placement needs " + Str(blocks.gpus_needed) + " GPUs (heavy blocks of " +
-                         Str(block) + " ranks, " + Str(domain / block) + " per NVLink domain of " + Str(domain) +
-                         ") for " + Str(l.world) + " ranks, but cluster " + cluster.name + " has " +
-                         Str(cluster.total_gpus()));
+  const PackedBlocks blocks = PackBlocks(l.world, block, cluster.nvlink_domain_gpus);
+  if (Status fits = CheckPackedFits(blocks, block, l.world, cluster); !fits.ok()) return fits;
   return blocks;
 }
 

@@ -72,16 +72,20 @@ Result<std::vector<PhysicalPlace>> PlaceRanks(int world, Placement placement, in
   // stay linear and let Straddles() say which groups suffer.
   const PackedBlocks blocks =
       PackBlocks(world, placement == Placement::kPacked ? block_ranks : 0, cluster.nvlink_domain_gpus);
-  if (blocks.packs && blocks.gpus_needed > cluster.total_gpus())
-    return Status::Error("packed placement needs " + Str(blocks.gpus_needed) + " GPUs (" +
-                         Str(blocks.domains_needed) + " NVLink domains of " + Str(blocks.domain_gpus) +
-                         " GPUs, " + Str(blocks.ranks_per_domain / block_ranks) + " heavy blocks of " +
-                         Str(block_ranks) + " ranks each) for " + Str(world) + " ranks, but cluster " +
-                         cluster.name + " has " + Str(cluster.total_gpus()));
+  if (Status fits = CheckPackedFits(blocks, block_ranks, world, cluster); !fits.ok()) return fits;
   std::vector<PhysicalPlace> places;
   places.reserve(world);
   for (int rank = 0; rank < world; ++rank) places.push_back(PlaceOfGpu(blocks.gpu_of(rank), shape));
   return places;
+}
+
+Status CheckPackedFits(const PackedBlocks& blocks, int block_ranks, int world, const ClusterSpec& cluster) {
+  if (!blocks.packs || blocks.gpus_needed <= cluster.total_gpus()) return Status();
+  return Status::Error("packed placement needs " + Str(blocks.gpus_needed) + " GPUs (" +
+                       Str(blocks.domains_needed) + " NVLink domains of " + Str(blocks.domain_gpus) +
+                       " GPUs, " + Str(blocks.ranks_per_domain / block_ranks) + " heavy blocks of " +
+                       Str(block_ranks) + " ranks each) for " + Str(world) + " ranks, but cluster " +
+                       cluster.name + " has " + Str(cluster.total_gpus()));
 }
 
 std::vector<Straddle> FindStraddles(const GroupSet& groups, const std::vector<PhysicalPlace>& places) {

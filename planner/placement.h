@@ -36,6 +36,12 @@ PhysicalPlace PlaceOfGpu(int gpu, const ClusterShape& shape);
 Result<std::vector<PhysicalPlace>> PlaceRanks(int world, Placement placement, int block_ranks,
                                               const ClusterSpec& cluster);
 
+// The packed placement's fit, as PlaceRanks and group placement check it:
+// an error (saying how many GPUs it needs) when `blocks`, PackBlocks of
+// `world` ranks in blocks of `block_ranks`, packs and needs more GPUs than
+// the cluster has.
+Status CheckPackedFits(const PackedBlocks& blocks, int block_ranks, int world, const ClusterSpec& cluster);
+
 // Heavy groups of `groups` touching more than one domain, given each rank's place.
 std::vector<Straddle> FindStraddles(const GroupSet& groups, const std::vector<PhysicalPlace>& places);
 
