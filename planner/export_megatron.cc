@@ -66,15 +66,13 @@ Result<std::vector<std::string>> PipelineArgs(const Layout& l, const ModelSpec* 
   const bool mtp_moved = !l.stage_mtp.empty() && model &&
                          (l.stage_mtp.back() != model->mtp_layers);
   // Without a model the layout holds the stages' layers and no MTP layer.
-  auto layout_arg = [&]() -> Result<std::string> {
+  auto layout_arg = [&] {
     const std::string text =
         model ? DescribePipeline(l, *model).LayoutText() : FormatPipelineLayout(stages, l.stage_mtp);
     return "--pipeline-model-parallel-layout \"" + text + "\"";
   };
   if (l.pp_layout_given || mtp_moved || (!even && l.vpp > 1)) {
-    Result<std::string> arg = layout_arg();
-    if (!arg.ok()) return arg.status();
-    args.push_back(*arg);
+    args.push_back(layout_arg());
     return args;
   }
   if (l.vpp > 1) {
@@ -100,11 +98,21 @@ Result<std::vector<std::string>> PipelineArgs(const Layout& l, const ModelSpec* 
     if (stages[n - 1] != stages[1])
       args.push_back("--decoder-last-pipeline-num-layers " + Str(stages[n - 1]));
   } else {
-    Result<std::string> arg = layout_arg();
-    if (!arg.ok()) return arg.status();
-    args.push_back(*arg);
+    args.push_back(layout_arg());
   }
   return args;
+}
+
+// Megatron's --fp8-recipe for an FP8 precision.
+const char* Fp8Recipe(Precision p) {
+  switch (p) {
+    case Precision::kFP8Delayed: return "delayed";
+    case Precision::kFP8Tensorwise: return "tensorwise";
+    case Precision::kFP8Blockwise: return "blockwise";
+    case Precision::kMXFP8: return "mxfp8";
+    case Precision::kBF16: break;
+  }
+  return "";
 }
 
 // What Megatron cannot run as planned, or "".
@@ -136,11 +144,8 @@ void RecipeArgs(const Layout& l, const ExportContext& ctx, bool moe, std::vector
   }
   args->push_back("--bf16");
   if (IsFp8(l.precision)) {
-    const std::string recipe = Name(l.precision) == std::string("mxfp8")
-                                   ? "mxfp8"
-                                   : std::string(Name(l.precision)).substr(4);  // "fp8-tensorwise" -> "tensorwise"
     args->push_back("--fp8-format hybrid");
-    args->push_back("--fp8-recipe " + recipe);
+    args->push_back(std::string("--fp8-recipe ") + Fp8Recipe(l.precision));
   }
   if (l.tp_overlap) args->push_back("--tp-comm-overlap");
   if (moe) {
@@ -193,8 +198,8 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
   const Layout& l = map.layout();
   std::string why;
   const std::string order = MatchingMegatronOrder(map, &why);
-  if (const std::string why = Inexpressible(l, ctx); !why.empty())
-    return Status::Error("megatron cannot express this layout: " + why);
+  if (const std::string inexpressible = Inexpressible(l, ctx); !inexpressible.empty())
+    return Status::Error("megatron cannot express this layout: " + inexpressible);
   if (order.empty())
     return Status::Error("megatron cannot express this layout: it numbers ranks with " +
                          std::string(kDefaultOrder) + ", or " + kPpDpOrder +

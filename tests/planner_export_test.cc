@@ -187,6 +187,19 @@ TEST_CASE("export megatron: default order, tp-pp-dp order, odd orders") {
     CHECK(Contains(Export(Build(l), ExportFormat::kMegatron),
                    "# Placement 'packed' puts rank r on GPU r here"));
   }
+  SUBCASE("each FP8 precision names its --fp8-recipe") {
+    const std::pair<Precision, const char*> recipes[] = {{Precision::kFP8Delayed, "delayed"},
+                                                         {Precision::kFP8Tensorwise, "tensorwise"},
+                                                         {Precision::kFP8Blockwise, "blockwise"},
+                                                         {Precision::kMXFP8, "mxfp8"}};
+    for (const auto& [precision, recipe] : recipes) {
+      Layout l = MakeLayout(16, 2, 2, 2, 4, 1);
+      l.precision = precision;
+      const std::string args = Export(Build(l), ExportFormat::kMegatron);
+      CHECK(Contains(args, "--fp8-format hybrid \\\n--fp8-recipe " + std::string(recipe) + " \\\n"));
+    }
+    CHECK_FALSE(Contains(Export(Build(MakeLayout(16, 2, 2, 2, 4, 1)), ExportFormat::kMegatron), "--fp8"));
+  }
 }
 
 TEST_CASE("export torch: DeviceMeshes from the real rank arrays") {
