@@ -43,21 +43,9 @@ Result<std::vector<std::string>> MegatronArguments(const Layout& layout, const C
                                                    const ModelSpec* model, const JobSpec* job) {
   auto map = BuildRankMap(layout, cluster);
   if (!map.ok()) return map.status();
-  Result<std::string> text = ExportRankMap(map.value(), ExportFormat::kMegatron, {&cluster, model, job});
-  if (!text.ok()) return text.status();
-  std::vector<std::string> args;
-  size_t start = 0;
-  const std::string& t = text.value();
-  while (start < t.size()) {
-    size_t end = t.find('\n', start);
-    if (end == std::string::npos) end = t.size();
-    std::string line = t.substr(start, end - start);
-    start = end + 1;
-    if (line.empty() || line[0] == '#') continue;
-    if (line.size() >= 2 && line.compare(line.size() - 2, 2, " \\") == 0) line.resize(line.size() - 2);
-    args.push_back(line);
-  }
-  return args;
+  // ExportRankMap's check before any export.
+  if (Status s = CheckRankMapInvariants(map.value()); !s.ok()) return s;
+  return MegatronArgs(map.value(), {&cluster, model, job});
 }
 
 Json CandidateJson(const Evaluation& e) {

@@ -194,7 +194,7 @@ void RecipeArgs(const Layout& l, const ExportContext& ctx, bool moe, std::vector
 
 }  // namespace
 
-Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx) {
+Result<std::vector<std::string>> MegatronArgs(const RankMap& map, const ExportContext& ctx) {
   const Layout& l = map.layout();
   std::string why;
   const std::string order = MatchingMegatronOrder(map, &why);
@@ -225,9 +225,16 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
     args.push_back("--global-batch-size " + Str(ctx.job->global_batch));
     args.push_back("--seq-length " + Str(ctx.job->seq_len));
   }
-  const bool moe = ctx.model ? ctx.model->is_moe() : true;
-  RecipeArgs(l, ctx, moe, &args);
+  RecipeArgs(l, ctx, ctx.model ? ctx.model->is_moe() : true, &args);
+  return args;
+}
 
+Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx) {
+  const Result<std::vector<std::string>> flags = MegatronArgs(map, ctx);
+  if (!flags.ok()) return flags.status();
+  const std::vector<std::string>& args = *flags;
+  const Layout& l = map.layout();
+  const bool moe = ctx.model ? ctx.model->is_moe() : true;
   std::string out = "# Megatron-LM parallelism arguments for " + FormatLayout(l) + "\n";
   out += "# world size " + Str(l.world) + " (dp " + Str(l.dp) + ", edp " + Str(l.edp) + " follow from it)\n";
   if (!ctx.job) out += "# no job given: add --global-batch-size and --seq-length\n";

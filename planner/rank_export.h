@@ -50,6 +50,9 @@ Status CheckRankMapInvariants(const RankMap& map);
 // invariant check).
 Result<std::string> ExportRankMapJson(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx);
+// The arguments ExportMegatron prints, one flag with its value per entry
+// ("--tensor-model-parallel-size 2"), or its refusal. Checks no invariant.
+Result<std::vector<std::string>> MegatronArgs(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportTorch(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportTorchtitan(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx);

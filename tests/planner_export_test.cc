@@ -202,6 +202,29 @@ TEST_CASE("export megatron: default order, tp-pp-dp order, odd orders") {
   }
 }
 
+TEST_CASE("export megatron prints MegatronArgs, one per line after its comments") {
+  const ModelSpec model = Moe(16, 12);
+  const JobSpec job = testing::MakeJob();
+  Layout l = MakeLayout(12, 1, 1, 1, 6, 1);
+  l.placement = Placement::kPacked;  // comment lines about the placement too
+  const RankMap m = Build(l);
+  const ExportContext ctx{nullptr, &model, &job};
+  Result<std::vector<std::string>> args = MegatronArgs(m, ctx);
+  REQUIRE(args.ok());
+  REQUIRE(!args->empty());
+  std::string lines;
+  for (size_t i = 0; i < args->size(); ++i) lines += (*args)[i] + (i + 1 < args->size() ? " \\\n" : "\n");
+  const std::string text = Export(m, ExportFormat::kMegatron, ctx);
+  REQUIRE(text.size() > lines.size());
+  CHECK(text.substr(text.size() - lines.size()) == lines);
+  CHECK(text[text.size() - lines.size() - 1] == '\n');
+  const std::string head = text.substr(0, text.size() - lines.size());
+  for (size_t start = 0; start < head.size(); start = head.find('\n', start) + 1) CHECK(head[start] == '#');
+  // A refusal is the same either way.
+  const RankMap odd = Build(MakeLayout(16, 2, 2, 2, 2, 1, "tp-dp-cp-ep-pp"));
+  CHECK(MegatronArgs(odd, {}).status().message() == Refusal(odd, ExportFormat::kMegatron));
+}
+
 TEST_CASE("export torch: DeviceMeshes from the real rank arrays") {
   const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1, kPpDpOrder));
   const std::string py = Export(m, ExportFormat::kTorch);
