@@ -50,8 +50,6 @@ bool InList(std::initializer_list<const char*> allowed, const std::string& v) {
 
 }  // namespace
 
-using nlohmann::json;
-
 std::string EscapePointerToken(const std::string& key) {
   std::string out;
   for (char c : key) {

@@ -44,7 +44,7 @@ class Search {
   Search(const LegalityContext& ctx, const EnumerateOptions& options, Enumeration* out)
       : ctx_(ctx), model_(*ctx.model), job_(*ctx.job), options_(options), out_(out),
         pins_(options.pins ? *options.pins : LayoutPins{}),
-        weights_(ctx.weights ? *ctx.weights : BlockWeights{}) {
+        weights_(WeightsOrDefault(ctx.weights)) {
     // Recipe candidates; a dense model has no dispatch to choose or overlap.
     dispatchers_ = job_.dispatchers;
     a2a_overlap_ = job_.a2a_overlap;

@@ -4,14 +4,15 @@
 #include <map>
 #include <sstream>
 
+#include "core/formats.h"
 #include "planner/pipeline_layout.h"
 
 namespace foldplan {
 namespace {
 
-// Degrees and counts: at most the largest world (core/formats.h), so that
-// products of two fit comfortably in 64 bits.
-constexpr int kMaxDegree = 1 << 20;
+// Degrees and counts: at most the largest world, so that products of two
+// fit comfortably in 64 bits.
+constexpr int kMaxDegree = static_cast<int>(kMaxWorldSize);
 
 Result<int> ParsePositive(const std::string& key, const std::string& value) {
   int out = 0;

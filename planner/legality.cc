@@ -342,8 +342,7 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
   }
   if (l.vpp > 1 && l.pp == 1) Add(&out, Rule::kVppNeedsPp, "vpp " + Str(l.vpp) + " with pp 1");
   const long long stage = l.world / l.pp;
-  const BlockWeights weights = ctx.weights ? *ctx.weights : BlockWeights{};
-  if (ctx.model) CheckModelRules(l, *ctx.model, *ctx.job, weights, &out);
+  if (ctx.model) CheckModelRules(l, *ctx.model, *ctx.job, WeightsOrDefault(ctx.weights), &out);
   if (1LL * l.tp * l.cp * l.dp != stage) {
     Add(&out, Rule::kDenseProduct, "tp*cp*dp = " + Str(1LL * l.tp * l.cp * l.dp) +
                                        " != world/pp = " + Str(stage));

@@ -147,6 +147,11 @@ PipelineSchedule ScheduleOf(const Layout& layout) {
   return layout.vpp > 1 ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::k1F1B;
 }
 
+const BlockWeights& WeightsOrDefault(const BlockWeights* weights) {
+  static const BlockWeights kDefaults;
+  return weights ? *weights : kDefaults;
+}
+
 bool NeedsChosenLayout(int layers, int pp, int vpp) { return layers % (std::max(1, pp) * std::max(1, vpp)) != 0; }
 
 Result<std::vector<int>> ChooseStageLayers(const ModelSpec& model, int pp, int vpp, const BlockWeights& weights) {
@@ -207,7 +212,7 @@ PipelineDescription DescribePipeline(const Layout& layout, const ModelSpec& mode
   d.vpp = std::max(1, layout.vpp);
   d.schedule = ScheduleOf(layout);
   const std::vector<int> layers =
-      LayersPerVirtualStage(layout, model, d.pp, d.vpp, weights ? *weights : BlockWeights{});
+      LayersPerVirtualStage(layout, model, d.pp, d.vpp, WeightsOrDefault(weights));
   // MTP layers where the layout's m put them, else on the last stage.
   const bool mtp_given = layout.stage_mtp.size() == layers.size() &&
                          std::accumulate(layout.stage_mtp.begin(), layout.stage_mtp.end(), 0) == model.mtp_layers &&

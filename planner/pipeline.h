@@ -86,6 +86,9 @@ struct BlockWeights {
   double mtp_layer = 0;  // one MTP module (its layer, projection, output head and loss)
 };
 
+// `*weights`, or the defaults when null.
+const BlockWeights& WeightsOrDefault(const BlockWeights* weights);
+
 // Where the layers go when a layout does not say. Layers that divide over
 // pp x vpp: evenly (Megatron's default). Otherwise the best legal layout:
 // the one whose heaviest pipeline rank, counting embedding, loss and the

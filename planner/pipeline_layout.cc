@@ -108,8 +108,8 @@ Result<PipelineLayout> ParsePipelineLayout(std::string_view text) {
   bool saw_mtp = false;
   const std::string& s = *flat;
   for (size_t i = 0; i < s.size(); ++i) {
-    const int stage = out.stages() - 1;
-    const std::string where = "stage " + std::to_string(stage);
+    // Where s[i] is, for the errors only.
+    auto where = [&] { return "stage " + std::to_string(out.stages() - 1); };
     switch (s[i]) {
       case '|':
         out.decoder.push_back(0);
@@ -117,14 +117,14 @@ Result<PipelineLayout> ParsePipelineLayout(std::string_view text) {
         break;
       case 'E':
         if (++embeddings > 1) return Status::Error("E appears twice; the embedding is on the first stage only");
-        if (i != 0) return Status::Error("E must open the first stage (found on " + where + ")");
+        if (i != 0) return Status::Error("E must open the first stage (found on " + where() + ")");
         break;
       case 'L':
         if (++losses > 1) return Status::Error("L appears twice; the loss is on the last stage only");
-        if (i + 1 != s.size()) return Status::Error("L must close the last stage (found on " + where + ")");
+        if (i + 1 != s.size()) return Status::Error("L must close the last stage (found on " + where() + ")");
         break;
       case 't':
-        if (saw_mtp) return Status::Error("t after m on " + where + "; MTP layers follow every decoder layer");
+        if (saw_mtp) return Status::Error("t after m on " + where() + "; MTP layers follow every decoder layer");
         ++out.decoder.back();
         break;
       case 'm':

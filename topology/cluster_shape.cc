@@ -83,7 +83,6 @@ PackedBlocks PackBlocks(int world, int block_ranks, int domain_gpus) {
     p.domains_needed = (int64_t{world} + p.ranks_per_domain - 1) / p.ranks_per_domain;
     p.gpus_needed = p.domains_needed * domain_gpus;
   } else {
-    p.domains_needed = (int64_t{world} + domain_gpus - 1) / domain_gpus;
     p.gpus_needed = world;
   }
   p.per_domain_ = Divider(p.ranks_per_domain);

@@ -32,7 +32,6 @@ class Divider {
                    ? std::countr_zero(static_cast<unsigned>(divisor))
                    : -1) {}
   int operator()(int x) const { return shift_ >= 0 ? x >> shift_ : x / divisor_; }  // x >= 0
-  int divisor() const { return divisor_; }
 
  private:
   int divisor_;
@@ -97,8 +96,8 @@ struct PackedBlocks {
   bool packs = false;
   int domain_gpus = 1;
   int ranks_per_domain = 1;  // floor(domain / block) x block when packing, else the domain
-  int64_t domains_needed = 0;
-  int64_t gpus_needed = 0;   // whole domains, idle GPUs included
+  int64_t domains_needed = 0;  // when packing (else 0)
+  int64_t gpus_needed = 0;     // whole domains, idle GPUs included; the world when not packing
 
   // The GPU of `rank`: ranks fill each domain's first ranks_per_domain GPUs.
   int gpu_of(int rank) const {
