@@ -76,7 +76,7 @@ PipelineSchedule ScheduleOf(const Layout& layout);
 
 // Relative cost of one block of each kind, forward and backward of one
 // micro-batch, in any unit (the cost model gives seconds: CostModel::
-// PipelineWeights). The defaults weigh decoder layers alike and the rest
+// pipeline_weights()). The defaults weigh decoder layers alike and the rest
 // nothing, which balances layer counts only.
 struct BlockWeights {
   double dense_layer = 1;

@@ -38,8 +38,9 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   result.enumeration = EnumerateLayouts(ctx, enumerate);
   const std::vector<Layout>& legal = result.enumeration.legal;
   // Score layouts with equal degrees, order and placement one after another:
-  // they differ only in options (vpp, mbs, recompute, CP style), and a
-  // scorer can reuse what depends on the degrees alone (group placement).
+  // they differ only in options (vpp and its stages, mbs, CP style and the
+  // recipe: recompute, dispatcher, EP overlap, precision, FSDP, TP overlap),
+  // and a scorer can reuse what depends on the degrees alone (group placement).
   std::vector<size_t> by_degrees(legal.size());
   for (size_t i = 0; i < by_degrees.size(); ++i) by_degrees[i] = i;
   auto key = [&](size_t i) {
