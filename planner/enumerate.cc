@@ -39,18 +39,32 @@ std::vector<std::string> DistinctOrders(const std::vector<std::string>& orders, 
 
 bool Agrees(const std::optional<int>& pin, int value) { return !pin || *pin == value; }
 
+// The first of `list` that `preferred` accepts, else its first: one value.
+template <class T, class Pred>
+std::vector<T> OneOf(const std::vector<T>& list, Pred preferred) {
+  for (const T& v : list) {
+    if (preferred(v)) return {v};
+  }
+  std::vector<T> out = list;
+  out.resize(1);
+  return out;
+}
+
 class Search {
  public:
   Search(const LegalityContext& ctx, const EnumerateOptions& options, Enumeration* out)
       : ctx_(ctx), model_(*ctx.model), job_(*ctx.job), options_(options), out_(out),
         pins_(options.pins ? *options.pins : LayoutPins{}),
         weights_(WeightsOrDefault(ctx.weights)) {
-    // Recipe candidates; a dense model has no dispatch to choose or overlap.
+    // Recipe candidates; a dense model has no dispatch to choose or overlap,
+    // so one of each, whichever order the job lists them in: no EP overlap
+    // (a dense model breaks a2a_overlap_needs) and a dispatcher other than
+    // HybridEP (whose rule may refuse) when the job lists one.
     dispatchers_ = job_.dispatchers;
     a2a_overlap_ = job_.a2a_overlap;
     if (!model_.is_moe()) {
-      dispatchers_.resize(1);
-      a2a_overlap_.resize(1);
+      dispatchers_ = OneOf(job_.dispatchers, [](Dispatcher d) { return d != Dispatcher::kHybridEP; });
+      a2a_overlap_ = OneOf(job_.a2a_overlap, [](bool overlap) { return !overlap; });
     }
     for (Dispatcher d : dispatchers_) has_hybridep_ |= d == Dispatcher::kHybridEP;
     for (Precision p : job_.precisions) precision_ok_.push_back(rules::PrecisionProblem(ctx.cluster->gpu, p).empty());

@@ -5,8 +5,9 @@
 // style in job.cp_styles (one when cp == 1), ep and etp dividing G (a dense
 // model: ep 1, etp = tp), each micro-batch size, each order in job.orders
 // (one per distinct rank map when pp == 1), and each combination of the
-// job's recipe candidates: recompute, dispatcher and EP overlap (one of each
-// for a dense model), precision, FSDP and TP overlap. A linear-placement
+// job's recipe candidates: recompute, dispatcher and EP overlap (for a dense
+// model one of each: no EP overlap and a dispatcher other than HybridEP when
+// the job lists one, else its first), precision, FSDP and TP overlap. A linear-placement
 // layout whose heavy groups straddle NVLink domains also gets a
 // packed-placement variant as a further candidate, wherever its linear
 // version passes every rule before placement. Layers that do not divide

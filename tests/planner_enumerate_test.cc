@@ -41,7 +41,18 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
   std::vector<Dispatcher> dispatchers = job.dispatchers;
   std::vector<bool> a2a = job.a2a_overlap;
   if (!model.is_moe()) {
+    // One of each (enumerate.h): no EP overlap, a dispatcher other than
+    // HybridEP, when the job lists one.
+    for (Dispatcher d : job.dispatchers) {
+      if (d != Dispatcher::kHybridEP) {
+        dispatchers = {d};
+        break;
+      }
+    }
     dispatchers.resize(1);
+    for (bool overlap : job.a2a_overlap) {
+      if (!overlap) a2a = {false};
+    }
     a2a.resize(1);
   }
   for (int pp : Divisors(world)) {
@@ -189,6 +200,25 @@ TEST_CASE("enumeration equals a brute force with every recipe option a candidate
   for (Rule r : {Rule::kPrecisionSupported, Rule::kHybridEpInDomain, Rule::kA2aOverlapNeeds, Rule::kTpOverlapNeedsTp}) {
     CHECK_MESSAGE(e.rejected[static_cast<size_t>(r)] > 0, Name(r));
   }
+}
+
+TEST_CASE("a dense model enumerates alike whatever order the job lists EP overlap and dispatchers in") {
+  // 4-GPU domains: tp 8 puts HybridEP's (1 x tp) groups across two domains.
+  ClusterSpec cluster = MakeCluster(8, 4, 4);
+  ModelSpec model = MakeDense();
+  JobSpec job = MakeJob();
+  job.a2a_overlap = {false, true};
+  job.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kHybridEP};
+  const Enumeration plain = EnumerateLayouts({&cluster, &model, &job});
+  REQUIRE(plain.legal_count > 0);
+  CompareWithBruteForce(cluster, model, job);
+  job.a2a_overlap = {true, false};
+  job.dispatchers = {Dispatcher::kHybridEP, Dispatcher::kAllToAll};
+  const Enumeration reversed = EnumerateLayouts({&cluster, &model, &job});
+  CHECK(reversed.legal_count == plain.legal_count);
+  CHECK(reversed.candidates == plain.candidates);
+  CHECK(reversed.rejected == plain.rejected);
+  CompareWithBruteForce(cluster, model, job);
 }
 
 TEST_CASE("pinned degrees: the enumeration of the agreeing layouts equals the filtered brute force") {
