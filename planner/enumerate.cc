@@ -90,6 +90,14 @@ class Search {
     }
     return out;
   }
+  // Pinned stages agree only with their own pp x vpp.
+  std::vector<int> VppValues(int pp) const {
+    std::vector<int> out;
+    for (int vpp : job_.vpp) {
+      if (!pins_.stages || static_cast<int>(pins_.stages->size()) == pp * vpp) out.push_back(vpp);
+    }
+    return out;
+  }
   std::vector<int> TpValues() const {
     std::vector<int> out;
     for (int tp : divisors_) {
@@ -149,7 +157,7 @@ class Search {
     stage_ = world / pp;
     divisors_ = Divisors(stage_);
     orders_ = DistinctOrders(job_.orders, pp);
-    return job_.vpp.size() * LeavesBelowVpp();
+    return VppValues(pp).size() * LeavesBelowVpp();
   }
 
   void Reject(Rule rule, uint64_t n) {
@@ -186,10 +194,8 @@ class Search {
     Layout l;
     l.world = world;
     l.pp = pp;
-    for (int vpp : job_.vpp) {
+    for (int vpp : VppValues(pp)) {
       l.vpp = vpp;
-      // Pinned stages agree only with their own pp x vpp.
-      if (pins_.stages && static_cast<int>(pins_.stages->size()) != pp * vpp) continue;
       if (vpp > 1 && pp == 1) {
         Reject(Rule::kVppNeedsPp, LeavesBelowVpp());
         continue;

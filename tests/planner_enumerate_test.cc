@@ -59,6 +59,8 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
     if (!agrees(pins.pp, pp)) continue;
     const int g = world / pp;
     for (int vpp : job.vpp) {
+      // Pinned stages agree only with their own pp x vpp.
+      if (pins.stages && static_cast<int>(pins.stages->size()) != pp * vpp) continue;
       for (int tp : Divisors(g)) {
         if (!agrees(pins.tp, tp)) continue;
         for (int cp : Divisors(g)) {
@@ -96,8 +98,14 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
                     l.fsdp = fsdp, l.tp_overlap = tp_overlap;
                     if (l.dp == 0) l.dp = 1;    // any wrong value: dense_product catches it
                     if (l.edp == 0) l.edp = 1;  // likewise expert_product
-                    auto split = ChooseStageLayers(model, pp, vpp, BlockWeights{});
-                    if (split.ok()) l.stage_layers = split.value();
+                    if (pins.stages) {
+                      l.stage_layers = *pins.stages;
+                      l.stage_mtp = pins.stage_mtp.value_or(std::vector<int>{});
+                      l.explicit_stages = true;
+                      l.pp_layout_given = pins.pp_layout;
+                    } else if (auto split = ChooseStageLayers(model, pp, vpp, BlockWeights{}); split.ok()) {
+                      l.stage_layers = split.value();
+                    }
                     Tally(l, ctx, &out);
                     // A packed variant exists where it would move ranks and the
                     // linear version passes every rule before placement.
@@ -285,6 +293,21 @@ TEST_CASE("a world larger than the cluster rejects every candidate under world_f
   CHECK(e.legal_count == 0);
   CHECK(e.candidates > 0);
   CHECK(e.rejected[static_cast<size_t>(Rule::kWorldFitsCluster)] == e.candidates);
+}
+
+TEST_CASE("pinned stages: counts equal the brute force's, the world fitting the cluster or not") {
+  ModelSpec model = MakeMixtral();  // 32 layers
+  JobSpec job = MakeJob();          // vpp 1 or 2
+  LayoutPins pins;
+  pins.stages = std::vector<int>{6, 10, 10, 6};  // pp 4 x vpp 1 or pp 2 x vpp 2
+  CompareWithBruteForce(MakeCluster(4), model, job, pins);
+  job.world_size = 32;  // on 16 GPUs: every candidate breaks world_fits_cluster
+  const ClusterSpec small = MakeCluster(2);
+  CompareWithBruteForce(small, model, job, pins);
+  const Enumeration e = EnumerateLayouts({&small, &model, &job}, {.pins = &pins});
+  CHECK(e.rejected[static_cast<size_t>(Rule::kWorldFitsCluster)] == e.candidates);
+  const ClusterSpec big = MakeCluster(4);
+  CHECK(e.candidates == EnumerateLayouts({&big, &model, &job}, {.pins = &pins}).candidates);
 }
 
 TEST_CASE("Divisors") {
