@@ -315,11 +315,11 @@ bool ExpertGroupInDomain(const Layout& l, int domain_gpus) { return ExpertGroupI
 bool ExpertGroupInDomain(const Layout& l, int domain_gpus, const OrderBlocks& blocks) {
   const int block = blocks.expert;
   if (block < 1 || block > domain_gpus) return false;
-  // Packed placement keeps whole heavy blocks (which hold the expert
-  // blocks) in one domain. Linear: block k covers GPUs [kB, (k+1)B); the
-  // pattern repeats every lcm(B, D) / B blocks, so checking that many (or
-  // the world's, if fewer) is exact.
-  if (l.placement == Placement::kPacked && blocks.heavy <= domain_gpus) return true;
+  // Packed placement, where PackBlocks packs, keeps whole heavy blocks
+  // (which hold the expert blocks) in one domain. Linear: block k covers
+  // GPUs [kB, (k+1)B); the pattern repeats every lcm(B, D) / B blocks, so
+  // checking that many (or the world's, if fewer) is exact.
+  if (l.placement == Placement::kPacked && PackBlocks(l.world, blocks.heavy, domain_gpus).packs) return true;
   const long long count = std::min<long long>(l.world / block, domain_gpus / std::gcd(block, domain_gpus));
   for (long long k = 0; k < count; ++k) {
     if (k * block / domain_gpus != ((k + 1) * block - 1) / domain_gpus) return false;

@@ -247,6 +247,30 @@ TEST_CASE("hybridep_in_domain: HybridEP's TP x EP groups stay inside an NVLink d
                        Rule::kHybridEpInDomain));
 }
 
+TEST_CASE("hybridep_in_domain: a packed layout whose blocks cannot pack is judged as placed, linearly") {
+  // 120 ranks with ep 48 (edp 2: expert_product broken): heavy blocks of 48
+  // do not divide the world, so PackBlocks, and PlaceRanks with it, keep
+  // rank r on GPU r, where ranks 48..95 straddle the first two 72-GPU racks.
+  Layout l;
+  l.world = 120;
+  l.dp = 120;
+  l.ep = 48;
+  l.edp = 2;
+  l.dispatcher = Dispatcher::kHybridEP;
+  l.placement = Placement::kPacked;
+  REQUIRE(HeavyBlock(l) == 48);
+  CHECK_FALSE(ExpertGroupInDomain(l, 72));
+  const ClusterSpec cluster = MakeCluster(36, 4, 72);
+  const ModelSpec model = MakeMixtral();
+  const JobSpec job = MakeJob();
+  const std::vector<Violation> v = CheckLayout(l, {&cluster, &model, &job});
+  CHECK(std::any_of(v.begin(), v.end(), [](const Violation& x) { return x.rule == Rule::kHybridEpInDomain; }));
+  // Heavy blocks that divide the world pack: one 48-rank block per rack.
+  l.world = 96;
+  l.dp = 96;
+  CHECK(ExpertGroupInDomain(l, 72));
+}
+
 TEST_CASE("a2a_overlap_needs: Megatron's checks for --overlap-moe-expert-parallel-comm") {
   Case c;
   CHECK_FALSE(c.Breaks("tp=1,pp=4,vpp=2,ep=8,etp=1,a2a_overlap=1", Rule::kA2aOverlapNeeds));
