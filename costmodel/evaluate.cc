@@ -88,6 +88,8 @@ CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const J
       comm_(std::move(comm)),
       ctx_{&cluster_, &model_, &job_, &topology_, &profile_, &comm_},
       memory_(ctx_),
+      model_flops_per_token_(ModelFlopsPerToken(model_, job_.seq_len)),
+      model_flops_per_token_full_attention_(ModelFlopsPerTokenFullAttention(model_, job_.seq_len)),
       id_(next_id_.fetch_add(1) + 1) {
   Layout one;
   one.world = 1;
@@ -158,11 +160,11 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
 
   s.step_time_s = s.pipeline_s + s.dp_exposed_s + s.optimizer_s;
   s.tokens_per_s = double(job_.global_batch) * job_.seq_len / s.step_time_s;
-  s.model_flops_per_token = ModelFlopsPerToken(model_, job_.seq_len);
-  s.mfu = s.model_flops_per_token * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_bf16_flops);
-  s.model_flops_per_token_full_attention = ModelFlopsPerTokenFullAttention(model_, job_.seq_len);
-  s.mfu_full_attention =
-      s.model_flops_per_token_full_attention * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_bf16_flops);
+  const double peak_flops = double(layout.world) * cluster_.gpu.peak_bf16_flops;
+  s.model_flops_per_token = model_flops_per_token_;
+  s.mfu = s.model_flops_per_token * s.tokens_per_s / peak_flops;
+  s.model_flops_per_token_full_attention = model_flops_per_token_full_attention_;
+  s.mfu_full_attention = s.model_flops_per_token_full_attention * s.tokens_per_s / peak_flops;
   if (comm_out) TallyComm(work, times, op_exposed, s.dp_exposed_s, comm_out);
   return s;
 }

@@ -108,6 +108,10 @@ class CostModel {
   CostContext ctx_;
   MemoryModel memory_;
   BlockWeights weights_;
+  // Model FLOPs per token (flops.h), causal and full attention: they depend
+  // on the model and the sequence length only.
+  double model_flops_per_token_ = 0;
+  double model_flops_per_token_full_attention_ = 0;
   uint64_t id_;  // tells per-thread caches which model they hold data of
   static std::atomic<uint64_t> next_id_;
 };
