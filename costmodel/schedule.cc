@@ -13,10 +13,10 @@ constexpr BlockKind kAllBlockKinds[] = {BlockKind::kDenseLayer, BlockKind::kMoeL
 // backward), mirrored by as many cool-down backwards. 1F1B: pp - p;
 // interleaved: its warm-up chunks (2 (pp - p - 1) + (vpp - 1) pp) + 1, in
 // micro-batches (vpp chunks each). At most m.
-double LoneMicrobatches(const PipelineDescription& pipe, int p, long long m) {
-  double lone = pipe.schedule == PipelineSchedule::k1F1B
-                    ? double(pipe.pp - p)
-                    : (2.0 * (pipe.pp - p - 1) + (pipe.vpp - 1.0) * pipe.pp + 1) / pipe.vpp;
+double LoneMicrobatches(const StepWork& work, int p, long long m) {
+  double lone = work.schedule == PipelineSchedule::k1F1B
+                    ? double(work.pp - p)
+                    : (2.0 * (work.pp - p - 1) + (work.vpp - 1.0) * work.pp + 1) / work.vpp;
   return std::min(lone, double(m));
 }
 
@@ -72,9 +72,8 @@ double ExposedInBlock(const StepWork& work, BlockKind kind, double lone, int cou
 
 PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s) {
   PipelineTimes t;
-  const PipelineDescription& pipe = work.pipeline;
   const double m = double(work.microbatches);
-  const bool interleaved = pipe.schedule == PipelineSchedule::kInterleaved1F1B;
+  const bool interleaved = work.schedule == PipelineSchedule::kInterleaved1F1B;
   // One boundary crossing, forward and backward (each op's calls).
   double crossing_s = 0;
   for (const CommOp& op : work.ops) {
@@ -85,7 +84,7 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     const RankWork& r = work.ranks[p];
     RankTime& rt = t.ranks[p];
     rt.compute_s = r.compute_s();
-    const double lone = LoneMicrobatches(pipe, static_cast<int>(p), work.microbatches) / m;
+    const double lone = LoneMicrobatches(work, static_cast<int>(p), work.microbatches) / m;
     for (BlockKind kind : kAllBlockKinds) {
       if (r.count(kind) > 0) rt.exposed_comm_s += ExposedInBlock(work, kind, lone, r.count(kind), nullptr);
     }
@@ -106,15 +105,15 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
   // crossings each way that nothing hides (the first micro-batch reaches
   // the last rank, the last one's gradient the first). 1F1B's t_max holds
   // one crossing already.
-  t.bubble_s = double(pipe.pp - 1) / pipe.vpp * t.stage_time_s;
-  if (interleaved) t.bubble_s += double(pipe.pp - 1) * crossing_s;
+  t.bubble_s = double(work.pp - 1) / work.vpp * t.stage_time_s;
+  if (interleaved) t.bubble_s += double(work.pp - 1) * crossing_s;
   t.pipeline_s = m * t.stage_time_s + t.bubble_s;
   if (op_exposed_s && !work.ranks.empty()) {
     // The slowest rank's exposure, op by op.
     op_exposed_s->assign(work.ops.size(), 0.0);
     const RankWork& r = work.ranks[static_cast<size_t>(t.slowest)];
     const RankTime& rt = t.ranks[static_cast<size_t>(t.slowest)];
-    const double lone = LoneMicrobatches(pipe, t.slowest, work.microbatches) / m;
+    const double lone = LoneMicrobatches(work, t.slowest, work.microbatches) / m;
     for (BlockKind kind : kAllBlockKinds) {
       if (r.count(kind) > 0) ExposedInBlock(work, kind, lone, r.count(kind), op_exposed_s);
     }

@@ -36,9 +36,13 @@ bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
 }
 
 StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
-                       PipelineDescription pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
+                       const PipelineDescription& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches) {
   StepWork w;
+  w.schedule = pipeline.schedule;
+  w.pp = pipeline.pp;
+  w.vpp = pipeline.vpp;
+  w.pipeline = &pipeline;
   w.gpu_sms = gpu.sms;
   w.microbatches = std::max<long long>(microbatches, 1);
   w.mtp_moe = model.mtp_layer_is_moe();
@@ -80,7 +84,6 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
       r.recompute_s += held.mtp_layers * mtp.recompute_s;
     }
   }
-  w.pipeline = std::move(pipeline);
   w.ops = std::move(ops);
   return w;
 }

@@ -57,7 +57,14 @@ struct RankWork {
 };
 
 struct StepWork {
-  PipelineDescription pipeline;
+  // The pipeline: its schedule and degrees (what the schedule reads), and
+  // the description the work was built from, for a step simulator that
+  // follows each virtual stage (not owned: it must outlive the work; null
+  // in work assembled by hand).
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  int pp = 1;
+  int vpp = 1;
+  const PipelineDescription* pipeline = nullptr;
   long long microbatches = 1;                     // m = global_batch / (dp x mbs), at least 1
   std::array<BlockCost, kBlockKindCount> block;   // indexed by BlockKind
   std::vector<CommOp> ops;                        // the layout's whole comm plan
@@ -69,10 +76,11 @@ struct StepWork {
   bool Runs(const CommOp& op, BlockKind kind) const { return RunsInBlock(op, kind, mtp_moe); }
 };
 
-// Assembles the step's work from the pipeline, the per-layer compute times
+// Assembles the step's work from the pipeline (which the work points to:
+// keep it alive while the work is used), the per-layer compute times
 // (computed for `layout`) and the comm plan.
 StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
-                       PipelineDescription pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
+                       const PipelineDescription& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches);
 
 }  // namespace foldplan
