@@ -1,6 +1,7 @@
 #include "costmodel/schedule.h"
 
 #include <algorithm>
+#include <array>
 
 namespace foldplan {
 namespace {
@@ -31,41 +32,62 @@ double LoneMicrobatches(const StepWork& work, int p, long long m) {
 //    k = N / (N - n), so a exposed seconds of comm hide min(W_left, a / k)
 //    (the compute finishes a + max(0, W_left - a / k) after they start).
 //    Alone (warm-up, cool-down) they are exposed.
-// When `share` is given, adds to share[i] the exposed seconds of op i in
-// `count` blocks (overlappable ops share their excess pro rata).
-double ExposedInBlock(const StepWork& work, BlockKind kind, double lone, int count, std::vector<double>* share) {
-  double exposed = 0, hidden = 0, paired = 0;
+// Only the last point depends on the rank (through `lone`): BlockComm holds
+// the rest, summed once per block kind.
+struct BlockComm {
+  double exposed = 0;  // plain ops
+  double hidden = 0;   // overlappable ops
+  double excess = 0;   // of which the block's compute cannot hide
+  double paired = 0;   // EP-overlap ops
+  double steady = 0;   // of which exposed in the steady state
+};
+
+BlockComm SumBlockComm(const StepWork& work, BlockKind kind) {
+  BlockComm c;
   int sms = 0;
   for (const CommOp& op : work.ops) {
     if (!work.Runs(op, kind)) continue;
     if (op.hides_behind_other_microbatch) {
-      paired += op.seconds_per_microbatch();
+      c.paired += op.seconds_per_microbatch();
       sms = std::max(sms, op.sms);
     } else {
-      (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
+      (op.overlappable ? c.hidden : c.exposed) += op.seconds_per_microbatch();
     }
   }
   const double w = work.cost(kind).total_s();
-  const double excess = std::max(0.0, hidden - w);
-  double paired_exposed = 0;
-  if (paired > 0) {
-    const double w_left = std::max(0.0, w - hidden);
+  c.excess = std::max(0.0, c.hidden - w);
+  if (c.paired > 0) {
+    const double w_left = std::max(0.0, w - c.hidden);
     const double k = sms > 0 && sms < work.gpu_sms ? double(work.gpu_sms) / (work.gpu_sms - sms) : 1.0;
-    const double steady = paired - std::min(w_left, paired / k);
-    paired_exposed = lone * paired + (1 - lone) * steady;
+    c.steady = c.paired - std::min(w_left, c.paired / k);
   }
-  if (share) {
-    for (size_t i = 0; i < work.ops.size(); ++i) {
-      const CommOp& op = work.ops[i];
-      if (!work.Runs(op, kind)) continue;
-      const double a = op.seconds_per_microbatch();
-      double e = a;
-      if (op.hides_behind_other_microbatch) e = a / paired * paired_exposed;
-      else if (op.overlappable) e = a / hidden * excess;
-      (*share)[i] += count * e;
-    }
+  return c;
+}
+
+// The EP-overlap ops' exposed seconds per block at `lone`.
+double PairedExposed(const BlockComm& c, double lone) {
+  return c.paired > 0 ? lone * c.paired + (1 - lone) * c.steady : 0;
+}
+
+// Exposed seconds of `count` blocks.
+double ExposedInBlocks(const BlockComm& c, double lone, int count) {
+  return count * (c.exposed + c.excess + PairedExposed(c, lone));
+}
+
+// Adds to share[i] the exposed seconds of op i in `count` blocks of `kind`
+// (overlappable ops share their excess pro rata, EP-overlap ops theirs).
+void ShareOfBlocks(const StepWork& work, BlockKind kind, const BlockComm& c, double lone, int count,
+                   std::vector<double>& share) {
+  const double paired_exposed = PairedExposed(c, lone);
+  for (size_t i = 0; i < work.ops.size(); ++i) {
+    const CommOp& op = work.ops[i];
+    if (!work.Runs(op, kind)) continue;
+    const double a = op.seconds_per_microbatch();
+    double e = a;
+    if (op.hides_behind_other_microbatch) e = a / c.paired * paired_exposed;
+    else if (op.overlappable) e = a / c.hidden * c.excess;
+    share[i] += count * e;
   }
-  return count * (exposed + excess + paired_exposed);
 }
 
 }  // namespace
@@ -79,6 +101,8 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
   for (const CommOp& op : work.ops) {
     if (op.scope == CommOp::kPerStageBoundary) crossing_s += op.seconds_per_microbatch();
   }
+  std::array<BlockComm, kBlockKindCount> comm;
+  for (BlockKind kind : kAllBlockKinds) comm[static_cast<size_t>(kind)] = SumBlockComm(work, kind);
   t.ranks.resize(work.ranks.size());
   for (size_t p = 0; p < work.ranks.size(); ++p) {
     const RankWork& r = work.ranks[p];
@@ -86,7 +110,8 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     rt.compute_s = r.compute_s();
     const double lone = LoneMicrobatches(work, static_cast<int>(p), work.microbatches) / m;
     for (BlockKind kind : kAllBlockKinds) {
-      if (r.count(kind) > 0) rt.exposed_comm_s += ExposedInBlock(work, kind, lone, r.count(kind), nullptr);
+      const int count = r.count(kind);
+      if (count > 0) rt.exposed_comm_s += ExposedInBlocks(comm[static_cast<size_t>(kind)], lone, count);
     }
     // Stage boundaries: the rank's vpp chunks each send forward and
     // backward per micro-batch. 1F1B waits for its sends (Megatron's
@@ -115,7 +140,9 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     const RankTime& rt = t.ranks[static_cast<size_t>(t.slowest)];
     const double lone = LoneMicrobatches(work, t.slowest, work.microbatches) / m;
     for (BlockKind kind : kAllBlockKinds) {
-      if (r.count(kind) > 0) ExposedInBlock(work, kind, lone, r.count(kind), op_exposed_s);
+      if (r.count(kind) > 0) {
+        ShareOfBlocks(work, kind, comm[static_cast<size_t>(kind)], lone, r.count(kind), *op_exposed_s);
+      }
     }
     const double sends = r.boundary_crossings * crossing_s;
     for (size_t i = 0; i < work.ops.size(); ++i) {
