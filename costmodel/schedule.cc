@@ -11,14 +11,11 @@ constexpr BlockKind kAllBlockKinds[] = {BlockKind::kDenseLayer, BlockKind::kMoeL
 
 // Micro-batches whose forward or backward runs alone on pipeline rank p:
 // the warm-up forwards and one more (the last one before the first
-// backward), mirrored by as many cool-down backwards. 1F1B: pp - p;
-// interleaved: its warm-up chunks (2 (pp - p - 1) + (vpp - 1) pp) + 1, in
-// micro-batches (vpp chunks each). At most m.
-double LoneMicrobatches(const StepWork& work, int p, long long m) {
-  double lone = work.schedule == PipelineSchedule::k1F1B
-                    ? double(work.pp - p)
-                    : (2.0 * (work.pp - p - 1) + (work.vpp - 1.0) * work.pp + 1) / work.vpp;
-  return std::min(lone, double(m));
+// backward), mirrored by as many cool-down backwards. That is the count of
+// micro-batches in flight at the peak (InflightMicrobatches: 1F1B pp - p;
+// interleaved its warm-up chunks + 1 over vpp chunks each), at most m.
+double LoneMicrobatches(const StepWork& work, int p) {
+  return InflightMicrobatches(work.schedule, work.pp, work.vpp, p, work.microbatches);
 }
 
 // Per-layer communication of one block of `kind` on a rank whose share of
@@ -108,7 +105,7 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     const RankWork& r = work.ranks[p];
     RankTime& rt = t.ranks[p];
     rt.compute_s = r.compute_s();
-    const double lone = LoneMicrobatches(work, static_cast<int>(p), work.microbatches) / m;
+    const double lone = LoneMicrobatches(work, static_cast<int>(p)) / m;
     for (BlockKind kind : kAllBlockKinds) {
       const int count = r.count(kind);
       if (count > 0) rt.exposed_comm_s += ExposedInBlocks(comm[static_cast<size_t>(kind)], lone, count);
@@ -138,7 +135,7 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     op_exposed_s->assign(work.ops.size(), 0.0);
     const RankWork& r = work.ranks[static_cast<size_t>(t.slowest)];
     const RankTime& rt = t.ranks[static_cast<size_t>(t.slowest)];
-    const double lone = LoneMicrobatches(work, t.slowest, work.microbatches) / m;
+    const double lone = LoneMicrobatches(work, t.slowest) / m;
     for (BlockKind kind : kAllBlockKinds) {
       if (r.count(kind) > 0) {
         ShareOfBlocks(work, kind, comm[static_cast<size_t>(kind)], lone, r.count(kind), *op_exposed_s);
