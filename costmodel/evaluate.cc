@@ -131,14 +131,14 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
                               std::vector<CommKindCost>* comm_out) const {
   // Stage work -> schedule -> data-parallel exposure -> optimizer.
   StepBreakdown s;
-  s.microbatches = job_.global_batch / (static_cast<long long>(layout.dp) * layout.mbs);
+  s.microbatches = MicroBatchesPerStep(job_, layout);
   std::vector<CommOp> ops;
   if (const LayoutPlacement* placement = PlacementOf(layout)) {
     ops = BuildCommPlan(layout, ctx_, *placement);
   }
   const StepWork work =
       BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops),
-                    MicroBatchesPerStep(job_, layout));
+                    s.microbatches);
   std::vector<double> op_exposed;
   const PipelineTimes times = SchedulePipeline(work, comm_out ? &op_exposed : nullptr);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];

@@ -11,6 +11,7 @@
 #include <cstdio>
 #include <numeric>
 
+#include "costmodel/compute_time.h"
 #include "costmodel/routing.h"
 #include "costmodel/schedule.h"
 
@@ -159,11 +160,6 @@ std::string Format(const char* fmt, ...) {
 }
 
 double GiB(double bytes) { return bytes / kBytesPerGiB; }
-
-long long MicroBatches(const JobSpec& job, const Layout& l) {
-  const long long per_step = static_cast<long long>(std::max(1, l.dp)) * std::max(1, l.mbs);
-  return std::max(1LL, job.global_batch / per_step);
-}
 
 // The largest `n` (1..4) FSDP units of a stage: parameter elements and the
 // GEMM weights among them.
@@ -546,7 +542,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16;
 
   LayoutTerms l;
-  l.microbatches = MicroBatches(job, layout);
+  l.microbatches = MicroBatchesPerStep(job, layout);
   l.rows = mbs * seq / (cp * tp);
   l.load = ExpertLoad(layout);
   l.dense = Layer(layout, false, layout.recompute);
