@@ -587,13 +587,14 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
         break;
       case Dispatcher::kDeepEP:
       case Dispatcher::kHybridEP: {
-        // Each token goes once to each distinct destination rank:
-        // D = ep (1 - (1 - 1/ep)^K) in expectation. The kernel reads the
+        // Each token goes once to each distinct destination rank, about
+        // D = ep (1 - (1 - 1/ep)^K) of them (ApproxDistinctRanks, which
+        // undercounts the exact expectation slightly). The kernel reads the
         // tokens in place. Dispatch: the received tokens, load T D, in FP8
         // under an FP8 recipe (+ the permuted rows before the ETP gather).
         // Combine (bf16): the experts' fc2 output, R rows, + the rows
         // summed per token, load T D (+ the ETP reduce-scatter output).
-        l.destinations = ep * (1 - std::pow(1 - 1 / ep, k));
+        l.destinations = ApproxDistinctRanks(ep, k);
         const double recv_bytes = fp8 ? kFp8DispatchBytes * h : row;
         const double before_etp = etp > 1 ? l.load * l.rows * k * row : 0;
         const double dispatch = l.load * l.rows * l.destinations * recv_bytes + before_etp;
