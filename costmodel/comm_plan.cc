@@ -8,6 +8,7 @@
 #include <optional>
 
 #include "costmodel/comm_params.h"
+#include "costmodel/dtype_bytes.h"
 #include "planner/pipeline.h"
 #include "topology/topology.h"
 
@@ -57,22 +58,16 @@ FlexTokenCopies ExpectedFlexCopies(int experts, int top_k, int ep, int etp, cons
 
 namespace {
 
-constexpr double kActivationBytes = 2;  // bf16 (see the header on fp8)
-constexpr double kProbBytes = 4;        // fp32 router probabilities
-constexpr double kGradBytes = 4;        // fp32 gradient buffers
-constexpr double kParamBytes = 2;       // bf16 parameters
+constexpr double kActivationBytes = kBf16Bytes;  // bf16 activations (see the header on fp8)
+constexpr double kProbBytes = kFp32Bytes;        // fp32 router probabilities
+constexpr double kGradBytes = kFp32Bytes;        // fp32 gradient buffers
+constexpr double kParamBytes = kBf16Bytes;       // bf16 parameters
 constexpr double kCountBytes = 8;       // int64 token counts (Megatron's all-to-all dispatcher)
 // The flex dispatcher (DeepEP's buffer interface, which Megatron's flex
 // dispatcher calls and HybridEP mirrors):
 constexpr double kFlexCountBytes = 4;     // int32 per-rank and per-expert token counts (notify)
 constexpr double kTopkIndexBytes = 8;     // int64 topk_idx, sent with every dispatched copy
-constexpr double kTopkWeightBytes = 4;    // fp32 topk_weights, likewise
-constexpr double kFp8Bytes = 1;           // e4m3
-// Scales of an fp8 dispatch, per element: DeepEP's fp8 input is 1x128
-// channel blocks with one fp32 scale each (DeepSeek-V3's activation tiles),
-// 4 / 128 bytes; MXFP8 has one E8M0 byte per 32 elements, 1 / 32. Equal.
-constexpr double kFp8BlockScaleBytes = 4.0 / 128;
-constexpr double kMxfp8ScaleBytes = 1.0 / 32;
+constexpr double kTopkWeightBytes = kFp32Bytes;  // fp32 topk_weights, likewise
 
 // ---------------------------------------------------------------------------
 // Parameters per rank, for the data-parallel and FSDP volumes: the model's
@@ -400,8 +395,8 @@ void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& pl
   const int sms = l.dispatcher == Dispatcher::kHybridEP ? ctx.job->hybridep_sms : ctx.job->deepep_sms;
   const double topk = e.top_k * (kTopkIndexBytes + kTopkWeightBytes);
   const double token_bf16 = v.hidden * kActivationBytes;
-  const double scale = l.precision == Precision::kMXFP8 ? kMxfp8ScaleBytes : kFp8BlockScaleBytes;
-  const double token_dispatch = IsFp8(l.precision) ? v.hidden * (kFp8Bytes + scale) : token_bf16;
+  const double token_dispatch =
+      IsFp8(l.precision) ? v.hidden * Fp8DispatchBytesPerElement(l.precision) : token_bf16;
   const auto scope = CommOp::kPerMoeLayer;
   const double n = double(l.etp) * l.ep;
   if (CommOp* op = plan.Add(CommKind::kExpertParallel, "moe_flex_notify", GroupKind::kTpEp, Collective::kAllToAll,

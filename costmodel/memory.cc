@@ -12,14 +12,15 @@
 #include <numeric>
 
 #include "costmodel/compute_time.h"
+#include "costmodel/dtype_bytes.h"
 #include "costmodel/routing.h"
 #include "costmodel/schedule.h"
 
 namespace foldplan {
 namespace {
 
-constexpr double kBf16 = 2;        // bytes: weights, activations
-constexpr double kFp32 = 4;        // bytes: softmax statistics, router scores, loss logits, probabilities
+// kBf16Bytes (weights, activations) and kFp32Bytes (softmax statistics,
+// router scores, loss logits, probabilities): costmodel/dtype_bytes.h.
 constexpr double kMask = 1;        // bytes: a dropout mask element
 constexpr double kBool = 1;        // bytes: a routing-map element (torch.bool)
 constexpr double kIndex = 8;       // bytes: an int64 token or position id, a top-k index
@@ -36,15 +37,15 @@ double Fp8ActivationBytes(Precision p) {
   switch (p) {
     case Precision::kFP8Delayed:
     case Precision::kFP8Tensorwise:
-      return 1;
+      return kFp8Bytes;
     case Precision::kFP8Blockwise:
-      return 1 + kFp32 / 128;
+      return kFp8Bytes + kFp8BlockScaleBytesPerElement;
     case Precision::kMXFP8:
-      return 1 + 1.0 / 32;
+      return kFp8Bytes + kMxfp8ScaleBytesPerElement;
     case Precision::kBF16:
       break;
   }
-  return kBf16;
+  return kBf16Bytes;
 }
 
 // Bytes per GEMM weight element of the FP8 copies Transformer Engine caches
@@ -59,11 +60,11 @@ double Fp8WeightCopyBytes(Precision p, bool blackwell) {
   switch (p) {
     case Precision::kFP8Delayed:
     case Precision::kFP8Tensorwise:
-      return blackwell ? 1 : 2;
+      return blackwell ? kFp8Bytes : 2 * kFp8Bytes;
     case Precision::kFP8Blockwise:
-      return 2 * (1 + kFp32 / (128.0 * 128.0));
+      return 2 * (kFp8Bytes + kFp8WeightBlockScaleBytesPerElement);
     case Precision::kMXFP8:
-      return 2 * (1 + 1.0 / 32);
+      return 2 * (kFp8Bytes + kMxfp8ScaleBytesPerElement);
     case Precision::kBF16:
       break;
   }
@@ -79,18 +80,13 @@ constexpr int kFp8ScaledTensorsPerGemm = 5;
 double Fp8StatePerGemm(Precision p, int history) {
   switch (p) {
     case Precision::kFP8Delayed:
-      return kFp8ScaledTensorsPerGemm * (std::max(1, history) + 2) * kFp32;
+      return kFp8ScaledTensorsPerGemm * (std::max(1, history) + 2) * kFp32Bytes;
     case Precision::kFP8Tensorwise:
-      return kFp8ScaledTensorsPerGemm * 2 * kFp32;
+      return kFp8ScaledTensorsPerGemm * 2 * kFp32Bytes;
     default:
       return 0;
   }
 }
-
-// Tokens the flex dispatcher sends in FP8 (an FP8 recipe): e4m3 with an
-// fp32 scale per 128 channels (DeepEP's FP8 dispatch, DeepSeek-V3's
-// format), 1 + 4/128 B per element; MXFP8's 1 + 1/32 is the same number.
-constexpr double kFp8DispatchBytes = 1 + kFp32 / 128;
 
 // DeepEP's preallocated buffers (deep_ep csrc/config.hpp
 // get_nvl_buffer_size_hint / get_rdma_buffer_size_hint; Megatron's
@@ -101,8 +97,8 @@ constexpr double kDeepEpRdmaRecvTokens = 128;       // num_max_rdma_chunked_recv
 constexpr double kDeepEpTokenMetaBytes =            // per buffered token besides its hidden bytes:
     8                                               //   SourceMeta (internode)
     + 128 * kIndex                                  //   kNumMaxTopK int64 top-k indices
-    + 128 * kFp32                                   //   kNumMaxTopK fp32 top-k weights
-    + 128 * kFp32;                                  //   kNumMaxScales fp32 scales
+    + 128 * kFp32Bytes                                   //   kNumMaxTopK fp32 top-k weights
+    + 128 * kFp32Bytes;                                  //   kNumMaxScales fp32 scales
 // num_max_nvl_chunked_recv_tokens of the dispatch / combine configs by EP
 // group size (the larger of the two; both agree): 256 up to 8 ranks, 288
 // for 16-64, 560 for 128, 720 for 144-160 (and beyond, the last entry).
@@ -328,14 +324,14 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   const double rows = mbs * seq / (cp * tp);
   LayerBytes out;
   if (r.full()) {
-    out.stored = kBf16 * rows * h;  // the layer input only
+    out.stored = kBf16Bytes * rows * h;  // the layer input only
     out.rebuilt = Layer(layout, moe_layer, Recompute::None()).stored;
     return out;
   }
   auto has = [&](RecomputeModule x) { return r.has(x); };
   const bool fp8 = IsFp8(layout.precision);
   // A tensor an FP8 linear saves as its input: FP8 (+ scales), else bf16.
-  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16;
+  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
   const double mask = a_.dropout ? kMask * h : 0;
 
   // Attention sub-layer. The core: flash keeps fp32 log-sum-exp per head
@@ -344,33 +340,33 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   // either way mbs a S^2 / (tp cp)), 2 B, or 5 B with dropout (softmax
   // output, mask, dropout output).
   const double core = a_.flash_attention
-                          ? rows * kFp32 * m.heads
+                          ? rows * kFp32Bytes * m.heads
                           : mbs * m.heads * seq * seq / (tp * cp) *
-                                (a_.dropout ? kBf16 + kMask + kBf16 : kBf16);
+                                (a_.dropout ? kBf16Bytes + kMask + kBf16Bytes : kBf16Bytes);
   const bool separate_input_norm = mla_ || !a_.norms_fused_into_linear;
   const bool drop_input_norm = separate_input_norm && has(RecomputeModule::kLayernorm);
   const bool drop_up_proj = mla_ && has(RecomputeModule::kMlaUpProj);
   const bool drop_core = has(RecomputeModule::kCoreAttn);
-  double attn_row = kBf16 * h;  // the input norm's input: the layer input
+  double attn_row = kBf16Bytes * h;  // the input norm's input: the layer input
   // Its output, the QKV (MLA: q and kv down-projection) input: FP8 linears
   // keep their own FP8 copies, one per linear reading it (MLA: two).
   if (!drop_input_norm) attn_row += (fp8 && mla_ ? 2 : 1) * lin * h;
-  attn_row += kBf16 * latents_;  // MLA latent norms' inputs
-  if (!drop_up_proj) attn_row += lin * latents_ + kBf16 * (q_ + k_ + v_);  // up-proj inputs; q, k, v
-  attn_row += kBf16 * qk_norm_inputs_;
+  attn_row += kBf16Bytes * latents_;  // MLA latent norms' inputs
+  if (!drop_up_proj) attn_row += lin * latents_ + kBf16Bytes * (q_ + k_ + v_);  // up-proj inputs; q, k, v
+  attn_row += kBf16Bytes * qk_norm_inputs_;
   // The attention output: the core's backward keeps it (bf16) unless the
   // core is recomputed; the out-projection keeps it too, the same tensor in
   // bf16, its own FP8 copy under FP8.
-  attn_row += (fp8 ? (drop_core ? 0 : kBf16) + lin : kBf16) * o_;
+  attn_row += (fp8 ? (drop_core ? 0 : kBf16Bytes) + lin : kBf16Bytes) * o_;
   attn_row += mask;  // after the out-projection
   const double attn = rows * attn_row + (drop_core ? 0 : core);
   // What attention's backward rebuilds: the input norm's output, the MLA
   // up-projection block (latent norm outputs, q, k, v), the core (its
   // output and statistics); all alive during the core's backward.
   const double attn_rebuilt =
-      rows * ((drop_input_norm ? kBf16 * h : 0) +
-              (drop_up_proj ? lin * latents_ + kBf16 * (q_ + k_ + v_) : 0) +
-              (drop_core ? kBf16 * o_ : 0)) +
+      rows * ((drop_input_norm ? kBf16Bytes * h : 0) +
+              (drop_up_proj ? lin * latents_ + kBf16Bytes * (q_ + k_ + v_) : 0) +
+              (drop_core ? kBf16Bytes * o_ : 0)) +
       (drop_core ? core : 0);
 
   if (!moe_layer || !m.moe) {
@@ -379,16 +375,16 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
     const bool separate = !a_.norms_fused_into_linear;
     const bool drop_norm = separate && has(RecomputeModule::kLayernorm);
     const bool drop_mlp = has(RecomputeModule::kMlp);
-    double row = kBf16 * h + mask;
+    double row = kBf16Bytes * h + mask;
     if (drop_mlp) {
-      if (separate && !drop_norm) row += kBf16 * h;  // the MLP checkpoint's input
+      if (separate && !drop_norm) row += kBf16Bytes * h;  // the MLP checkpoint's input
     } else {
       if (!drop_norm) row += lin * h;
-      row += kBf16 * mlp_fc1_out_ + lin * mlp_fc2_in_;
+      row += kBf16Bytes * mlp_fc1_out_ + lin * mlp_fc2_in_;
     }
     const double rebuilt =
-        (drop_norm ? kBf16 * h : 0) +
-        (drop_mlp ? kBf16 * mlp_fc1_out_ + lin * mlp_fc2_in_ + (separate ? 0 : lin * h) : 0);
+        (drop_norm ? kBf16Bytes * h : 0) +
+        (drop_mlp ? kBf16Bytes * mlp_fc1_out_ + lin * mlp_fc2_in_ + (separate ? 0 : lin * h) : 0);
     out.stored = attn + rows * row;
     out.rebuilt = std::max(attn_rebuilt, rows * rebuilt);
     return out;
@@ -409,22 +405,22 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   // fused (TE fused_topk_with_score_function) + the bool routing map;
   // unfused + the top-k probabilities (fp32) and indices (int64).
   const double router_row =
-      kFp32 * e.experts * (a_.router_aux_loss ? 2 : 1) +
+      kFp32Bytes * e.experts * (a_.router_aux_loss ? 2 : 1) +
       (job_->moe_router_fusion ? kBool * e.experts
-                               : kFp32 * e.top_k + kIndex * e.top_k + kBool * e.experts);
-  const double shared_row = shared ? kBf16 * shared_fc1_out_ + lin * shared_fc2_in_ : 0;
+                               : kFp32Bytes * e.top_k + kIndex * e.top_k + kBool * e.experts);
+  const double shared_row = shared ? kBf16Bytes * shared_fc1_out_ + lin * shared_fc2_in_ : 0;
   // Under FP8 the shared experts' fc1 keeps its own FP8 copy of the norm
   // output beside the router's bf16 one.
   const double shared_copy = shared && fp8 ? lin * h : 0;
-  const double combine_row = a_.expert_probs_in_activation ? 0 : kBf16 * e.top_k * h;
-  const double prob = a_.expert_probs_in_activation ? kFp32 : 0;  // permuted prob, per row
+  const double combine_row = a_.expert_probs_in_activation ? 0 : kBf16Bytes * e.top_k * h;
+  const double prob = a_.expert_probs_in_activation ? kFp32Bytes : 0;  // permuted prob, per row
   const double fc2_in = expert_fc2_in_ / etp;
-  const double expert_row = lin * h + kBf16 * expert_fc1_out_ / etp + prob + lin * fc2_in;
+  const double expert_row = lin * h + kBf16Bytes * expert_fc1_out_ / etp + prob + lin * fc2_in;
   const double block =
       rows * (router_row + shared_row + shared_copy + combine_row) + expert_rows * expert_row;
 
-  double row = kBf16 * h + mask;     // pre-MLP norm input; dropout mask after the MoE
-  if (!drop_norm) row += kBf16 * h;  // its output: the router's input, or moe's checkpoint input
+  double row = kBf16Bytes * h + mask;     // pre-MLP norm input; dropout mask after the MoE
+  if (!drop_norm) row += kBf16Bytes * h;  // its output: the router's input, or moe's checkpoint input
   double stored_block = 0;
   if (!drop_moe) {
     stored_block = rows * (router_row + combine_row) +
@@ -436,9 +432,9 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   // experts' activation output (moe_act, bf16) and the shared experts
   // (shared_experts), which are rebuilt one after the other.
   const double moe_rebuilt =
-      (drop_norm ? rows * kBf16 * h : 0) +
+      (drop_norm ? rows * kBf16Bytes * h : 0) +
       (drop_moe ? block
-                : std::max(drop_act ? expert_rows * kBf16 * fc2_in : 0,
+                : std::max(drop_act ? expert_rows * kBf16Bytes * fc2_in : 0,
                            drop_shared ? rows * (shared_row + shared_copy) : 0));
   out.stored = attn + rows * row + stored_block;
   out.rebuilt = std::max(attn_rebuilt, moe_rebuilt);
@@ -539,7 +535,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   const double seq = job.seq_len;
   const bool moe_model = m.moe.has_value();
   const bool fp8 = IsFp8(layout.precision);
-  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16;
+  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
 
   LayoutTerms l;
   l.microbatches = MicroBatchesPerStep(job, layout);
@@ -559,14 +555,14 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   // Output: the loss keeps fp32 vocab-parallel logits of one micro-batch
   // (the last stage runs each micro-batch's backward right after its last
   // forward), plus the final norm's and output layer's inputs.
-  l.mtp_logits = kFp32 * mbs * seq / cp * double(m.vocab) / tp;
-  l.logits = l.mtp_logits + 2 * kBf16 * l.rows * h;
+  l.mtp_logits = kFp32Bytes * mbs * seq / cp * double(m.vocab) / tp;
+  l.logits = l.mtp_logits + 2 * kBf16Bytes * l.rows * h;
   // An MTP module's own tensors per row: enorm's input (the next tokens'
   // embedding), eh_proj's input [hnorm(h); enorm(e)] (2H, an FP8 linear's
   // input under FP8), its final norm's input and the output head's input.
   // hnorm's input is the decoder's output, kept by the main final norm on
   // the loss stage (else counted in ComputeStage).
-  l.mtp_row = kBf16 * h + lin * 2 * h + kBf16 * h + kBf16 * h;
+  l.mtp_row = kBf16Bytes * h + lin * 2 * h + kBf16Bytes * h + kBf16Bytes * h;
   for (const VirtualStage& s : pipeline.stages) {
     if (s.mtp_layers > 0 && !s.loss) l.mtp_with_loss = false;
     if (s.mtp_layers > 0 && s.pipeline_rank != 0) l.mtp_off_first = true;
@@ -575,7 +571,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   // One MoE layer's transient dispatch / combine buffers (backward mirrors them).
   if (moe_model) {
     const double k = m.moe->top_k;
-    const double row = kBf16 * h;
+    const double row = kBf16Bytes * h;
     switch (layout.dispatcher) {
       case Dispatcher::kAllToAll:
         l.dispatch = l.rows * k * row;                               // permuted send buffer
@@ -595,7 +591,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
         // Combine (bf16): the experts' fc2 output, R rows, + the rows
         // summed per token, load T D (+ the ETP reduce-scatter output).
         l.destinations = ApproxDistinctRanks(ep, k);
-        const double recv_bytes = fp8 ? kFp8DispatchBytes * h : row;
+        const double recv_bytes = fp8 ? Fp8DispatchBytesPerElement(layout.precision) * h : row;
         const double before_etp = etp > 1 ? l.load * l.rows * k * row : 0;
         const double dispatch = l.load * l.rows * l.destinations * recv_bytes + before_etp;
         const double combine =
@@ -609,7 +605,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
     // output gradients (bf16) outlive the data gradients: fc2's R x H and
     // fc1's R x fc1-width / etp; shared: fc2's gathered mbs S / cp x H =
     // tp T H and fc1's T x fc1-width.
-    l.deferred_wgrad = kBf16 * (l.expert_rows * (h + expert_fc1_out_ / etp) +
+    l.deferred_wgrad = kBf16Bytes * (l.expert_rows * (h + expert_fc1_out_ / etp) +
                                 (shared_fc2_in_ > 0 ? l.rows * (tp * h + shared_fc1_out_) : 0));
 
     // Flex dispatcher's persistent buffers, over its TP x EP group
@@ -636,7 +632,8 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
       // a dispatch buffer (FP8 under an FP8 recipe) and a bf16 combine buffer.
       const double peers = std::min(ranks, nvlink_domain_gpus_);
       l.flex_peers = peers;
-      l.flex_nvl = l.rows * peers * h * ((fp8 ? kFp8DispatchBytes : kBf16) + kBf16);
+      l.flex_nvl =
+          l.rows * peers * h * ((fp8 ? Fp8DispatchBytesPerElement(layout.precision) : kBf16Bytes) + kBf16Bytes);
     }
   }
 
@@ -706,7 +703,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   if (layout.fsdp) {
     // ZeRO-3: weights, gradients and optimizer states all sharded over the
     // gradient-reduction groups, plus the units gathered at a time.
-    b[kParametersIdx] = kBf16 * sharded;
+    b[kParametersIdx] = kBf16Bytes * sharded;
     b[kGradientsIdx] = a_.grad_bytes * sharded;
     b[kOptimizerStatesIdx] = kAdamBytes * sharded;
     LargestUnits units;
@@ -719,14 +716,14 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     units.Add(l.table_unit, 0, tables.input + tables.output);
     t.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
     t.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
-    b[kFsdpGatheredIdx] = kBf16 * t.fsdp_gathered;
+    b[kFsdpGatheredIdx] = kBf16Bytes * t.fsdp_gathered;
     b[kFsdpGradientsIdx] = a_.grad_bytes * t.fsdp_gradient;
     // FP8 copies exist for the gathered units only.
     LargestUnits gathered = units;
     gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
     t.fp8_gemm = gathered.Gemm();
   } else {
-    b[kParametersIdx] = kBf16 * params;
+    b[kParametersIdx] = kBf16Bytes * params;
     b[kGradientsIdx] = a_.grad_bytes * params;
     b[kOptimizerStatesIdx] =
         job.distributed_optimizer ? kAdamBytes * sharded : kAdamBytes * params;
@@ -754,7 +751,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     // of it is alive; elsewhere (a pp_layout's m) the stage's count.
     t.mtp_inflight = l.mtp_with_loss && last ? 1 : t.inflight;
     const double layer = mtp_moe ? l.moe.stored : l.dense.stored;
-    const double hidden = last ? 0 : kBf16 * l.rows * m.hidden;  // hnorm's input, off the loss stage
+    const double hidden = last ? 0 : kBf16Bytes * l.rows * m.hidden;  // hnorm's input, off the loss stage
     b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * l.mtp_row + hidden);
     b[kMtpLogitsIdx] = t.mtp_inflight * mtp * l.mtp_logits;
   }
@@ -789,7 +786,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     };
     const double pad =
         padding(t.params.dense, dense_group) + padding(t.params.expert, expert_group);
-    b[kOptimizerBucketsIdx] = (kBf16 + a_.grad_bytes) * pad;
+    b[kOptimizerBucketsIdx] = (kBf16Bytes + a_.grad_bytes) * pad;
   }
 
   b[kCudaContextIdx] = a_.cuda_context_gib * kBytesPerGiB;
