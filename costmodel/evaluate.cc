@@ -53,8 +53,8 @@ void TallyComm(const StepWork& work, const PipelineTimes& times, const std::vect
       per_step = per_microbatch * r.boundary_crossings * m;
     } else {
       int blocks = 0;
-      for (int k = 0; k < kBlockKindCount; ++k) {
-        if (work.Runs(op, BlockKind(k))) blocks += r.blocks[static_cast<size_t>(k)];
+      for (BlockKind kind : kAllBlockKinds) {
+        if (work.Runs(op, kind)) blocks += r.count(kind);
       }
       per_step = per_microbatch * blocks * m;
     }

@@ -6,9 +6,6 @@
 namespace foldplan {
 namespace {
 
-constexpr BlockKind kAllBlockKinds[] = {BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kEmbedding,
-                                        BlockKind::kOutputLayer, BlockKind::kMtpLayer};
-
 // Micro-batches whose forward or backward runs alone on pipeline rank p:
 // the warm-up forwards and one more (the last one before the first
 // backward), mirrored by as many cool-down backwards. That is the count of

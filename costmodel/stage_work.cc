@@ -52,14 +52,12 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
   w.block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartCost(compute.output_layer);
   const BlockCost& dense = w.cost(BlockKind::kDenseLayer);
   const BlockCost& moe = w.cost(BlockKind::kMoeLayer);
-  const BlockCost& embedding = w.cost(BlockKind::kEmbedding);
   const BlockCost& output = w.cost(BlockKind::kOutputLayer);
   // An MTP module: its projection, one decoder layer, the output head and loss.
   const BlockCost& layer = w.mtp_moe ? moe : dense;
   w.block[static_cast<size_t>(BlockKind::kMtpLayer)] = {
       compute.mtp_projection.fwd_s + layer.forward_s + output.forward_s,
       compute.mtp_projection.bwd_s + layer.backward_s + output.backward_s, layer.recompute_s};
-  const BlockCost& mtp = w.cost(BlockKind::kMtpLayer);
 
   w.ranks.resize(pipeline.ranks.size());
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
@@ -72,16 +70,14 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
     r.blocks[static_cast<size_t>(BlockKind::kOutputLayer)] = held.loss ? 1 : 0;
     r.blocks[static_cast<size_t>(BlockKind::kMtpLayer)] = held.mtp_layers;
     r.boundary_crossings = layout.pp > 1 ? std::max(1, layout.vpp) : 0;
-    const int d = held.dense_layers(), e = held.moe_layers;
-    r.forward_s = d * dense.forward_s + e * moe.forward_s;
-    r.backward_s = d * (dense.backward_s + dense.recompute_s) + e * (moe.backward_s + moe.recompute_s);
-    r.recompute_s = d * dense.recompute_s + e * moe.recompute_s;
-    if (held.embedding) r.forward_s += embedding.forward_s, r.backward_s += embedding.backward_s;
-    if (held.loss) r.forward_s += output.forward_s, r.backward_s += output.backward_s;
-    if (held.mtp_layers > 0) {
-      r.forward_s += held.mtp_layers * mtp.forward_s;
-      r.backward_s += held.mtp_layers * (mtp.backward_s + mtp.recompute_s);
-      r.recompute_s += held.mtp_layers * mtp.recompute_s;
+    // Its blocks' compute, kind by kind; the backward pass runs the
+    // recomputation too.
+    for (BlockKind kind : kAllBlockKinds) {
+      const BlockCost& c = w.cost(kind);
+      const int n = r.count(kind);
+      r.forward_s += n * c.forward_s;
+      r.backward_s += n * (c.backward_s + c.recompute_s);
+      r.recompute_s += n * c.recompute_s;
     }
   }
   w.ops = std::move(ops);

@@ -22,6 +22,9 @@ namespace foldplan {
 
 enum class BlockKind { kDenseLayer, kMoeLayer, kEmbedding, kOutputLayer, kMtpLayer };
 inline constexpr int kBlockKindCount = 5;
+inline constexpr BlockKind kAllBlockKinds[kBlockKindCount] = {
+    BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kEmbedding, BlockKind::kOutputLayer,
+    BlockKind::kMtpLayer};
 // "dense_layer", "moe_layer", "embedding", "output_layer", "mtp_layer"
 const char* Name(BlockKind kind);
 
