@@ -95,15 +95,14 @@ CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const J
   one.world = 1;
   one.precision = job_.precisions.front();
   const ComputeTimes t = ComputeLayerTimes(one, ctx_);
-  auto seconds = [](const OpTime& part) { return part.fwd_s + part.bwd_s; };
-  auto layer = [](const LayerTimes& part) { return part.fwd_s() + part.bwd_s(); };
-  weights_.dense_layer = layer(t.dense_layer);
-  weights_.moe_layer = model_.is_moe() ? layer(t.moe_layer) : weights_.dense_layer;
-  weights_.embedding = seconds(t.embedding);
-  weights_.loss = seconds(t.output_layer);
-  weights_.mtp_layer = seconds(t.mtp_projection) +
-                       (model_.mtp_layer_is_moe() ? weights_.moe_layer : weights_.dense_layer) +
-                       weights_.loss;
+  // Forward + backward of each block (nothing is recomputed here).
+  auto seconds = [](const BlockCost& block) { return block.forward_s + block.backward_s; };
+  weights_.dense_layer = seconds(LayerBlockCost(t.dense_layer));
+  weights_.moe_layer = model_.is_moe() ? seconds(LayerBlockCost(t.moe_layer)) : weights_.dense_layer;
+  weights_.embedding = seconds(PartBlockCost(t.embedding));
+  weights_.loss = seconds(PartBlockCost(t.output_layer));
+  const MtpBlockParts mtp = MtpBlockPartsOf(t, model_.mtp_layer_is_moe());
+  weights_.mtp_layer = seconds(mtp.projection) + seconds(mtp.layer) + seconds(mtp.output);
 }
 
 std::atomic<uint64_t> CostModel::next_id_{0};

@@ -3,12 +3,14 @@
 #include <algorithm>
 
 namespace foldplan {
-namespace {
 
-BlockCost LayerCost(const LayerTimes& t) { return {t.fwd_s(), t.bwd_s(), t.recompute_s}; }
-BlockCost PartCost(const OpTime& t) { return {t.fwd_s, t.bwd_s, 0}; }
+BlockCost LayerBlockCost(const LayerTimes& t) { return {t.fwd_s(), t.bwd_s(), t.recompute_s}; }
+BlockCost PartBlockCost(const OpTime& t) { return {t.fwd_s, t.bwd_s, 0}; }
 
-}  // namespace
+MtpBlockParts MtpBlockPartsOf(const ComputeTimes& compute, bool mtp_moe) {
+  return {PartBlockCost(compute.mtp_projection), LayerBlockCost(mtp_moe ? compute.moe_layer : compute.dense_layer),
+          PartBlockCost(compute.output_layer)};
+}
 
 const char* Name(BlockKind kind) {
   switch (kind) {
@@ -46,18 +48,16 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
   w.gpu_sms = gpu.sms;
   w.microbatches = std::max<long long>(microbatches, 1);
   w.mtp_moe = model.mtp_layer_is_moe();
-  w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerCost(compute.dense_layer);
-  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerCost(compute.moe_layer);
-  w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartCost(compute.embedding);
-  w.block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartCost(compute.output_layer);
-  const BlockCost& dense = w.cost(BlockKind::kDenseLayer);
-  const BlockCost& moe = w.cost(BlockKind::kMoeLayer);
-  const BlockCost& output = w.cost(BlockKind::kOutputLayer);
-  // An MTP module: its projection, one decoder layer, the output head and loss.
-  const BlockCost& layer = w.mtp_moe ? moe : dense;
+  w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerBlockCost(compute.dense_layer);
+  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerBlockCost(compute.moe_layer);
+  w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartBlockCost(compute.embedding);
+  w.block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartBlockCost(compute.output_layer);
+  // An MTP module: its projection, one decoder layer, the output head and
+  // loss (only its layer recomputes).
+  const MtpBlockParts mtp = MtpBlockPartsOf(compute, w.mtp_moe);
   w.block[static_cast<size_t>(BlockKind::kMtpLayer)] = {
-      compute.mtp_projection.fwd_s + layer.forward_s + output.forward_s,
-      compute.mtp_projection.bwd_s + layer.backward_s + output.backward_s, layer.recompute_s};
+      mtp.projection.forward_s + mtp.layer.forward_s + mtp.output.forward_s,
+      mtp.projection.backward_s + mtp.layer.backward_s + mtp.output.backward_s, mtp.layer.recompute_s};
 
   w.ranks.resize(pipeline.ranks.size());
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {

@@ -36,6 +36,23 @@ struct BlockCost {
   double total_s() const { return forward_s + backward_s + recompute_s; }
 };
 
+// The block costs of a decoder layer and of a part without recomputation
+// (the embedding, the output layer and loss).
+BlockCost LayerBlockCost(const LayerTimes& times);
+BlockCost PartBlockCost(const OpTime& times);
+
+// What one MTP module's block is made of: its projection (eh_proj with the
+// next-token embedding and norms), one decoder layer of the model's last
+// layer's kind (a MoE layer when `mtp_moe`) and the output head and loss.
+// Its consumers sum the parts (the step per pass, the pipeline weights per
+// part).
+struct MtpBlockParts {
+  BlockCost projection;
+  BlockCost layer;
+  BlockCost output;
+};
+MtpBlockParts MtpBlockPartsOf(const ComputeTimes& compute, bool mtp_moe);
+
 // Whether `op` runs in every block of `kind` (its scope is per layer, per
 // dense layer, per MoE layer, the embedding or the output layer; an MTP
 // module's layer is a MoE layer when `mtp_moe`); stage-boundary and
