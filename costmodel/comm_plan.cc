@@ -201,13 +201,19 @@ struct Volumes {
       : layout(l), model(m), job(j),
         tokens_cp(double(l.mbs) * j.seq_len / l.cp),
         tokens(tokens_cp / l.tp),
-        hidden(m.hidden) {}
+        hidden(m.hidden),
+        dense_layers(m.layers > m.moe_layer_count()),
+        moe_layers(m.is_moe() && m.moe_layer_count() > 0) {}
   const Layout& layout;
   const ModelSpec& model;
   const JobSpec& job;
   double tokens_cp;  // mbs x S / CP: a CP rank's tokens (the TP group's, gathered)
   double tokens;     // T = mbs x S / (CP x TP): a rank's tokens under SP
   double hidden;
+  // The model has dense-MLP layers / MoE layers (an MTP module's layer is
+  // of the last layer's kind, so present too).
+  bool dense_layers;
+  bool moe_layers;
 
   // Extra forward calls the backward pass repeats (0 or 1), by what the
   // recompute set reruns (Recompute::has is true for every module under
@@ -247,12 +253,11 @@ void AddTensorParallel(const Volumes& v, PlanBuilder& plan) {
     double again;
   };
   const ModelSpec& m = v.model;
-  const bool dense_layers = m.layers > m.moe_layer_count();
   const bool shared_experts = m.is_moe() && m.moe->shared_experts > 0;
   const Block blocks[] = {
       {CommOp::kPerLayer, "tp_attn_allgather", "tp_attn_reducescatter", "tp_attn_regather", true,
        v.recompute_layer()},
-      {CommOp::kPerDenseLayer, "tp_mlp_allgather", "tp_mlp_reducescatter", "tp_mlp_regather", dense_layers,
+      {CommOp::kPerDenseLayer, "tp_mlp_allgather", "tp_mlp_reducescatter", "tp_mlp_regather", v.dense_layers,
        v.recompute_mlp()},
       {CommOp::kPerMoeLayer, "tp_shared_allgather", "tp_shared_reducescatter", "tp_shared_regather",
        shared_experts, v.recompute_shared()},
@@ -494,13 +499,9 @@ void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
       {CommOp::kPerOutputLayer, GroupKind::kDpCp, params.output, "fsdp_output_allgather",
        "fsdp_output_reducescatter"},
   };
-  const ModelSpec& m = v.model;
-  // (An MTP module's layer is of the last layer's kind, so present too.)
-  const bool dense_layers = m.layers > m.moe_layer_count();
-  const bool moe_layers = m.is_moe() && m.moe_layer_count() > 0;
   for (const Unit& u : units) {
-    if (u.scope == CommOp::kPerDenseLayer && !dense_layers) continue;
-    if (u.scope == CommOp::kPerMoeLayer && !moe_layers) continue;
+    if (u.scope == CommOp::kPerDenseLayer && !v.dense_layers) continue;
+    if (u.scope == CommOp::kPerMoeLayer && !v.moe_layers) continue;
     plan.Add(CommKind::kDataParallel, u.allgather, u.group, Collective::kAllGather, u.params_per_rank * kParamBytes,
              u.scope, 1, 1, true);
     plan.Add(CommKind::kDataParallel, u.reducescatter, u.group, Collective::kReduceScatter,

@@ -252,7 +252,6 @@ MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const Clust
       nvlink_domain_gpus_(std::max(1, cluster.nvlink_domain_gpus)),
       a_(assumptions) {
   const ModelSpec& m = model;
-  const double h = m.hidden;
 
   // Parameters per layer, by how they are sharded.
   const LayerParams dense = m.layer_params(false);
@@ -505,7 +504,7 @@ StageParams MemoryModel::ParamsFor(const Layout& layout, const PipelineRank& hel
   // input-table copy that embeds tokens (not a tied loss-stage copy).
   p.dense += tables.input * double(embeddings_.input_embedding) / tp +
              tables.output * double(embeddings_.output_layer) / tp;
-  if (held.embedding || (held.mtp_layers > 0 && !held.embedding)) {
+  if (held.embedding || held.mtp_layers > 0) {
     p.dense += double(embeddings_.position_embedding);
   }
   if (held.loss) p.dense += double(embeddings_.final_norm);
