@@ -514,7 +514,10 @@ void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement) {
   std::vector<CommOp> ops;
   if (!ctx.cluster || !ctx.model || !ctx.job) return ops;
-  ops.reserve(32);  // the most any layout appends (FSDP, ETP, a flex dispatcher) is under 30
+  // The most any layout appends: 9 TP (attention, dense MLP, shared
+  // experts), 4 Ulysses, 8 for the all-to-all dispatcher with ETP, 1
+  // pipeline, 10 FSDP.
+  ops.reserve(32);
   std::optional<CommParams> defaults;
   if (!ctx.comm) defaults = DefaultCommParams(*ctx.cluster);
   const CommParams& params = ctx.comm ? *ctx.comm : *defaults;
