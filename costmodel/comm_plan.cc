@@ -119,8 +119,7 @@ struct StageParams {
 
 // The largest dense and expert parameter shares of any pipeline rank (the
 // rank whose data-parallel reduction is slowest bounds the step).
-StageParams LargestStage(const Layout& l, const ModelSpec& m, const RankParams& r) {
-  const PipelineDescription pipeline = DescribePipeline(l, m);
+StageParams LargestStage(const ModelSpec& m, const RankParams& r, const PipelineDescription& pipeline) {
   const bool mtp_moe = m.mtp_layer_is_moe();
   StageParams largest;
   for (const PipelineRank& held : pipeline.ranks) {
@@ -443,8 +442,9 @@ void AddPipeline(const Volumes& v, PlanBuilder& plan) {
 // Per rank: the largest pipeline rank's share. A distributed optimizer
 // reduce-scatters fp32 gradients and all-gathers bf16 parameters; without
 // one, gradients are all-reduced.
-void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParams& params, PlanBuilder& plan) {
-  const StageParams stage = LargestStage(v.layout, v.model, params);
+void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParams& params,
+                     const PipelineDescription& pipeline, PlanBuilder& plan) {
+  const StageParams stage = LargestStage(v.model, params, pipeline);
   struct Reduction {
     GroupKind group;
     double params_per_rank;
@@ -512,6 +512,12 @@ void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
 }  // namespace
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement) {
+  if (!ctx.cluster || !ctx.model || !ctx.job) return {};
+  return BuildCommPlan(layout, ctx, placement, DescribePipeline(layout, *ctx.model));
+}
+
+std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                                  const PipelineDescription& pipeline) {
   std::vector<CommOp> ops;
   if (!ctx.cluster || !ctx.model || !ctx.job) return ops;
   // The most any layout appends: 9 TP (attention, dense MLP, shared
@@ -543,7 +549,7 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
   if (layout.fsdp) {
     AddFsdp(v, rank_params, plan);
   } else {
-    AddDataParallel(v, ctx, rank_params, plan);
+    AddDataParallel(v, ctx, rank_params, pipeline, plan);
   }
   return ops;
 }

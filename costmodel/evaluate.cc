@@ -133,7 +133,7 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
   s.microbatches = MicroBatchesPerStep(job_, layout);
   std::vector<CommOp> ops;
   if (const LayoutPlacement* placement = PlacementOf(layout)) {
-    ops = BuildCommPlan(layout, ctx_, *placement);
+    ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
   }
   const StepWork work =
       BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops),
