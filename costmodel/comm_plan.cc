@@ -9,6 +9,7 @@
 
 #include "costmodel/comm_params.h"
 #include "costmodel/dtype_bytes.h"
+#include "costmodel/rank_params.h"
 #include "planner/pipeline.h"
 #include "topology/topology.h"
 
@@ -68,74 +69,6 @@ constexpr double kCountBytes = 8;       // int64 token counts (Megatron's all-to
 constexpr double kFlexCountBytes = 4;     // int32 per-rank and per-expert token counts (notify)
 constexpr double kTopkIndexBytes = 8;     // int64 topk_idx, sent with every dispatched copy
 constexpr double kTopkWeightBytes = kFp32Bytes;  // fp32 topk_weights, likewise
-
-// ---------------------------------------------------------------------------
-// Parameters per rank, for the data-parallel and FSDP volumes: the model's
-// own counting (ModelSpec::layer_params, embedding_params), split as
-// parallelism shards it. TP shards attention, dense MLPs, shared experts
-// and the vocabulary; norms, router, MLA down-projections and the shared
-// expert gate are replicated over TP (each TP rank reduces its copy);
-// routed experts are split over EP x ETP.
-
-double NonExpertPerRank(const LayerParams& p, int tp) {
-  return double(p.attention + p.dense_mlp + p.shared_experts) / tp + double(p.attention_replicated) +
-         double(p.norms) + double(p.router) + double(p.shared_expert_gate);
-}
-
-struct RankParams {
-  double dense_layer = 0;  // non-expert parameters of a dense decoder layer (over DP x CP)
-  double moe_layer = 0;    // non-expert parameters of an MoE layer (over DP x CP)
-  double experts = 0;      // routed experts of an MoE layer (over EDP)
-  double embedding = 0;    // input embedding (vocab-parallel) + learned positions (replicated)
-  double output = 0;       // output layer (a tied one's copy when pp > 1) + final norm
-  // An MTP module besides its decoder layer: enorm, hnorm and its final
-  // norm (3 H, replicated) and eh_proj (2H -> H, column-parallel).
-  double mtp_extra = 0;
-};
-
-RankParams ParamsPerRank(const Layout& l, const ModelSpec& m) {
-  RankParams r;
-  const int tp = std::max(l.tp, 1);
-  const LayerParams dense = m.layer_params(false);
-  r.dense_layer = NonExpertPerRank(dense, tp);
-  if (m.is_moe()) {
-    const LayerParams moe = m.layer_params(true);
-    r.moe_layer = NonExpertPerRank(moe, tp);
-    r.experts = double(moe.routed_expert) * moe.routed_experts / (double(std::max(l.ep, 1)) * std::max(l.etp, 1));
-  }
-  const EmbeddingParams e = m.embedding_params();
-  r.embedding = double(e.input_embedding) / tp + double(e.position_embedding);
-  const double output_table = e.output_layer > 0 ? double(e.output_layer) : l.pp > 1 ? double(e.input_embedding) : 0;
-  r.output = output_table / tp + double(e.final_norm);
-  const MtpParams mtp = m.mtp_params();
-  r.mtp_extra = double(mtp.norms) + double(mtp.projection) / tp;
-  return r;
-}
-
-struct StageParams {
-  double dense = 0;   // reduced over DP x CP, per rank
-  double expert = 0;  // reduced over EDP, per rank
-};
-
-// The largest dense and expert parameter shares of any pipeline rank (the
-// rank whose data-parallel reduction is slowest bounds the step).
-StageParams LargestStage(const ModelSpec& m, const RankParams& r, const PipelineDescription& pipeline) {
-  const bool mtp_moe = m.mtp_layer_is_moe();
-  StageParams largest;
-  for (const PipelineRank& held : pipeline.ranks) {
-    StageParams s;
-    s.dense = held.dense_layers() * r.dense_layer + held.moe_layers * r.moe_layer +
-              held.mtp_layers * ((mtp_moe ? r.moe_layer : r.dense_layer) + r.mtp_extra);
-    s.expert = (held.moe_layers + (mtp_moe ? held.mtp_layers : 0)) * r.experts;
-    if (held.embedding) s.dense += r.embedding;
-    if (held.loss) s.dense += r.output;
-    largest.dense = std::max(largest.dense, s.dense);
-    largest.expert = std::max(largest.expert, s.expert);
-  }
-  return largest;
-}
-
-// ---------------------------------------------------------------------------
 
 // Appends ops, timing each on its group's worst-case span; skips ops that
 // move nothing (a one-rank group, zero bytes, no calls). Returns the op
@@ -442,9 +375,9 @@ void AddPipeline(const Volumes& v, PlanBuilder& plan) {
 // Per rank: the largest pipeline rank's share. A distributed optimizer
 // reduce-scatters fp32 gradients and all-gathers bf16 parameters; without
 // one, gradients are all-reduced.
-void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParams& params,
+void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParamCounter& params,
                      const PipelineDescription& pipeline, PlanBuilder& plan) {
-  const StageParams stage = LargestStage(v.model, params, pipeline);
+  const StageParams stage = params.Largest(v.layout, pipeline);
   struct Reduction {
     GroupKind group;
     double params_per_rank;
@@ -480,7 +413,8 @@ void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParams&
 // Megatron-FSDP reduce-scatters in every micro-batch's backward (its
 // no_sync does not skip it). Each is prefetched behind the neighbouring
 // unit's compute: overlappable. No per-step data-parallel traffic remains.
-void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
+void AddFsdp(const Volumes& v, const RankParamCounter& params, PlanBuilder& plan) {
+  const Layout& l = v.layout;
   struct Unit {
     CommOp::Scope scope;
     GroupKind group;
@@ -489,14 +423,15 @@ void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
     const char* reducescatter;
   };
   const Unit units[] = {
-      {CommOp::kPerDenseLayer, GroupKind::kDpCp, params.dense_layer, "fsdp_dense_layer_allgather",
+      {CommOp::kPerDenseLayer, GroupKind::kDpCp, params.DenseLayer(l.tp), "fsdp_dense_layer_allgather",
        "fsdp_dense_layer_reducescatter"},
-      {CommOp::kPerMoeLayer, GroupKind::kDpCp, params.moe_layer, "fsdp_moe_layer_allgather",
+      {CommOp::kPerMoeLayer, GroupKind::kDpCp, params.MoeLayer(l.tp), "fsdp_moe_layer_allgather",
        "fsdp_moe_layer_reducescatter"},
-      {CommOp::kPerMoeLayer, GroupKind::kEdp, params.experts, "fsdp_experts_allgather", "fsdp_experts_reducescatter"},
-      {CommOp::kPerEmbedding, GroupKind::kDpCp, params.embedding, "fsdp_embedding_allgather",
+      {CommOp::kPerMoeLayer, GroupKind::kEdp, params.Experts(l.ep, l.etp), "fsdp_experts_allgather",
+       "fsdp_experts_reducescatter"},
+      {CommOp::kPerEmbedding, GroupKind::kDpCp, params.Embedding(l.tp), "fsdp_embedding_allgather",
        "fsdp_embedding_reducescatter"},
-      {CommOp::kPerOutputLayer, GroupKind::kDpCp, params.output, "fsdp_output_allgather",
+      {CommOp::kPerOutputLayer, GroupKind::kDpCp, params.OutputLayer(l.tp, l.pp), "fsdp_output_allgather",
        "fsdp_output_reducescatter"},
   };
   for (const Unit& u : units) {
@@ -545,7 +480,7 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
     }
   }
   AddPipeline(v, plan);
-  const RankParams rank_params = ParamsPerRank(layout, *ctx.model);
+  const RankParamCounter rank_params(*ctx.model);
   if (layout.fsdp) {
     AddFsdp(v, rank_params, plan);
   } else {

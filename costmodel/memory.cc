@@ -250,31 +250,9 @@ MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const Clust
       hbm_gib_(cluster.gpu.hbm_gib),
       blackwell_(cluster.gpu.architecture == GpuArchitecture::kBlackwell),
       nvlink_domain_gpus_(std::max(1, cluster.nvlink_domain_gpus)),
-      a_(assumptions) {
+      a_(assumptions),
+      params_(model) {
   const ModelSpec& m = model;
-
-  // Parameters per layer, by how they are sharded.
-  const LayerParams dense = m.layer_params(false);
-  dense_layer_tp_ = double(dense.attention) + double(dense.dense_mlp);
-  dense_layer_replicated_ = double(dense.attention_replicated) + double(dense.norms);
-  // fp8 casts every decoder GEMM weight: the TP-split parts and the
-  // replicated MLA down-projections (attention_replicated's norm vectors
-  // are a rounding error next to those).
-  layer_gemm_replicated_ = double(dense.attention_replicated);
-  if (m.is_moe()) {
-    const LayerParams moe = m.layer_params(true);
-    moe_layer_tp_ = double(moe.attention) + double(moe.shared_experts);
-    moe_layer_replicated_ = double(moe.attention_replicated) + double(moe.norms) +
-                            double(moe.router) + double(moe.shared_expert_gate);
-    moe_layer_experts_ = double(moe.routed_experts) * double(moe.routed_expert);
-  }
-  embeddings_ = m.embedding_params();
-  // MTP (Megatron's MultiTokenPredictionLayer): enorm, hnorm, eh_proj
-  // (2H -> H, a column-parallel linear), one transformer layer of the
-  // decoder's last layer's spec, final_layernorm; the output head is shared.
-  mtp_projection_ = double(m.mtp_params().projection);
-  mtp_norms_ = double(m.mtp_params().norms);
-  mtp_moe_ = m.is_moe() && m.mtp_layer_is_moe();
 
   // Activation widths per token row (doc section "Activations").
   mla_ = m.attention == AttentionKind::kMLA && m.mla.has_value();
@@ -450,67 +428,6 @@ double MemoryModel::LayerRecomputeBytes(const Layout& layout, bool moe_layer,
   return Layer(layout, moe_layer, recompute).rebuilt;
 }
 
-namespace {
-// Vocab-sized matrices a pipeline rank holds: input-table copies (the
-// embedding, a tied model's loss-stage copy, the MTP stage's copy) and
-// output layers (untied).
-struct Tables {
-  int input = 0;
-  int output = 0;
-};
-Tables TablesHeld(const EmbeddingParams& e, int pp, const PipelineRank& held) {
-  Tables t;
-  const bool tied = e.output_layer <= 0;
-  if (held.embedding) t.input = 1;
-  if (held.loss) {
-    if (!tied) {
-      t.output = 1;
-    } else if (pp > 1) {
-      t.input += 1;  // tied: the last stage holds its own copy of the table
-    }
-  }
-  if (held.mtp_layers > 0) {
-    // The MTP stage embeds the next tokens itself (Megatron builds the
-    // embedding there and keeps it equal to the first stage's): a copy
-    // unless it already holds one.
-    if (t.input == 0) t.input = 1;
-    // And it needs the output head: untied, a copy off the loss stage;
-    // tied, the table it holds.
-    if (!tied && t.output == 0) t.output = 1;
-  }
-  return t;
-}
-}  // namespace
-
-StageParams MemoryModel::ParamsFor(const Layout& layout, const PipelineRank& held) const {
-  const double tp = std::max(1, layout.tp);
-  const double expert_shards = double(std::max(1, layout.ep)) * std::max(1, layout.etp);
-  const int pp = std::max(1, layout.pp);
-  // MTP layers count as decoder layers of the last layer's kind.
-  const double mtp = held.mtp_layers;
-  const double moe = held.moe_layers + (mtp_moe_ ? mtp : 0);
-  const double dense = held.dense_layers() + (mtp_moe_ ? 0 : mtp);
-
-  StageParams p;
-  p.dense = dense * (dense_layer_tp_ / tp + dense_layer_replicated_) +
-            moe * (moe_layer_tp_ / tp + moe_layer_replicated_) +
-            mtp * (mtp_projection_ / tp + mtp_norms_);
-  p.expert = moe * moe_layer_experts_ / expert_shards;
-  p.gemm = dense * (dense_layer_tp_ / tp + layer_gemm_replicated_) +
-           moe * (moe_layer_tp_ / tp + layer_gemm_replicated_) + p.expert +
-           mtp * mtp_projection_ / tp;
-  const Tables tables = TablesHeld(embeddings_, pp, held);
-  // Vocab-parallel tables; learned positions (replicated) go with each
-  // input-table copy that embeds tokens (not a tied loss-stage copy).
-  p.dense += tables.input * double(embeddings_.input_embedding) / tp +
-             tables.output * double(embeddings_.output_layer) / tp;
-  if (held.embedding || held.mtp_layers > 0) {
-    p.dense += double(embeddings_.position_embedding);
-  }
-  if (held.loss) p.dense += double(embeddings_.final_norm);
-  return p;
-}
-
 StageParams MemoryModel::ParamsOnStage(const Layout& layout, int stage) const {
   return ParamsOnStage(layout, DescribePipeline(layout, *model_), stage);
 }
@@ -518,7 +435,7 @@ StageParams MemoryModel::ParamsOnStage(const Layout& layout, int stage) const {
 StageParams MemoryModel::ParamsOnStage(const Layout& layout, const PipelineDescription& pipeline,
                                        int stage) const {
   if (stage < 0 || stage >= static_cast<int>(pipeline.ranks.size())) return StageParams{};
-  return ParamsFor(layout, pipeline.ranks[static_cast<size_t>(stage)]);
+  return params_.OnRank(layout, pipeline.ranks[static_cast<size_t>(stage)]);
 }
 
 MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
@@ -644,16 +561,16 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
 
   // FSDP units per rank: a decoder layer of each kind, an MTP layer, the
   // vocab-parallel table (embedding, output layer or a copy).
-  l.dense_unit = dense_layer_tp_ / tp + dense_layer_replicated_;
-  l.dense_unit_gemm = dense_layer_tp_ / tp + layer_gemm_replicated_;
+  l.dense_unit = params_.DenseLayer(layout.tp);
+  l.dense_unit_gemm = params_.dense_layer_tp / tp + params_.layer_gemm_replicated;
   if (moe_model) {
-    const double experts = moe_layer_experts_ / (ep * etp);
-    l.moe_unit = moe_layer_tp_ / tp + moe_layer_replicated_ + experts;
-    l.moe_unit_gemm = moe_layer_tp_ / tp + layer_gemm_replicated_ + experts;
+    const double experts = params_.Experts(layout.ep, layout.etp);
+    l.moe_unit = params_.MoeLayer(layout.tp) + experts;
+    l.moe_unit_gemm = params_.moe_layer_tp / tp + params_.layer_gemm_replicated + experts;
   }
-  l.mtp_unit = (mtp_moe_ ? l.moe_unit : l.dense_unit) + mtp_projection_ / tp + mtp_norms_;
-  l.mtp_unit_gemm = (mtp_moe_ ? l.moe_unit_gemm : l.dense_unit_gemm) + mtp_projection_ / tp;
-  l.table_unit = double(embeddings_.input_embedding) / tp;
+  l.mtp_unit = (params_.mtp_moe ? l.moe_unit : l.dense_unit) + params_.mtp_projection / tp + params_.mtp_norms;
+  l.mtp_unit_gemm = (params_.mtp_moe ? l.moe_unit_gemm : l.dense_unit_gemm) + params_.mtp_projection / tp;
+  l.table_unit = double(params_.embeddings.input_embedding) / tp;
 
   // NCCL communicators every stage uses (created lazily, so only those used);
   // the MoE ones only on stages with MoE layers, the pipeline and embedding
@@ -681,7 +598,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   const bool first = held.embedding;
   const bool last = held.loss;
   const int mtp = held.mtp_layers;
-  const bool mtp_moe = mtp > 0 && mtp_moe_ && m.moe;
+  const bool mtp_moe = mtp > 0 && params_.mtp_moe && m.moe;
   const bool mtp_dense = mtp > 0 && !mtp_moe;
   const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
   const bool has_dense = held.dense_layers() > 0 || mtp_dense;
@@ -693,7 +610,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   auto& b = t.bytes;
 
   // Parameters, gradients, optimizer states.
-  t.params = ParamsFor(layout, held);
+  t.params = params_.OnRank(layout, held);
   const double params = t.params.total();
   const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
   const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
@@ -711,7 +628,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
     if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
     units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
-    const Tables tables = TablesHeld(embeddings_, pp, held);
+    const TablesHeld tables = params_.Tables(pp, held);
     units.Add(l.table_unit, 0, tables.input + tables.output);
     t.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
     t.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
@@ -733,7 +650,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     const double moe_gemms = attn + shared_gemms_ + 2 * l.local_experts;
     const double dense_gemms = attn + dense_mlp_gemms_;
     t.gemms = dense_layers * dense_gemms + held.moe_layers * moe_gemms +
-              mtp * ((mtp_moe_ ? moe_gemms : dense_gemms) + 1);  // + eh_proj
+              mtp * ((params_.mtp_moe ? moe_gemms : dense_gemms) + 1);  // + eh_proj
     b[kFp8ScalingStateIdx] = l.fp8_state_per_gemm * t.gemms;
   }
 
@@ -809,7 +726,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
   out.fits = out.peak_gib() <= hbm_gib_;
   const bool fp8 = IsFp8(layout.precision);
   const bool has_moe = t.bytes[kDispatchBuffersIdx] > 0;
-  const Tables tables = TablesHeld(embeddings_, std::max(1, layout.pp), t.count);
+  const TablesHeld tables = params_.Tables(std::max(1, layout.pp), t.count);
 
   std::array<std::string, kMemoryTermCount> notes;
   const std::string sharding =
@@ -907,7 +824,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
           ? Format("%g micro-batch%s x %d MTP x (one %s layer + enorm input, eh_proj input 2H, "
                    "final-norm and head inputs: %.0f B x T %.0f)",
                    t.mtp_inflight, t.mtp_inflight == 1 ? "" : "es", t.count.mtp_layers,
-                   mtp_moe_ ? "MoE" : "dense", l.mtp_row, l.rows)
+                   params_.mtp_moe ? "MoE" : "dense", l.mtp_row, l.rows)
           : "no MTP layer on this stage";
   notes[kEmbeddingActivationsIdx] =
       t.count.embedding ? "int64 token and position ids of the micro-batches in flight"

@@ -10,6 +10,7 @@
 
 #include "costmodel_comm_fixtures.h"
 #include "costmodel/comm_plan.h"
+#include "costmodel/memory.h"
 #include "fixtures.h"
 #include "inputs/loader.h"
 #include "planner/group_placement.h"
@@ -69,6 +70,46 @@ TEST_CASE("the data-parallel volume is that of the pipeline split the plan is gi
   const double on_chosen = GradBytes(BuildCommPlan(s.layout, s.ctx(), *placement, chosen));
   CHECK(on_chosen == GradBytes(BuildCommPlan(stated, s.ctx(), *placement)));
   CHECK(on_chosen != GradBytes(s.Plan()));
+}
+
+TEST_CASE("DeepSeek-V3 at pp 2: the MTP stage reduces its copy of the input embedding too") {
+  // DeepSeek-V3 (untied, V 129,280, H 7,168, 61 layers of which the first
+  // 3 dense, one MTP module of a MoE layer) at pp 2, tp 2, stages of 21 and
+  // 40 layers. Rank 1 holds 40 MoE layers, the MTP module (its MoE layer,
+  // eh_proj 2 H^2 TP-split, enorm, hnorm and its final norm 3 H), the final
+  // norm H and the output layer V H / tp; and, as Megatron builds the
+  // embedding on the MTP stage (and keeps it equal to the first stage's),
+  // its own copy of the input embedding, V H / tp more. Per rank:
+  //   P_dense = 41 moe + 2 H^2 / tp + 3 H + H + 2 V H / tp
+  // (without the copy: 4 V H / tp = 1.85 GB fewer bytes per reduce-scatter)
+  // with moe = (attention + shared experts) / tp + MLA down-projections and
+  // norms + router + gate, a MoE layer outside its routed experts. Rank 0
+  // (the embedding, 3 dense and 18 MoE layers) holds less, so the
+  // gradient reduce-scatter over DP x CP moves 4 B x P_dense, the count the
+  // memory model (and the optimizer step) uses for rank 1.
+  Setup s = DeepSeekPp4();
+  s.layout.pp = 2;
+  s.layout.tp = 2;
+  s.layout.dp = 8;
+  s.layout.edp = 2;
+  s.layout.stage_layers = {21, 40};
+  s.layout.explicit_stages = true;
+  const PipelineDescription pipeline = DescribePipeline(s.layout, s.model);
+  REQUIRE(pipeline.ranks[1].moe_layers == 40);
+  REQUIRE(pipeline.ranks[1].mtp_layers == 1);
+  REQUIRE(pipeline.ranks[1].loss);
+  REQUIRE_FALSE(pipeline.ranks[1].embedding);
+  REQUIRE(s.model.embedding_params().output_layer > 0);  // untied
+
+  const double tp = 2, h = 7168, vocab = 129280;
+  const LayerParams p = s.model.layer_params(true);
+  const double moe = double(p.attention + p.shared_experts) / tp + double(p.attention_replicated) +
+                     double(p.norms) + double(p.router) + double(p.shared_expert_gate);
+  const double p_dense = 41 * moe + 2 * h * h / tp + 3 * h + h + 2 * vocab * h / tp;
+  const double bytes = GradBytes(s.Plan());
+  CHECK(bytes == doctest::Approx(4 * p_dense).epsilon(1e-12));
+  const MemoryModel memory(s.model, s.job, s.cluster);
+  CHECK(bytes == 4 * memory.ParamsOnStage(s.layout, pipeline, 1).dense);
 }
 
 }  // namespace
