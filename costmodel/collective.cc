@@ -211,7 +211,8 @@ double P2pFactor(NcclProtocol proto, const CommParams& p) {
 
 // Hierarchical all-to-all (cost-model.md section 3): a rank in a domain
 // holding G of the n ranks sends P(G-1)/n over NVLink and P(n-G)/n over the
-// network, concurrently (NCCL's grouped p2p, DeepEP's forwarding):
+// network, concurrently (NCCL's grouped p2p; the flex dispatcher's
+// forwarding is ForwardedAllToAllTime below):
 // t = alpha + max(P(G-1)/(n B_nvl), P(n-G)/(n B_net)). The emptiest domain
 // sends the largest network share, so G = min_per_domain.
 void AddAllToAll(double bytes, const GroupLinks& g, const CommParams& p, Candidates& out) {

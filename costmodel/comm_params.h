@@ -130,7 +130,7 @@ struct CommParams {
   // rates as NCCL's model. DeepEP's README reports 153-158 GB/s over NVLink
   // on H800 (this model: 164.8) and 43-58 GB/s RDMA bottleneck bandwidth on
   // 400 Gb/s CX7 (50), i.e. about NCCL's rates; we do not fit to those
-  // figures. A calibration measures them (doc/cost-model-comm.md section 4).
+  // figures. A calibration file can set them (doc/cost-model-comm.md section 4).
   double flex_nvlink_factor = 1.0;
   double flex_network_factor = 1.0;
 

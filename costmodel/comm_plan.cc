@@ -8,6 +8,8 @@
 #include <optional>
 
 #include "costmodel/comm_params.h"
+#include "costmodel/dtype_bytes.h"
+#include "costmodel/rank_params.h"
 #include "planner/pipeline.h"
 #include "topology/topology.h"
 
@@ -57,91 +59,16 @@ FlexTokenCopies ExpectedFlexCopies(int experts, int top_k, int ep, int etp, cons
 
 namespace {
 
-constexpr double kActivationBytes = 2;  // bf16 (see the header on fp8)
-constexpr double kProbBytes = 4;        // fp32 router probabilities
-constexpr double kGradBytes = 4;        // fp32 gradient buffers
-constexpr double kParamBytes = 2;       // bf16 parameters
+constexpr double kActivationBytes = kBf16Bytes;  // bf16 activations (see the header on fp8)
+constexpr double kProbBytes = kFp32Bytes;        // fp32 router probabilities
+constexpr double kGradBytes = kFp32Bytes;        // fp32 gradient buffers
+constexpr double kParamBytes = kBf16Bytes;       // bf16 parameters
 constexpr double kCountBytes = 8;       // int64 token counts (Megatron's all-to-all dispatcher)
 // The flex dispatcher (DeepEP's buffer interface, which Megatron's flex
 // dispatcher calls and HybridEP mirrors):
 constexpr double kFlexCountBytes = 4;     // int32 per-rank and per-expert token counts (notify)
 constexpr double kTopkIndexBytes = 8;     // int64 topk_idx, sent with every dispatched copy
-constexpr double kTopkWeightBytes = 4;    // fp32 topk_weights, likewise
-constexpr double kFp8Bytes = 1;           // e4m3
-// Scales of an fp8 dispatch, per element: DeepEP's fp8 input is 1x128
-// channel blocks with one fp32 scale each (DeepSeek-V3's activation tiles),
-// 4 / 128 bytes; MXFP8 has one E8M0 byte per 32 elements, 1 / 32. Equal.
-constexpr double kFp8BlockScaleBytes = 4.0 / 128;
-constexpr double kMxfp8ScaleBytes = 1.0 / 32;
-
-// ---------------------------------------------------------------------------
-// Parameters per rank, for the data-parallel and FSDP volumes: the model's
-// own counting (ModelSpec::layer_params, embedding_params), split as
-// parallelism shards it. TP shards attention, dense MLPs, shared experts
-// and the vocabulary; norms, router, MLA down-projections and the shared
-// expert gate are replicated over TP (each TP rank reduces its copy);
-// routed experts are split over EP x ETP.
-
-double NonExpertPerRank(const LayerParams& p, int tp) {
-  return double(p.attention + p.dense_mlp + p.shared_experts) / tp + double(p.attention_replicated) +
-         double(p.norms) + double(p.router) + double(p.shared_expert_gate);
-}
-
-struct RankParams {
-  double dense_layer = 0;  // non-expert parameters of a dense decoder layer (over DP x CP)
-  double moe_layer = 0;    // non-expert parameters of an MoE layer (over DP x CP)
-  double experts = 0;      // routed experts of an MoE layer (over EDP)
-  double embedding = 0;    // input embedding (vocab-parallel) + learned positions (replicated)
-  double output = 0;       // output layer (a tied one's copy when pp > 1) + final norm
-  // An MTP module besides its decoder layer: enorm, hnorm and its final
-  // norm (3 H, replicated) and eh_proj (2H -> H, column-parallel).
-  double mtp_extra = 0;
-};
-
-RankParams ParamsPerRank(const Layout& l, const ModelSpec& m) {
-  RankParams r;
-  const int tp = std::max(l.tp, 1);
-  const LayerParams dense = m.layer_params(false);
-  r.dense_layer = NonExpertPerRank(dense, tp);
-  if (m.is_moe()) {
-    const LayerParams moe = m.layer_params(true);
-    r.moe_layer = NonExpertPerRank(moe, tp);
-    r.experts = double(moe.routed_expert) * moe.routed_experts / (double(std::max(l.ep, 1)) * std::max(l.etp, 1));
-  }
-  const EmbeddingParams e = m.embedding_params();
-  r.embedding = double(e.input_embedding) / tp + double(e.position_embedding);
-  const double output_table = e.output_layer > 0 ? double(e.output_layer) : l.pp > 1 ? double(e.input_embedding) : 0;
-  r.output = output_table / tp + double(e.final_norm);
-  const MtpParams mtp = m.mtp_params();
-  r.mtp_extra = double(mtp.norms) + double(mtp.projection) / tp;
-  return r;
-}
-
-struct StageParams {
-  double dense = 0;   // reduced over DP x CP, per rank
-  double expert = 0;  // reduced over EDP, per rank
-};
-
-// The largest dense and expert parameter shares of any pipeline rank (the
-// rank whose data-parallel reduction is slowest bounds the step).
-StageParams LargestStage(const Layout& l, const ModelSpec& m, const RankParams& r) {
-  const PipelineDescription pipeline = DescribePipeline(l, m);
-  const bool mtp_moe = m.mtp_layer_is_moe();
-  StageParams largest;
-  for (const PipelineRank& held : pipeline.ranks) {
-    StageParams s;
-    s.dense = held.dense_layers() * r.dense_layer + held.moe_layers * r.moe_layer +
-              held.mtp_layers * ((mtp_moe ? r.moe_layer : r.dense_layer) + r.mtp_extra);
-    s.expert = (held.moe_layers + (mtp_moe ? held.mtp_layers : 0)) * r.experts;
-    if (held.embedding) s.dense += r.embedding;
-    if (held.loss) s.dense += r.output;
-    largest.dense = std::max(largest.dense, s.dense);
-    largest.expert = std::max(largest.expert, s.expert);
-  }
-  return largest;
-}
-
-// ---------------------------------------------------------------------------
+constexpr double kTopkWeightBytes = kFp32Bytes;  // fp32 topk_weights, likewise
 
 // Appends ops, timing each on its group's worst-case span; skips ops that
 // move nothing (a one-rank group, zero bytes, no calls). Returns the op
@@ -206,13 +133,19 @@ struct Volumes {
       : layout(l), model(m), job(j),
         tokens_cp(double(l.mbs) * j.seq_len / l.cp),
         tokens(tokens_cp / l.tp),
-        hidden(m.hidden) {}
+        hidden(m.hidden),
+        dense_layers(m.layers > m.moe_layer_count()),
+        moe_layers(m.is_moe() && m.moe_layer_count() > 0) {}
   const Layout& layout;
   const ModelSpec& model;
   const JobSpec& job;
   double tokens_cp;  // mbs x S / CP: a CP rank's tokens (the TP group's, gathered)
   double tokens;     // T = mbs x S / (CP x TP): a rank's tokens under SP
   double hidden;
+  // The model has dense-MLP layers / MoE layers (an MTP module's layer is
+  // of the last layer's kind, so present too).
+  bool dense_layers;
+  bool moe_layers;
 
   // Extra forward calls the backward pass repeats (0 or 1), by what the
   // recompute set reruns (Recompute::has is true for every module under
@@ -252,12 +185,11 @@ void AddTensorParallel(const Volumes& v, PlanBuilder& plan) {
     double again;
   };
   const ModelSpec& m = v.model;
-  const bool dense_layers = m.layers > m.moe_layer_count();
   const bool shared_experts = m.is_moe() && m.moe->shared_experts > 0;
   const Block blocks[] = {
       {CommOp::kPerLayer, "tp_attn_allgather", "tp_attn_reducescatter", "tp_attn_regather", true,
        v.recompute_layer()},
-      {CommOp::kPerDenseLayer, "tp_mlp_allgather", "tp_mlp_reducescatter", "tp_mlp_regather", dense_layers,
+      {CommOp::kPerDenseLayer, "tp_mlp_allgather", "tp_mlp_reducescatter", "tp_mlp_regather", v.dense_layers,
        v.recompute_mlp()},
       {CommOp::kPerMoeLayer, "tp_shared_allgather", "tp_shared_reducescatter", "tp_shared_regather",
        shared_experts, v.recompute_shared()},
@@ -400,8 +332,8 @@ void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& pl
   const int sms = l.dispatcher == Dispatcher::kHybridEP ? ctx.job->hybridep_sms : ctx.job->deepep_sms;
   const double topk = e.top_k * (kTopkIndexBytes + kTopkWeightBytes);
   const double token_bf16 = v.hidden * kActivationBytes;
-  const double scale = l.precision == Precision::kMXFP8 ? kMxfp8ScaleBytes : kFp8BlockScaleBytes;
-  const double token_dispatch = IsFp8(l.precision) ? v.hidden * (kFp8Bytes + scale) : token_bf16;
+  const double token_dispatch =
+      IsFp8(l.precision) ? v.hidden * Fp8DispatchBytesPerElement(l.precision) : token_bf16;
   const auto scope = CommOp::kPerMoeLayer;
   const double n = double(l.etp) * l.ep;
   if (CommOp* op = plan.Add(CommKind::kExpertParallel, "moe_flex_notify", GroupKind::kTpEp, Collective::kAllToAll,
@@ -443,8 +375,9 @@ void AddPipeline(const Volumes& v, PlanBuilder& plan) {
 // Per rank: the largest pipeline rank's share. A distributed optimizer
 // reduce-scatters fp32 gradients and all-gathers bf16 parameters; without
 // one, gradients are all-reduced.
-void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParams& params, PlanBuilder& plan) {
-  const StageParams stage = LargestStage(v.layout, v.model, params);
+void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParamCounter& params,
+                     const PipelineDescription& pipeline, PlanBuilder& plan) {
+  const StageParams stage = params.Largest(v.layout, pipeline);
   struct Reduction {
     GroupKind group;
     double params_per_rank;
@@ -480,7 +413,8 @@ void AddDataParallel(const Volumes& v, const CostContext& ctx, const RankParams&
 // Megatron-FSDP reduce-scatters in every micro-batch's backward (its
 // no_sync does not skip it). Each is prefetched behind the neighbouring
 // unit's compute: overlappable. No per-step data-parallel traffic remains.
-void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
+void AddFsdp(const Volumes& v, const RankParamCounter& params, PlanBuilder& plan) {
+  const Layout& l = v.layout;
   struct Unit {
     CommOp::Scope scope;
     GroupKind group;
@@ -489,23 +423,20 @@ void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
     const char* reducescatter;
   };
   const Unit units[] = {
-      {CommOp::kPerDenseLayer, GroupKind::kDpCp, params.dense_layer, "fsdp_dense_layer_allgather",
+      {CommOp::kPerDenseLayer, GroupKind::kDpCp, params.DenseLayer(l.tp), "fsdp_dense_layer_allgather",
        "fsdp_dense_layer_reducescatter"},
-      {CommOp::kPerMoeLayer, GroupKind::kDpCp, params.moe_layer, "fsdp_moe_layer_allgather",
+      {CommOp::kPerMoeLayer, GroupKind::kDpCp, params.MoeLayer(l.tp), "fsdp_moe_layer_allgather",
        "fsdp_moe_layer_reducescatter"},
-      {CommOp::kPerMoeLayer, GroupKind::kEdp, params.experts, "fsdp_experts_allgather", "fsdp_experts_reducescatter"},
-      {CommOp::kPerEmbedding, GroupKind::kDpCp, params.embedding, "fsdp_embedding_allgather",
+      {CommOp::kPerMoeLayer, GroupKind::kEdp, params.Experts(l.ep, l.etp), "fsdp_experts_allgather",
+       "fsdp_experts_reducescatter"},
+      {CommOp::kPerEmbedding, GroupKind::kDpCp, params.Embedding(l.tp), "fsdp_embedding_allgather",
        "fsdp_embedding_reducescatter"},
-      {CommOp::kPerOutputLayer, GroupKind::kDpCp, params.output, "fsdp_output_allgather",
+      {CommOp::kPerOutputLayer, GroupKind::kDpCp, params.OutputLayer(l.tp, l.pp), "fsdp_output_allgather",
        "fsdp_output_reducescatter"},
   };
-  const ModelSpec& m = v.model;
-  // (An MTP module's layer is of the last layer's kind, so present too.)
-  const bool dense_layers = m.layers > m.moe_layer_count();
-  const bool moe_layers = m.is_moe() && m.moe_layer_count() > 0;
   for (const Unit& u : units) {
-    if (u.scope == CommOp::kPerDenseLayer && !dense_layers) continue;
-    if (u.scope == CommOp::kPerMoeLayer && !moe_layers) continue;
+    if (u.scope == CommOp::kPerDenseLayer && !v.dense_layers) continue;
+    if (u.scope == CommOp::kPerMoeLayer && !v.moe_layers) continue;
     plan.Add(CommKind::kDataParallel, u.allgather, u.group, Collective::kAllGather, u.params_per_rank * kParamBytes,
              u.scope, 1, 1, true);
     plan.Add(CommKind::kDataParallel, u.reducescatter, u.group, Collective::kReduceScatter,
@@ -516,9 +447,18 @@ void AddFsdp(const Volumes& v, const RankParams& params, PlanBuilder& plan) {
 }  // namespace
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement) {
+  if (!ctx.cluster || !ctx.model || !ctx.job) return {};
+  return BuildCommPlan(layout, ctx, placement, DescribePipeline(layout, *ctx.model));
+}
+
+std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                                  const PipelineDescription& pipeline) {
   std::vector<CommOp> ops;
   if (!ctx.cluster || !ctx.model || !ctx.job) return ops;
-  ops.reserve(32);  // the most any layout appends (FSDP, ETP, a flex dispatcher) is under 30
+  // The most any layout appends: 9 TP (attention, dense MLP, shared
+  // experts), 4 Ulysses, 8 for the all-to-all dispatcher with ETP, 1
+  // pipeline, 10 FSDP.
+  ops.reserve(32);
   std::optional<CommParams> defaults;
   if (!ctx.comm) defaults = DefaultCommParams(*ctx.cluster);
   const CommParams& params = ctx.comm ? *ctx.comm : *defaults;
@@ -540,11 +480,11 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
     }
   }
   AddPipeline(v, plan);
-  const RankParams rank_params = ParamsPerRank(layout, *ctx.model);
+  const RankParamCounter rank_params(*ctx.model);
   if (layout.fsdp) {
     AddFsdp(v, rank_params, plan);
   } else {
-    AddDataParallel(v, ctx, rank_params, plan);
+    AddDataParallel(v, ctx, rank_params, pipeline, plan);
   }
   return ops;
 }

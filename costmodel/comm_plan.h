@@ -21,6 +21,7 @@
 #include "costmodel/routing.h"
 #include "planner/group_placement.h"
 #include "planner/layout.h"
+#include "planner/pipeline.h"
 #include "planner/rank_map.h"
 
 namespace foldplan {
@@ -85,11 +86,17 @@ struct CommOp {
 // null: slow on large clusters) and ctx.comm (DefaultCommParams when null).
 // Ops whose group has one rank are left out. The layout must be legal for
 // the context (planner/legality.h); one PlaceGroups refuses gives an empty
-// plan.
+// plan. What each pipeline rank holds (its data-parallel volume) comes
+// from DescribePipeline(layout, model) with the default block weights.
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx);
 // The same with the group placement already computed (PlaceGroups).
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
                                   const LayoutPlacement& placement);
+// The same on the pipeline description the rest of the evaluation uses
+// (CostModel's, built with its block weights: when the layers do not
+// divide over the stages the weights choose the split).
+std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
+                                  const LayoutPlacement& placement, const PipelineDescription& pipeline);
 
 // Copies of one token a flex dispatcher (DeepEP, HybridEP) moves, for
 // uniform top-k routing over the expert TP x EP group (etp x ep ranks,

@@ -7,12 +7,11 @@
 #include <initializer_list>
 
 #include "costmodel/compute_profile.h"
+#include "costmodel/dtype_bytes.h"
 #include "costmodel/routing.h"
 
 namespace foldplan {
 namespace {
-
-constexpr double kBf16Bytes = 2;
 
 double GemmSeconds(const GemmShape& g, Precision precision, const ComputeProfile& profile) {
   const double flops = g.flops();
@@ -318,14 +317,19 @@ double UnpermuteBytes(double in_rows, double out_rows, double row_bytes, bool fu
 }
 
 Fp8CastBytes Fp8CastBytesOf(Precision precision) {
-  // Read bf16 (2), write the rowwise and the columnwise fp8 copy (1 + 1).
-  constexpr double kCast = 2 + 1 + 1;
+  // Read bf16 (2), write the rowwise and the columnwise fp8 copy (1 + 1);
+  // tensorwise reads the bf16 input once more for its amax; block scales
+  // are written for each copy.
+  constexpr double kCast = kBf16Bytes + 2 * kFp8Bytes;
+  constexpr double kBlock = 2 * kFp8BlockScaleBytesPerElement;
+  constexpr double kWeightBlock = 2 * kFp8WeightBlockScaleBytesPerElement;
+  constexpr double kMx = 2 * kMxfp8ScaleBytesPerElement;
   switch (precision) {
     case Precision::kBF16: return {0, 0};
     case Precision::kFP8Delayed: return {kCast, kCast};
-    case Precision::kFP8Tensorwise: return {kCast + 2, kCast + 2};
-    case Precision::kFP8Blockwise: return {kCast + 2 * 4.0 / 128, kCast + 2 * 4.0 / (128 * 128)};
-    case Precision::kMXFP8: return {kCast + 2 * 1.0 / 32, kCast + 2 * 1.0 / 32};
+    case Precision::kFP8Tensorwise: return {kCast + kBf16Bytes, kCast + kBf16Bytes};
+    case Precision::kFP8Blockwise: return {kCast + kBlock, kCast + kWeightBlock};
+    case Precision::kMXFP8: return {kCast + kMx, kCast + kMx};
   }
   return {0, 0};
 }

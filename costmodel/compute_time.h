@@ -249,8 +249,9 @@ struct Fp8CastBytes {
 Fp8CastBytes Fp8CastBytesOf(Precision precision);
 
 
-// Micro-batches per step as the schedule counts them (evaluate.cc):
-// global_batch / (dp x mbs), at least 1.
+// Micro-batches per step, m = global_batch / (dp x mbs), at least 1: the
+// one count the schedule (StepWork::microbatches), the memory model (the
+// micro-batches in flight) and the FP8 weight casts' share use.
 long long MicroBatchesPerStep(const JobSpec& job, const Layout& layout);
 
 // Seconds of one optimizer step on a rank holding `params_per_rank` fp32

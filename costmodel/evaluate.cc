@@ -53,8 +53,8 @@ void TallyComm(const StepWork& work, const PipelineTimes& times, const std::vect
       per_step = per_microbatch * r.boundary_crossings * m;
     } else {
       int blocks = 0;
-      for (int k = 0; k < kBlockKindCount; ++k) {
-        if (work.Runs(op, BlockKind(k))) blocks += r.blocks[static_cast<size_t>(k)];
+      for (BlockKind kind : kAllBlockKinds) {
+        if (work.Runs(op, kind)) blocks += r.count(kind);
       }
       per_step = per_microbatch * blocks * m;
     }
@@ -88,20 +88,21 @@ CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const J
       comm_(std::move(comm)),
       ctx_{&cluster_, &model_, &job_, &topology_, &profile_, &comm_},
       memory_(ctx_),
+      model_flops_per_token_(ModelFlopsPerToken(model_, job_.seq_len)),
+      model_flops_per_token_full_attention_(ModelFlopsPerTokenFullAttention(model_, job_.seq_len)),
       id_(next_id_.fetch_add(1) + 1) {
   Layout one;
   one.world = 1;
   one.precision = job_.precisions.front();
   const ComputeTimes t = ComputeLayerTimes(one, ctx_);
-  auto seconds = [](const OpTime& part) { return part.fwd_s + part.bwd_s; };
-  auto layer = [](const LayerTimes& part) { return part.fwd_s() + part.bwd_s(); };
-  weights_.dense_layer = layer(t.dense_layer);
-  weights_.moe_layer = model_.is_moe() ? layer(t.moe_layer) : weights_.dense_layer;
-  weights_.embedding = seconds(t.embedding);
-  weights_.loss = seconds(t.output_layer);
-  weights_.mtp_layer = seconds(t.mtp_projection) +
-                       (model_.mtp_layer_is_moe() ? weights_.moe_layer : weights_.dense_layer) +
-                       weights_.loss;
+  // Forward + backward of each block (nothing is recomputed here).
+  auto seconds = [](const BlockCost& block) { return block.forward_s + block.backward_s; };
+  weights_.dense_layer = seconds(LayerBlockCost(t.dense_layer));
+  weights_.moe_layer = model_.is_moe() ? seconds(LayerBlockCost(t.moe_layer)) : weights_.dense_layer;
+  weights_.embedding = seconds(PartBlockCost(t.embedding));
+  weights_.loss = seconds(PartBlockCost(t.output_layer));
+  const MtpBlockParts mtp = MtpBlockPartsOf(t, model_.mtp_layer_is_moe());
+  weights_.mtp_layer = seconds(mtp.projection) + seconds(mtp.layer) + seconds(mtp.output);
 }
 
 std::atomic<uint64_t> CostModel::next_id_{0};
@@ -129,14 +130,14 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
                               std::vector<CommKindCost>* comm_out) const {
   // Stage work -> schedule -> data-parallel exposure -> optimizer.
   StepBreakdown s;
-  s.microbatches = job_.global_batch / (static_cast<long long>(layout.dp) * layout.mbs);
+  s.microbatches = MicroBatchesPerStep(job_, layout);
   std::vector<CommOp> ops;
   if (const LayoutPlacement* placement = PlacementOf(layout)) {
-    ops = BuildCommPlan(layout, ctx_, *placement);
+    ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
   }
   const StepWork work =
       BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops),
-                    MicroBatchesPerStep(job_, layout));
+                    s.microbatches);
   std::vector<double> op_exposed;
   const PipelineTimes times = SchedulePipeline(work, comm_out ? &op_exposed : nullptr);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
@@ -158,11 +159,11 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
 
   s.step_time_s = s.pipeline_s + s.dp_exposed_s + s.optimizer_s;
   s.tokens_per_s = double(job_.global_batch) * job_.seq_len / s.step_time_s;
-  s.model_flops_per_token = ModelFlopsPerToken(model_, job_.seq_len);
-  s.mfu = s.model_flops_per_token * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_bf16_flops);
-  s.model_flops_per_token_full_attention = ModelFlopsPerTokenFullAttention(model_, job_.seq_len);
-  s.mfu_full_attention =
-      s.model_flops_per_token_full_attention * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_bf16_flops);
+  const double peak_flops = double(layout.world) * cluster_.gpu.peak_bf16_flops;
+  s.model_flops_per_token = model_flops_per_token_;
+  s.mfu = s.model_flops_per_token * s.tokens_per_s / peak_flops;
+  s.model_flops_per_token_full_attention = model_flops_per_token_full_attention_;
+  s.mfu_full_attention = s.model_flops_per_token_full_attention * s.tokens_per_s / peak_flops;
   if (comm_out) TallyComm(work, times, op_exposed, s.dp_exposed_s, comm_out);
   return s;
 }

@@ -43,8 +43,8 @@ struct StepBreakdown {
   double stage_compute_s = 0;     // per micro-batch on that stage
   double stage_exposed_comm_s = 0;
   double stage_time_s = 0;        // t_max
-  double pipeline_s = 0;          // (m + (pp-1)/vpp) t_max
-  double bubble_s = 0;            // (pp-1)/vpp t_max
+  double pipeline_s = 0;          // m t_max + bubble
+  double bubble_s = 0;            // (pp-1)/vpp t_max (+ (pp-1) s interleaved, s = one crossing)
   double dp_exposed_s = 0;        // gradient reduce-scatter + parameter all-gather not hidden
   double optimizer_s = 0;
   double step_time_s = 0;
@@ -108,6 +108,10 @@ class CostModel {
   CostContext ctx_;
   MemoryModel memory_;
   BlockWeights weights_;
+  // Model FLOPs per token (flops.h), causal and full attention: they depend
+  // on the model and the sequence length only.
+  double model_flops_per_token_ = 0;
+  double model_flops_per_token_full_attention_ = 0;
   uint64_t id_;  // tells per-thread caches which model they hold data of
   static std::atomic<uint64_t> next_id_;
 };

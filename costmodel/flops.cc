@@ -6,6 +6,8 @@
 
 #include <algorithm>
 
+#include "costmodel/routing.h"
+
 namespace foldplan {
 namespace {
 

@@ -19,11 +19,12 @@
 //    with 1/tp of the weight, so their per-rank FLOPs are total / (tp cp).
 //  - Routed experts: the busiest EP rank, whose time sets the layer's time,
 //    does 6 T K H F x load FLOPs (GLU; 4 T K H F for GELU), independent of
-//    ETP, where load = capacity_factor when one is set (every expert padded
-//    to capacity) else routing_imbalance (busiest expert / mean).
+//    ETP, where load = ExpertLoadFactor (routing.h): capacity_factor when
+//    one is set (every expert padded to capacity), else routing_imbalance
+//    (busiest expert / mean) when ep > 1, else 1 (one rank holds every
+//    expert and receives exactly its own T K rows).
 #pragma once
 
-#include "costmodel/routing.h"  // ExpertLoadFactor
 #include "inputs/job.h"
 #include "inputs/model.h"
 #include "planner/layout.h"

@@ -11,14 +11,16 @@
 #include <cstdio>
 #include <numeric>
 
+#include "costmodel/compute_time.h"
+#include "costmodel/dtype_bytes.h"
 #include "costmodel/routing.h"
 #include "costmodel/schedule.h"
 
 namespace foldplan {
 namespace {
 
-constexpr double kBf16 = 2;        // bytes: weights, activations
-constexpr double kFp32 = 4;        // bytes: softmax statistics, router scores, loss logits, probabilities
+// kBf16Bytes (weights, activations) and kFp32Bytes (softmax statistics,
+// router scores, loss logits, probabilities): costmodel/dtype_bytes.h.
 constexpr double kMask = 1;        // bytes: a dropout mask element
 constexpr double kBool = 1;        // bytes: a routing-map element (torch.bool)
 constexpr double kIndex = 8;       // bytes: an int64 token or position id, a top-k index
@@ -35,15 +37,15 @@ double Fp8ActivationBytes(Precision p) {
   switch (p) {
     case Precision::kFP8Delayed:
     case Precision::kFP8Tensorwise:
-      return 1;
+      return kFp8Bytes;
     case Precision::kFP8Blockwise:
-      return 1 + kFp32 / 128;
+      return kFp8Bytes + kFp8BlockScaleBytesPerElement;
     case Precision::kMXFP8:
-      return 1 + 1.0 / 32;
+      return kFp8Bytes + kMxfp8ScaleBytesPerElement;
     case Precision::kBF16:
       break;
   }
-  return kBf16;
+  return kBf16Bytes;
 }
 
 // Bytes per GEMM weight element of the FP8 copies Transformer Engine caches
@@ -58,11 +60,11 @@ double Fp8WeightCopyBytes(Precision p, bool blackwell) {
   switch (p) {
     case Precision::kFP8Delayed:
     case Precision::kFP8Tensorwise:
-      return blackwell ? 1 : 2;
+      return blackwell ? kFp8Bytes : 2 * kFp8Bytes;
     case Precision::kFP8Blockwise:
-      return 2 * (1 + kFp32 / (128.0 * 128.0));
+      return 2 * (kFp8Bytes + kFp8WeightBlockScaleBytesPerElement);
     case Precision::kMXFP8:
-      return 2 * (1 + 1.0 / 32);
+      return 2 * (kFp8Bytes + kMxfp8ScaleBytesPerElement);
     case Precision::kBF16:
       break;
   }
@@ -78,18 +80,13 @@ constexpr int kFp8ScaledTensorsPerGemm = 5;
 double Fp8StatePerGemm(Precision p, int history) {
   switch (p) {
     case Precision::kFP8Delayed:
-      return kFp8ScaledTensorsPerGemm * (std::max(1, history) + 2) * kFp32;
+      return kFp8ScaledTensorsPerGemm * (std::max(1, history) + 2) * kFp32Bytes;
     case Precision::kFP8Tensorwise:
-      return kFp8ScaledTensorsPerGemm * 2 * kFp32;
+      return kFp8ScaledTensorsPerGemm * 2 * kFp32Bytes;
     default:
       return 0;
   }
 }
-
-// Tokens the flex dispatcher sends in FP8 (an FP8 recipe): e4m3 with an
-// fp32 scale per 128 channels (DeepEP's FP8 dispatch, DeepSeek-V3's
-// format), 1 + 4/128 B per element; MXFP8's 1 + 1/32 is the same number.
-constexpr double kFp8DispatchBytes = 1 + kFp32 / 128;
 
 // DeepEP's preallocated buffers (deep_ep csrc/config.hpp
 // get_nvl_buffer_size_hint / get_rdma_buffer_size_hint; Megatron's
@@ -100,8 +97,8 @@ constexpr double kDeepEpRdmaRecvTokens = 128;       // num_max_rdma_chunked_recv
 constexpr double kDeepEpTokenMetaBytes =            // per buffered token besides its hidden bytes:
     8                                               //   SourceMeta (internode)
     + 128 * kIndex                                  //   kNumMaxTopK int64 top-k indices
-    + 128 * kFp32                                   //   kNumMaxTopK fp32 top-k weights
-    + 128 * kFp32;                                  //   kNumMaxScales fp32 scales
+    + 128 * kFp32Bytes                                   //   kNumMaxTopK fp32 top-k weights
+    + 128 * kFp32Bytes;                                  //   kNumMaxScales fp32 scales
 // num_max_nvl_chunked_recv_tokens of the dispatch / combine configs by EP
 // group size (the larger of the two; both agree): 256 up to 8 ranks, 288
 // for 16-64, 560 for 128, 720 for 144-160 (and beyond, the last entry).
@@ -159,11 +156,6 @@ std::string Format(const char* fmt, ...) {
 }
 
 double GiB(double bytes) { return bytes / kBytesPerGiB; }
-
-long long MicroBatches(const JobSpec& job, const Layout& l) {
-  const long long per_step = static_cast<long long>(std::max(1, l.dp)) * std::max(1, l.mbs);
-  return std::max(1LL, job.global_batch / per_step);
-}
 
 // The largest `n` (1..4) FSDP units of a stage: parameter elements and the
 // GEMM weights among them.
@@ -258,32 +250,9 @@ MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const Clust
       hbm_gib_(cluster.gpu.hbm_gib),
       blackwell_(cluster.gpu.architecture == GpuArchitecture::kBlackwell),
       nvlink_domain_gpus_(std::max(1, cluster.nvlink_domain_gpus)),
-      a_(assumptions) {
+      a_(assumptions),
+      params_(model) {
   const ModelSpec& m = model;
-  const double h = m.hidden;
-
-  // Parameters per layer, by how they are sharded.
-  const LayerParams dense = m.layer_params(false);
-  dense_layer_tp_ = double(dense.attention) + double(dense.dense_mlp);
-  dense_layer_replicated_ = double(dense.attention_replicated) + double(dense.norms);
-  // fp8 casts every decoder GEMM weight: the TP-split parts and the
-  // replicated MLA down-projections (attention_replicated's norm vectors
-  // are a rounding error next to those).
-  layer_gemm_replicated_ = double(dense.attention_replicated);
-  if (m.is_moe()) {
-    const LayerParams moe = m.layer_params(true);
-    moe_layer_tp_ = double(moe.attention) + double(moe.shared_experts);
-    moe_layer_replicated_ = double(moe.attention_replicated) + double(moe.norms) +
-                            double(moe.router) + double(moe.shared_expert_gate);
-    moe_layer_experts_ = double(moe.routed_experts) * double(moe.routed_expert);
-  }
-  embeddings_ = m.embedding_params();
-  // MTP (Megatron's MultiTokenPredictionLayer): enorm, hnorm, eh_proj
-  // (2H -> H, a column-parallel linear), one transformer layer of the
-  // decoder's last layer's spec, final_layernorm; the output head is shared.
-  mtp_projection_ = double(m.mtp_params().projection);
-  mtp_norms_ = double(m.mtp_params().norms);
-  mtp_moe_ = m.is_moe() && m.mtp_layer_is_moe();
 
   // Activation widths per token row (doc section "Activations").
   mla_ = m.attention == AttentionKind::kMLA && m.mla.has_value();
@@ -332,14 +301,14 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   const double rows = mbs * seq / (cp * tp);
   LayerBytes out;
   if (r.full()) {
-    out.stored = kBf16 * rows * h;  // the layer input only
+    out.stored = kBf16Bytes * rows * h;  // the layer input only
     out.rebuilt = Layer(layout, moe_layer, Recompute::None()).stored;
     return out;
   }
   auto has = [&](RecomputeModule x) { return r.has(x); };
   const bool fp8 = IsFp8(layout.precision);
   // A tensor an FP8 linear saves as its input: FP8 (+ scales), else bf16.
-  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16;
+  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
   const double mask = a_.dropout ? kMask * h : 0;
 
   // Attention sub-layer. The core: flash keeps fp32 log-sum-exp per head
@@ -348,33 +317,33 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   // either way mbs a S^2 / (tp cp)), 2 B, or 5 B with dropout (softmax
   // output, mask, dropout output).
   const double core = a_.flash_attention
-                          ? rows * kFp32 * m.heads
+                          ? rows * kFp32Bytes * m.heads
                           : mbs * m.heads * seq * seq / (tp * cp) *
-                                (a_.dropout ? kBf16 + kMask + kBf16 : kBf16);
+                                (a_.dropout ? kBf16Bytes + kMask + kBf16Bytes : kBf16Bytes);
   const bool separate_input_norm = mla_ || !a_.norms_fused_into_linear;
   const bool drop_input_norm = separate_input_norm && has(RecomputeModule::kLayernorm);
   const bool drop_up_proj = mla_ && has(RecomputeModule::kMlaUpProj);
   const bool drop_core = has(RecomputeModule::kCoreAttn);
-  double attn_row = kBf16 * h;  // the input norm's input: the layer input
+  double attn_row = kBf16Bytes * h;  // the input norm's input: the layer input
   // Its output, the QKV (MLA: q and kv down-projection) input: FP8 linears
   // keep their own FP8 copies, one per linear reading it (MLA: two).
   if (!drop_input_norm) attn_row += (fp8 && mla_ ? 2 : 1) * lin * h;
-  attn_row += kBf16 * latents_;  // MLA latent norms' inputs
-  if (!drop_up_proj) attn_row += lin * latents_ + kBf16 * (q_ + k_ + v_);  // up-proj inputs; q, k, v
-  attn_row += kBf16 * qk_norm_inputs_;
+  attn_row += kBf16Bytes * latents_;  // MLA latent norms' inputs
+  if (!drop_up_proj) attn_row += lin * latents_ + kBf16Bytes * (q_ + k_ + v_);  // up-proj inputs; q, k, v
+  attn_row += kBf16Bytes * qk_norm_inputs_;
   // The attention output: the core's backward keeps it (bf16) unless the
   // core is recomputed; the out-projection keeps it too, the same tensor in
   // bf16, its own FP8 copy under FP8.
-  attn_row += (fp8 ? (drop_core ? 0 : kBf16) + lin : kBf16) * o_;
+  attn_row += (fp8 ? (drop_core ? 0 : kBf16Bytes) + lin : kBf16Bytes) * o_;
   attn_row += mask;  // after the out-projection
   const double attn = rows * attn_row + (drop_core ? 0 : core);
   // What attention's backward rebuilds: the input norm's output, the MLA
   // up-projection block (latent norm outputs, q, k, v), the core (its
   // output and statistics); all alive during the core's backward.
   const double attn_rebuilt =
-      rows * ((drop_input_norm ? kBf16 * h : 0) +
-              (drop_up_proj ? lin * latents_ + kBf16 * (q_ + k_ + v_) : 0) +
-              (drop_core ? kBf16 * o_ : 0)) +
+      rows * ((drop_input_norm ? kBf16Bytes * h : 0) +
+              (drop_up_proj ? lin * latents_ + kBf16Bytes * (q_ + k_ + v_) : 0) +
+              (drop_core ? kBf16Bytes * o_ : 0)) +
       (drop_core ? core : 0);
 
   if (!moe_layer || !m.moe) {
@@ -383,16 +352,16 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
     const bool separate = !a_.norms_fused_into_linear;
     const bool drop_norm = separate && has(RecomputeModule::kLayernorm);
     const bool drop_mlp = has(RecomputeModule::kMlp);
-    double row = kBf16 * h + mask;
+    double row = kBf16Bytes * h + mask;
     if (drop_mlp) {
-      if (separate && !drop_norm) row += kBf16 * h;  // the MLP checkpoint's input
+      if (separate && !drop_norm) row += kBf16Bytes * h;  // the MLP checkpoint's input
     } else {
       if (!drop_norm) row += lin * h;
-      row += kBf16 * mlp_fc1_out_ + lin * mlp_fc2_in_;
+      row += kBf16Bytes * mlp_fc1_out_ + lin * mlp_fc2_in_;
     }
     const double rebuilt =
-        (drop_norm ? kBf16 * h : 0) +
-        (drop_mlp ? kBf16 * mlp_fc1_out_ + lin * mlp_fc2_in_ + (separate ? 0 : lin * h) : 0);
+        (drop_norm ? kBf16Bytes * h : 0) +
+        (drop_mlp ? kBf16Bytes * mlp_fc1_out_ + lin * mlp_fc2_in_ + (separate ? 0 : lin * h) : 0);
     out.stored = attn + rows * row;
     out.rebuilt = std::max(attn_rebuilt, rows * rebuilt);
     return out;
@@ -413,22 +382,22 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   // fused (TE fused_topk_with_score_function) + the bool routing map;
   // unfused + the top-k probabilities (fp32) and indices (int64).
   const double router_row =
-      kFp32 * e.experts * (a_.router_aux_loss ? 2 : 1) +
+      kFp32Bytes * e.experts * (a_.router_aux_loss ? 2 : 1) +
       (job_->moe_router_fusion ? kBool * e.experts
-                               : kFp32 * e.top_k + kIndex * e.top_k + kBool * e.experts);
-  const double shared_row = shared ? kBf16 * shared_fc1_out_ + lin * shared_fc2_in_ : 0;
+                               : kFp32Bytes * e.top_k + kIndex * e.top_k + kBool * e.experts);
+  const double shared_row = shared ? kBf16Bytes * shared_fc1_out_ + lin * shared_fc2_in_ : 0;
   // Under FP8 the shared experts' fc1 keeps its own FP8 copy of the norm
   // output beside the router's bf16 one.
   const double shared_copy = shared && fp8 ? lin * h : 0;
-  const double combine_row = a_.expert_probs_in_activation ? 0 : kBf16 * e.top_k * h;
-  const double prob = a_.expert_probs_in_activation ? kFp32 : 0;  // permuted prob, per row
+  const double combine_row = a_.expert_probs_in_activation ? 0 : kBf16Bytes * e.top_k * h;
+  const double prob = a_.expert_probs_in_activation ? kFp32Bytes : 0;  // permuted prob, per row
   const double fc2_in = expert_fc2_in_ / etp;
-  const double expert_row = lin * h + kBf16 * expert_fc1_out_ / etp + prob + lin * fc2_in;
+  const double expert_row = lin * h + kBf16Bytes * expert_fc1_out_ / etp + prob + lin * fc2_in;
   const double block =
       rows * (router_row + shared_row + shared_copy + combine_row) + expert_rows * expert_row;
 
-  double row = kBf16 * h + mask;     // pre-MLP norm input; dropout mask after the MoE
-  if (!drop_norm) row += kBf16 * h;  // its output: the router's input, or moe's checkpoint input
+  double row = kBf16Bytes * h + mask;     // pre-MLP norm input; dropout mask after the MoE
+  if (!drop_norm) row += kBf16Bytes * h;  // its output: the router's input, or moe's checkpoint input
   double stored_block = 0;
   if (!drop_moe) {
     stored_block = rows * (router_row + combine_row) +
@@ -440,9 +409,9 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   // experts' activation output (moe_act, bf16) and the shared experts
   // (shared_experts), which are rebuilt one after the other.
   const double moe_rebuilt =
-      (drop_norm ? rows * kBf16 * h : 0) +
+      (drop_norm ? rows * kBf16Bytes * h : 0) +
       (drop_moe ? block
-                : std::max(drop_act ? expert_rows * kBf16 * fc2_in : 0,
+                : std::max(drop_act ? expert_rows * kBf16Bytes * fc2_in : 0,
                            drop_shared ? rows * (shared_row + shared_copy) : 0));
   out.stored = attn + rows * row + stored_block;
   out.rebuilt = std::max(attn_rebuilt, moe_rebuilt);
@@ -459,67 +428,6 @@ double MemoryModel::LayerRecomputeBytes(const Layout& layout, bool moe_layer,
   return Layer(layout, moe_layer, recompute).rebuilt;
 }
 
-namespace {
-// Vocab-sized matrices a pipeline rank holds: input-table copies (the
-// embedding, a tied model's loss-stage copy, the MTP stage's copy) and
-// output layers (untied).
-struct Tables {
-  int input = 0;
-  int output = 0;
-};
-Tables TablesHeld(const EmbeddingParams& e, int pp, const PipelineRank& held) {
-  Tables t;
-  const bool tied = e.output_layer <= 0;
-  if (held.embedding) t.input = 1;
-  if (held.loss) {
-    if (!tied) {
-      t.output = 1;
-    } else if (pp > 1) {
-      t.input += 1;  // tied: the last stage holds its own copy of the table
-    }
-  }
-  if (held.mtp_layers > 0) {
-    // The MTP stage embeds the next tokens itself (Megatron builds the
-    // embedding there and keeps it equal to the first stage's): a copy
-    // unless it already holds one.
-    if (t.input == 0) t.input = 1;
-    // And it needs the output head: untied, a copy off the loss stage;
-    // tied, the table it holds.
-    if (!tied && t.output == 0) t.output = 1;
-  }
-  return t;
-}
-}  // namespace
-
-StageParams MemoryModel::ParamsFor(const Layout& layout, const PipelineRank& held) const {
-  const double tp = std::max(1, layout.tp);
-  const double expert_shards = double(std::max(1, layout.ep)) * std::max(1, layout.etp);
-  const int pp = std::max(1, layout.pp);
-  // MTP layers count as decoder layers of the last layer's kind.
-  const double mtp = held.mtp_layers;
-  const double moe = held.moe_layers + (mtp_moe_ ? mtp : 0);
-  const double dense = held.dense_layers() + (mtp_moe_ ? 0 : mtp);
-
-  StageParams p;
-  p.dense = dense * (dense_layer_tp_ / tp + dense_layer_replicated_) +
-            moe * (moe_layer_tp_ / tp + moe_layer_replicated_) +
-            mtp * (mtp_projection_ / tp + mtp_norms_);
-  p.expert = moe * moe_layer_experts_ / expert_shards;
-  p.gemm = dense * (dense_layer_tp_ / tp + layer_gemm_replicated_) +
-           moe * (moe_layer_tp_ / tp + layer_gemm_replicated_) + p.expert +
-           mtp * mtp_projection_ / tp;
-  const Tables tables = TablesHeld(embeddings_, pp, held);
-  // Vocab-parallel tables; learned positions (replicated) go with each
-  // input-table copy that embeds tokens (not a tied loss-stage copy).
-  p.dense += tables.input * double(embeddings_.input_embedding) / tp +
-             tables.output * double(embeddings_.output_layer) / tp;
-  if (held.embedding || (held.mtp_layers > 0 && !held.embedding)) {
-    p.dense += double(embeddings_.position_embedding);
-  }
-  if (held.loss) p.dense += double(embeddings_.final_norm);
-  return p;
-}
-
 StageParams MemoryModel::ParamsOnStage(const Layout& layout, int stage) const {
   return ParamsOnStage(layout, DescribePipeline(layout, *model_), stage);
 }
@@ -527,7 +435,7 @@ StageParams MemoryModel::ParamsOnStage(const Layout& layout, int stage) const {
 StageParams MemoryModel::ParamsOnStage(const Layout& layout, const PipelineDescription& pipeline,
                                        int stage) const {
   if (stage < 0 || stage >= static_cast<int>(pipeline.ranks.size())) return StageParams{};
-  return ParamsFor(layout, pipeline.ranks[static_cast<size_t>(stage)]);
+  return params_.OnRank(layout, pipeline.ranks[static_cast<size_t>(stage)]);
 }
 
 MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
@@ -543,10 +451,10 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   const double seq = job.seq_len;
   const bool moe_model = m.moe.has_value();
   const bool fp8 = IsFp8(layout.precision);
-  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16;
+  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
 
   LayoutTerms l;
-  l.microbatches = MicroBatches(job, layout);
+  l.microbatches = MicroBatchesPerStep(job, layout);
   l.rows = mbs * seq / (cp * tp);
   l.load = ExpertLoad(layout);
   l.dense = Layer(layout, false, layout.recompute);
@@ -563,14 +471,14 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   // Output: the loss keeps fp32 vocab-parallel logits of one micro-batch
   // (the last stage runs each micro-batch's backward right after its last
   // forward), plus the final norm's and output layer's inputs.
-  l.mtp_logits = kFp32 * mbs * seq / cp * double(m.vocab) / tp;
-  l.logits = l.mtp_logits + 2 * kBf16 * l.rows * h;
+  l.mtp_logits = kFp32Bytes * mbs * seq / cp * double(m.vocab) / tp;
+  l.logits = l.mtp_logits + 2 * kBf16Bytes * l.rows * h;
   // An MTP module's own tensors per row: enorm's input (the next tokens'
   // embedding), eh_proj's input [hnorm(h); enorm(e)] (2H, an FP8 linear's
   // input under FP8), its final norm's input and the output head's input.
   // hnorm's input is the decoder's output, kept by the main final norm on
   // the loss stage (else counted in ComputeStage).
-  l.mtp_row = kBf16 * h + lin * 2 * h + kBf16 * h + kBf16 * h;
+  l.mtp_row = kBf16Bytes * h + lin * 2 * h + kBf16Bytes * h + kBf16Bytes * h;
   for (const VirtualStage& s : pipeline.stages) {
     if (s.mtp_layers > 0 && !s.loss) l.mtp_with_loss = false;
     if (s.mtp_layers > 0 && s.pipeline_rank != 0) l.mtp_off_first = true;
@@ -579,7 +487,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   // One MoE layer's transient dispatch / combine buffers (backward mirrors them).
   if (moe_model) {
     const double k = m.moe->top_k;
-    const double row = kBf16 * h;
+    const double row = kBf16Bytes * h;
     switch (layout.dispatcher) {
       case Dispatcher::kAllToAll:
         l.dispatch = l.rows * k * row;                               // permuted send buffer
@@ -591,14 +499,15 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
         break;
       case Dispatcher::kDeepEP:
       case Dispatcher::kHybridEP: {
-        // Each token goes once to each distinct destination rank:
-        // D = ep (1 - (1 - 1/ep)^K) in expectation. The kernel reads the
+        // Each token goes once to each distinct destination rank, about
+        // D = ep (1 - (1 - 1/ep)^K) of them (ApproxDistinctRanks, which
+        // undercounts the exact expectation slightly). The kernel reads the
         // tokens in place. Dispatch: the received tokens, load T D, in FP8
         // under an FP8 recipe (+ the permuted rows before the ETP gather).
         // Combine (bf16): the experts' fc2 output, R rows, + the rows
         // summed per token, load T D (+ the ETP reduce-scatter output).
-        l.destinations = ep * (1 - std::pow(1 - 1 / ep, k));
-        const double recv_bytes = fp8 ? kFp8DispatchBytes * h : row;
+        l.destinations = ApproxDistinctRanks(ep, k);
+        const double recv_bytes = fp8 ? Fp8DispatchBytesPerElement(layout.precision) * h : row;
         const double before_etp = etp > 1 ? l.load * l.rows * k * row : 0;
         const double dispatch = l.load * l.rows * l.destinations * recv_bytes + before_etp;
         const double combine =
@@ -612,7 +521,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
     // output gradients (bf16) outlive the data gradients: fc2's R x H and
     // fc1's R x fc1-width / etp; shared: fc2's gathered mbs S / cp x H =
     // tp T H and fc1's T x fc1-width.
-    l.deferred_wgrad = kBf16 * (l.expert_rows * (h + expert_fc1_out_ / etp) +
+    l.deferred_wgrad = kBf16Bytes * (l.expert_rows * (h + expert_fc1_out_ / etp) +
                                 (shared_fc2_in_ > 0 ? l.rows * (tp * h + shared_fc1_out_) : 0));
 
     // Flex dispatcher's persistent buffers, over its TP x EP group
@@ -639,7 +548,8 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
       // a dispatch buffer (FP8 under an FP8 recipe) and a bf16 combine buffer.
       const double peers = std::min(ranks, nvlink_domain_gpus_);
       l.flex_peers = peers;
-      l.flex_nvl = l.rows * peers * h * ((fp8 ? kFp8DispatchBytes : kBf16) + kBf16);
+      l.flex_nvl =
+          l.rows * peers * h * ((fp8 ? Fp8DispatchBytesPerElement(layout.precision) : kBf16Bytes) + kBf16Bytes);
     }
   }
 
@@ -651,16 +561,16 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
 
   // FSDP units per rank: a decoder layer of each kind, an MTP layer, the
   // vocab-parallel table (embedding, output layer or a copy).
-  l.dense_unit = dense_layer_tp_ / tp + dense_layer_replicated_;
-  l.dense_unit_gemm = dense_layer_tp_ / tp + layer_gemm_replicated_;
+  l.dense_unit = params_.DenseLayer(layout.tp);
+  l.dense_unit_gemm = params_.dense_layer_tp / tp + params_.layer_gemm_replicated;
   if (moe_model) {
-    const double experts = moe_layer_experts_ / (ep * etp);
-    l.moe_unit = moe_layer_tp_ / tp + moe_layer_replicated_ + experts;
-    l.moe_unit_gemm = moe_layer_tp_ / tp + layer_gemm_replicated_ + experts;
+    const double experts = params_.Experts(layout.ep, layout.etp);
+    l.moe_unit = params_.MoeLayer(layout.tp) + experts;
+    l.moe_unit_gemm = params_.moe_layer_tp / tp + params_.layer_gemm_replicated + experts;
   }
-  l.mtp_unit = (mtp_moe_ ? l.moe_unit : l.dense_unit) + mtp_projection_ / tp + mtp_norms_;
-  l.mtp_unit_gemm = (mtp_moe_ ? l.moe_unit_gemm : l.dense_unit_gemm) + mtp_projection_ / tp;
-  l.table_unit = double(embeddings_.input_embedding) / tp;
+  l.mtp_unit = (params_.mtp_moe ? l.moe_unit : l.dense_unit) + params_.mtp_projection / tp + params_.mtp_norms;
+  l.mtp_unit_gemm = (params_.mtp_moe ? l.moe_unit_gemm : l.dense_unit_gemm) + params_.mtp_projection / tp;
+  l.table_unit = double(params_.embeddings.input_embedding) / tp;
 
   // NCCL communicators every stage uses (created lazily, so only those used);
   // the MoE ones only on stages with MoE layers, the pipeline and embedding
@@ -688,7 +598,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   const bool first = held.embedding;
   const bool last = held.loss;
   const int mtp = held.mtp_layers;
-  const bool mtp_moe = mtp > 0 && mtp_moe_ && m.moe;
+  const bool mtp_moe = mtp > 0 && params_.mtp_moe && m.moe;
   const bool mtp_dense = mtp > 0 && !mtp_moe;
   const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
   const bool has_dense = held.dense_layers() > 0 || mtp_dense;
@@ -700,7 +610,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   auto& b = t.bytes;
 
   // Parameters, gradients, optimizer states.
-  t.params = ParamsFor(layout, held);
+  t.params = params_.OnRank(layout, held);
   const double params = t.params.total();
   const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
   const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
@@ -709,7 +619,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   if (layout.fsdp) {
     // ZeRO-3: weights, gradients and optimizer states all sharded over the
     // gradient-reduction groups, plus the units gathered at a time.
-    b[kParametersIdx] = kBf16 * sharded;
+    b[kParametersIdx] = kBf16Bytes * sharded;
     b[kGradientsIdx] = a_.grad_bytes * sharded;
     b[kOptimizerStatesIdx] = kAdamBytes * sharded;
     LargestUnits units;
@@ -718,18 +628,18 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
     if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
     units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
-    const Tables tables = TablesHeld(embeddings_, pp, held);
+    const TablesHeld tables = params_.Tables(pp, held);
     units.Add(l.table_unit, 0, tables.input + tables.output);
     t.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
     t.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
-    b[kFsdpGatheredIdx] = kBf16 * t.fsdp_gathered;
+    b[kFsdpGatheredIdx] = kBf16Bytes * t.fsdp_gathered;
     b[kFsdpGradientsIdx] = a_.grad_bytes * t.fsdp_gradient;
     // FP8 copies exist for the gathered units only.
     LargestUnits gathered = units;
     gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
     t.fp8_gemm = gathered.Gemm();
   } else {
-    b[kParametersIdx] = kBf16 * params;
+    b[kParametersIdx] = kBf16Bytes * params;
     b[kGradientsIdx] = a_.grad_bytes * params;
     b[kOptimizerStatesIdx] =
         job.distributed_optimizer ? kAdamBytes * sharded : kAdamBytes * params;
@@ -740,7 +650,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     const double moe_gemms = attn + shared_gemms_ + 2 * l.local_experts;
     const double dense_gemms = attn + dense_mlp_gemms_;
     t.gemms = dense_layers * dense_gemms + held.moe_layers * moe_gemms +
-              mtp * ((mtp_moe_ ? moe_gemms : dense_gemms) + 1);  // + eh_proj
+              mtp * ((params_.mtp_moe ? moe_gemms : dense_gemms) + 1);  // + eh_proj
     b[kFp8ScalingStateIdx] = l.fp8_state_per_gemm * t.gemms;
   }
 
@@ -757,7 +667,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     // of it is alive; elsewhere (a pp_layout's m) the stage's count.
     t.mtp_inflight = l.mtp_with_loss && last ? 1 : t.inflight;
     const double layer = mtp_moe ? l.moe.stored : l.dense.stored;
-    const double hidden = last ? 0 : kBf16 * l.rows * m.hidden;  // hnorm's input, off the loss stage
+    const double hidden = last ? 0 : kBf16Bytes * l.rows * m.hidden;  // hnorm's input, off the loss stage
     b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * l.mtp_row + hidden);
     b[kMtpLogitsIdx] = t.mtp_inflight * mtp * l.mtp_logits;
   }
@@ -792,7 +702,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     };
     const double pad =
         padding(t.params.dense, dense_group) + padding(t.params.expert, expert_group);
-    b[kOptimizerBucketsIdx] = (kBf16 + a_.grad_bytes) * pad;
+    b[kOptimizerBucketsIdx] = (kBf16Bytes + a_.grad_bytes) * pad;
   }
 
   b[kCudaContextIdx] = a_.cuda_context_gib * kBytesPerGiB;
@@ -816,7 +726,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
   out.fits = out.peak_gib() <= hbm_gib_;
   const bool fp8 = IsFp8(layout.precision);
   const bool has_moe = t.bytes[kDispatchBuffersIdx] > 0;
-  const Tables tables = TablesHeld(embeddings_, std::max(1, layout.pp), t.count);
+  const TablesHeld tables = params_.Tables(std::max(1, layout.pp), t.count);
 
   std::array<std::string, kMemoryTermCount> notes;
   const std::string sharding =
@@ -914,7 +824,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
           ? Format("%g micro-batch%s x %d MTP x (one %s layer + enorm input, eh_proj input 2H, "
                    "final-norm and head inputs: %.0f B x T %.0f)",
                    t.mtp_inflight, t.mtp_inflight == 1 ? "" : "es", t.count.mtp_layers,
-                   mtp_moe_ ? "MoE" : "dense", l.mtp_row, l.rows)
+                   params_.mtp_moe ? "MoE" : "dense", l.mtp_row, l.rows)
           : "no MTP layer on this stage";
   notes[kEmbeddingActivationsIdx] =
       t.count.embedding ? "int64 token and position ids of the micro-batches in flight"

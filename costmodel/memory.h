@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "costmodel/cost_context.h"
+#include "costmodel/rank_params.h"
 #include "planner/layout.h"
 #include "planner/pipeline.h"
 
@@ -132,20 +133,6 @@ struct MemoryAssumptions {
   int fsdp_gradient_units = 2;
 };
 
-// Parameter elements held by one rank of a pipeline stage.
-// MTP modules (PipelineRank::mtp_layers) count here like decoder layers: one
-// decoder layer of the model's last layer's kind, the 2H -> H projection
-// (TP-split), three norms; and the stage holding them keeps a copy of the
-// input embedding (Megatron builds the embedding on the MTP stage and
-// synchronises it with the first stage's, like a tied embedding).
-struct StageParams {
-  double dense = 0;   // non-expert: attention, norms, dense MLP, router, shared experts,
-                      // embeddings and output layer where the stage holds them
-  double expert = 0;  // routed-expert weights
-  double gemm = 0;    // weights that fp8 GEMMs cast (decoder and MTP linears, experts included)
-  double total() const { return dense + expert; }
-};
-
 // Holds pointers to the model and job it was built from: they must outlive it.
 class MemoryModel {
  public:
@@ -176,6 +163,7 @@ class MemoryModel {
   // (the recompute working set): its sub-layer (attention, or MLP / MoE)
   // with the most recomputed bytes; the whole layer under full.
   double LayerRecomputeBytes(const Layout& layout, bool moe_layer, Recompute recompute) const;
+  // Parameter elements on one rank of pipeline rank `stage` (rank_params.h).
   StageParams ParamsOnStage(const Layout& layout, int stage) const;
   StageParams ParamsOnStage(const Layout& layout, const PipelineDescription& pipeline, int stage) const;
 
@@ -192,7 +180,6 @@ class MemoryModel {
   LayoutTerms ComputeLayout(const Layout& layout, const PipelineDescription& pipeline) const;
   StageTerms ComputeStage(const Layout& layout, const LayoutTerms& shared, int stage,
                           const PipelineRank& held) const;
-  StageParams ParamsFor(const Layout& layout, const PipelineRank& held) const;
   MemoryBreakdown Build(const Layout& layout, const LayoutTerms& shared, int stage,
                         const StageTerms& t) const;
   LayerBytes Layer(const Layout& layout, bool moe_layer, Recompute recompute) const;
@@ -205,15 +192,8 @@ class MemoryModel {
   int nvlink_domain_gpus_ = 8;
   MemoryAssumptions a_;
 
-  // Parameter elements per layer, split by sharding (from ModelSpec::layer_params).
-  double dense_layer_tp_ = 0, dense_layer_replicated_ = 0;  // dense layers
-  double moe_layer_tp_ = 0, moe_layer_replicated_ = 0;      // MoE layers, outside routed experts
-  double moe_layer_experts_ = 0;                            // all routed experts of one layer
-  double layer_gemm_replicated_ = 0;  // replicated weights that fp8 GEMMs cast (MLA down-proj.)
-  double mtp_projection_ = 0;         // MTP eh_proj, 2H x H (TP-split)
-  double mtp_norms_ = 0;              // MTP enorm, hnorm, final norm: 3H (replicated)
-  bool mtp_moe_ = false;              // MTP layers are of the last decoder layer's kind
-  EmbeddingParams embeddings_;
+  // Parameter elements per layer and per rank, split by sharding.
+  RankParamCounter params_;
   // FP8 GEMMs per layer outside the routed experts (fp8 scaling state).
   double attention_gemms_ = 0, dense_mlp_gemms_ = 0, shared_gemms_ = 0;
 

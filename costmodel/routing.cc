@@ -1,6 +1,7 @@
 #include "costmodel/routing.h"
 
 #include <algorithm>
+#include <cmath>
 
 namespace foldplan {
 
@@ -22,5 +23,7 @@ double ExpectedDistinctRanks(int experts, int top_k, int ep) {
   if (ep <= 1 || experts < 1 || top_k < 1) return ep >= 1 ? 1 : 0;
   return ep * HitProbability(experts, top_k, static_cast<double>(experts) / ep);
 }
+
+double ApproxDistinctRanks(double ep, double top_k) { return ep * (1 - std::pow(1 - 1 / ep, top_k)); }
 
 }  // namespace foldplan

@@ -1,7 +1,8 @@
 // What token routing implies for the busiest expert rank, for uniform top-k
 // routing over experts spread evenly over the EP ranks: the one home of the
 // load factor and the distinct-destination counts that the compute, memory
-// and communication models all use.
+// and communication models use (the exact count, and the approximation the
+// memory model's dispatch buffers still use).
 #pragma once
 
 #include "inputs/job.h"
@@ -24,5 +25,14 @@ double HitProbability(int experts, int top_k, double held);
 // Expected number of distinct EP ranks a token's top-k experts live on:
 // ep x HitProbability(E, k, E/ep), about ep x (1 - (1 - 1/ep)^k); 1 for ep 1.
 double ExpectedDistinctRanks(int experts, int top_k, int ep);
+
+// The with-replacement approximation of that count, ep x (1 - (1 - 1/ep)^k):
+// it draws the k experts independently (so two may coincide) and needs no
+// expert count. It undercounts: 7.58 against 7.68 for DeepSeek-V3 (256
+// experts, top 8) on ep 64, 1.875 against 2 for Mixtral (8, top 2) on ep 8.
+// The memory model's flex dispatch buffers use it (their formula in
+// doc/cost-model-memory.md); moving them to ExpectedDistinctRanks would
+// raise that term by under 2 % for DeepSeek-V3: a model change of its own.
+double ApproxDistinctRanks(double ep, double top_k);
 
 }  // namespace foldplan

@@ -1,23 +1,18 @@
 #include "costmodel/schedule.h"
 
 #include <algorithm>
+#include <array>
 
 namespace foldplan {
 namespace {
 
-constexpr BlockKind kAllBlockKinds[] = {BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kEmbedding,
-                                        BlockKind::kOutputLayer, BlockKind::kMtpLayer};
-
 // Micro-batches whose forward or backward runs alone on pipeline rank p:
 // the warm-up forwards and one more (the last one before the first
-// backward), mirrored by as many cool-down backwards. 1F1B: pp - p;
-// interleaved: its warm-up chunks (2 (pp - p - 1) + (vpp - 1) pp) + 1, in
-// micro-batches (vpp chunks each). At most m.
-double LoneMicrobatches(const PipelineDescription& pipe, int p, long long m) {
-  double lone = pipe.schedule == PipelineSchedule::k1F1B
-                    ? double(pipe.pp - p)
-                    : (2.0 * (pipe.pp - p - 1) + (pipe.vpp - 1.0) * pipe.pp + 1) / pipe.vpp;
-  return std::min(lone, double(m));
+// backward), mirrored by as many cool-down backwards. That is the count of
+// micro-batches in flight at the peak (InflightMicrobatches: 1F1B pp - p;
+// interleaved its warm-up chunks + 1 over vpp chunks each), at most m.
+double LoneMicrobatches(const StepWork& work, int p) {
+  return InflightMicrobatches(work.schedule, work.pp, work.vpp, p, work.microbatches);
 }
 
 // Per-layer communication of one block of `kind` on a rank whose share of
@@ -31,63 +26,86 @@ double LoneMicrobatches(const PipelineDescription& pipe, int p, long long m) {
 //    k = N / (N - n), so a exposed seconds of comm hide min(W_left, a / k)
 //    (the compute finishes a + max(0, W_left - a / k) after they start).
 //    Alone (warm-up, cool-down) they are exposed.
-// When `share` is given, adds to share[i] the exposed seconds of op i in
-// `count` blocks (overlappable ops share their excess pro rata).
-double ExposedInBlock(const StepWork& work, BlockKind kind, double lone, int count, std::vector<double>* share) {
-  double exposed = 0, hidden = 0, paired = 0;
+// Only the last point depends on the rank (through `lone`): BlockComm holds
+// the rest, summed once per block kind.
+struct BlockComm {
+  double exposed = 0;  // plain ops
+  double hidden = 0;   // overlappable ops
+  double excess = 0;   // of which the block's compute cannot hide
+  double paired = 0;   // EP-overlap ops
+  double steady = 0;   // of which exposed in the steady state
+};
+
+BlockComm SumBlockComm(const StepWork& work, BlockKind kind) {
+  BlockComm c;
   int sms = 0;
   for (const CommOp& op : work.ops) {
     if (!work.Runs(op, kind)) continue;
     if (op.hides_behind_other_microbatch) {
-      paired += op.seconds_per_microbatch();
+      c.paired += op.seconds_per_microbatch();
       sms = std::max(sms, op.sms);
     } else {
-      (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
+      (op.overlappable ? c.hidden : c.exposed) += op.seconds_per_microbatch();
     }
   }
   const double w = work.cost(kind).total_s();
-  const double excess = std::max(0.0, hidden - w);
-  double paired_exposed = 0;
-  if (paired > 0) {
-    const double w_left = std::max(0.0, w - hidden);
+  c.excess = std::max(0.0, c.hidden - w);
+  if (c.paired > 0) {
+    const double w_left = std::max(0.0, w - c.hidden);
     const double k = sms > 0 && sms < work.gpu_sms ? double(work.gpu_sms) / (work.gpu_sms - sms) : 1.0;
-    const double steady = paired - std::min(w_left, paired / k);
-    paired_exposed = lone * paired + (1 - lone) * steady;
+    c.steady = c.paired - std::min(w_left, c.paired / k);
   }
-  if (share) {
-    for (size_t i = 0; i < work.ops.size(); ++i) {
-      const CommOp& op = work.ops[i];
-      if (!work.Runs(op, kind)) continue;
-      const double a = op.seconds_per_microbatch();
-      double e = a;
-      if (op.hides_behind_other_microbatch) e = a / paired * paired_exposed;
-      else if (op.overlappable) e = a / hidden * excess;
-      (*share)[i] += count * e;
-    }
+  return c;
+}
+
+// The EP-overlap ops' exposed seconds per block at `lone`.
+double PairedExposed(const BlockComm& c, double lone) {
+  return c.paired > 0 ? lone * c.paired + (1 - lone) * c.steady : 0;
+}
+
+// Exposed seconds of `count` blocks.
+double ExposedInBlocks(const BlockComm& c, double lone, int count) {
+  return count * (c.exposed + c.excess + PairedExposed(c, lone));
+}
+
+// Adds to share[i] the exposed seconds of op i in `count` blocks of `kind`
+// (overlappable ops share their excess pro rata, EP-overlap ops theirs).
+void ShareOfBlocks(const StepWork& work, BlockKind kind, const BlockComm& c, double lone, int count,
+                   std::vector<double>& share) {
+  const double paired_exposed = PairedExposed(c, lone);
+  for (size_t i = 0; i < work.ops.size(); ++i) {
+    const CommOp& op = work.ops[i];
+    if (!work.Runs(op, kind)) continue;
+    const double a = op.seconds_per_microbatch();
+    double e = a;
+    if (op.hides_behind_other_microbatch) e = a / c.paired * paired_exposed;
+    else if (op.overlappable) e = a / c.hidden * c.excess;
+    share[i] += count * e;
   }
-  return count * (exposed + excess + paired_exposed);
 }
 
 }  // namespace
 
 PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s) {
   PipelineTimes t;
-  const PipelineDescription& pipe = work.pipeline;
   const double m = double(work.microbatches);
-  const bool interleaved = pipe.schedule == PipelineSchedule::kInterleaved1F1B;
+  const bool interleaved = work.schedule == PipelineSchedule::kInterleaved1F1B;
   // One boundary crossing, forward and backward (each op's calls).
   double crossing_s = 0;
   for (const CommOp& op : work.ops) {
     if (op.scope == CommOp::kPerStageBoundary) crossing_s += op.seconds_per_microbatch();
   }
+  std::array<BlockComm, kBlockKindCount> comm;
+  for (BlockKind kind : kAllBlockKinds) comm[static_cast<size_t>(kind)] = SumBlockComm(work, kind);
   t.ranks.resize(work.ranks.size());
   for (size_t p = 0; p < work.ranks.size(); ++p) {
     const RankWork& r = work.ranks[p];
     RankTime& rt = t.ranks[p];
     rt.compute_s = r.compute_s();
-    const double lone = LoneMicrobatches(pipe, static_cast<int>(p), work.microbatches) / m;
+    const double lone = LoneMicrobatches(work, static_cast<int>(p)) / m;
     for (BlockKind kind : kAllBlockKinds) {
-      if (r.count(kind) > 0) rt.exposed_comm_s += ExposedInBlock(work, kind, lone, r.count(kind), nullptr);
+      const int count = r.count(kind);
+      if (count > 0) rt.exposed_comm_s += ExposedInBlocks(comm[static_cast<size_t>(kind)], lone, count);
     }
     // Stage boundaries: the rank's vpp chunks each send forward and
     // backward per micro-batch. 1F1B waits for its sends (Megatron's
@@ -106,17 +124,19 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
   // crossings each way that nothing hides (the first micro-batch reaches
   // the last rank, the last one's gradient the first). 1F1B's t_max holds
   // one crossing already.
-  t.bubble_s = double(pipe.pp - 1) / pipe.vpp * t.stage_time_s;
-  if (interleaved) t.bubble_s += double(pipe.pp - 1) * crossing_s;
+  t.bubble_s = double(work.pp - 1) / work.vpp * t.stage_time_s;
+  if (interleaved) t.bubble_s += double(work.pp - 1) * crossing_s;
   t.pipeline_s = m * t.stage_time_s + t.bubble_s;
   if (op_exposed_s && !work.ranks.empty()) {
     // The slowest rank's exposure, op by op.
     op_exposed_s->assign(work.ops.size(), 0.0);
     const RankWork& r = work.ranks[static_cast<size_t>(t.slowest)];
     const RankTime& rt = t.ranks[static_cast<size_t>(t.slowest)];
-    const double lone = LoneMicrobatches(pipe, t.slowest, work.microbatches) / m;
+    const double lone = LoneMicrobatches(work, t.slowest) / m;
     for (BlockKind kind : kAllBlockKinds) {
-      if (r.count(kind) > 0) ExposedInBlock(work, kind, lone, r.count(kind), op_exposed_s);
+      if (r.count(kind) > 0) {
+        ShareOfBlocks(work, kind, comm[static_cast<size_t>(kind)], lone, r.count(kind), *op_exposed_s);
+      }
     }
     const double sends = r.boundary_crossings * crossing_s;
     for (size_t i = 0; i < work.ops.size(); ++i) {

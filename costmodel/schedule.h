@@ -35,7 +35,7 @@ struct PipelineTimes {
   std::vector<RankTime> ranks;  // pp
   int slowest = 0;              // the rank with t_max (the first of equals)
   double stage_time_s = 0;      // t_max
-  double bubble_s = 0;          // fill and drain: (pp - 1) / vpp x t_max
+  double bubble_s = 0;          // fill and drain: (pp - 1) / vpp x t_max (+ (pp - 1) x s interleaved)
   double pipeline_s = 0;        // m x t_max + bubble
 };
 

@@ -3,12 +3,14 @@
 #include <algorithm>
 
 namespace foldplan {
-namespace {
 
-BlockCost LayerCost(const LayerTimes& t) { return {t.fwd_s(), t.bwd_s(), t.recompute_s}; }
-BlockCost PartCost(const OpTime& t) { return {t.fwd_s, t.bwd_s, 0}; }
+BlockCost LayerBlockCost(const LayerTimes& t) { return {t.fwd_s(), t.bwd_s(), t.recompute_s}; }
+BlockCost PartBlockCost(const OpTime& t) { return {t.fwd_s, t.bwd_s, 0}; }
 
-}  // namespace
+MtpBlockParts MtpBlockPartsOf(const ComputeTimes& compute, bool mtp_moe) {
+  return {PartBlockCost(compute.mtp_projection), LayerBlockCost(mtp_moe ? compute.moe_layer : compute.dense_layer),
+          PartBlockCost(compute.output_layer)};
+}
 
 const char* Name(BlockKind kind) {
   switch (kind) {
@@ -36,26 +38,26 @@ bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
 }
 
 StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
-                       PipelineDescription pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
+                       const PipelineDescription& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches) {
   StepWork w;
+  w.schedule = pipeline.schedule;
+  w.pp = pipeline.pp;
+  w.vpp = pipeline.vpp;
+  w.pipeline = &pipeline;
   w.gpu_sms = gpu.sms;
   w.microbatches = std::max<long long>(microbatches, 1);
   w.mtp_moe = model.mtp_layer_is_moe();
-  w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerCost(compute.dense_layer);
-  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerCost(compute.moe_layer);
-  w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartCost(compute.embedding);
-  w.block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartCost(compute.output_layer);
-  const BlockCost& dense = w.cost(BlockKind::kDenseLayer);
-  const BlockCost& moe = w.cost(BlockKind::kMoeLayer);
-  const BlockCost& embedding = w.cost(BlockKind::kEmbedding);
-  const BlockCost& output = w.cost(BlockKind::kOutputLayer);
-  // An MTP module: its projection, one decoder layer, the output head and loss.
-  const BlockCost& layer = w.mtp_moe ? moe : dense;
+  w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerBlockCost(compute.dense_layer);
+  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerBlockCost(compute.moe_layer);
+  w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartBlockCost(compute.embedding);
+  w.block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartBlockCost(compute.output_layer);
+  // An MTP module: its projection, one decoder layer, the output head and
+  // loss (only its layer recomputes).
+  const MtpBlockParts mtp = MtpBlockPartsOf(compute, w.mtp_moe);
   w.block[static_cast<size_t>(BlockKind::kMtpLayer)] = {
-      compute.mtp_projection.fwd_s + layer.forward_s + output.forward_s,
-      compute.mtp_projection.bwd_s + layer.backward_s + output.backward_s, layer.recompute_s};
-  const BlockCost& mtp = w.cost(BlockKind::kMtpLayer);
+      mtp.projection.forward_s + mtp.layer.forward_s + mtp.output.forward_s,
+      mtp.projection.backward_s + mtp.layer.backward_s + mtp.output.backward_s, mtp.layer.recompute_s};
 
   w.ranks.resize(pipeline.ranks.size());
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
@@ -68,19 +70,16 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
     r.blocks[static_cast<size_t>(BlockKind::kOutputLayer)] = held.loss ? 1 : 0;
     r.blocks[static_cast<size_t>(BlockKind::kMtpLayer)] = held.mtp_layers;
     r.boundary_crossings = layout.pp > 1 ? std::max(1, layout.vpp) : 0;
-    const int d = held.dense_layers(), e = held.moe_layers;
-    r.forward_s = d * dense.forward_s + e * moe.forward_s;
-    r.backward_s = d * (dense.backward_s + dense.recompute_s) + e * (moe.backward_s + moe.recompute_s);
-    r.recompute_s = d * dense.recompute_s + e * moe.recompute_s;
-    if (held.embedding) r.forward_s += embedding.forward_s, r.backward_s += embedding.backward_s;
-    if (held.loss) r.forward_s += output.forward_s, r.backward_s += output.backward_s;
-    if (held.mtp_layers > 0) {
-      r.forward_s += held.mtp_layers * mtp.forward_s;
-      r.backward_s += held.mtp_layers * (mtp.backward_s + mtp.recompute_s);
-      r.recompute_s += held.mtp_layers * mtp.recompute_s;
+    // Its blocks' compute, kind by kind; the backward pass runs the
+    // recomputation too.
+    for (BlockKind kind : kAllBlockKinds) {
+      const BlockCost& c = w.cost(kind);
+      const int n = r.count(kind);
+      r.forward_s += n * c.forward_s;
+      r.backward_s += n * (c.backward_s + c.recompute_s);
+      r.recompute_s += n * c.recompute_s;
     }
   }
-  w.pipeline = std::move(pipeline);
   w.ops = std::move(ops);
   return w;
 }

@@ -22,6 +22,9 @@ namespace foldplan {
 
 enum class BlockKind { kDenseLayer, kMoeLayer, kEmbedding, kOutputLayer, kMtpLayer };
 inline constexpr int kBlockKindCount = 5;
+inline constexpr BlockKind kAllBlockKinds[kBlockKindCount] = {
+    BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kEmbedding, BlockKind::kOutputLayer,
+    BlockKind::kMtpLayer};
 // "dense_layer", "moe_layer", "embedding", "output_layer", "mtp_layer"
 const char* Name(BlockKind kind);
 
@@ -32,6 +35,23 @@ struct BlockCost {
   double recompute_s = 0;  // forward work the backward pass repeats
   double total_s() const { return forward_s + backward_s + recompute_s; }
 };
+
+// The block costs of a decoder layer and of a part without recomputation
+// (the embedding, the output layer and loss).
+BlockCost LayerBlockCost(const LayerTimes& times);
+BlockCost PartBlockCost(const OpTime& times);
+
+// What one MTP module's block is made of: its projection (eh_proj with the
+// next-token embedding and norms), one decoder layer of the model's last
+// layer's kind (a MoE layer when `mtp_moe`) and the output head and loss.
+// Its consumers sum the parts (the step per pass, the pipeline weights per
+// part).
+struct MtpBlockParts {
+  BlockCost projection;
+  BlockCost layer;
+  BlockCost output;
+};
+MtpBlockParts MtpBlockPartsOf(const ComputeTimes& compute, bool mtp_moe);
 
 // Whether `op` runs in every block of `kind` (its scope is per layer, per
 // dense layer, per MoE layer, the embedding or the output layer; an MTP
@@ -57,7 +77,14 @@ struct RankWork {
 };
 
 struct StepWork {
-  PipelineDescription pipeline;
+  // The pipeline: its schedule and degrees (what the schedule reads), and
+  // the description the work was built from, for a step simulator that
+  // follows each virtual stage (not owned: it must outlive the work; null
+  // in work assembled by hand).
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  int pp = 1;
+  int vpp = 1;
+  const PipelineDescription* pipeline = nullptr;
   long long microbatches = 1;                     // m = global_batch / (dp x mbs), at least 1
   std::array<BlockCost, kBlockKindCount> block;   // indexed by BlockKind
   std::vector<CommOp> ops;                        // the layout's whole comm plan
@@ -69,10 +96,11 @@ struct StepWork {
   bool Runs(const CommOp& op, BlockKind kind) const { return RunsInBlock(op, kind, mtp_moe); }
 };
 
-// Assembles the step's work from the pipeline, the per-layer compute times
+// Assembles the step's work from the pipeline (which the work points to:
+// keep it alive while the work is used), the per-layer compute times
 // (computed for `layout`) and the comm plan.
 StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
-                       PipelineDescription pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
+                       const PipelineDescription& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches);
 
 }  // namespace foldplan

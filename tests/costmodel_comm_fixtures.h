@@ -30,15 +30,16 @@ struct CommSetup {
 
   CommSetup(ClusterSpec c, ModelSpec m)
       : cluster(std::move(c)), model(std::move(m)), topo(MustBuild(cluster)), params(DefaultCommParams(cluster)) {}
-  std::vector<CommOp> Plan() const {
-    CostContext ctx;
-    ctx.cluster = &cluster;
-    ctx.model = &model;
-    ctx.job = &job;
-    ctx.topology = &topo;
-    ctx.comm = &params;
-    return BuildCommPlan(layout, ctx);
+  CostContext ctx() const {
+    CostContext c;
+    c.cluster = &cluster;
+    c.model = &model;
+    c.job = &job;
+    c.topology = &topo;
+    c.comm = &params;
+    return c;
   }
+  std::vector<CommOp> Plan() const { return BuildCommPlan(layout, ctx()); }
 };
 
 }  // namespace foldplan::testing

@@ -62,8 +62,7 @@ CommOp Op(const char* name, CommOp::Scope scope, double seconds_per_call, bool o
 // runs 1 s forward, 2 s backward, 0.5 s recomputation.
 StepWork TwoRanks(long long microbatches) {
   StepWork w;
-  w.pipeline.pp = 2;
-  w.pipeline.ranks.resize(2);
+  w.pp = 2;
   w.microbatches = microbatches;
   w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = {1, 2, 0.5};
   w.ranks.resize(2);
@@ -102,7 +101,7 @@ TEST_CASE("per-layer communication: exposed, or hidden up to the layer's compute
 
 TEST_CASE("interleaving divides the bubble by vpp") {
   StepWork w = TwoRanks(8);
-  w.pipeline.vpp = 4;
+  w.vpp = 4;
   const PipelineTimes t = SchedulePipeline(w);
   // No communication: t_max = 10.5 s; bubble (pp - 1) / vpp t_max = 10.5 / 4.
   CHECK(t.bubble_s == doctest::Approx(10.5 / 4));
@@ -127,8 +126,8 @@ TEST_CASE("interleaved: vpp crossings per micro-batch hide behind compute; fill 
   // 10.5 s of compute (rank 0), so t_max = 10.5 s; the bubble is
   // (pp - 1) / vpp x t_max + (pp - 1) x s = 10.5 / 4 + 0.5.
   StepWork w = TwoRanks(8);
-  w.pipeline.vpp = 4;
-  w.pipeline.schedule = PipelineSchedule::kInterleaved1F1B;
+  w.vpp = 4;
+  w.schedule = PipelineSchedule::kInterleaved1F1B;
   for (RankWork& r : w.ranks) r.boundary_crossings = 4;
   w.ops = {Op("send", CommOp::kPerStageBoundary, 0.25, false)};
   PipelineTimes t = SchedulePipeline(w);
@@ -154,8 +153,7 @@ TEST_CASE("EP overlap: the steady state hides the all-to-all behind the other mi
   // (pp - p of m = 8 on rank p in 1F1B: 2 on rank 0) expose all 4 s, so
   // rank 0 averages (2 x 4 + 6 x 0.5) / 8 = 1.375 s.
   StepWork w;
-  w.pipeline.pp = 2;
-  w.pipeline.ranks.resize(2);
+  w.pp = 2;
   w.microbatches = 8;
   w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5};
   w.ranks.resize(2);
