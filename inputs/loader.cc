@@ -7,11 +7,13 @@
 #include <system_error>
 
 #include "core/json_check.h"
+#include "inputs/parse_common.h"
 
 namespace foldplan {
 namespace {
 
 namespace fs = std::filesystem;
+using inputs_internal::LooksLikePath;
 
 const char* KindDir(InputKind kind) {
   switch (kind) {
@@ -41,11 +43,6 @@ std::string Joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out.empty() ? "(none)" : out;
-}
-
-bool LooksLikePath(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
 }
 
 std::string DescriptionOf(const nlohmann::json& json) {

@@ -55,4 +55,9 @@ std::string StemOf(const std::string& file) {
   return std::filesystem::path(file).stem().string();
 }
 
+bool LooksLikePath(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
+}
+
 }  // namespace foldplan::inputs_internal

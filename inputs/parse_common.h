@@ -58,4 +58,8 @@ double TotalParamsAsDouble(const ModelSpec& model);
 // The file's stem ("data/models/x.json" -> "x"), used as the input's name.
 std::string StemOf(const std::string& file);
 
+// Whether an input given by name or path is a path: it holds a '/' or ends
+// in ".json". Anything else is a shipped name (inputs/loader.h).
+bool LooksLikePath(const std::string& name_or_path);
+
 }  // namespace foldplan::inputs_internal

@@ -17,6 +17,7 @@ namespace foldplan {
 namespace {
 
 using inputs_internal::IntField;
+using inputs_internal::LooksLikePath;
 using nlohmann::json;
 
 // A job field the recipe may not set, and why (another recipe field gives
@@ -27,11 +28,6 @@ const char* ReservedJobField(const std::string& key) {
   if (key == "world_size") return "the world size is /cluster/gpus";
   if (key == "gpus_per_domain") return "the GPUs used per NVLink domain are /cluster/gpus_per_domain";
   return nullptr;
-}
-
-bool LooksLikePath(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
 }
 
 // A name stays a name; a relative path is relative to the recipe's folder.
