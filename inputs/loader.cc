@@ -8,6 +8,7 @@
 
 #include "core/json_check.h"
 #include "inputs/parse_common.h"
+#include "inputs/recipe.h"
 
 namespace foldplan {
 namespace {
@@ -129,6 +130,10 @@ Result<ModelSpec> LoadModel(const std::string& name_or_path) {
 
 Result<JobSpec> LoadJob(const std::string& name_or_path) {
   return Load<JobSpec>(InputKind::kJob, name_or_path, &ParseJob);
+}
+
+Result<RecipeSpec> LoadRecipe(const std::string& name_or_path) {
+  return Load<RecipeSpec>(InputKind::kRecipe, name_or_path, &ParseRecipe);
 }
 
 }  // namespace foldplan
