@@ -198,13 +198,15 @@ void AddJobErrors(const Status& status, const std::string& label, const json& me
 std::optional<JobSpec> ResolveJob(const RecipeSpec& r, const std::string& file, JsonErrors& errors) {
   const auto path = Resolve(InputKind::kJob, r.job_base, file, "/job/base", errors);
   if (!path) return std::nullopt;
-  if (auto base = LoadJob(*path); !base.ok()) {
+  // Read once; the base job is checked alone first, so that its own errors
+  // name its file.
+  auto base_json = ParseJsonFile(*path);
+  const Result<JobSpec> base = base_json.ok() ? ParseJob(base_json.value(), *path) : base_json.status();
+  if (!base.ok()) {
     errors.Add("/job/base", "expected a job that loads, found \"" + r.job_base + "\", whose file has errors:\n" +
                                 base.status().message());
     return std::nullopt;
   }
-  auto base_json = ParseJsonFile(*path);
-  if (!base_json.ok()) return std::nullopt;  // LoadJob read it a moment ago
   json merged = base_json.value();
   for (auto it = r.job_settings.begin(); it != r.job_settings.end(); ++it) merged[it.key()] = it.value();
   const std::string label = "job of " + file;
