@@ -45,6 +45,8 @@ std::optional<CheckedObject> OptionalObject(CheckedObject& parent, const std::st
   return child;
 }
 
+std::string DescribeString(const std::string& value) { return "\"" + value + "\""; }
+
 bool CheckSchema(CheckedObject& root, const char* schema) {
   if (!root.errors()->empty()) return false;  // the file is not a JSON object
   root.Enum("schema", {schema});

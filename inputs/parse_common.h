@@ -35,6 +35,9 @@ std::optional<CheckedObject> OptionalObject(CheckedObject& parent, const std::st
 // unknown-field errors.
 bool CheckSchema(CheckedObject& root, const char* schema);
 
+// A list value as "found ..." quotes it: "\"ring\"".
+std::string DescribeString(const std::string& value);
+
 // Records "expected no repeated values" for the second occurrence of any
 // value in `values`, read from the list at `pointer`.
 template <class T>

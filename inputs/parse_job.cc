@@ -9,6 +9,7 @@
 namespace foldplan {
 namespace {
 
+using inputs_internal::DescribeString;
 using inputs_internal::IntField;
 using inputs_internal::IntListField;
 using nlohmann::json;
@@ -18,7 +19,6 @@ constexpr int kMaxSms = 1024;        // streaming multiprocessors of one GPU (H1
 constexpr int kMaxMtpLayers = 64;    // as the model file's mtp_layers
 
 std::string DescribeInt(const int& v) { return std::to_string(v); }
-std::string DescribeString(const std::string& v) { return "\"" + v + "\""; }
 
 template <class E>
 std::vector<std::string> Names(const std::vector<E>& values) {

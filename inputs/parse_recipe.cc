@@ -3,6 +3,7 @@
 // the job with the recipe's settings applied. Every error names the recipe
 // file and the pointer of the recipe field to change; a job setting's error
 // is the job format's own, under /job.
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -136,19 +137,13 @@ std::vector<std::string> ReadInferred(CheckedObject& root) {
 }
 
 std::vector<RecipeFeature> ReadNotModelled(CheckedObject& root, JsonErrors& errors) {
-  std::vector<RecipeFeature> out;
   const std::vector<std::string> names = root.EnumList("not_modelled", {"activation_offloading"}, {});
-  for (size_t i = 0; i < names.size(); ++i) {
+  inputs_internal::CheckNoRepeats(names, "/not_modelled", &errors, &inputs_internal::DescribeString);
+  std::vector<RecipeFeature> out;  // each once, in the file's order
+  for (const std::string& name : names) {
     for (int f = 0; f < kRecipeFeatureCount; ++f) {
-      if (names[i] != Name(RecipeFeature(f))) continue;
-      bool repeated = false;
-      for (RecipeFeature seen : out) repeated |= seen == RecipeFeature(f);
-      if (repeated) {
-        errors.Add("/not_modelled/" + std::to_string(i),
-                   "expected no repeated values, found \"" + names[i] + "\" again");
-      } else {
-        out.push_back(RecipeFeature(f));
-      }
+      const auto feature = RecipeFeature(f);
+      if (name == Name(feature) && std::find(out.begin(), out.end(), feature) == out.end()) out.push_back(feature);
     }
   }
   return out;
