@@ -33,6 +33,37 @@ std::vector<std::string> SplitList(const std::string& text) {
   return out;
 }
 
+// A comma-separated candidate flag (--precision, --recompute, --dispatcher)
+// read into `list`, each item by `parse`, whose error is the flag's message.
+template <class T, class Parse>
+Status ReadListFlag(const std::optional<std::string>& text, Parse parse, std::vector<T>* list) {
+  if (!text) return Status();
+  list->clear();
+  for (const std::string& item : SplitList(*text)) {
+    Result<T> value = parse(item);
+    if (!value.ok()) return value.status();
+    list->push_back(std::move(value).value());
+  }
+  return Status();
+}
+
+Result<Precision> PrecisionFlagItem(const std::string& name) {
+  if (const auto p = ParsePrecision(name)) return *p;
+  return Status::Error("--precision: expected one of " + std::string(PrecisionChoices()) + ", found \"" + name + "\"");
+}
+
+Result<Recompute> RecomputeFlagItem(const std::string& name) {
+  Result<Recompute> r = ParseRecompute(name);
+  if (!r.ok()) return Status::Error("--recompute " + name + ": " + r.status().message());
+  return r;
+}
+
+Result<Dispatcher> DispatcherFlagItem(const std::string& name) {
+  if (const auto d = ParseDispatcher(name)) return *d;
+  return Status::Error("--dispatcher: expected one of " + std::string(DispatcherChoices()) + ", found \"" + name +
+                       "\"");
+}
+
 Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   if (o.seq) {
     if (*o.seq < 1) return Status::Error("--seq: expected a positive integer");
@@ -50,45 +81,25 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
     if (*o.gpus < 1) return Status::Error("--gpus: expected a positive integer");
     job->world_size = *o.gpus;
   }
-  if (o.precision) {
-    job->precisions.clear();
-    for (const std::string& name : SplitList(*o.precision)) {
-      const auto p = ParsePrecision(name);
-      if (!p) return Status::Error("--precision: expected one of " + std::string(PrecisionChoices()) + ", found \"" +
-                                   name + "\"");
-      job->precisions.push_back(*p);
-    }
-  }
-  if (o.recompute) {
-    job->recompute.clear();
-    for (const std::string& name : SplitList(*o.recompute)) {
-      Result<Recompute> r = ParseRecompute(name);
-      if (!r.ok()) return Status::Error("--recompute " + name + ": " + r.status().message());
-      job->recompute.push_back(r.value());
-    }
-  }
-  if (o.dispatcher) {
-    job->dispatchers.clear();
-    for (const std::string& name : SplitList(*o.dispatcher)) {
-      const auto d = ParseDispatcher(name);
-      if (!d) return Status::Error("--dispatcher: expected one of " + std::string(DispatcherChoices()) +
-                                   ", found \"" + name + "\"");
-      job->dispatchers.push_back(*d);
-    }
-  }
-  // The same ranges as the job file's fields (doc/formats.md).
+  if (Status s = ReadListFlag(o.precision, &PrecisionFlagItem, &job->precisions); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.recompute, &RecomputeFlagItem, &job->recompute); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.dispatcher, &DispatcherFlagItem, &job->dispatchers); !s.ok()) return s;
+  // The same ranges as the job file's fields (inputs/job.h, doc/formats.md).
   if (o.capacity_factor) {
-    if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= 1024))
-      return Status::Error("--capacity-factor: expected a number in [0, 1024] (0: dropless)");
+    if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= kMaxCapacityFactor))
+      return Status::Error("--capacity-factor: expected a number in [0, " + std::to_string(kMaxCapacityFactor) +
+                           "] (0: dropless)");
     job->capacity_factor = *o.capacity_factor;
   }
   if (o.routing_imbalance) {
-    if (!(*o.routing_imbalance >= 1 && *o.routing_imbalance <= 65536))
-      return Status::Error("--routing-imbalance: expected a number in [1, 65536] (1: forced balance)");
+    if (!(*o.routing_imbalance >= 1 && *o.routing_imbalance <= kMaxRoutingImbalance))
+      return Status::Error("--routing-imbalance: expected a number in [1, " + std::to_string(kMaxRoutingImbalance) +
+                           "] (1: forced balance)");
     job->routing_imbalance = *o.routing_imbalance;
   }
   if (o.mtp) {
-    if (*o.mtp < 0 || *o.mtp > 64) return Status::Error("--mtp: expected an integer in [0, 64]");
+    if (*o.mtp < 0 || *o.mtp > kMaxMtpLayers)
+      return Status::Error("--mtp: expected an integer in [0, " + std::to_string(kMaxMtpLayers) + "]");
     job->mtp_layers = *o.mtp;
   }
   if (o.gpus_per_domain) {

@@ -89,6 +89,13 @@ std::optional<Dispatcher> ParseDispatcher(std::string_view text);
 const char* PrecisionChoices();   // "bf16, fp8-delayed, fp8-tensorwise (alias fp8), fp8-blockwise, mxfp8"
 const char* DispatcherChoices();  // "alltoall, allgather, deepep (alias flex), hybridep"
 
+// Ranges of job fields that the command line sets too (--capacity-factor,
+// --routing-imbalance, --mtp), so that both check the same bounds
+// (doc/formats.md#job).
+inline constexpr int kMaxCapacityFactor = 1024;     // capacity_factor in [0, this]; 0: dropless
+inline constexpr int kMaxRoutingImbalance = 65536;  // routing_imbalance in [1, this]
+inline constexpr int kMaxMtpLayers = 64;            // mtp_layers in [0, this], as the model file's
+
 struct JobSpec {
   std::string name;
   std::string source;

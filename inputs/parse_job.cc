@@ -16,7 +16,6 @@ using nlohmann::json;
 
 constexpr int kMaxTokens = 1 << 24;  // seq_len, global_batch
 constexpr int kMaxSms = 1024;        // streaming multiprocessors of one GPU (H100 132, B200 148)
-constexpr int kMaxMtpLayers = 64;    // as the model file's mtp_layers
 
 std::string DescribeInt(const int& v) { return std::to_string(v); }
 
@@ -120,8 +119,8 @@ void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
   j.hybridep_sms = IntField(root, "hybridep_sms", 1, kMaxSms, j.hybridep_sms);
   j.moe_permute_fusion = root.Bool("moe_permute_fusion", j.moe_permute_fusion);
   j.moe_router_fusion = root.Bool("moe_router_fusion", j.moe_router_fusion);
-  j.capacity_factor = root.Number("capacity_factor", 0, 1024, j.capacity_factor);
-  j.routing_imbalance = root.Number("routing_imbalance", 1, 65536, j.routing_imbalance);
+  j.capacity_factor = root.Number("capacity_factor", 0, kMaxCapacityFactor, j.capacity_factor);
+  j.routing_imbalance = root.Number("routing_imbalance", 1, kMaxRoutingImbalance, j.routing_imbalance);
   j.distributed_optimizer = root.Bool("distributed_optimizer", j.distributed_optimizer);
   j.fsdp = root.BoolList("fsdp", j.fsdp);
   j.tp_overlap = root.BoolList("tp_overlap", j.tp_overlap);
