@@ -1,5 +1,6 @@
-// Helpers shared by the three input parsers (parse_*.cc). Internal to the
-// inputs/ folder: other folders use inputs/loader.h.
+// Helpers shared by the four input parsers (parse_cluster.cc, parse_model.cc,
+// parse_job.cc, parse_recipe.cc) and the loader. Internal to the inputs/
+// folder: other folders use inputs/loader.h and inputs/recipe.h.
 #pragma once
 
 #include <climits>
