@@ -223,7 +223,7 @@ std::optional<JobSpec> ResolveJob(const RecipeSpec& r, const std::string& file, 
 void CheckGpus(const RecipeSpec& r, JsonErrors& errors) {
   const ClusterSpec& c = r.cluster;
   int available = c.total_gpus();
-  std::string which = "the " + std::to_string(available) + " GPUs of cluster " + c.name;
+  std::string part_used;  // which GPUs of each domain, when not all
   if (r.gpus_per_domain > 0) {
     Result<ClusterSpec> part = UsingGpusPerDomain(c, r.gpus_per_domain);
     if (!part.ok()) {
@@ -232,12 +232,12 @@ void CheckGpus(const RecipeSpec& r, JsonErrors& errors) {
       return;
     }
     available = part->total_gpus();
-    which = "the " + std::to_string(available) + " GPUs of cluster " + c.name + " with " +
-            std::to_string(r.gpus_per_domain) + " of each " + std::to_string(c.nvlink_domain_gpus) +
-            "-GPU NVLink domain";
+    part_used = " with " + std::to_string(r.gpus_per_domain) + " of each " + std::to_string(c.nvlink_domain_gpus) +
+                "-GPU NVLink domain";
   }
   if (r.gpus > available) {
-    errors.Add("/cluster/gpus", "expected at most " + which + ", found " + std::to_string(r.gpus));
+    errors.Add("/cluster/gpus", "expected at most the " + std::to_string(available) + " GPUs of cluster " + c.name +
+                                    part_used + ", found " + std::to_string(r.gpus));
   }
 }
 
