@@ -63,7 +63,6 @@ class Recompute {
   bool selective() const { return !full_ && modules_ != 0; }
   // Whether `m` is recomputed (always true under full).
   bool has(RecomputeModule m) const { return full_ || (modules_ >> int(m)) & 1u; }
-  uint32_t modules() const { return modules_; }
   Recompute With(RecomputeModule m) const { return Recompute(full_, modules_ | (1u << int(m))); }
   bool operator==(const Recompute&) const = default;
 
