@@ -114,13 +114,23 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   return Status();
 }
 
+// Where the job's gpus_per_domain came from, for its errors: the flag, the
+// recipe's /cluster/gpus_per_domain, or the job file's /gpus_per_domain.
+std::string GpusPerDomainOrigin(const InputOptions& o, const JobSpec& job, const std::optional<RecipeSpec>& recipe) {
+  if (o.gpus_per_domain) return "--gpus-per-domain";
+  if (recipe) return recipe->source + ": /cluster/gpus_per_domain";
+  return job.source + ": /gpus_per_domain";
+}
+
 // What the job asks of the model and the cluster: its MTP layers and the
-// GPUs it uses of every NVLink domain.
-Status ApplyJobToModelAndCluster(const JobSpec& job, ModelSpec* model, ClusterSpec* cluster) {
+// GPUs it uses of every NVLink domain; `origin` (GpusPerDomainOrigin) heads
+// the error when the cluster cannot give the latter.
+Status ApplyJobToModelAndCluster(const JobSpec& job, const std::string& origin, ModelSpec* model,
+                                 ClusterSpec* cluster) {
   if (job.mtp_layers) model->mtp_layers = *job.mtp_layers;
   if (job.gpus_per_domain > 0) {
     Result<ClusterSpec> part = UsingGpusPerDomain(*cluster, job.gpus_per_domain);
-    if (!part.ok()) return Status::Error("gpus_per_domain (--gpus-per-domain): " + part.status().message());
+    if (!part.ok()) return Status::Error(origin + ": " + part.status().message());
     *cluster = std::move(part).value();
   }
   return Status();
@@ -278,7 +288,9 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
     in = Inputs{base.value(), model.value(), job.value(), std::nullopt};
   }
   if (Status s = ApplyJobOverrides(o, &in.job); !s.ok()) return s;
-  if (Status s = ApplyJobToModelAndCluster(in.job, &in.model, &in.cluster); !s.ok()) return s;
+  if (Status s = ApplyJobToModelAndCluster(in.job, GpusPerDomainOrigin(o, in.job, in.recipe), &in.model, &in.cluster);
+      !s.ok())
+    return s;
   // A precision recipe the GPU cannot run is a mistake in the request, not a
   // candidate to rule out quietly.
   for (Precision p : in.job.precisions) {
@@ -466,7 +478,8 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
       auto m = LoadModel(options.inputs.model);
       if (!m.ok()) return Fail(err, m.status());
       model = m.value();
-      if (Status s = ApplyJobToModelAndCluster(j, &*model, &cluster); !s.ok()) return Fail(err, s);
+      const std::string origin = GpusPerDomainOrigin(options.inputs, j, std::nullopt);
+      if (Status s = ApplyJobToModelAndCluster(j, origin, &*model, &cluster); !s.ok()) return Fail(err, s);
     }
   }
   // Degrees alone get the degree, order and placement rules; --model adds

@@ -71,3 +71,15 @@ TEST_CASE("bad pipeline layouts name the problem and where it is") {
   ExpectError(ds + "pp_layout='Et|(tt|)*30tL'", "pipeline_split: the layout places 62 decoder layers, the model has 61");
   ExpectError(ds + "pp_layout='Et|(tt|)*29ttmm|L'", "pipeline_split: the layout places 2 MTP layers (m), the model has 1");
 }
+
+// A gpus_per_domain the cluster cannot give: the error names where the value
+// came from, the flag or the job file's field, not always both.
+TEST_CASE("a gpus_per_domain the cluster cannot give names its origin") {
+  const std::string why = "3 GPUs per NVLink domain: expected a multiple of the 4 GPUs per node, at most the domain's 72";
+  ExpectError("enumerate --cluster gb200-nvl72-4r --gpus-per-domain 3", "foldplan: --gpus-per-domain: " + why);
+  ExpectError("enumerate --cluster gb200-nvl72-4r --job tests/data/cli/job_gpus_per_domain_3.json",
+              "foldplan: tests/data/cli/job_gpus_per_domain_3.json: /gpus_per_domain: " + why);
+  ExpectError("ranks --cluster gb200-nvl72-4r --model qwen3-235b-a22b --layout tp=1,pp=8,ep=8 "
+              "--job tests/data/cli/job_gpus_per_domain_3.json",
+              "foldplan: tests/data/cli/job_gpus_per_domain_3.json: /gpus_per_domain: " + why);
+}
