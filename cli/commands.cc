@@ -122,12 +122,17 @@ std::string GpusPerDomainOrigin(const InputOptions& o, const JobSpec& job, const
   return job.source + ": /gpus_per_domain";
 }
 
-// What the job asks of the model and the cluster: its MTP layers and the
-// GPUs it uses of every NVLink domain; `origin` (GpusPerDomainOrigin) heads
-// the error when the cluster cannot give the latter.
-Status ApplyJobToModelAndCluster(const JobSpec& job, const std::string& origin, ModelSpec* model,
-                                 ClusterSpec* cluster) {
+// What the job asks of the model: its MTP layers.
+void ApplyJobToModel(const JobSpec& job, ModelSpec* model) {
   if (job.mtp_layers) model->mtp_layers = *job.mtp_layers;
+}
+
+// What the job asks of the cluster: only the first gpus_per_domain GPUs of
+// every NVLink domain (0: all). The one place the cluster is cut, from the
+// job's final setting (job file, recipe or --gpus-per-domain), in every
+// command; `origin` (GpusPerDomainOrigin) heads the error when the cluster
+// cannot give it.
+Status ApplyJobToCluster(const JobSpec& job, const std::string& origin, ClusterSpec* cluster) {
   if (job.gpus_per_domain > 0) {
     Result<ClusterSpec> part = UsingGpusPerDomain(*cluster, job.gpus_per_domain);
     if (!part.ok()) return Status::Error(origin + ": " + part.status().message());
@@ -233,7 +238,11 @@ std::string InputsLine(const Inputs& in) {
          ", " + Precisions(in.job) + ")";
 }
 
-Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& o) {
+namespace {
+
+// The cluster file with --nodes applied; not yet cut to the job's
+// gpus_per_domain (ApplyJobToCluster does that).
+Result<ClusterSpec> LoadWholeCluster(const InputOptions& o) {
   auto cluster = LoadCluster(o.cluster.empty() ? kDefaultCluster : o.cluster);
   if (!cluster.ok()) return cluster.status();
   ClusterSpec c = cluster.value();
@@ -247,13 +256,10 @@ Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& o) {
     }
     c.name += " (" + std::to_string(*o.nodes) + " nodes)";
   }
-  if (o.gpus_per_domain) {
-    Result<ClusterSpec> part = UsingGpusPerDomain(c, *o.gpus_per_domain);
-    if (!part.ok()) return Status::Error("--gpus-per-domain: " + part.status().message());
-    c = std::move(part).value();
-  }
   return c;
 }
+
+}  // namespace
 
 // The inputs a recipe names; the flags that would name others are refused.
 Result<Inputs> LoadRecipeInputs(const InputOptions& o) {
@@ -276,10 +282,7 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
     if (!r.ok()) return r.status();
     in = std::move(r).value();
   } else {
-    // The cluster before --gpus-per-domain: the job's setting (file or flag) applies it once.
-    InputOptions whole = o;
-    whole.gpus_per_domain.reset();
-    auto base = LoadClusterWithOverrides(whole);
+    auto base = LoadWholeCluster(o);
     if (!base.ok()) return base.status();
     auto model = LoadModel(o.model.empty() ? kDefaultModel : o.model);
     if (!model.ok()) return model.status();
@@ -288,9 +291,8 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
     in = Inputs{base.value(), model.value(), job.value(), std::nullopt};
   }
   if (Status s = ApplyJobOverrides(o, &in.job); !s.ok()) return s;
-  if (Status s = ApplyJobToModelAndCluster(in.job, GpusPerDomainOrigin(o, in.job, in.recipe), &in.model, &in.cluster);
-      !s.ok())
-    return s;
+  ApplyJobToModel(in.job, &in.model);
+  if (Status s = ApplyJobToCluster(in.job, GpusPerDomainOrigin(o, in.job, in.recipe), &in.cluster); !s.ok()) return s;
   // A precision recipe the GPU cannot run is a mistake in the request, not a
   // candidate to rule out quietly.
   for (Precision p : in.job.precisions) {
@@ -345,9 +347,15 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
 }
 
 int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
-  auto cluster = LoadClusterWithOverrides(options.inputs);
+  auto cluster = LoadWholeCluster(options.inputs);
   if (!cluster.ok()) return Fail(err, cluster.status());
-  auto topo = Topology::Build(cluster.value());
+  // topo reads no job file: its job is the flags' (--gpus-per-domain).
+  JobSpec job;
+  if (Status s = ApplyJobOverrides(options.inputs, &job); !s.ok()) return Fail(err, s);
+  ClusterSpec c = cluster.value();
+  if (Status s = ApplyJobToCluster(job, GpusPerDomainOrigin(options.inputs, job, std::nullopt), &c); !s.ok())
+    return Fail(err, s);
+  auto topo = Topology::Build(c);
   if (!topo.ok()) return Fail(err, topo.status());
   out << (options.json ? TopologySummaryJson(topo.value()) : TopologySummaryText(topo.value()));
   return 0;
@@ -466,7 +474,7 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
       if (*options.world_size < 1) return Fail(err, Status::Error("--world-size: expected a positive integer"));
       cluster = GenericCluster(*options.world_size);
     } else {
-      auto c = LoadClusterWithOverrides(options.inputs);
+      auto c = LoadWholeCluster(options.inputs);
       if (!c.ok()) return Fail(err, c.status());
       cluster = c.value();
     }
@@ -474,12 +482,14 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
     if (!job.ok()) return Fail(err, job.status());
     j = job.value();
     if (Status s = ApplyJobOverrides(options.inputs, &j); !s.ok()) return Fail(err, s);
+    // The job's gpus_per_domain holds with or without --model.
+    const std::string origin = GpusPerDomainOrigin(options.inputs, j, std::nullopt);
+    if (Status s = ApplyJobToCluster(j, origin, &cluster); !s.ok()) return Fail(err, s);
     if (options.model_given) {
       auto m = LoadModel(options.inputs.model);
       if (!m.ok()) return Fail(err, m.status());
       model = m.value();
-      const std::string origin = GpusPerDomainOrigin(options.inputs, j, std::nullopt);
-      if (Status s = ApplyJobToModelAndCluster(j, origin, &*model, &cluster); !s.ok()) return Fail(err, s);
+      ApplyJobToModel(j, &*model);
     }
   }
   // Degrees alone get the degree, order and placement rules; --model adds

@@ -48,11 +48,11 @@ struct Inputs {
   std::optional<RecipeSpec> recipe;  // when loaded from --recipe
 };
 
-// Loads the three inputs (defaults where unnamed), applies the overrides,
-// then the job's model and cluster settings (mtp_layers, gpus_per_domain).
+// Loads the cluster, model and job (defaults where unnamed, or the recipe's),
+// applies the overrides, then the job's model and cluster settings
+// (mtp_layers; gpus_per_domain, from the job file, the recipe or
+// --gpus-per-domain, cuts the cluster once, as in topo and ranks).
 Result<Inputs> LoadInputs(const InputOptions& options);
-// The cluster alone with --nodes and --gpus-per-domain applied (for topo and ranks).
-Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& options);
 // "[recipe R: ]cluster C ([K of ]N x GPU), model M, job J (seq S, global
 // batch B, P)": the recipe prefix when loaded from --recipe, "K of" when the
 // job uses K of the cluster's N GPUs, P the precision candidates joined by
