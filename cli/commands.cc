@@ -114,12 +114,21 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   return Status();
 }
 
+// Where the job's value of `key` came from when no flag set it, for
+// messages: "FILE: /KEY" of the job file; for a recipe, the recipe's
+// /job/KEY when it sets the field, else its base job file's /KEY.
+std::string JobFieldOrigin(const JobSpec& job, const std::optional<RecipeSpec>& recipe, const std::string& key) {
+  if (!recipe) return job.source + ": /" + key;
+  if (recipe->job_settings.contains(key)) return recipe->source + ": /job/" + key;
+  return recipe->job_base_source + ": /" + key;
+}
+
 // Where the job's gpus_per_domain came from, for its errors: the flag, the
 // recipe's /cluster/gpus_per_domain, or the job file's /gpus_per_domain.
 std::string GpusPerDomainOrigin(const InputOptions& o, const JobSpec& job, const std::optional<RecipeSpec>& recipe) {
   if (o.gpus_per_domain) return "--gpus-per-domain";
   if (recipe) return recipe->source + ": /cluster/gpus_per_domain";
-  return job.source + ": /gpus_per_domain";
+  return JobFieldOrigin(job, std::nullopt, "gpus_per_domain");
 }
 
 // What the job asks of the model: its MTP layers.
@@ -298,7 +307,7 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
   for (Precision p : in.job.precisions) {
     if (const std::string why = rules::PrecisionProblem(in.cluster.gpu, p); !why.empty()) {
       return Status::Error(std::string("precision ") + Name(p) + " (" +
-                           (o.precision ? "--precision" : in.job.source + ": /precision") + ") on cluster " +
+                           (o.precision ? "--precision" : JobFieldOrigin(in.job, in.recipe, "precision")) + ") on cluster " +
                            in.cluster.name + ": " + why);
     }
   }

@@ -189,10 +189,12 @@ void AddJobErrors(const Status& status, const std::string& label, const json& me
 }
 
 // The base job with the recipe's settings applied, read by the job format's
-// reader so that every setting is checked exactly as in a job file.
-std::optional<JobSpec> ResolveJob(const RecipeSpec& r, const std::string& file, JsonErrors& errors) {
+// reader so that every setting is checked exactly as in a job file; sets
+// r.job_base_source.
+std::optional<JobSpec> ResolveJob(RecipeSpec& r, const std::string& file, JsonErrors& errors) {
   const auto path = Resolve(InputKind::kJob, r.job_base, file, "/job/base", errors);
   if (!path) return std::nullopt;
+  r.job_base_source = *path;
   // Read once; the base job is checked alone first, so that its own errors
   // name its file.
   auto base_json = ParseJsonFile(*path);

@@ -83,3 +83,18 @@ TEST_CASE("a gpus_per_domain the cluster cannot give names its origin") {
               "--job tests/data/cli/job_gpus_per_domain_3.json",
               "foldplan: tests/data/cli/job_gpus_per_domain_3.json: /gpus_per_domain: " + why);
 }
+
+// A recipe's precision the GPU cannot run: the error points at the field
+// that set it, the recipe's /job/precision, or, when the recipe leaves it to
+// its base job, that job file's /precision (not the recipe's /precision).
+TEST_CASE("a recipe's unrunnable precision names the field that set it") {
+  const std::string why = "on cluster h100-dgx-16n: mxfp8 needs Blackwell tensor cores";
+  ExpectError("explain --recipe tests/data/cli/recipe_mxfp8_on_h100.json",
+              "foldplan: precision mxfp8 (tests/data/cli/recipe_mxfp8_on_h100.json: /job/precision) " + why);
+  ExpectError("plan --recipe tests/data/cli/recipe_base_mxfp8_on_h100.json",
+              "foldplan: precision mxfp8 (tests/data/cli/job_mxfp8.json: /precision) " + why);
+  ExpectError("explain --job tests/data/cli/job_mxfp8.json --layout tp=1",
+              "foldplan: precision mxfp8 (tests/data/cli/job_mxfp8.json: /precision) " + why);
+  ExpectError("explain --recipe tests/data/cli/recipe_mxfp8_on_h100.json --precision bf16,mxfp8",
+              "foldplan: precision mxfp8 (--precision) " + why);
+}
