@@ -4,6 +4,7 @@
 // here; the search tries every combination.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -132,5 +133,20 @@ struct JobSpec {
   // MTP layers, overriding the model's (--mtp N); unset: the model's.
   std::optional<int> mtp_layers;
 };
+
+// A candidate that repeats an earlier one of its list. A job's candidate
+// lists hold none (a repeat would be enumerated twice): the job reader
+// refuses a file's, the command line a flag's (--precision, --recompute,
+// --dispatcher), both by this rule.
+struct RepeatedCandidate {
+  std::string field;   // the job file's key: "precision", "dispatcher", ...
+  size_t index = 0;    // of the repeat in the list
+  size_t first = 0;    // of the earlier, equal candidate
+  std::string value;   // its name or number: "deepep", "2", "true"
+  bool is_name = true;  // a name (a string in the file), not a number or boolean
+};
+// Every repeat in the job's candidate lists, list by list in the job
+// file's field order, each list's in index order.
+std::vector<RepeatedCandidate> RepeatedCandidates(const JobSpec& job);
 
 }  // namespace foldplan

@@ -39,19 +39,30 @@ bool CheckSchema(CheckedObject& root, const char* schema);
 // A list value as "found ..." quotes it: "\"ring\"".
 std::string DescribeString(const std::string& value);
 
+// Each value of `values` equal to an earlier one: {its index, the first
+// equal one's index}, in index order.
+template <class T>
+std::vector<std::pair<size_t, size_t>> Repeats(const std::vector<T>& values) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (values[k] == values[i]) {
+        out.emplace_back(i, k);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 // Records "expected no repeated values" for the second occurrence of any
 // value in `values`, read from the list at `pointer`.
 template <class T>
 void CheckNoRepeats(const std::vector<T>& values, const std::string& pointer,
                     JsonErrors* errors, std::string (*describe)(const T&)) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    for (size_t k = 0; k < i; ++k) {
-      if (values[k] == values[i]) {
-        errors->Add(pointer + "/" + std::to_string(i),
-                    "expected no repeated values, found " + describe(values[i]) + " again");
-        break;
-      }
-    }
+  for (const auto& [i, first] : Repeats(values)) {
+    errors->Add(pointer + "/" + std::to_string(i),
+                "expected no repeated values, found " + describe(values[i]) + " again");
   }
 }
 
