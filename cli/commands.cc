@@ -1,6 +1,8 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/formats.h"
@@ -64,6 +66,22 @@ Result<Dispatcher> DispatcherFlagItem(const std::string& name) {
                        "\"");
 }
 
+// A candidate flag's repeat, by the job reader's rule (RepeatedCandidates):
+// "--dispatcher: deepep given twice (flex is deepep)"; the note names the
+// spellings that are aliases of the value.
+std::string RepeatText(const char* flag, const std::string& text, const RepeatedCandidate& r) {
+  const std::vector<std::string> items = SplitList(text);
+  std::vector<std::string> aliases;
+  for (size_t i : {r.first, r.index}) {
+    if (items[i] != r.value && std::find(aliases.begin(), aliases.end(), items[i]) == aliases.end())
+      aliases.push_back(items[i]);
+  }
+  std::string note;
+  for (const std::string& a : aliases) note += (note.empty() ? "" : " and ") + a;
+  if (!note.empty()) note = " (" + note + (aliases.size() > 1 ? " are " : " is ") + r.value + ")";
+  return std::string(flag) + ": " + r.value + " given twice" + note;
+}
+
 Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   if (o.seq) {
     if (*o.seq < 1) return Status::Error("--seq: expected a positive integer");
@@ -106,10 +124,19 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
     if (*o.gpus_per_domain < 1) return Status::Error("--gpus-per-domain: expected a positive integer");
     job->gpus_per_domain = *o.gpus_per_domain;
   }
-  for (const std::vector<Recompute>* list : {&job->recompute}) {
-    for (size_t i = 0; i < list->size(); ++i)
-      for (size_t k = 0; k < i; ++k)
-        if ((*list)[k] == (*list)[i]) return Status::Error("--recompute: " + Name((*list)[i]) + " given twice");
+  // A repeated candidate would be enumerated twice: the job reader's rule on
+  // the lists the flags gave (a job file's or recipe's were checked when read).
+  const struct {
+    const char* field;
+    const char* flag;
+    const std::optional<std::string>& text;
+  } flags[] = {{"precision", "--precision", o.precision},
+               {"recompute", "--recompute", o.recompute},
+               {"dispatcher", "--dispatcher", o.dispatcher}};
+  for (const RepeatedCandidate& r : RepeatedCandidates(*job)) {
+    for (const auto& f : flags) {
+      if (f.text && r.field == f.field) return Status::Error(RepeatText(f.flag, *f.text, r));
+    }
   }
   return Status();
 }

@@ -98,3 +98,21 @@ TEST_CASE("a recipe's unrunnable precision names the field that set it") {
   ExpectError("explain --recipe tests/data/cli/recipe_mxfp8_on_h100.json --precision bf16,mxfp8",
               "foldplan: precision mxfp8 (--precision) " + why);
 }
+
+// A candidate given twice in a list flag, an alias included (fp8 is
+// fp8-tensorwise, flex is deepep), would be searched twice: refused as the
+// job reader refuses a repeat in a job file, naming the flag; exit 1.
+TEST_CASE("a candidate flag that repeats a value is refused") {
+  ExpectError("plan --precision bf16,bf16", "foldplan: --precision: bf16 given twice\n");
+  ExpectError("plan --precision fp8-tensorwise,fp8 --cluster gb200-nvl72-4r",
+              "foldplan: --precision: fp8-tensorwise given twice (fp8 is fp8-tensorwise)\n");
+  ExpectError("plan --dispatcher alltoall,flex,deepep", "foldplan: --dispatcher: deepep given twice (flex is deepep)\n");
+  ExpectError("enumerate --dispatcher flex,flex", "foldplan: --dispatcher: deepep given twice (flex is deepep)\n");
+  ExpectError("explain --recipe qwen3-235b-gb200-tp1-pp8-ep8 --dispatcher hybridep,hybridep",
+              "foldplan: --dispatcher: hybridep given twice\n");
+  // --recompute, checked before, keeps its message; an alias is named too.
+  ExpectError("plan --recompute none,full,none", "foldplan: --recompute: none given twice\n");
+  ExpectError("plan --recompute selective,core_attn", "foldplan: --recompute: selective given twice (core_attn is selective)\n");
+  ExpectError("plan --recompute moe+mlp,mlp+moe",
+              "foldplan: --recompute: mlp+moe given twice (moe+mlp is mlp+moe)\n");
+}
