@@ -1,6 +1,8 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 
+#include <algorithm>
+
 #include <nlohmann/json.hpp>
 
 #include "core/formats.h"
@@ -33,6 +35,53 @@ std::vector<std::string> SplitList(const std::string& text) {
   return out;
 }
 
+// A comma-separated candidate flag (--precision, --recompute, --dispatcher)
+// read into `list`, each item by `parse`, whose error is the flag's message.
+template <class T, class Parse>
+Status ReadListFlag(const std::optional<std::string>& text, Parse parse, std::vector<T>* list) {
+  if (!text) return Status();
+  list->clear();
+  for (const std::string& item : SplitList(*text)) {
+    Result<T> value = parse(item);
+    if (!value.ok()) return value.status();
+    list->push_back(std::move(value).value());
+  }
+  return Status();
+}
+
+Result<Precision> PrecisionFlagItem(const std::string& name) {
+  if (const auto p = ParsePrecision(name)) return *p;
+  return Status::Error("--precision: expected one of " + std::string(PrecisionChoices()) + ", found \"" + name + "\"");
+}
+
+Result<Recompute> RecomputeFlagItem(const std::string& name) {
+  Result<Recompute> r = ParseRecompute(name);
+  if (!r.ok()) return Status::Error("--recompute " + name + ": " + r.status().message());
+  return r;
+}
+
+Result<Dispatcher> DispatcherFlagItem(const std::string& name) {
+  if (const auto d = ParseDispatcher(name)) return *d;
+  return Status::Error("--dispatcher: expected one of " + std::string(DispatcherChoices()) + ", found \"" + name +
+                       "\"");
+}
+
+// A candidate flag's repeat, by the job reader's rule (RepeatedCandidates):
+// "--dispatcher: deepep given twice (flex is deepep)"; the note names the
+// spellings that are aliases of the value.
+std::string RepeatText(const char* flag, const std::string& text, const RepeatedCandidate& r) {
+  const std::vector<std::string> items = SplitList(text);
+  std::vector<std::string> aliases;
+  for (size_t i : {r.first, r.index}) {
+    if (items[i] != r.value && std::find(aliases.begin(), aliases.end(), items[i]) == aliases.end())
+      aliases.push_back(items[i]);
+  }
+  std::string note;
+  for (const std::string& a : aliases) note += (note.empty() ? "" : " and ") + a;
+  if (!note.empty()) note = " (" + note + (aliases.size() > 1 ? " are " : " is ") + r.value + ")";
+  return std::string(flag) + ": " + r.value + " given twice" + note;
+}
+
 Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   if (o.seq) {
     if (*o.seq < 1) return Status::Error("--seq: expected a positive integer");
@@ -50,66 +99,79 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
     if (*o.gpus < 1) return Status::Error("--gpus: expected a positive integer");
     job->world_size = *o.gpus;
   }
-  if (o.precision) {
-    job->precisions.clear();
-    for (const std::string& name : SplitList(*o.precision)) {
-      const auto p = ParsePrecision(name);
-      if (!p) return Status::Error("--precision: expected one of " + std::string(PrecisionChoices()) + ", found \"" +
-                                   name + "\"");
-      job->precisions.push_back(*p);
-    }
-  }
-  if (o.recompute) {
-    job->recompute.clear();
-    for (const std::string& name : SplitList(*o.recompute)) {
-      Result<Recompute> r = ParseRecompute(name);
-      if (!r.ok()) return Status::Error("--recompute " + name + ": " + r.status().message());
-      job->recompute.push_back(r.value());
-    }
-  }
-  if (o.dispatcher) {
-    job->dispatchers.clear();
-    for (const std::string& name : SplitList(*o.dispatcher)) {
-      const auto d = ParseDispatcher(name);
-      if (!d) return Status::Error("--dispatcher: expected one of " + std::string(DispatcherChoices()) +
-                                   ", found \"" + name + "\"");
-      job->dispatchers.push_back(*d);
-    }
-  }
-  // The same ranges as the job file's fields (doc/formats.md).
+  if (Status s = ReadListFlag(o.precision, &PrecisionFlagItem, &job->precisions); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.recompute, &RecomputeFlagItem, &job->recompute); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.dispatcher, &DispatcherFlagItem, &job->dispatchers); !s.ok()) return s;
+  // The same ranges as the job file's fields (inputs/job.h, doc/formats.md).
   if (o.capacity_factor) {
-    if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= 1024))
-      return Status::Error("--capacity-factor: expected a number in [0, 1024] (0: dropless)");
+    if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= kMaxCapacityFactor))
+      return Status::Error("--capacity-factor: expected a number in [0, " + std::to_string(kMaxCapacityFactor) +
+                           "] (0: dropless)");
     job->capacity_factor = *o.capacity_factor;
   }
   if (o.routing_imbalance) {
-    if (!(*o.routing_imbalance >= 1 && *o.routing_imbalance <= 65536))
-      return Status::Error("--routing-imbalance: expected a number in [1, 65536] (1: forced balance)");
+    if (!(*o.routing_imbalance >= 1 && *o.routing_imbalance <= kMaxRoutingImbalance))
+      return Status::Error("--routing-imbalance: expected a number in [1, " + std::to_string(kMaxRoutingImbalance) +
+                           "] (1: forced balance)");
     job->routing_imbalance = *o.routing_imbalance;
   }
   if (o.mtp) {
-    if (*o.mtp < 0 || *o.mtp > 64) return Status::Error("--mtp: expected an integer in [0, 64]");
+    if (*o.mtp < 0 || *o.mtp > kMaxMtpLayers)
+      return Status::Error("--mtp: expected an integer in [0, " + std::to_string(kMaxMtpLayers) + "]");
     job->mtp_layers = *o.mtp;
   }
   if (o.gpus_per_domain) {
     if (*o.gpus_per_domain < 1) return Status::Error("--gpus-per-domain: expected a positive integer");
     job->gpus_per_domain = *o.gpus_per_domain;
   }
-  for (const std::vector<Recompute>* list : {&job->recompute}) {
-    for (size_t i = 0; i < list->size(); ++i)
-      for (size_t k = 0; k < i; ++k)
-        if ((*list)[k] == (*list)[i]) return Status::Error("--recompute: " + Name((*list)[i]) + " given twice");
+  // A repeated candidate would be enumerated twice: the job reader's rule on
+  // the lists the flags gave (a job file's or recipe's were checked when read).
+  const struct {
+    const char* field;
+    const char* flag;
+    const std::optional<std::string>& text;
+  } flags[] = {{"precision", "--precision", o.precision},
+               {"recompute", "--recompute", o.recompute},
+               {"dispatcher", "--dispatcher", o.dispatcher}};
+  for (const RepeatedCandidate& r : RepeatedCandidates(*job)) {
+    for (const auto& f : flags) {
+      if (f.text && r.field == f.field) return Status::Error(RepeatText(f.flag, *f.text, r));
+    }
   }
   return Status();
 }
 
-// What the job asks of the model and the cluster: its MTP layers and the
-// GPUs it uses of every NVLink domain.
-Status ApplyJobToModelAndCluster(const JobSpec& job, ModelSpec* model, ClusterSpec* cluster) {
+// Where the job's value of `key` came from when no flag set it, for
+// messages: "FILE: /KEY" of the job file; for a recipe, the recipe's
+// /job/KEY when it sets the field, else its base job file's /KEY.
+std::string JobFieldOrigin(const JobSpec& job, const std::optional<RecipeSpec>& recipe, const std::string& key) {
+  if (!recipe) return job.source + ": /" + key;
+  if (recipe->job_settings.contains(key)) return recipe->source + ": /job/" + key;
+  return recipe->job_base_source + ": /" + key;
+}
+
+// Where the job's gpus_per_domain came from, for its errors: the flag, the
+// recipe's /cluster/gpus_per_domain, or the job file's /gpus_per_domain.
+std::string GpusPerDomainOrigin(const InputOptions& o, const JobSpec& job, const std::optional<RecipeSpec>& recipe) {
+  if (o.gpus_per_domain) return "--gpus-per-domain";
+  if (recipe) return recipe->source + ": /cluster/gpus_per_domain";
+  return JobFieldOrigin(job, std::nullopt, "gpus_per_domain");
+}
+
+// What the job asks of the model: its MTP layers.
+void ApplyJobToModel(const JobSpec& job, ModelSpec* model) {
   if (job.mtp_layers) model->mtp_layers = *job.mtp_layers;
+}
+
+// What the job asks of the cluster: only the first gpus_per_domain GPUs of
+// every NVLink domain (0: all). The one place the cluster is cut, from the
+// job's final setting (job file, recipe or --gpus-per-domain), in every
+// command; `origin` (GpusPerDomainOrigin) heads the error when the cluster
+// cannot give it.
+Status ApplyJobToCluster(const JobSpec& job, const std::string& origin, ClusterSpec* cluster) {
   if (job.gpus_per_domain > 0) {
     Result<ClusterSpec> part = UsingGpusPerDomain(*cluster, job.gpus_per_domain);
-    if (!part.ok()) return Status::Error("gpus_per_domain (--gpus-per-domain): " + part.status().message());
+    if (!part.ok()) return Status::Error(origin + ": " + part.status().message());
     *cluster = std::move(part).value();
   }
   return Status();
@@ -212,7 +274,11 @@ std::string InputsLine(const Inputs& in) {
          ", " + Precisions(in.job) + ")";
 }
 
-Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& o) {
+namespace {
+
+// The cluster file with --nodes applied; not yet cut to the job's
+// gpus_per_domain (ApplyJobToCluster does that).
+Result<ClusterSpec> LoadWholeCluster(const InputOptions& o) {
   auto cluster = LoadCluster(o.cluster.empty() ? kDefaultCluster : o.cluster);
   if (!cluster.ok()) return cluster.status();
   ClusterSpec c = cluster.value();
@@ -226,13 +292,10 @@ Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& o) {
     }
     c.name += " (" + std::to_string(*o.nodes) + " nodes)";
   }
-  if (o.gpus_per_domain) {
-    Result<ClusterSpec> part = UsingGpusPerDomain(c, *o.gpus_per_domain);
-    if (!part.ok()) return Status::Error("--gpus-per-domain: " + part.status().message());
-    c = std::move(part).value();
-  }
   return c;
 }
+
+}  // namespace
 
 // The inputs a recipe names; the flags that would name others are refused.
 Result<Inputs> LoadRecipeInputs(const InputOptions& o) {
@@ -255,10 +318,7 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
     if (!r.ok()) return r.status();
     in = std::move(r).value();
   } else {
-    // The cluster before --gpus-per-domain: the job's setting (file or flag) applies it once.
-    InputOptions whole = o;
-    whole.gpus_per_domain.reset();
-    auto base = LoadClusterWithOverrides(whole);
+    auto base = LoadWholeCluster(o);
     if (!base.ok()) return base.status();
     auto model = LoadModel(o.model.empty() ? kDefaultModel : o.model);
     if (!model.ok()) return model.status();
@@ -267,13 +327,14 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
     in = Inputs{base.value(), model.value(), job.value(), std::nullopt};
   }
   if (Status s = ApplyJobOverrides(o, &in.job); !s.ok()) return s;
-  if (Status s = ApplyJobToModelAndCluster(in.job, &in.model, &in.cluster); !s.ok()) return s;
+  ApplyJobToModel(in.job, &in.model);
+  if (Status s = ApplyJobToCluster(in.job, GpusPerDomainOrigin(o, in.job, in.recipe), &in.cluster); !s.ok()) return s;
   // A precision recipe the GPU cannot run is a mistake in the request, not a
   // candidate to rule out quietly.
   for (Precision p : in.job.precisions) {
     if (const std::string why = rules::PrecisionProblem(in.cluster.gpu, p); !why.empty()) {
       return Status::Error(std::string("precision ") + Name(p) + " (" +
-                           (o.precision ? "--precision" : in.job.source + ": /precision") + ") on cluster " +
+                           (o.precision ? "--precision" : JobFieldOrigin(in.job, in.recipe, "precision")) + ") on cluster " +
                            in.cluster.name + ": " + why);
     }
   }
@@ -322,9 +383,15 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
 }
 
 int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
-  auto cluster = LoadClusterWithOverrides(options.inputs);
+  auto cluster = LoadWholeCluster(options.inputs);
   if (!cluster.ok()) return Fail(err, cluster.status());
-  auto topo = Topology::Build(cluster.value());
+  // topo reads no job file: its job is the flags' (--gpus-per-domain).
+  JobSpec job;
+  if (Status s = ApplyJobOverrides(options.inputs, &job); !s.ok()) return Fail(err, s);
+  ClusterSpec c = cluster.value();
+  if (Status s = ApplyJobToCluster(job, GpusPerDomainOrigin(options.inputs, job, std::nullopt), &c); !s.ok())
+    return Fail(err, s);
+  auto topo = Topology::Build(c);
   if (!topo.ok()) return Fail(err, topo.status());
   out << (options.json ? TopologySummaryJson(topo.value()) : TopologySummaryText(topo.value()));
   return 0;
@@ -443,7 +510,7 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
       if (*options.world_size < 1) return Fail(err, Status::Error("--world-size: expected a positive integer"));
       cluster = GenericCluster(*options.world_size);
     } else {
-      auto c = LoadClusterWithOverrides(options.inputs);
+      auto c = LoadWholeCluster(options.inputs);
       if (!c.ok()) return Fail(err, c.status());
       cluster = c.value();
     }
@@ -451,11 +518,14 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
     if (!job.ok()) return Fail(err, job.status());
     j = job.value();
     if (Status s = ApplyJobOverrides(options.inputs, &j); !s.ok()) return Fail(err, s);
+    // The job's gpus_per_domain holds with or without --model.
+    const std::string origin = GpusPerDomainOrigin(options.inputs, j, std::nullopt);
+    if (Status s = ApplyJobToCluster(j, origin, &cluster); !s.ok()) return Fail(err, s);
     if (options.model_given) {
       auto m = LoadModel(options.inputs.model);
       if (!m.ok()) return Fail(err, m.status());
       model = m.value();
-      if (Status s = ApplyJobToModelAndCluster(j, &*model, &cluster); !s.ok()) return Fail(err, s);
+      ApplyJobToModel(j, &*model);
     }
   }
   // Degrees alone get the degree, order and placement rules; --model adds

@@ -1,7 +1,8 @@
 // The foldplan subcommands as library calls: cli/main.cc parses the command
 // line into these option structs and calls one function, which writes its
-// report to `out`, errors to `err`, and returns the process exit code
-// (0 ok, 1 bad input or refused layout).
+// report to `out`, errors to `err`, and returns the process exit code:
+// 0 ok, 1 bad input or refused layout, 2 a usage error (explain and ranks
+// given neither --layout nor --recipe; main.cc's flag parsing gives 2 too).
 #pragma once
 
 #include <optional>
@@ -47,12 +48,15 @@ struct Inputs {
   std::optional<RecipeSpec> recipe;  // when loaded from --recipe
 };
 
-// Loads the three inputs (defaults where unnamed), applies the overrides,
-// then the job's model and cluster settings (mtp_layers, gpus_per_domain).
+// Loads the cluster, model and job (defaults where unnamed, or the recipe's),
+// applies the overrides, then the job's model and cluster settings
+// (mtp_layers; gpus_per_domain, from the job file, the recipe or
+// --gpus-per-domain, cuts the cluster once, as in topo and ranks).
 Result<Inputs> LoadInputs(const InputOptions& options);
-// The cluster alone with --nodes and --gpus-per-domain applied (for topo and ranks).
-Result<ClusterSpec> LoadClusterWithOverrides(const InputOptions& options);
-// "cluster C (N x GPU), model M, job J (seq S, global batch B, bf16)".
+// "[recipe R: ]cluster C ([K of ]N x GPU), model M, job J (seq S, global
+// batch B, P)": the recipe prefix when loaded from --recipe, "K of" when the
+// job uses K of the cluster's N GPUs, P the precision candidates joined by
+// '/' ("bf16/mxfp8").
 std::string InputsLine(const Inputs& inputs);
 
 // --layout against the world size: options it leaves out take the job's

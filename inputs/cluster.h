@@ -12,6 +12,7 @@ namespace foldplan {
 // The GPU generation, for what its tensor cores can run: FP8 GEMMs need
 // Hopper or later, MXFP8 (block scales in hardware) needs Blackwell.
 enum class GpuArchitecture { kAmpere, kHopper, kBlackwell };
+inline constexpr int kGpuArchitectureCount = 3;
 const char* Name(GpuArchitecture a);  // "ampere", "hopper", "blackwell"
 
 struct GpuSpec {

@@ -2,11 +2,28 @@
 
 #include <array>
 
+#include "inputs/parse_common.h"
+
 namespace foldplan {
 namespace {
 
 constexpr std::array<const char*, kRecomputeModuleCount> kModuleNames = {
     "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
+
+std::string NameOf(const int& v) { return std::to_string(v); }
+std::string NameOf(const bool& v) { return v ? "true" : "false"; }
+std::string NameOf(const std::string& v) { return v; }
+template <class E>
+std::string NameOf(const E& v) {
+  return Name(v);
+}
+
+template <class T>
+void AddRepeats(const char* field, const std::vector<T>& values, bool is_name, std::vector<RepeatedCandidate>* out) {
+  for (const auto& [i, first] : inputs_internal::Repeats(values)) {
+    out->push_back(RepeatedCandidate{field, i, first, NameOf(T(values[i])), is_name});
+  }
+}
 
 }  // namespace
 
@@ -106,5 +123,20 @@ std::optional<Dispatcher> ParseDispatcher(std::string_view s) {
 }
 
 const char* DispatcherChoices() { return "alltoall, allgather, deepep (alias flex), hybridep"; }
+
+std::vector<RepeatedCandidate> RepeatedCandidates(const JobSpec& j) {
+  std::vector<RepeatedCandidate> out;
+  AddRepeats("micro_batch_sizes", j.micro_batch_sizes, false, &out);
+  AddRepeats("recompute", j.recompute, true, &out);
+  AddRepeats("precision", j.precisions, true, &out);
+  AddRepeats("dispatcher", j.dispatchers, true, &out);
+  AddRepeats("a2a_overlap", j.a2a_overlap, false, &out);
+  AddRepeats("fsdp", j.fsdp, false, &out);
+  AddRepeats("tp_overlap", j.tp_overlap, false, &out);
+  AddRepeats("cp_styles", j.cp_styles, true, &out);
+  AddRepeats("vpp", j.vpp, false, &out);
+  AddRepeats("orders", j.orders, true, &out);
+  return out;
+}
 
 }  // namespace foldplan

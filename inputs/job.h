@@ -4,6 +4,7 @@
 // here; the search tries every combination.
 #pragma once
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -63,7 +64,6 @@ class Recompute {
   bool selective() const { return !full_ && modules_ != 0; }
   // Whether `m` is recomputed (always true under full).
   bool has(RecomputeModule m) const { return full_ || (modules_ >> int(m)) & 1u; }
-  uint32_t modules() const { return modules_; }
   Recompute With(RecomputeModule m) const { return Recompute(full_, modules_ | (1u << int(m))); }
   bool operator==(const Recompute&) const = default;
 
@@ -88,6 +88,13 @@ std::optional<Dispatcher> ParseDispatcher(std::string_view text);
 // "one of ..." lists for messages.
 const char* PrecisionChoices();   // "bf16, fp8-delayed, fp8-tensorwise (alias fp8), fp8-blockwise, mxfp8"
 const char* DispatcherChoices();  // "alltoall, allgather, deepep (alias flex), hybridep"
+
+// Ranges of job fields that the command line sets too (--capacity-factor,
+// --routing-imbalance, --mtp), so that both check the same bounds
+// (doc/formats.md#job).
+inline constexpr int kMaxCapacityFactor = 1024;     // capacity_factor in [0, this]; 0: dropless
+inline constexpr int kMaxRoutingImbalance = 65536;  // routing_imbalance in [1, this]
+inline constexpr int kMaxMtpLayers = 64;            // mtp_layers in [0, this], as the model file's
 
 struct JobSpec {
   std::string name;
@@ -126,5 +133,20 @@ struct JobSpec {
   // MTP layers, overriding the model's (--mtp N); unset: the model's.
   std::optional<int> mtp_layers;
 };
+
+// A candidate that repeats an earlier one of its list. A job's candidate
+// lists hold none (a repeat would be enumerated twice): the job reader
+// refuses a file's, the command line a flag's (--precision, --recompute,
+// --dispatcher), both by this rule.
+struct RepeatedCandidate {
+  std::string field;   // the job file's key: "precision", "dispatcher", ...
+  size_t index = 0;    // of the repeat in the list
+  size_t first = 0;    // of the earlier, equal candidate
+  std::string value;   // its name or number: "deepep", "2", "true"
+  bool is_name = true;  // a name (a string in the file), not a number or boolean
+};
+// Every repeat in the job's candidate lists, list by list in the job
+// file's field order, each list's in index order.
+std::vector<RepeatedCandidate> RepeatedCandidates(const JobSpec& job);
 
 }  // namespace foldplan

@@ -7,11 +7,14 @@
 #include <system_error>
 
 #include "core/json_check.h"
+#include "inputs/parse_common.h"
+#include "inputs/recipe.h"
 
 namespace foldplan {
 namespace {
 
 namespace fs = std::filesystem;
+using inputs_internal::LooksLikePath;
 
 const char* KindDir(InputKind kind) {
   switch (kind) {
@@ -41,11 +44,6 @@ std::string Joined(const std::vector<std::string>& names) {
   std::string out;
   for (const auto& n : names) out += (out.empty() ? "" : ", ") + n;
   return out.empty() ? "(none)" : out;
-}
-
-bool LooksLikePath(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
 }
 
 std::string DescriptionOf(const nlohmann::json& json) {
@@ -132,6 +130,10 @@ Result<ModelSpec> LoadModel(const std::string& name_or_path) {
 
 Result<JobSpec> LoadJob(const std::string& name_or_path) {
   return Load<JobSpec>(InputKind::kJob, name_or_path, &ParseJob);
+}
+
+Result<RecipeSpec> LoadRecipe(const std::string& name_or_path) {
+  return Load<RecipeSpec>(InputKind::kRecipe, name_or_path, &ParseRecipe);
 }
 
 }  // namespace foldplan

@@ -28,10 +28,13 @@ GpuSpec ReadGpu(std::optional<CheckedObject> object) {
   out.peak_fp8_flops = gpu.Number("peak_fp8_tflops", 0, kMaxRate, 0) * 1e12;
   out.hbm_gib = gpu.Number("hbm_gib", 0.001, kMaxRate);
   out.hbm_tb_per_s = gpu.Number("hbm_tb_per_s", 0.001, kMaxRate);
-  const std::string arch = gpu.Enum("architecture", {"ampere", "hopper", "blackwell"}, "hopper");
-  out.architecture = arch == "ampere"      ? GpuArchitecture::kAmpere
-                     : arch == "blackwell" ? GpuArchitecture::kBlackwell
-                                           : GpuArchitecture::kHopper;
+  const std::string arch =
+      gpu.Enum("architecture",
+               {Name(GpuArchitecture::kAmpere), Name(GpuArchitecture::kHopper), Name(GpuArchitecture::kBlackwell)},
+               Name(out.architecture));
+  for (int i = 0; i < kGpuArchitectureCount; ++i) {
+    if (arch == Name(GpuArchitecture(i))) out.architecture = GpuArchitecture(i);
+  }
   out.sms = IntField(gpu, "sms", 1, 1024, out.sms);
   gpu.Finish();
   return out;

@@ -45,6 +45,8 @@ std::optional<CheckedObject> OptionalObject(CheckedObject& parent, const std::st
   return child;
 }
 
+std::string DescribeString(const std::string& value) { return "\"" + value + "\""; }
+
 bool CheckSchema(CheckedObject& root, const char* schema) {
   if (!root.errors()->empty()) return false;  // the file is not a JSON object
   root.Enum("schema", {schema});
@@ -53,6 +55,11 @@ bool CheckSchema(CheckedObject& root, const char* schema) {
 
 std::string StemOf(const std::string& file) {
   return std::filesystem::path(file).stem().string();
+}
+
+bool LooksLikePath(const std::string& s) {
+  return s.find('/') != std::string::npos ||
+         (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
 }
 
 }  // namespace foldplan::inputs_internal

@@ -1,5 +1,6 @@
-// Helpers shared by the three input parsers (parse_*.cc). Internal to the
-// inputs/ folder: other folders use inputs/loader.h.
+// Helpers shared by the four input parsers (parse_cluster.cc, parse_model.cc,
+// parse_job.cc, parse_recipe.cc) and the loader. Internal to the inputs/
+// folder: other folders use inputs/loader.h and inputs/recipe.h.
 #pragma once
 
 #include <climits>
@@ -35,19 +36,33 @@ std::optional<CheckedObject> OptionalObject(CheckedObject& parent, const std::st
 // unknown-field errors.
 bool CheckSchema(CheckedObject& root, const char* schema);
 
+// A list value as "found ..." quotes it: "\"ring\"".
+std::string DescribeString(const std::string& value);
+
+// Each value of `values` equal to an earlier one: {its index, the first
+// equal one's index}, in index order.
+template <class T>
+std::vector<std::pair<size_t, size_t>> Repeats(const std::vector<T>& values) {
+  std::vector<std::pair<size_t, size_t>> out;
+  for (size_t i = 0; i < values.size(); ++i) {
+    for (size_t k = 0; k < i; ++k) {
+      if (values[k] == values[i]) {
+        out.emplace_back(i, k);
+        break;
+      }
+    }
+  }
+  return out;
+}
+
 // Records "expected no repeated values" for the second occurrence of any
 // value in `values`, read from the list at `pointer`.
 template <class T>
 void CheckNoRepeats(const std::vector<T>& values, const std::string& pointer,
                     JsonErrors* errors, std::string (*describe)(const T&)) {
-  for (size_t i = 0; i < values.size(); ++i) {
-    for (size_t k = 0; k < i; ++k) {
-      if (values[k] == values[i]) {
-        errors->Add(pointer + "/" + std::to_string(i),
-                    "expected no repeated values, found " + describe(values[i]) + " again");
-        break;
-      }
-    }
+  for (const auto& [i, first] : Repeats(values)) {
+    errors->Add(pointer + "/" + std::to_string(i),
+                "expected no repeated values, found " + describe(values[i]) + " again");
   }
 }
 
@@ -57,5 +72,9 @@ double TotalParamsAsDouble(const ModelSpec& model);
 
 // The file's stem ("data/models/x.json" -> "x"), used as the input's name.
 std::string StemOf(const std::string& file);
+
+// Whether an input given by name or path is a path: it holds a '/' or ends
+// in ".json". Anything else is a shipped name (inputs/loader.h).
+bool LooksLikePath(const std::string& name_or_path);
 
 }  // namespace foldplan::inputs_internal

@@ -9,16 +9,13 @@
 namespace foldplan {
 namespace {
 
+using inputs_internal::DescribeString;
 using inputs_internal::IntField;
 using inputs_internal::IntListField;
 using nlohmann::json;
 
 constexpr int kMaxTokens = 1 << 24;  // seq_len, global_batch
 constexpr int kMaxSms = 1024;        // streaming multiprocessors of one GPU (H100 132, B200 148)
-constexpr int kMaxMtpLayers = 64;    // as the model file's mtp_layers
-
-std::string DescribeInt(const int& v) { return std::to_string(v); }
-std::string DescribeString(const std::string& v) { return "\"" + v + "\""; }
 
 template <class E>
 std::vector<std::string> Names(const std::vector<E>& values) {
@@ -28,8 +25,6 @@ std::vector<std::string> Names(const std::vector<E>& values) {
 }
 
 CpStyle ParseCpStyle(const std::string& s) { return s == "ring" ? CpStyle::kRing : CpStyle::kUlysses; }
-
-std::string DescribeBool(const bool& v) { return v ? "true" : "false"; }
 
 // A list of names (or, with `single`, one name) each turned into a value by
 // `parse`, whose error (or "" for none) the message quotes.
@@ -120,8 +115,8 @@ void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
   j.hybridep_sms = IntField(root, "hybridep_sms", 1, kMaxSms, j.hybridep_sms);
   j.moe_permute_fusion = root.Bool("moe_permute_fusion", j.moe_permute_fusion);
   j.moe_router_fusion = root.Bool("moe_router_fusion", j.moe_router_fusion);
-  j.capacity_factor = root.Number("capacity_factor", 0, 1024, j.capacity_factor);
-  j.routing_imbalance = root.Number("routing_imbalance", 1, 65536, j.routing_imbalance);
+  j.capacity_factor = root.Number("capacity_factor", 0, kMaxCapacityFactor, j.capacity_factor);
+  j.routing_imbalance = root.Number("routing_imbalance", 1, kMaxRoutingImbalance, j.routing_imbalance);
   j.distributed_optimizer = root.Bool("distributed_optimizer", j.distributed_optimizer);
   j.fsdp = root.BoolList("fsdp", j.fsdp);
   j.tp_overlap = root.BoolList("tp_overlap", j.tp_overlap);
@@ -131,18 +126,11 @@ void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
 // Rules between fields; run only when every field is valid on its own (so
 // list indices match the file's).
 void CheckJobRules(const JobSpec& j, JsonErrors& errors) {
-  using inputs_internal::CheckNoRepeats;
   // A repeated candidate would be enumerated twice.
-  CheckNoRepeats(j.micro_batch_sizes, "/micro_batch_sizes", &errors, &DescribeInt);
-  CheckNoRepeats(Names(j.recompute), "/recompute", &errors, &DescribeString);
-  CheckNoRepeats(Names(j.precisions), "/precision", &errors, &DescribeString);
-  CheckNoRepeats(Names(j.dispatchers), "/dispatcher", &errors, &DescribeString);
-  CheckNoRepeats(j.a2a_overlap, "/a2a_overlap", &errors, &DescribeBool);
-  CheckNoRepeats(j.fsdp, "/fsdp", &errors, &DescribeBool);
-  CheckNoRepeats(j.tp_overlap, "/tp_overlap", &errors, &DescribeBool);
-  CheckNoRepeats(Names(j.cp_styles), "/cp_styles", &errors, &DescribeString);
-  CheckNoRepeats(j.vpp, "/vpp", &errors, &DescribeInt);
-  CheckNoRepeats(j.orders, "/orders", &errors, &DescribeString);
+  for (const RepeatedCandidate& r : RepeatedCandidates(j)) {
+    errors.Add("/" + r.field + "/" + std::to_string(r.index),
+               "expected no repeated values, found " + (r.is_name ? DescribeString(r.value) : r.value) + " again");
+  }
   for (size_t i = 0; i < j.micro_batch_sizes.size(); ++i) {
     if (j.micro_batch_sizes[i] > j.global_batch) {
       errors.Add("/micro_batch_sizes/" + std::to_string(i),

@@ -83,7 +83,7 @@ void ReadEmbeddings(CheckedObject& root, ModelSpec& m) {
   m.tied_embeddings = root.Bool("tied_embeddings", false);
   m.learned_positions = root.Bool("learned_positions", false);
   m.max_positions = IntField(root, "max_positions", 1, kMaxVocab, 0);
-  m.mtp_layers = IntField(root, "mtp_layers", 0, 64, 0);
+  m.mtp_layers = IntField(root, "mtp_layers", 0, kMaxMtpLayers, 0);
 }
 
 void CheckAttentionRules(const ModelSpec& m, JsonErrors& errors) {

@@ -3,6 +3,7 @@
 // the job with the recipe's settings applied. Every error names the recipe
 // file and the pointer of the recipe field to change; a job setting's error
 // is the job format's own, under /job.
+#include <algorithm>
 #include <filesystem>
 #include <optional>
 #include <string>
@@ -17,6 +18,7 @@ namespace foldplan {
 namespace {
 
 using inputs_internal::IntField;
+using inputs_internal::LooksLikePath;
 using nlohmann::json;
 
 // A job field the recipe may not set, and why (another recipe field gives
@@ -27,11 +29,6 @@ const char* ReservedJobField(const std::string& key) {
   if (key == "world_size") return "the world size is /cluster/gpus";
   if (key == "gpus_per_domain") return "the GPUs used per NVLink domain are /cluster/gpus_per_domain";
   return nullptr;
-}
-
-bool LooksLikePath(const std::string& s) {
-  return s.find('/') != std::string::npos ||
-         (s.size() >= 5 && s.compare(s.size() - 5, 5, ".json") == 0);
 }
 
 // A name stays a name; a relative path is relative to the recipe's folder.
@@ -140,19 +137,13 @@ std::vector<std::string> ReadInferred(CheckedObject& root) {
 }
 
 std::vector<RecipeFeature> ReadNotModelled(CheckedObject& root, JsonErrors& errors) {
-  std::vector<RecipeFeature> out;
   const std::vector<std::string> names = root.EnumList("not_modelled", {"activation_offloading"}, {});
-  for (size_t i = 0; i < names.size(); ++i) {
+  inputs_internal::CheckNoRepeats(names, "/not_modelled", &errors, &inputs_internal::DescribeString);
+  std::vector<RecipeFeature> out;  // each once, in the file's order
+  for (const std::string& name : names) {
     for (int f = 0; f < kRecipeFeatureCount; ++f) {
-      if (names[i] != Name(RecipeFeature(f))) continue;
-      bool repeated = false;
-      for (RecipeFeature seen : out) repeated |= seen == RecipeFeature(f);
-      if (repeated) {
-        errors.Add("/not_modelled/" + std::to_string(i),
-                   "expected no repeated values, found \"" + names[i] + "\" again");
-      } else {
-        out.push_back(RecipeFeature(f));
-      }
+      const auto feature = RecipeFeature(f);
+      if (name == Name(feature) && std::find(out.begin(), out.end(), feature) == out.end()) out.push_back(feature);
     }
   }
   return out;
@@ -198,17 +189,21 @@ void AddJobErrors(const Status& status, const std::string& label, const json& me
 }
 
 // The base job with the recipe's settings applied, read by the job format's
-// reader so that every setting is checked exactly as in a job file.
-std::optional<JobSpec> ResolveJob(const RecipeSpec& r, const std::string& file, JsonErrors& errors) {
+// reader so that every setting is checked exactly as in a job file; sets
+// r.job_base_source.
+std::optional<JobSpec> ResolveJob(RecipeSpec& r, const std::string& file, JsonErrors& errors) {
   const auto path = Resolve(InputKind::kJob, r.job_base, file, "/job/base", errors);
   if (!path) return std::nullopt;
-  if (auto base = LoadJob(*path); !base.ok()) {
+  r.job_base_source = *path;
+  // Read once; the base job is checked alone first, so that its own errors
+  // name its file.
+  auto base_json = ParseJsonFile(*path);
+  const Result<JobSpec> base = base_json.ok() ? ParseJob(base_json.value(), *path) : base_json.status();
+  if (!base.ok()) {
     errors.Add("/job/base", "expected a job that loads, found \"" + r.job_base + "\", whose file has errors:\n" +
                                 base.status().message());
     return std::nullopt;
   }
-  auto base_json = ParseJsonFile(*path);
-  if (!base_json.ok()) return std::nullopt;  // LoadJob read it a moment ago
   json merged = base_json.value();
   for (auto it = r.job_settings.begin(); it != r.job_settings.end(); ++it) merged[it.key()] = it.value();
   const std::string label = "job of " + file;
@@ -230,7 +225,7 @@ std::optional<JobSpec> ResolveJob(const RecipeSpec& r, const std::string& file, 
 void CheckGpus(const RecipeSpec& r, JsonErrors& errors) {
   const ClusterSpec& c = r.cluster;
   int available = c.total_gpus();
-  std::string which = "the " + std::to_string(available) + " GPUs of cluster " + c.name;
+  std::string part_used;  // which GPUs of each domain, when not all
   if (r.gpus_per_domain > 0) {
     Result<ClusterSpec> part = UsingGpusPerDomain(c, r.gpus_per_domain);
     if (!part.ok()) {
@@ -239,12 +234,12 @@ void CheckGpus(const RecipeSpec& r, JsonErrors& errors) {
       return;
     }
     available = part->total_gpus();
-    which = "the " + std::to_string(available) + " GPUs of cluster " + c.name + " with " +
-            std::to_string(r.gpus_per_domain) + " of each " + std::to_string(c.nvlink_domain_gpus) +
-            "-GPU NVLink domain";
+    part_used = " with " + std::to_string(r.gpus_per_domain) + " of each " + std::to_string(c.nvlink_domain_gpus) +
+                "-GPU NVLink domain";
   }
   if (r.gpus > available) {
-    errors.Add("/cluster/gpus", "expected at most " + which + ", found " + std::to_string(r.gpus));
+    errors.Add("/cluster/gpus", "expected at most the " + std::to_string(available) + " GPUs of cluster " + c.name +
+                                    part_used + ", found " + std::to_string(r.gpus));
   }
 }
 

@@ -44,6 +44,7 @@ struct RecipeSpec {
   int gpus_per_domain = 0;   // GPUs used of every NVLink domain; 0: all
   std::string model_name;
   std::string job_base;      // base job, shipped name or path ("default")
+  std::string job_base_source;  // the base job's file, resolved (what job_base stands for)
   nlohmann::json job_settings = nlohmann::json::object();  // the job fields the recipe sets
   std::string layout;        // layout text (planner/layout.h syntax)
   std::vector<std::string> notes;

@@ -71,3 +71,48 @@ TEST_CASE("bad pipeline layouts name the problem and where it is") {
   ExpectError(ds + "pp_layout='Et|(tt|)*30tL'", "pipeline_split: the layout places 62 decoder layers, the model has 61");
   ExpectError(ds + "pp_layout='Et|(tt|)*29ttmm|L'", "pipeline_split: the layout places 2 MTP layers (m), the model has 1");
 }
+
+// A gpus_per_domain the cluster cannot give: the error names where the value
+// came from, the flag or the job file's field, not always both.
+TEST_CASE("a gpus_per_domain the cluster cannot give names its origin") {
+  const std::string why = "3 GPUs per NVLink domain: expected a multiple of the 4 GPUs per node, at most the domain's 72";
+  ExpectError("enumerate --cluster gb200-nvl72-4r --gpus-per-domain 3", "foldplan: --gpus-per-domain: " + why);
+  ExpectError("enumerate --cluster gb200-nvl72-4r --job tests/data/cli/job_gpus_per_domain_3.json",
+              "foldplan: tests/data/cli/job_gpus_per_domain_3.json: /gpus_per_domain: " + why);
+  ExpectError("ranks --cluster gb200-nvl72-4r --model qwen3-235b-a22b --layout tp=1,pp=8,ep=8 "
+              "--job tests/data/cli/job_gpus_per_domain_3.json",
+              "foldplan: tests/data/cli/job_gpus_per_domain_3.json: /gpus_per_domain: " + why);
+}
+
+// A recipe's precision the GPU cannot run: the error points at the field
+// that set it, the recipe's /job/precision, or, when the recipe leaves it to
+// its base job, that job file's /precision (not the recipe's /precision).
+TEST_CASE("a recipe's unrunnable precision names the field that set it") {
+  const std::string why = "on cluster h100-dgx-16n: mxfp8 needs Blackwell tensor cores";
+  ExpectError("explain --recipe tests/data/cli/recipe_mxfp8_on_h100.json",
+              "foldplan: precision mxfp8 (tests/data/cli/recipe_mxfp8_on_h100.json: /job/precision) " + why);
+  ExpectError("plan --recipe tests/data/cli/recipe_base_mxfp8_on_h100.json",
+              "foldplan: precision mxfp8 (tests/data/cli/job_mxfp8.json: /precision) " + why);
+  ExpectError("explain --job tests/data/cli/job_mxfp8.json --layout tp=1",
+              "foldplan: precision mxfp8 (tests/data/cli/job_mxfp8.json: /precision) " + why);
+  ExpectError("explain --recipe tests/data/cli/recipe_mxfp8_on_h100.json --precision bf16,mxfp8",
+              "foldplan: precision mxfp8 (--precision) " + why);
+}
+
+// A candidate given twice in a list flag, an alias included (fp8 is
+// fp8-tensorwise, flex is deepep), would be searched twice: refused as the
+// job reader refuses a repeat in a job file, naming the flag; exit 1.
+TEST_CASE("a candidate flag that repeats a value is refused") {
+  ExpectError("plan --precision bf16,bf16", "foldplan: --precision: bf16 given twice\n");
+  ExpectError("plan --precision fp8-tensorwise,fp8 --cluster gb200-nvl72-4r",
+              "foldplan: --precision: fp8-tensorwise given twice (fp8 is fp8-tensorwise)\n");
+  ExpectError("plan --dispatcher alltoall,flex,deepep", "foldplan: --dispatcher: deepep given twice (flex is deepep)\n");
+  ExpectError("enumerate --dispatcher flex,flex", "foldplan: --dispatcher: deepep given twice (flex is deepep)\n");
+  ExpectError("explain --recipe qwen3-235b-gb200-tp1-pp8-ep8 --dispatcher hybridep,hybridep",
+              "foldplan: --dispatcher: hybridep given twice\n");
+  // --recompute, checked before, keeps its message; an alias is named too.
+  ExpectError("plan --recompute none,full,none", "foldplan: --recompute: none given twice\n");
+  ExpectError("plan --recompute selective,core_attn", "foldplan: --recompute: selective given twice (core_attn is selective)\n");
+  ExpectError("plan --recompute moe+mlp,mlp+moe",
+              "foldplan: --recompute: mlp+moe given twice (moe+mlp is mlp+moe)\n");
+}
