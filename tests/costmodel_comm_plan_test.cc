@@ -36,15 +36,8 @@ std::vector<std::string> Names(const std::vector<CommOp>& ops) {
 // Mixtral-8x7B on 4 DGX nodes: pp4 x (tp2 cp2 dp2) dense, pp4 x (etp1 ep8
 // edp1) expert, Ulysses CP, mbs 1, S 4096, the default order (a stage is one
 // node), dropless all-to-all dispatch with perfect balance.
-struct MixtralSetup {
-  ClusterSpec cluster = MakeCluster(4);
-  ModelSpec model = MakeMixtral();
-  JobSpec job = MakeJob();
-  Topology topo = MustBuild(cluster);
-  CommParams params = DefaultCommParams(cluster);
-  Layout layout;
-
-  MixtralSetup() {
+struct MixtralSetup : testing::CommSetup {
+  MixtralSetup() : CommSetup(MakeCluster(4), MakeMixtral()) {
     job.routing_imbalance = 1.0;
     layout.world = 32;
     layout.pp = 4;
@@ -56,16 +49,6 @@ struct MixtralSetup {
     layout.edp = 1;
     layout.mbs = 1;
   }
-  CostContext ctx() const {
-    CostContext c;
-    c.cluster = &cluster;
-    c.model = &model;
-    c.job = &job;
-    c.topology = &topo;
-    c.comm = &params;
-    return c;
-  }
-  std::vector<CommOp> Plan() const { return BuildCommPlan(layout, ctx()); }
 };
 
 TEST_CASE("Mixtral-8x7B: the ops and their volumes, by hand") {
