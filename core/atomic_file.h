@@ -1,17 +1,34 @@
-// Writing output files so that a reader never sees a half-written one: the
-// text goes to a temporary file beside the target, which is then renamed
-// over it. On any failure the target is left as it was.
+// Reading input files with a bound, and writing output files so that a
+// reader never sees a half-written one.
+//
+// WriteFileAtomically: the text goes to a temporary file beside the target,
+// is fsync'ed, renamed over the target, and the directory is fsync'ed, so a
+// crash at any point leaves either the old file or the new one. On any
+// failure the target is left as it was. A symbolic link is followed (the
+// file it names is replaced, not the link). Targets that are not regular
+// files are never replaced: a character device or FIFO (`-o /dev/stdout`,
+// a pipe) is written in place, a directory or block device is refused.
+//
+// ReadTextFile: the whole file, refused past kMaxInputFileBytes (so
+// `--cluster /dev/zero` is an error, not a runaway), and refused when the
+// path is a directory.
 #pragma once
 
+#include <cstdint>
 #include <string>
 
 #include "core/status.h"
 
 namespace foldplan {
 
+// The largest input file read: 256 MiB. A plan file of the largest world
+// (core/formats.h) is well under it; a JSON file this size already takes
+// gigabytes once parsed.
+inline constexpr int64_t kMaxInputFileBytes = int64_t{256} << 20;
+
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
-// Whole file as text; error names the path.
+// Whole file as text; errors name the path.
 Result<std::string> ReadTextFile(const std::string& path);
 
 }  // namespace foldplan

@@ -60,9 +60,72 @@ std::string EscapePointerToken(const std::string& key) {
   return out;
 }
 
+namespace {
+
+// Where the parser is, kept by the parse callback: one frame per open object
+// or array, so a limit or a duplicate key can be reported by its pointer.
+struct ParseFrame {
+  bool is_object = false;
+  std::string key;           // object: the last key read
+  int64_t items = 0;         // array: elements started so far
+  std::set<std::string> keys;  // object: keys read so far
+};
+
+struct ParseRefusal {
+  std::string pointer;
+  std::string what;
+};
+
+std::string PointerOf(const std::vector<ParseFrame>& frames) {
+  std::string pointer;
+  for (const ParseFrame& f : frames) {
+    pointer += "/" + (f.is_object ? EscapePointerToken(f.key) : std::to_string(f.items - 1));
+  }
+  return pointer.empty() ? "/" : pointer;
+}
+
+}  // namespace
+
 Result<json> ParseJsonText(const std::string& text, const std::string& file) {
+  std::vector<ParseFrame> frames;
+  // A value starts: count it as an element of an enclosing array.
+  auto element_starts = [&frames] {
+    if (!frames.empty() && !frames.back().is_object) ++frames.back().items;
+  };
+  const json::parser_callback_t watch = [&](int, json::parse_event_t event, json& parsed) -> bool {
+    switch (event) {
+      case json::parse_event_t::object_start:
+      case json::parse_event_t::array_start:
+        element_starts();
+        if (static_cast<int>(frames.size()) >= kMaxJsonDepth) {
+          throw ParseRefusal{PointerOf(frames), "nested deeper than " + std::to_string(kMaxJsonDepth) +
+                                                   " levels, the most a foldplan file may have"};
+        }
+        frames.push_back(ParseFrame{event == json::parse_event_t::object_start, "", 0, {}});
+        break;
+      case json::parse_event_t::key: {
+        ParseFrame& object = frames.back();  // a key is only read inside an object
+        object.key = parsed.get<std::string>();
+        if (!object.keys.insert(object.key).second) {
+          throw ParseRefusal{PointerOf(frames), "duplicate key (JSON readers disagree on which "
+                                                "one wins, so foldplan takes neither)"};
+        }
+        break;
+      }
+      case json::parse_event_t::object_end:
+      case json::parse_event_t::array_end:
+        if (!frames.empty()) frames.pop_back();
+        break;
+      case json::parse_event_t::value:
+        element_starts();
+        break;
+    }
+    return true;
+  };
   try {
-    return json::parse(text);
+    return json::parse(text, watch);
+  } catch (const ParseRefusal& refusal) {
+    return Status::Error(file + ": " + refusal.pointer + ": " + refusal.what);
   } catch (const json::parse_error& e) {
     // Convert the byte offset into line:column for a human.
     size_t line = 1, col = 1;
@@ -91,9 +154,63 @@ Result<json> ParseJsonFile(const std::string& path) {
   return ParseJsonText(text.value(), path);
 }
 
+namespace {
+
+constexpr size_t kDescribeChars = 60;
+
+// Appends compact JSON for `value` to `out`, stopping once `out` passes
+// `limit` characters: the cost is bounded by the limit, not the value.
+void AppendBounded(const json& value, std::string& out, size_t limit) {
+  if (out.size() > limit) return;
+  switch (value.type()) {
+    case json::value_t::object: {
+      out += '{';
+      bool first = true;
+      for (auto it = value.begin(); it != value.end() && out.size() <= limit; ++it) {
+        if (!first) out += ',';
+        first = false;
+        AppendBounded(json(it.key()), out, limit);
+        out += ':';
+        AppendBounded(it.value(), out, limit);
+      }
+      out += '}';
+      return;
+    }
+    case json::value_t::array: {
+      out += '[';
+      bool first = true;
+      for (auto it = value.begin(); it != value.end() && out.size() <= limit; ++it) {
+        if (!first) out += ',';
+        first = false;
+        AppendBounded(*it, out, limit);
+      }
+      out += ']';
+      return;
+    }
+    case json::value_t::string: {
+      // Cut long strings before quoting them; `replace` keeps a UTF-8
+      // sequence cut in half from throwing.
+      const std::string& s = value.get_ref<const std::string&>();
+      const json cut = s.size() > limit ? json(s.substr(0, limit)) : value;
+      out += cut.dump(-1, ' ', false, json::error_handler_t::replace);
+      return;
+    }
+    default:
+      out += value.dump();
+  }
+}
+
+}  // namespace
+
 std::string DescribeJsonValue(const json& value) {
-  std::string dumped = value.dump();
-  if (dumped.size() > 60) dumped = dumped.substr(0, 57) + "...";
+  std::string dumped;
+  AppendBounded(value, dumped, kDescribeChars);
+  if (dumped.size() > kDescribeChars) {
+    size_t cut = kDescribeChars - 3;
+    // Not inside a UTF-8 sequence: messages may be quoted in JSON output.
+    while (cut > 0 && (static_cast<unsigned char>(dumped[cut]) & 0xC0) == 0x80) --cut;
+    dumped = dumped.substr(0, cut) + "...";
+  }
   switch (value.type()) {
     case json::value_t::null: return "null";
     case json::value_t::object: return "an object " + dumped;

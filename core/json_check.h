@@ -25,7 +25,14 @@
 
 namespace foldplan {
 
+// The deepest nesting of objects and arrays a file may have. foldplan's own
+// formats need six; the bound keeps every recursive walk of a parsed value
+// (nlohmann's serializer among them) far from the stack's end.
+inline constexpr int kMaxJsonDepth = 64;
+
 // Parses text as JSON; a syntax error names the file, line and column.
+// Refused, with the file and the JSON pointer: nesting deeper than
+// kMaxJsonDepth, and an object with the same key twice.
 Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string& file);
 // Reads and parses a file.
 Result<nlohmann::json> ParseJsonFile(const std::string& path);
@@ -33,7 +40,8 @@ Result<nlohmann::json> ParseJsonFile(const std::string& path);
 // One key as a JSON pointer token (RFC 6901: "~" -> "~0", "/" -> "~1").
 std::string EscapePointerToken(const std::string& key);
 
-// Short rendering of a JSON value for "found ..." in messages.
+// Short rendering of a JSON value for "found ..." in messages: at most
+// about 60 characters whatever the value's size.
 std::string DescribeJsonValue(const nlohmann::json& value);
 
 class JsonErrors {

@@ -1,0 +1,105 @@
+// core/atomic_file.h: an output replaces a regular file whole (never a half
+// file), a device or FIFO is written in place instead of being replaced, a
+// directory is refused; input reads are bounded and refuse directories.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fcntl.h>
+#include <string>
+#include <sys/stat.h>
+#include <thread>
+#include <unistd.h>
+
+#include "core/atomic_file.h"
+
+using foldplan::ReadTextFile;
+using foldplan::WriteFileAtomically;
+namespace fs = std::filesystem;
+
+namespace {
+
+fs::path FreshDir(const std::string& name) {
+  const fs::path dir = fs::temp_directory_path() / ("foldplan_atomic_" + name + "_" + std::to_string(::getpid()));
+  fs::remove_all(dir);
+  fs::create_directories(dir);
+  return dir;
+}
+
+}  // namespace
+
+TEST_CASE("writing a file replaces it whole and leaves no temporary behind") {
+  const fs::path dir = FreshDir("replace");
+  const std::string file = (dir / "out.json").string();
+  REQUIRE(WriteFileAtomically(file, "old").ok());
+  REQUIRE(WriteFileAtomically(file, "new contents").ok());
+  CHECK(ReadTextFile(file).value() == "new contents");
+  int entries = 0;
+  for ([[maybe_unused]] const auto& e : fs::directory_iterator(dir)) ++entries;
+  CHECK(entries == 1);
+  fs::remove_all(dir);
+}
+
+TEST_CASE("writing to /dev/null writes in place and leaves the device a device") {
+  REQUIRE(WriteFileAtomically("/dev/null", "anything").ok());
+  struct stat st {};
+  REQUIRE(::stat("/dev/null", &st) == 0);
+  CHECK(S_ISCHR(st.st_mode));
+}
+
+TEST_CASE("writing through a symbolic link replaces the file it names and keeps the link") {
+  const fs::path dir = FreshDir("link");
+  const fs::path target = dir / "real.json";
+  REQUIRE(WriteFileAtomically(target.string(), "old").ok());
+  fs::create_symlink(target, dir / "link.json");
+  REQUIRE(WriteFileAtomically((dir / "link.json").string(), "new").ok());
+  CHECK(fs::is_symlink(dir / "link.json"));
+  CHECK(ReadTextFile(target.string()).value() == "new");
+  fs::remove_all(dir);
+}
+
+TEST_CASE("writing onto a directory is refused and the directory is untouched") {
+  const fs::path dir = FreshDir("dir");
+  auto s = WriteFileAtomically(dir.string(), "x");
+  REQUIRE(!s.ok());
+  CHECK(s.message() == dir.string() + ": is a directory, not a file");
+  CHECK(fs::is_directory(dir));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("writing to a FIFO with no reader is an error, not a hang; with a reader it is written in place") {
+  const fs::path dir = FreshDir("fifo");
+  const std::string fifo = (dir / "pipe").string();
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  auto alone = WriteFileAtomically(fifo, "x");
+  REQUIRE(!alone.ok());
+  CHECK(alone.message() == fifo + ": a FIFO with no reader");
+
+  const int reader = ::open(fifo.c_str(), O_RDONLY | O_NONBLOCK);
+  REQUIRE(reader >= 0);
+  REQUIRE(WriteFileAtomically(fifo, "through the pipe").ok());
+  char buffer[64] = {};
+  CHECK(::read(reader, buffer, sizeof buffer) == 16);
+  CHECK(std::string(buffer) == "through the pipe");
+  ::close(reader);
+  CHECK(fs::is_fifo(fifo));
+  fs::remove_all(dir);
+}
+
+TEST_CASE("writing into a directory that does not exist fails and creates nothing") {
+  auto s = WriteFileAtomically("/nonexistent-foldplan-dir/x.json", "x");
+  REQUIRE(!s.ok());
+  CHECK(s.message().rfind("/nonexistent-foldplan-dir/x.json: cannot create temporary file", 0) == 0);
+}
+
+TEST_CASE("reading a directory or an endless device is refused") {
+  auto dir = ReadTextFile("/tmp");
+  REQUIRE(!dir.ok());
+  CHECK(dir.status().message() == "/tmp: is a directory, not a file");
+  auto zero = ReadTextFile("/dev/zero");
+  REQUIRE(!zero.ok());
+  CHECK(zero.status().message() == "/dev/zero: larger than 256 MiB, the largest input file read");
+  auto missing = ReadTextFile("/nonexistent-foldplan");
+  REQUIRE(!missing.ok());
+  CHECK(missing.status().message() == "/nonexistent-foldplan: cannot open: No such file or directory");
+}
