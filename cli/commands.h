@@ -8,6 +8,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "inputs/cluster.h"
@@ -71,6 +72,15 @@ struct ListOptions {
   bool json = false;
 };
 int RunList(const ListOptions& options, std::ostream& out, std::ostream& err);
+
+// `foldplan check FILE...`: each file read as the input its "schema" names
+// (cluster, model, job, recipe), every field and cross-field rule checked,
+// a cluster's topology built, a recipe's cluster, model, job and layout
+// loaded. 0 when every file is valid, else 1 with each file's errors.
+struct CheckOptions {
+  std::vector<std::string> files;
+};
+int RunCheck(const CheckOptions& options, std::ostream& out, std::ostream& err);
 
 struct TopoOptions {
   InputOptions inputs;

@@ -51,6 +51,10 @@ int main(int argc, char** argv) {
   auto* list_cmd = app.add_subcommand("list", "show the shipped clusters, models and jobs");
   list_cmd->add_flag("--json", list.json, "print JSON");
 
+  foldplan::CheckOptions check;
+  auto* check_cmd = app.add_subcommand("check", "check input files (cluster, model, job, recipe) without running anything");
+  check_cmd->add_option("files", check.files, "the files; each one's \"schema\" says what it is")->required();
+
   foldplan::TopoOptions topo;
   auto* topo_cmd = app.add_subcommand("topo", "summarise a cluster's topology");
   AddInputFlags(topo_cmd, &topo.inputs, false);
@@ -148,6 +152,7 @@ int main(int argc, char** argv) {
   ranks.model_given = !ranks.inputs.model.empty();
 
   if (*list_cmd) return foldplan::RunList(list, std::cout, std::cerr);
+  if (*check_cmd) return foldplan::RunCheck(check, std::cout, std::cerr);
   if (*topo_cmd) return foldplan::RunTopo(topo, std::cout, std::cerr);
   if (*enum_cmd) return foldplan::RunEnumerate(enumerate, std::cout, std::cerr);
   if (*ranks_cmd) return foldplan::RunRanks(ranks, std::cout, std::cerr);
