@@ -36,13 +36,15 @@ inline std::string ReplaceAll(std::string text, const std::string& from, const s
 }
 
 // Runs `foldplan ARGS` from the source directory, so that relative paths
-// in ARGS and in messages are stable.
-inline CliRun RunFoldplan(const std::string& args) {
+// in ARGS and in messages are stable. With `timeout_s`, a run that takes
+// longer is killed and reported as exit 124 (timeout(1)).
+inline CliRun RunFoldplan(const std::string& args, int timeout_s = 0) {
   const char* bin = std::getenv("FOLDPLAN_BIN");
   REQUIRE_MESSAGE(bin != nullptr, "FOLDPLAN_BIN is not set (run through ctest)");
   static int counter = 0;
   const std::string base = "/tmp/foldplan_cli_" + std::to_string(::getpid()) + "_" + std::to_string(counter++);
-  const std::string cmd = "cd " FOLDPLAN_SOURCE_DIR " && " + std::string(bin) + " " + args + " >" +
+  const std::string limit = timeout_s > 0 ? "timeout -k 2 " + std::to_string(timeout_s) + " " : "";
+  const std::string cmd = "cd " FOLDPLAN_SOURCE_DIR " && " + limit + std::string(bin) + " " + args + " >" +
                           base + ".out 2>" + base + ".err";
   const int status = std::system(cmd.c_str());
   CliRun run;
