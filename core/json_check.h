@@ -108,6 +108,10 @@ class CheckedObject {
   // A boolean or a non-empty list of booleans.
   std::vector<bool> BoolList(const std::string& key, std::vector<bool> default_value);
 
+  // A field's value for a caller that checks it itself (lists of objects);
+  // marks it read. Requires Has(key).
+  const nlohmann::json& Raw(const std::string& key) { return *Field(key); }
+
   // Sub-objects. Object() records an error when missing and returns an empty view.
   CheckedObject Object(const std::string& key);
   std::optional<CheckedObject> OptionalObject(const std::string& key);
