@@ -8,6 +8,7 @@
 #include "core/formats.h"
 #include "core/json_check.h"
 #include "inputs/loader.h"
+#include "inputs/measurements.h"
 #include "inputs/recipe.h"
 #include "planner/layout.h"
 #include "topology/topology.h"
@@ -52,8 +53,15 @@ Result<std::string> CheckOne(const std::string& path) {
     if (!layout.ok()) return Status::Error(path + ": /layout: " + layout.status().message());
     return std::string(kRecipeSchema) + ", " + std::to_string(world) + " GPUs";
   }
+  if (schema == kMeasurementsSchema) {
+    auto m = ParseMeasurements(doc, path);
+    if (!m.ok()) return m.status();
+    return std::string(kMeasurementsSchema) + ", " + std::to_string(m->ops.size()) + " ops on " +
+           std::to_string(m->ranks) + " ranks";
+  }
   return Status::Error(path + ": /schema: expected one of \"" + kClusterSchema + "\", \"" + kModelSchema +
-                       "\", \"" + kJobSchema + "\", \"" + kRecipeSchema + "\", found " +
+                       "\", \"" + kJobSchema + "\", \"" + kRecipeSchema + "\", \"" + kMeasurementsSchema +
+                       "\", found " +
                        (schema_field == doc.end() || !doc.is_object() ? std::string("no schema")
                                                                       : DescribeJsonValue(*schema_field)));
 }

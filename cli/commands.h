@@ -74,7 +74,8 @@ struct ListOptions {
 int RunList(const ListOptions& options, std::ostream& out, std::ostream& err);
 
 // `foldplan check FILE...`: each file read as the input its "schema" names
-// (cluster, model, job, recipe), every field and cross-field rule checked,
+// (cluster, model, job, recipe, foldbench's measurements), every field and
+// cross-field rule checked,
 // a cluster's topology built, a recipe's cluster, model, job and layout
 // loaded. 0 when every file is valid, else 1 with each file's errors.
 struct CheckOptions {

@@ -1,4 +1,4 @@
-// Every shipped input, mutated the ways a careless edit or a hostile file
+// Every shipped input (and foldbench's measurements), mutated the ways a careless edit or a hostile file
 // would (a field deleted, a value of the wrong type, an out-of-range or huge
 // number, the text truncated, bad UTF-8, deep nesting, a repeated key), is
 // handed to `foldplan check`. For each mutant exactly one of these holds:
@@ -141,6 +141,10 @@ std::vector<fs::path> ShippedInputs() {
     for (const auto& e : fs::directory_iterator(fs::path(FOLDPLAN_SOURCE_DIR) / "data" / dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path());
     }
+  }
+  // foldbench's output, which calibration reads.
+  for (const char* f : {"measurements_pp2_cp2_ep4.json", "measurements_rankmap_skipped.json"}) {
+    files.push_back(fs::path(FOLDPLAN_TEST_DATA_DIR) / "inputs" / f);
   }
   std::sort(files.begin(), files.end());
   return files;
