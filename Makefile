@@ -1,12 +1,23 @@
 # Quick start:  make plan   (install missing packages, build, run the planner)
 #               make test   (build and run every test)
+# CI (.ci/run) also runs `make sanitize`: the suite under ASan + UBSan and a
+# short run of every fuzz target. `make fuzz` fuzzes for long (FUZZ_SECONDS).
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES = cmake g++ make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev \
-           doctest-dev libopenmpi-dev openmpi-bin libbenchmark-dev
+           doctest-dev libopenmpi-dev openmpi-bin libbenchmark-dev clang libclang-rt-dev
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
-.PHONY: plan test build deps bench clean
+SAN_BUILD ?= build-sanitize
+FUZZ_SECONDS ?= 600
+SMOKE_SECONDS ?= 15
+# Open MPI keeps allocations alive to exit: suppressed by name, leak
+# detection stays on for everything else.
+SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \
+          UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+          LSAN_OPTIONS=suppressions=$(CURDIR)/tests/sanitizer/lsan.supp:print_suppressions=0
+
+.PHONY: plan test build deps bench clean sanitize sanitize-build fuzz
 
 plan: build
 	$(BUILD)/foldplan plan
@@ -26,6 +37,19 @@ deps:
 	  $(SUDO) apt-get update -qq && \
 	  DEBIAN_FRONTEND=noninteractive $(SUDO) apt-get install -y -qq $$missing; \
 	fi
+
+# One clang build serves the sanitized suite and the fuzz targets.
+sanitize-build: deps
+	CXX=clang++ cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" -DFOLDPLAN_FUZZ=ON -DFOLDPLAN_BUILD_BENCH=OFF
+	cmake --build $(SAN_BUILD) -j $(JOBS)
+
+sanitize: sanitize-build
+	cd $(SAN_BUILD) && $(SAN_ENV) ctest --output-on-failure -j $(JOBS) $(SAN_CTEST_ARGS)
+	$(SAN_ENV) fuzz/run.sh $(SAN_BUILD) $(SMOKE_SECONDS) $(JOBS)
+
+fuzz: sanitize-build
+	$(SAN_ENV) fuzz/run.sh $(SAN_BUILD) $(FUZZ_SECONDS) $(JOBS)
 
 bench: build
 	for b in $(BUILD)/*_bench; do $$b; done
