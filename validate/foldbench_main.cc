@@ -49,15 +49,22 @@ std::vector<std::string> SplitList(const std::string& text) {
   return items;
 }
 
+// A number >= min; "inf" is one, NaN is not (it compares false with min).
 Result<double> ParseNumber(const std::string& flag, const std::string& text, double min) {
   try {
     size_t used = 0;
     const double value = std::stod(text, &used);
     if (used == text.size() && value >= min) return value;
+  } catch (const std::out_of_range&) {
+    // Beyond double's range: a huge positive value is as good as inf.
+    if (!text.empty() && text[0] != '-' && std::isinf(std::strtod(text.c_str(), nullptr))) {
+      return HUGE_VAL;
+    }
   } catch (const std::exception&) {
   }
-  return Status::Error(flag + ": expected a number >= " + std::to_string(min) + ", found \"" +
-                       text + "\"");
+  char min_text[32];
+  std::snprintf(min_text, sizeof min_text, "%g", min);
+  return Status::Error(flag + ": expected a number >= " + min_text + ", found \"" + text + "\"");
 }
 
 Result<int64_t> ParseInt(const std::string& flag, const std::string& text, int64_t min) {
