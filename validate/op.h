@@ -126,6 +126,10 @@ struct LoopOptions {
   // longer than this, naming the op and the group (seconds; 0: no watchdog).
   double timeout_s = 300;
   int hang_rank = -1;  // test hook: this world rank never joins the check's collective
+  // Test hook: this world rank kills itself (SIGKILL, as the OOM killer
+  // would) halfway through the first case's timed iterations, so that a
+  // rank dying mid-run is seen to end the job rather than hang it.
+  int die_rank = -1;
 };
 
 struct CaseResult {

@@ -137,6 +137,13 @@ Result<CaseResult> RunCase(Op& op, int index, const OpCase& op_case, const std::
   std::vector<double> times_s;
   for (int i = 0; i < options.timed_iters; ++i) {
     Status s = step("timed iteration " + std::to_string(i), [&] {
+      if (backend.world_rank() == options.die_rank && i == options.timed_iters / 2) {
+        std::cerr << "foldbench: rank " << backend.world_rank()
+                  << ": --die-rank: killing this rank in timed iteration " << i << " of " << where
+                  << "\n"
+                  << std::flush;
+        std::raise(SIGKILL);
+      }
       if (Status b = backend.Barrier(backend.World()); !b.ok()) return b;
       backend.TimerStart();
       Status run = op.Run();
