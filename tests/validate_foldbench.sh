@@ -13,22 +13,44 @@
 #                   --max-seq 64, no warm-up, one timed run, to keep the host
 #                   GEMMs (about 0.8 GFLOP per rank per run) short
 # CASE corrupt:     one element flipped on rank 3 after every case must be
-#                   caught in every case: exit 1 + message
+#                   caught in every case: exit 3 + message
 # CASE wrong_world: -np 4 on the 8-rank plan must be refused: exit 2 + message
-# CASE bad_args:    an unknown op, and compute without the nccl backend, are
-#                   refused before anything runs: exit 2 + message
+#                   saying "run with -np 8"
+# CASE bad_args:    an unknown op, an unknown flag, a bad flag value, and
+#                   compute without the nccl backend, are refused before
+#                   anything runs: exit 2 + message
+# Malformed plans (small files in DATADIR holding only what foldbench reads)
+# are refused on every rank before any collective: exit 1 + a message naming
+# the file and the JSON pointer, no crash:
+# CASE bad_ep_degree:  degrees.ep 2 against ep groups of 4 (this overran the
+#                      dispatcher's count buffer: "double free" on every rank)
+# CASE bad_tp_degree:  degrees.tp 1 against tp groups of 2 (this ran, exit 0)
+# CASE missing_groups: no ep groups: refused for --ops dispatch (it was a
+#                      skipped op), run for --ops ulysses (which needs none)
+# CASE bad_plan:       cp groups that are not a partition of the world (rank
+#                      5 twice, 6 never); a plan file that is not there
+# CASE rank_dies:   rank 3 kills itself (--die-rank) in a timed iteration: the
+#                   job must end non-zero, well within a bound, not hang
+# CASE timeout_values: --timeout 1e30, inf and 0 run (1e30 and inf fired the
+#                   watchdog at once); nan and -1 are usage errors (exit 2)
+# CASE timeout_off: --timeout 0 with a hung rank: no watchdog fires, so only
+#                   this script's own bound ends the job
 # CASE no_memory:   a sweep size of 1 TiB is refused by the free-memory check
 #                   before anything is allocated: exit 3 + message
 # CASE hang:        rank 2 never joins a collective: the watchdog must end the
-#                   job with a message naming the op and the group
+#                   job (exit 3) with a message naming the op and the group
 # CASE nccl_ok:     (builds with NCCL, where a GPU is listed) pp2_cp2_ep4 with
 #                   --backend nccl: ulysses verified on the GPU(s), exit 0;
 #                   8 ranks share the GPUs there are (NCCL_HOSTID emulation)
 # CASE nccl_no_gpu: (builds with NCCL, no GPU) --backend nccl must fail
 #                   cleanly: exit non-zero + "no CUDA device visible to rank"
 # Sizes are scaled down (--max-seq 512, sweep up to 16 KiB) to keep CI fast.
+# Every run is bounded (timeout(1), $limit_s seconds) so that a hang fails
+# the case instead of stalling CI.
 set -u
 case_name=$1 foldbench=$2 mpirun=$3 datadir=$4 workdir=$5
+command -v timeout >/dev/null 2>&1 || { echo "FAIL: needs timeout(1)"; exit 1; }
+limit_s=300
 
 flags=""
 if "$mpirun" --version 2>&1 | grep -Eq "Open MPI|OpenRTE|open-mpi"; then
@@ -43,14 +65,22 @@ small="--max-seq 512 --warmup 1 --iters 2 --sweep-max-bytes 16384"
 run() {  # run NP PLAN [extra foldbench args]
   np=$1 plan=$datadir/$2.plan.json
   shift 2
+  start_s=$(date +%s)
   # shellcheck disable=SC2086
-  "$mpirun" $flags -np "$np" "$foldbench" --plan "$plan" $small "$@" >"$out" 2>&1
+  timeout -k 10 "$limit_s" "$mpirun" $flags -np "$np" "$foldbench" --plan "$plan" $small "$@" \
+    >"$out" 2>&1
   rc=$?
+  elapsed_s=$(($(date +%s) - start_s))
   cat "$out"
   return $rc
 }
 
 fail() { echo "FAIL: $*"; exit 1; }
+no_crash() {  # the job ended by its own verdict, not a signal or a heap check
+  if grep -Eq "double free|corruption|Segmentation|core dumped|signal [0-9]" "$out"; then
+    fail "it crashed"
+  fi
+}
 
 case "$case_name" in
   ok)
@@ -83,18 +113,19 @@ case "$case_name" in
     ;;
   corrupt)
     run 8 pp2_cp2_ep4 --ops ulysses,dispatch,sweep --corrupt-rank 3 -o "$json"; rc=$?
-    [ $rc -eq 1 ] || fail "a corrupted element was not caught (expected exit 1, got $rc)"
+    [ $rc -eq 3 ] || fail "a corrupted element was not caught (expected exit 3, got $rc)"
     grep -q "correctness: FAILED" "$out" || fail "no FAILED line"
     # Rank 3 is in a group of every kind, so every case must count it.
     if grep -q '"wrong_elements": 0' "$json"; then fail "a case missed the corruption"; fi
     # The pack op runs on rank 0 alone: corrupt there.
     run 8 pp2_cp2_ep4 --ops pack --corrupt-rank 0; rc=$?
-    [ $rc -eq 1 ] || fail "a corrupted pack output was not caught (expected exit 1, got $rc)"
+    [ $rc -eq 3 ] || fail "a corrupted pack output was not caught (expected exit 3, got $rc)"
     ;;
   wrong_world)
     run 4 pp2_cp2_ep4 --ops ulysses; rc=$?
     [ $rc -eq 2 ] || fail "a wrong world size was not refused with exit 2 (got $rc)"
-    grep -q "the plan is for 8 ranks but MPI started 4" "$out" || fail "no world-size message"
+    grep -q "pp2_cp2_ep4.plan.json: the plan is for 8 ranks but MPI started 4; run with -np 8" \
+      "$out" || fail "no world-size message"
     ;;
   bad_args)
     run 8 pp2_cp2_ep4 --ops ulysses,nope; rc=$?
@@ -104,6 +135,79 @@ case "$case_name" in
     run 8 pp2_cp2_ep4 --ops compute; rc=$?
     [ $rc -eq 2 ] || fail "compute on the mpi backend was not refused with exit 2 (got $rc)"
     grep -q "it needs --backend nccl" "$out" || fail "no compute-backend message"
+    run 8 pp2_cp2_ep4 --ops ulysses --no-such-flag 1; rc=$?
+    [ $rc -eq 2 ] || fail "an unknown flag was not refused with exit 2 (got $rc)"
+    grep -q "foldbench: --no-such-flag: unknown flag" "$out" || fail "no unknown-flag message"
+    run 8 pp2_cp2_ep4 --ops ulysses --iters zero; rc=$?
+    [ $rc -eq 2 ] || fail "a bad flag value was not refused with exit 2 (got $rc)"
+    grep -q 'foldbench: --iters: expected an integer >= 1, found "zero"' "$out" ||
+      fail "no bad-value message"
+    ;;
+  bad_ep_degree)
+    run 8 bad_ep_degree --ops dispatch; rc=$?
+    no_crash
+    [ $rc -eq 1 ] || fail "an ep degree against ep groups of 4 was not refused with exit 1 (got $rc)"
+    grep -q "bad_ep_degree.plan.json: /rank_map/groups/ep: 2 groups of 4 ranks, but /rank_map/degrees/ep = 2 asks for 4 groups of 2 ranks" \
+      "$out" || fail "no message naming the file, the ep groups and the degree"
+    ;;
+  bad_tp_degree)
+    run 8 bad_tp_degree --ops ulysses,dispatch; rc=$?
+    no_crash
+    [ $rc -eq 1 ] || fail "a tp degree against tp groups of 2 was not refused with exit 1 (got $rc)"
+    grep -q "bad_tp_degree.plan.json: /rank_map/groups/tp: 4 groups of 2 ranks, but /rank_map/degrees/tp = 1 asks for 8 groups of 1 rank" \
+      "$out" || fail "no message naming the file, the tp groups and the degree"
+    ;;
+  missing_groups)
+    run 8 no_ep_groups --ops ulysses,dispatch; rc=$?
+    [ $rc -eq 1 ] || fail "dispatch without ep groups was not refused with exit 1 (got $rc)"
+    grep -q "no_ep_groups.plan.json: /rank_map/groups/ep: missing; op dispatch needs the ep groups" \
+      "$out" || fail "no message naming the missing kind and the op"
+    # Ulysses needs only cp: the plan runs.
+    run 8 no_ep_groups --ops ulysses; rc=$?
+    [ $rc -eq 0 ] || fail "ulysses on a plan without ep groups: expected exit 0, got $rc"
+    grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
+    ;;
+  bad_plan)
+    run 8 cp_not_partition --ops ulysses; rc=$?
+    no_crash
+    [ $rc -eq 1 ] || fail "cp groups that are not a partition were not refused with exit 1 (got $rc)"
+    grep -q "cp_not_partition.plan.json: /rank_map/groups/cp/3/0: rank 5 is in more than one cp group" \
+      "$out" || fail "no partition message"
+    run 8 no_such_file --ops ulysses; rc=$?
+    [ $rc -eq 1 ] || fail "a missing plan file was not refused with exit 1 (got $rc)"
+    grep -q "no_such_file.plan.json: cannot open" "$out" || fail "no missing-file message"
+    ;;
+  rank_dies)
+    # The launcher ends the job when a rank dies (Open MPI: 128 + the
+    # signal); the watchdog (--timeout 30) is the backstop; the bound here
+    # catches a hang all the same.
+    limit_s=90
+    run 8 pp2_cp2_ep4 --ops ulysses --die-rank 3 --timeout 30; rc=$?
+    [ $rc -ne 0 ] || fail "a rank died but the job exited 0"
+    [ "$elapsed_s" -lt "$limit_s" ] || fail "the job hung until the script's bound (exit $rc)"
+    grep -q "foldbench: rank 3: --die-rank: killing this rank in timed iteration 1 of op ulysses" \
+      "$out" || fail "rank 3 did not die where asked"
+    ;;
+  timeout_values)
+    for t in 1e30 inf 0; do
+      run 8 pp2_cp2_ep4 --ops ulysses --timeout "$t"; rc=$?
+      [ $rc -eq 0 ] || fail "--timeout $t: expected exit 0, got $rc"
+      if grep -q "did not finish within" "$out"; then fail "--timeout $t: the watchdog fired"; fi
+    done
+    for t in nan -1; do
+      run 8 pp2_cp2_ep4 --ops ulysses --timeout "$t"; rc=$?
+      [ $rc -eq 2 ] || fail "--timeout $t was not refused with exit 2 (got $rc)"
+      grep -q "foldbench: --timeout: expected a number >= 0, found \"$t\"" "$out" ||
+        fail "--timeout $t: no message"
+    done
+    ;;
+  timeout_off)
+    # Rank 2 never joins; with the watchdog off nothing ends the job but
+    # timeout(1) here, after 8 s (exit 124), and no watchdog speaks.
+    limit_s=8
+    run 8 pp2_cp2_ep4 --ops ulysses --hang-rank 2 --timeout 0; rc=$?
+    [ $rc -eq 124 ] || fail "with --timeout 0 a hang should last until the bound (exit 124), got $rc"
+    if grep -q "did not finish within" "$out"; then fail "a watchdog fired with --timeout 0"; fi
     ;;
   no_memory)
     run 8 pp2_cp2_ep4 --ops sweep --sweep-min-bytes 1099511627776 \
@@ -114,7 +218,7 @@ case "$case_name" in
     ;;
   hang)
     run 8 pp2_cp2_ep4 --ops ulysses --hang-rank 2 --timeout 3; rc=$?
-    [ $rc -ne 0 ] || fail "a hang was not turned into an error"
+    [ $rc -eq 3 ] || fail "a hang was not turned into exit 3 (got $rc)"
     # Rank 3 waits for rank 2 in their cp group; the others wait for rank 2
     # in the next world step. Whichever watchdog fires first names both.
     grep -q 'of op ulysses, case "q seq->heads", on cp group [0-9] (world ranks [0-9, ]*) did not finish within 3 s' \

@@ -1,11 +1,16 @@
 // foldbench's input reader (validate/plan_input.h): the fixture plan's
-// groups and shapes, errors that name the file and JSON pointer, the
-// world-size refusal, and the report helpers that need no MPI.
+// groups and shapes, errors that name the file and JSON pointer, the checks
+// of groups against degrees (a plan whose ep degree disagreed with its ep
+// groups overran the dispatcher's buffers), the group kinds each op needs,
+// the world-size refusal, the reader's text entry point on damaged input,
+// and the report helpers that need no MPI.
 #include <doctest/doctest.h>
 
 #include <string>
 
+#include "core/atomic_file.h"
 #include "core/json_check.h"
+#include "validate/op.h"
 #include "validate/plan_input.h"
 #include "validate/report.h"
 
@@ -16,11 +21,18 @@ using nlohmann::json;
 namespace {
 
 const std::string kPlan = std::string(FOLDPLAN_TEST_DATA_DIR) + "/validate/pp2_cp2_ep4.plan.json";
+// TP2 x CP2, EP2 x ETP2, PP2 on 8 ranks.
+const std::string kEtpPlan =
+    std::string(FOLDPLAN_TEST_DATA_DIR) + "/validate/tp2_cp2_ep2_etp2.plan.json";
 
-json FixturePlan() {
-  auto doc = ParseJsonFile(kPlan);
+json FixturePlan(const std::string& path = kPlan) {
+  auto doc = ParseJsonFile(path);
   REQUIRE(doc.ok());
   return doc.value();
+}
+
+bool Has(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
 }
 
 std::string ErrorOf(const json& doc) {
@@ -95,8 +107,8 @@ TEST_CASE("errors name the file and the JSON pointer") {
   SUBCASE("cp groups that disagree with the degrees") {
     json doc = FixturePlan();
     doc["rank_map"]["degrees"]["cp"] = 4;
-    CHECK(ErrorOf(doc).find("/rank_map/groups/cp: groups of 2 ranks, but /degrees/cp is 4") !=
-          std::string::npos);
+    CHECK(Has(ErrorOf(doc), "x.json: /rank_map/groups/cp: 4 groups of 2 ranks, but "
+                            "/rank_map/degrees/cp = 4 asks for 2 groups of 4 ranks"));
   }
   SUBCASE("a plan without a rank map says why") {
     json doc = FixturePlan();
@@ -114,6 +126,179 @@ TEST_CASE("errors name the file and the JSON pointer") {
     auto input = ReadBenchInput("/nonexistent/plan.json");
     REQUIRE_FALSE(input.ok());
     CHECK(input.status().message().find("/nonexistent/plan.json") != std::string::npos);
+  }
+}
+
+TEST_CASE("an ep degree that disagrees with the ep groups is refused") {
+  // ep 2 in the degrees, groups of 4: the dispatcher sized its count
+  // buffer for 2 peers and received from 4 (heap overflow on every rank).
+  json doc = FixturePlan();
+  doc["rank_map"]["degrees"]["ep"] = 2;
+  const std::string error = ErrorOf(doc);
+  CHECK(Has(error, "x.json: /rank_map/groups/ep: 2 groups of 4 ranks, but "
+                   "/rank_map/degrees/ep = 2 asks for 4 groups of 2 ranks"));
+  CHECK(Has(error, "x.json: /rank_map/degrees: etp x ep x edp x pp = 1 x 2 x 1 x 2 = 4, but "
+                   "/rank_map/world_size is 8"));
+}
+
+TEST_CASE("a tp degree that disagrees with the tp groups is refused") {
+  json doc = FixturePlan(kEtpPlan);
+  doc["rank_map"]["degrees"]["tp"] = 1;
+  const std::string error = ErrorOf(doc);
+  CHECK(Has(error, "x.json: /rank_map/groups/tp: 4 groups of 2 ranks, but "
+                   "/rank_map/degrees/tp = 1 asks for 8 groups of 1 rank"));
+  // The kinds made of tp and other degrees are checked too.
+  CHECK(Has(error, "x.json: /rank_map/groups/tp_cp: 2 groups of 4 ranks, but "
+                   "/rank_map/degrees tp x cp = 1 x 2 = 2 asks for 4 groups of 2 ranks"));
+}
+
+TEST_CASE("groups of the right partition but the wrong size for their degree are refused") {
+  // Degrees agree with the world; the ep groups are a partition, of 2.
+  json doc = FixturePlan();
+  doc["rank_map"]["groups"]["ep"] = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  CHECK(ErrorOf(doc) == "x.json: /rank_map/groups/ep: 4 groups of 2 ranks, but "
+                        "/rank_map/degrees/ep = 4 asks for 2 groups of 4 ranks");
+}
+
+TEST_CASE("a product kind's groups are checked against the product of its degrees") {
+  json doc = FixturePlan();
+  doc["rank_map"]["groups"]["dp_cp"] = {{0, 1}, {2, 3}, {4, 5}, {6, 7}};
+  CHECK(ErrorOf(doc) == "x.json: /rank_map/groups/dp_cp: 4 groups of 2 ranks, but "
+                        "/rank_map/degrees dp x cp = 2 x 2 = 4 asks for 2 groups of 4 ranks");
+}
+
+TEST_CASE("a degree that does not divide the world is refused") {
+  json doc = FixturePlan();
+  doc["rank_map"]["degrees"]["ep"] = 3;
+  CHECK(Has(ErrorOf(doc), "x.json: /rank_map/groups/ep: 2 groups of 4 ranks, but "
+                          "/rank_map/degrees/ep = 3 does not divide the world of 8 ranks"));
+}
+
+TEST_CASE("degrees whose products are not the world are refused") {
+  json doc = FixturePlan();
+  doc["rank_map"]["degrees"]["dp"] = 4;
+  CHECK(Has(ErrorOf(doc), "x.json: /rank_map/degrees: tp x cp x dp x pp = 1 x 2 x 4 x 2 = 16, "
+                          "but /rank_map/world_size is 8"));
+}
+
+TEST_CASE("each kind's groups must hold every rank exactly once") {
+  json doc = FixturePlan();
+  SUBCASE("a rank in no group") {
+    doc["rank_map"]["groups"]["cp"] = {{0, 1}, {2, 3}, {4, 5}, {6}};
+    CHECK(Has(ErrorOf(doc), "x.json: /rank_map/groups/cp: rank 7 is in no cp group"));
+  }
+  SUBCASE("a rank twice in one group") {
+    doc["rank_map"]["groups"]["cp"] = {{0, 0}, {2, 3}, {4, 5}, {6, 7}};
+    CHECK(Has(ErrorOf(doc), "x.json: /rank_map/groups/cp/0/1: rank 0 is listed twice in this "
+                            "cp group"));
+  }
+  SUBCASE("a rank in two groups") {
+    doc["rank_map"]["groups"]["ep"] = {{0, 1, 2, 3}, {3, 5, 6, 7}};
+    CHECK(Has(ErrorOf(doc), "x.json: /rank_map/groups/ep/1/0: rank 3 is in more than one ep "
+                            "group"));
+  }
+  SUBCASE("groups of unequal size") {
+    doc["rank_map"]["groups"]["dp"] = {{0, 2}, {1, 3}, {4, 5, 6, 7}};
+    CHECK(Has(ErrorOf(doc), "x.json: /rank_map/groups/dp: groups of unequal size (2 and 4)"));
+  }
+  SUBCASE("embedding groups need not partition the world") {
+    doc["rank_map"]["groups"]["embedding"] = {{0, 4}, {0, 5}};
+    CHECK(ParseBenchInput(doc, "x.json").ok());
+  }
+}
+
+TEST_CASE("experts that do not divide over ep are refused") {
+  json doc = FixturePlan();
+  doc["inputs"]["model"]["spec"]["moe"]["experts"] = 6;
+  CHECK(ErrorOf(doc) == "x.json: /inputs/model/spec/moe/experts: is 6, which does not divide "
+                        "over /rank_map/degrees/ep = 4");
+}
+
+TEST_CASE("a rank map file's errors point into the file itself") {
+  json map = FixturePlan()["rank_map"];
+  map["degrees"]["ep"] = 2;
+  CHECK(Has(ErrorOf(map), "x.json: /groups/ep: 2 groups of 4 ranks, but /degrees/ep = 2 asks "
+                          "for 4 groups of 2 ranks"));
+}
+
+TEST_CASE("a group kind an op needs must be in the plan; one no op needs may be missing") {
+  json doc = FixturePlan();
+  doc["rank_map"]["groups"].erase("ep");
+  doc["rank_map"]["groups"].erase("cp");
+  auto input = ParseBenchInput(doc, "x.json");
+  REQUIRE(input.ok());
+  const Status dispatch = CheckGroupsForOps(input.value(), {"dispatch"});
+  REQUIRE_FALSE(dispatch.ok());
+  CHECK(dispatch.message() == "x.json: /rank_map/groups/ep: missing; op dispatch needs the ep "
+                              "groups");
+  const Status both = CheckGroupsForOps(input.value(), {"ulysses", "dispatch"});
+  REQUIRE_FALSE(both.ok());
+  CHECK(Has(both.message(), "x.json: /rank_map/groups/cp: missing; op ulysses needs the cp groups"));
+  CHECK(Has(both.message(), "x.json: /rank_map/groups/ep: missing; op dispatch needs"));
+  CHECK_FALSE(CheckGroupsForOps(input.value(), {"pack"}).ok());
+  CHECK_FALSE(CheckGroupsForOps(input.value(), {"sweep"}).ok());
+  CHECK(CheckGroupsForOps(input.value(), {"compute"}).ok());
+
+  json no_etp = FixturePlan();
+  no_etp["rank_map"]["groups"].erase("etp");
+  auto without_etp = ParseBenchInput(no_etp, "x.json");
+  REQUIRE(without_etp.ok());
+  CHECK(CheckGroupsForOps(without_etp.value(), {"ulysses", "pack"}).ok());
+  CHECK_FALSE(CheckGroupsForOps(without_etp.value(), {"dispatch"}).ok());
+
+  // A rank map file: the pointer is the file's own.
+  json map = FixturePlan()["rank_map"];
+  map["groups"].erase("cp");
+  auto from_map = ParseBenchInput(map, "map.json");
+  REQUIRE(from_map.ok());
+  CHECK(CheckGroupsForOps(from_map.value(), {"ulysses"}).message() ==
+        "map.json: /groups/cp: missing; op ulysses needs the cp groups");
+}
+
+TEST_CASE("ReadPlanText reads a plan's text and names the file in errors") {
+  auto text = ReadTextFile(kPlan);
+  REQUIRE(text.ok());
+  auto input = ReadPlanText(text.value(), "given.json");
+  REQUIRE(input.ok());
+  CHECK(input->file == "given.json");
+  CHECK(input->groups.at("ep") == GroupList{{0, 1, 2, 3}, {4, 5, 6, 7}});
+
+  auto broken = ReadPlanText("{\"schema\": ", "given.json");
+  REQUIRE_FALSE(broken.ok());
+  CHECK(broken.status().message().find("given.json:1:") == 0);
+  for (const char* odd : {"", "null", "[]", "7", "\"x\"", "{}", "{\"schema\": 1}",
+                          "{\"schema\": \"foldplan.rankmap/v1\"}",
+                          "{\"schema\": \"foldplan.plan/v1\", \"candidates\": [1]}"}) {
+    CAPTURE(odd);
+    CHECK_FALSE(ReadPlanText(odd, "odd.json").ok());
+  }
+}
+
+TEST_CASE("a plan damaged anywhere is read or refused, never a crash") {
+  // Every value of both fixtures replaced in turn by each of these; the
+  // reader must answer with a value or an error, and never through its
+  // last-resort catch (an exception is a reader bug).
+  const std::vector<json> odd_values = {
+      nullptr, true, -1, 0, 1, 3, 9, int64_t{1} << 40, 1e300, -0.5, "x", json::array(),
+      json::object(), json::array({json::array()}), json::array({-1}), json::array({0, 0})};
+  for (const std::string& path : {kPlan, kEtpPlan}) {
+    const json doc = FixturePlan(path);
+    const json flat = doc.flatten();
+    int refused = 0;
+    for (const auto& [pointer, unused] : flat.items()) {
+      for (const json& odd : odd_values) {
+        json damaged = doc;
+        damaged[json::json_pointer(pointer)] = odd;
+        auto input = ParseBenchInput(damaged, "x.json");
+        if (!input.ok()) {
+          ++refused;
+          if (Has(input.status().message(), "cannot read the plan")) {
+            FAIL_CHECK(pointer << " = " << odd.dump() << ": " << input.status().message());
+          }
+        }
+      }
+    }
+    CHECK(refused > 0);
   }
 }
 

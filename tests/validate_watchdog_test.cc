@@ -6,6 +6,7 @@
 #include <atomic>
 #include <chrono>
 #include <future>
+#include <limits>
 #include <string>
 #include <thread>
 
@@ -42,4 +43,43 @@ TEST_CASE("watchdog: timeout 0 disables it") {
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   CHECK(fired == 0);
+}
+
+TEST_CASE("watchdog: a huge timeout (1e30, inf) does not fire at once") {
+  // 1e30 s overflowed the clock's nanosecond count into a deadline in the
+  // past, so every step "timed out" at once.
+  for (double timeout_s : {1e30, std::numeric_limits<double>::infinity(),
+                           Watchdog::kMaxTimeout_s * 10}) {
+    CAPTURE(timeout_s);
+    std::atomic<int> fired{0};
+    {
+      Watchdog watchdog(timeout_s, [&](const std::string&) { ++fired; });
+      watchdog.Arm("a long step");
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      watchdog.Disarm();
+    }
+    CHECK(fired == 0);
+  }
+}
+
+TEST_CASE("watchdog: a negative or NaN timeout leaves it off") {
+  for (double timeout_s : {-1.0, std::numeric_limits<double>::quiet_NaN()}) {
+    CAPTURE(timeout_s);
+    std::atomic<int> fired{0};
+    {
+      Watchdog watchdog(timeout_s, [&](const std::string&) { ++fired; });
+      watchdog.Arm("never watched");
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    CHECK(fired == 0);
+  }
+}
+
+TEST_CASE("watchdog: a timeout below one clock tick still fires") {
+  std::promise<std::string> fired;
+  Watchdog watchdog(1e-12, [&](const std::string& what) { fired.set_value(what); });
+  watchdog.Arm("a tiny deadline");
+  std::future<std::string> what = fired.get_future();
+  REQUIRE(what.wait_for(std::chrono::seconds(10)) == std::future_status::ready);
+  CHECK(what.get() == "a tiny deadline");
 }

@@ -1,9 +1,13 @@
 // foldbench: every rank of `mpirun -np N foldbench --plan FILE ...` runs
-// this. Exit status: 0 all checked elements right, 1 a wrong element,
-// 2 bad arguments or input (nothing ran), 3 a backend error or a hang the
-// watchdog ended (the job is aborted).
+// this. Exit status (doc/formats.md "Exit codes"): 0 every checked element
+// right; 1 an invalid input (the plan file; nothing ran) or an output file
+// that could not be written; 2 command-line usage, the launcher's -np
+// included (nothing ran); 3 a run-time failure: a wrong element, a backend
+// error, a hang the watchdog ended (the job is aborted).
 #include <mpi.h>
 
+#include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -31,8 +35,16 @@ constexpr const char* kUsage =
     "                 [--expert term|gemm]\n"
     "                 [--sweep-min-bytes N] [--sweep-max-bytes N] [--sweep-step N]\n"
     "                 [--warmup N] [--iters N] [--timeout SECONDS]\n"
-    "                 [--corrupt-rank R] [--hang-rank R]\n"
-    "  FILE is a foldplan.plan/v1 (foldplan plan/explain -o) or foldplan.rankmap/v1 file\n";
+    "                 [--corrupt-rank R] [--hang-rank R] [--die-rank R]\n"
+    "  FILE is a foldplan.plan/v1 (foldplan plan/explain -o) or foldplan.rankmap/v1 file\n"
+    "  --timeout 0 turns the watchdog off; inf or any large value never fires\n"
+    "  exit status: 0 ok, 1 invalid input, 2 usage, 3 run-time failure (doc/formats.md)\n";
+
+// Exit codes, doc/formats.md "Exit codes".
+constexpr int kExitOk = 0;
+constexpr int kExitInvalidInput = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitRunFailure = 3;
 
 struct Args {
   std::string plan, output, backend = "mpi";
@@ -49,15 +61,22 @@ std::vector<std::string> SplitList(const std::string& text) {
   return items;
 }
 
+// A number >= min; "inf" is one, NaN is not (it compares false with min).
 Result<double> ParseNumber(const std::string& flag, const std::string& text, double min) {
   try {
     size_t used = 0;
     const double value = std::stod(text, &used);
     if (used == text.size() && value >= min) return value;
+  } catch (const std::out_of_range&) {
+    // Beyond double's range: a huge positive value is as good as inf.
+    if (!text.empty() && text[0] != '-' && std::isinf(std::strtod(text.c_str(), nullptr))) {
+      return HUGE_VAL;
+    }
   } catch (const std::exception&) {
   }
-  return Status::Error(flag + ": expected a number >= " + std::to_string(min) + ", found \"" +
-                       text + "\"");
+  char min_text[32];
+  std::snprintf(min_text, sizeof min_text, "%g", min);
+  return Status::Error(flag + ": expected a number >= " + min_text + ", found \"" + text + "\"");
 }
 
 Result<int64_t> ParseInt(const std::string& flag, const std::string& text, int64_t min) {
@@ -112,6 +131,7 @@ Result<Args> ParseArgs(int argc, char** argv) {
     else if (flag == "--timeout") s = number(0, &args.loop.timeout_s);
     else if (flag == "--corrupt-rank") s = integer(0, &args.loop.corrupt_rank);
     else if (flag == "--hang-rank") s = integer(0, &args.loop.hang_rank);
+    else if (flag == "--die-rank") s = integer(0, &args.loop.die_rank);
     else return Status::Error(flag + ": unknown flag");
     if (!s.ok()) return s;
   }
@@ -154,23 +174,29 @@ int Run(int argc, char** argv) {
   Result<Args> args = ParseArgs(argc, argv);
   if (!args.ok()) {
     if (root) std::cerr << "foldbench: " << args.status().message() << "\n" << kUsage;
-    return 2;
+    return kExitUsage;
   }
   if (args->help) {
     if (root) std::cout << kUsage;
-    return 0;
+    return kExitOk;
   }
+  // The plan first: a wrong -np for a file that is bad anyway is not the news.
   Result<BenchInput> input = ReadBenchInput(args->plan);
-  Status world_ok = input.ok() ? CheckWorldSize(input.value(), world_size) : input.status();
-  if (!world_ok.ok()) {
-    if (root) std::cerr << "foldbench: " << world_ok.message() << "\n";
-    return 2;
+  Status input_ok = input.ok() ? CheckGroupsForOps(input.value(), args->ops) : input.status();
+  if (!input_ok.ok()) {
+    if (root) std::cerr << "foldbench: " << input_ok.message() << "\n";
+    return kExitInvalidInput;
   }
-  for (int rank : {args->loop.corrupt_rank, args->loop.hang_rank}) {
+  // The launcher's -np is part of the command line: a usage error.
+  if (Status s = CheckWorldSize(input.value(), world_size); !s.ok()) {
+    if (root) std::cerr << "foldbench: " << s.message() << "\n";
+    return kExitUsage;
+  }
+  for (int rank : {args->loop.corrupt_rank, args->loop.hang_rank, args->loop.die_rank}) {
     if (rank >= world_size) {
-      if (root) std::cerr << "foldbench: --corrupt-rank and --hang-rank must be below "
+      if (root) std::cerr << "foldbench: --corrupt-rank, --hang-rank and --die-rank must be below "
                           << world_size << "\n";
-      return 2;
+      return kExitUsage;
     }
   }
 
@@ -180,8 +206,8 @@ int Run(int argc, char** argv) {
     if (!made.ok()) {
       // The verdict may differ between ranks (one GPU missing): abort all.
       std::cerr << "foldbench: rank " << world_rank << ": " << made.status().message() << "\n";
-      MPI_Abort(MPI_COMM_WORLD, 3);
-      return 3;
+      MPI_Abort(MPI_COMM_WORLD, kExitRunFailure);
+      return kExitRunFailure;
     }
     backend = std::move(made).value();
   } else {
@@ -200,7 +226,7 @@ int Run(int argc, char** argv) {
               << args->loop.timeout_s
               << " s (a peer crashed or never joined); aborting the job\n"
               << std::flush;
-    raw_backend->Abort(3);
+    raw_backend->Abort(kExitRunFailure);
   });
 
   std::vector<OpResult> results;
@@ -210,7 +236,7 @@ int Run(int argc, char** argv) {
       // Names were checked; what fails here (a communicator split) may
       // fail on one rank only, so abort rather than leave others waiting.
       std::cerr << "foldbench: rank " << world_rank << ": " << ops.status().message() << "\n";
-      backend->Abort(3);
+      backend->Abort(kExitRunFailure);
     }
     for (auto& op : ops.value()) {
       auto result = RunOp(*op, args->loop, *backend, input.value(), &watchdog);
@@ -219,21 +245,21 @@ int Run(int argc, char** argv) {
         // RunOp's errors name the op, the case and the group.
         std::cerr << "foldbench: rank " << world_rank << ": " << result.status().message()
                   << "\n";
-        backend->Abort(3);
+        backend->Abort(kExitRunFailure);
       }
       results.push_back(std::move(result).value());
     }
   }
 
   const int64_t wrong = TotalWrongElements(results);
-  int code = wrong == 0 ? 0 : 1;
+  int code = wrong == 0 ? kExitOk : kExitRunFailure;  // data came back wrong
   if (root) {
     std::cout << ReportTable(env, input.value(), results) << std::flush;
     if (!args->output.empty()) {
       const std::string json = MeasurementsJson(env, input.value(), results).dump(2) + "\n";
       if (Status s = WriteFileAtomically(args->output, json); !s.ok()) {
         std::cerr << "foldbench: " << s.message() << "\n";
-        code = code == 0 ? 2 : code;
+        code = code == kExitOk ? kExitInvalidInput : code;  // as foldplan's -o
       } else {
         std::cout << "wrote " << args->output << "\n";
       }

@@ -87,6 +87,14 @@ class Op {
 // "pack");
 // the error lists the known names.
 Status CheckOpName(const std::string& name);
+// The group kinds op `name` runs over: ulysses and pack cp, dispatch ep and
+// etp, sweep every kind the cost model times (tp, cp, dp, dp_cp, ep, etp,
+// edp, pp), compute none.
+const std::vector<std::string>& GroupKindsNeeded(const std::string& name);
+// Refuses an input that lacks a group kind one of `ops` needs, naming the
+// file, the kind's JSON pointer and the op; a kind no requested op needs
+// may be missing. Run before any collective, on every rank.
+Status CheckGroupsForOps(const BenchInput& input, const std::vector<std::string>& ops);
 Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
                                                  const BenchInput& input,
                                                  const OpOptions& options, Backend* backend);
@@ -118,6 +126,10 @@ struct LoopOptions {
   // longer than this, naming the op and the group (seconds; 0: no watchdog).
   double timeout_s = 300;
   int hang_rank = -1;  // test hook: this world rank never joins the check's collective
+  // Test hook: this world rank kills itself (SIGKILL, as the OOM killer
+  // would) halfway through the first case's timed iterations, so that a
+  // rank dying mid-run is seen to end the job rather than hang it.
+  int die_rank = -1;
 };
 
 struct CaseResult {

@@ -38,6 +38,7 @@
 #include <algorithm>
 #include <cmath>
 #include <numeric>
+#include <tuple>
 #include <utility>
 
 #include "validate/op.h"
@@ -96,8 +97,15 @@ class DispatchOp : public Op {
       skip_ = "skipped: ep = etp = 1 (the dispatcher moves nothing)";
       return;
     }
+    // foldbench's reader and CheckGroupsForOps refuse these plans; the op
+    // refuses them too rather than trust its caller with its buffers.
     if (!input.groups.contains("ep") || !input.groups.contains("etp")) {
-      skip_ = "skipped: the rank map has no ep or etp groups";
+      error_ = "dispatch: the rank map has no ep or etp groups";
+      return;
+    }
+    if (shapes.experts % ep_ != 0) {
+      error_ = "dispatch: " + std::to_string(shapes.experts) + " experts do not divide over ep " +
+               std::to_string(ep_);
       return;
     }
     experts_ = shapes.experts;
@@ -155,11 +163,23 @@ class DispatchOp : public Op {
   // Collective: communicators, routing, and one count exchange per case so
   // that buffer sizes (bytes_needed) are exact before anything is timed.
   Status Init(const BenchInput& input) {
+    if (!error_.empty()) return Status::Error(error_);
     if (!skip_.empty()) return Status();
     for (auto [kind, comm] : {std::pair{"ep", &ep_comm_}, std::pair{"etp", &etp_comm_}}) {
       auto made = backend_->Split(input.groups.at(kind));
       if (!made.ok()) return made.status();
       *comm = std::move(made).value();
+    }
+    // Every count and row buffer is sized from ep and etp: the groups the
+    // data moves over must be exactly that big (the same on every rank, as
+    // the groups are), or an all-to-all would write past its buffer.
+    for (auto [kind, comm, degree] : {std::tuple{"ep", ep_comm_.get(), ep_},
+                                      std::tuple{"etp", etp_comm_.get(), etp_}}) {
+      if (comm == nullptr || comm->size() != degree) {
+        return Status::Error(std::string("dispatch: this rank's ") + kind + " group has " +
+                             std::to_string(comm == nullptr ? 0 : comm->size()) +
+                             " ranks, but the degree is " + std::to_string(degree));
+      }
     }
     std::vector<double> recv_rows, gemm_flops;
     for (DispatchCase& c : cases_) {
@@ -584,6 +604,7 @@ class DispatchOp : public Op {
   Backend* backend_;
   OpOptions options_;
   std::string skip_;
+  std::string error_;  // non-empty: the input cannot be run (Init fails)
   std::vector<std::string> notes_;
   std::vector<DispatchCase> cases_;
   std::unique_ptr<GroupComm> ep_comm_, etp_comm_;

@@ -40,9 +40,6 @@ constexpr CollectiveInfo kCollectives[] = {
     {Collective::kSendRecv, "send_recv", DType::kU16},
 };
 
-// The group kinds the cost model times collectives on.
-constexpr const char* kKinds[] = {"tp", "cp", "dp", "dp_cp", "ep", "etp", "edp", "pp"};
-
 uint16_t Word(int64_t source, int64_t destination, int64_t index) {
   return PatternWord((static_cast<uint64_t>(source) << 48) ^
                      (static_cast<uint64_t>(destination) << 32) ^ static_cast<uint64_t>(index));
@@ -284,7 +281,10 @@ Result<std::vector<std::unique_ptr<Op>>> MakeSweepOps(const BenchInput& input,
     sizes.push_back(bytes);
   }
   std::vector<std::unique_ptr<Op>> ops;
-  for (const char* kind : kKinds) {
+  // The group kinds the cost model times collectives on; foldbench refused
+  // an input without one (CheckGroupsForOps), so a missing one is skipped
+  // here only for other callers.
+  for (const std::string& kind : GroupKindsNeeded("sweep")) {
     if (!input.groups.contains(kind)) continue;
     const int size = static_cast<int>(input.groups.at(kind).front().size());
     if (size < 2) continue;

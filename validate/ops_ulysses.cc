@@ -71,9 +71,17 @@ class UlyssesOp : public Op {
   // Collective: every rank makes its CP communicator.
   Status Init(const BenchInput& input) {
     if (!skip_.empty()) return Status();
+    // The reader checks the cp groups against degrees.cp; buffers are sized
+    // from the degree, so refuse rather than trust a caller that skipped it.
+    if (!input.groups.contains("cp")) return Status::Error("ulysses: the rank map has no cp groups");
     auto comm = backend_->Split(input.groups.at("cp"));
     if (!comm.ok()) return comm.status();
     comm_ = std::move(comm).value();
+    if (comm_ == nullptr || comm_->size() != cp_) {
+      return Status::Error("ulysses: this rank's cp group has " +
+                           std::to_string(comm_ == nullptr ? 0 : comm_->size()) +
+                           " ranks, but the degree is " + std::to_string(cp_));
+    }
     return Status();
   }
 

@@ -1,8 +1,10 @@
 #include "validate/plan_input.h"
 
+#include <algorithm>
+#include <exception>
 #include <optional>
-#include <set>
 
+#include "core/atomic_file.h"
 #include "core/formats.h"
 #include "core/json_check.h"
 
@@ -28,14 +30,15 @@ void ReadGroups(const json& groups_json, const std::string& pointer, int world,
     return;
   }
   for (const auto& [kind, list] : groups_json.items()) {
-    const std::string kind_pointer = pointer + "/" + kind;
+    const std::string kind_pointer = pointer + "/" + EscapePointerToken(kind);
     if (!list.is_array() || list.empty()) {
       errors->Add(kind_pointer, "expected a non-empty array of groups, found " +
                                     DescribeJsonValue(list));
       continue;
     }
     GroupList groups;
-    std::vector<int> seen(world, 0);
+    // The group that last listed each rank (-1: none yet).
+    std::vector<int64_t> group_of(static_cast<size_t>(world), -1);
     bool ok = true;
     for (size_t g = 0; g < list.size() && ok; ++g) {
       const std::string group_pointer = kind_pointer + "/" + std::to_string(g);
@@ -48,20 +51,28 @@ void ReadGroups(const json& groups_json, const std::string& pointer, int world,
       std::vector<int> ranks;
       for (size_t i = 0; i < list[g].size(); ++i) {
         const json& r = list[g][i];
+        const std::string rank_pointer = group_pointer + "/" + std::to_string(i);
         if (!r.is_number_integer() || r.get<int64_t>() < 0 || r.get<int64_t>() >= world) {
-          errors->Add(group_pointer + "/" + std::to_string(i),
-                      "expected a rank in [0, " + std::to_string(world - 1) + "], found " +
-                          DescribeJsonValue(r));
+          errors->Add(rank_pointer, "expected a rank in [0, " + std::to_string(world - 1) +
+                                        "], found " + DescribeJsonValue(r));
           ok = false;
           break;
         }
         const int rank = r.get<int>();
-        if (++seen[rank] > 1 && PartitionsWorld(kind)) {
-          errors->Add(group_pointer + "/" + std::to_string(i),
+        // A rank twice in one group would be two members of one communicator.
+        if (group_of[rank] == static_cast<int64_t>(g)) {
+          errors->Add(rank_pointer, "rank " + std::to_string(rank) + " is listed twice in " +
+                                        "this " + kind + " group");
+          ok = false;
+          break;
+        }
+        if (group_of[rank] >= 0 && PartitionsWorld(kind)) {
+          errors->Add(rank_pointer,
                       "rank " + std::to_string(rank) + " is in more than one " + kind + " group");
           ok = false;
           break;
         }
+        group_of[rank] = static_cast<int64_t>(g);
         ranks.push_back(rank);
       }
       if (ok) groups.push_back(std::move(ranks));
@@ -69,7 +80,7 @@ void ReadGroups(const json& groups_json, const std::string& pointer, int world,
     if (!ok) continue;
     if (PartitionsWorld(kind)) {
       for (int r = 0; r < world; ++r) {
-        if (seen[r] == 0) {
+        if (group_of[r] < 0) {
           errors->Add(kind_pointer, "rank " + std::to_string(r) + " is in no " + kind + " group");
           ok = false;
           break;
@@ -87,6 +98,90 @@ void ReadGroups(const json& groups_json, const std::string& pointer, int world,
       }
     }
     if (ok) out->groups[kind] = std::move(groups);
+  }
+}
+
+// The degrees whose product is the size of each kind's groups (Megatron's
+// dense and expert views, doc/rankmap.md). Kinds not listed (embedding,
+// position_embedding, any a newer writer adds) are only range-checked.
+struct KindDegrees {
+  const char* kind;
+  std::vector<const char*> degrees;
+};
+const std::vector<KindDegrees>& KindsWithDegrees() {
+  static const std::vector<KindDegrees> kinds = {
+      {"tp", {"tp"}},           {"cp", {"cp"}},
+      {"dp", {"dp"}},           {"dp_cp", {"dp", "cp"}},
+      {"tp_cp", {"tp", "cp"}},  {"tp_dp", {"tp", "dp"}},
+      {"tp_dp_cp", {"tp", "dp", "cp"}},
+      {"mp", {"tp", "pp"}},     {"pp", {"pp"}},
+      {"ep", {"ep"}},           {"etp", {"etp"}},
+      {"tp_ep", {"etp", "ep"}}, {"tp_ep_pp", {"etp", "ep", "pp"}},
+      {"edp", {"edp"}},
+  };
+  return kinds;
+}
+
+// Product of the named degrees, saturating just above the largest world so
+// that nonsense degrees cannot overflow.
+int64_t DegreeProduct(const BenchInput& in, const std::vector<const char*>& keys) {
+  int64_t product = 1;
+  for (const char* key : keys) product = std::min(product * in.degrees.at(key), kMaxWorldSize + 1);
+  return product;
+}
+
+// "dp x cp = 2 x 2 = 4".
+std::string ProductText(const BenchInput& in, const std::vector<const char*>& keys) {
+  std::string names, values;
+  for (const char* key : keys) {
+    names += std::string(names.empty() ? "" : " x ") + key;
+    values += (values.empty() ? "" : " x ") + std::to_string(in.degrees.at(key));
+  }
+  return names + " = " + values + " = " + std::to_string(DegreeProduct(in, keys));
+}
+
+// "/rank_map/degrees/cp = 2", or "/rank_map/degrees dp x cp = 2 x 2 = 4".
+std::string DegreeText(const BenchInput& in, const std::vector<const char*>& keys,
+                       const std::string& degrees_pointer) {
+  if (keys.size() == 1) {
+    return degrees_pointer + "/" + keys[0] + " = " + std::to_string(in.degrees.at(keys[0]));
+  }
+  return degrees_pointer + " " + ProductText(in, keys);
+}
+
+std::string Plural(int64_t n, const std::string& word) {
+  return std::to_string(n) + " " + word + (n == 1 ? "" : "s");
+}
+
+// Each kind's groups against the degrees: an op sizes its buffers from the
+// degrees and moves data over the groups, so the two must agree (a plan
+// with ep 2 in its degrees and ep groups of 4 overran the dispatcher's
+// count buffer).
+void CheckDegrees(const std::string& map_pointer, JsonErrors* errors, BenchInput* out) {
+  const std::string degrees_pointer = map_pointer + "/degrees";
+  const int64_t world = out->world_size;
+  for (const std::vector<const char*>& keys :
+       {std::vector<const char*>{"tp", "cp", "dp", "pp"},
+        std::vector<const char*>{"etp", "ep", "edp", "pp"}}) {
+    if (DegreeProduct(*out, keys) != world) {
+      errors->Add(degrees_pointer, ProductText(*out, keys) + ", but " + map_pointer +
+                                       "/world_size is " + std::to_string(world));
+    }
+  }
+  for (const KindDegrees& k : KindsWithDegrees()) {
+    const auto it = out->groups.find(k.kind);
+    if (it == out->groups.end()) continue;
+    const int64_t size = DegreeProduct(*out, k.degrees);
+    const int64_t found_size = static_cast<int64_t>(it->second.front().size());
+    const int64_t found_count = static_cast<int64_t>(it->second.size());
+    if (found_size == size && found_count * size == world) continue;
+    std::string asks = world % size == 0 ? "asks for " + Plural(world / size, "group") + " of " +
+                                               Plural(size, "rank")
+                                         : "does not divide the world of " +
+                                               Plural(world, "rank");
+    errors->Add(map_pointer + "/groups/" + k.kind,
+                Plural(found_count, "group") + " of " + Plural(found_size, "rank") + ", but " +
+                    DegreeText(*out, k.degrees, degrees_pointer) + " " + asks);
   }
 }
 
@@ -113,16 +208,9 @@ void ReadRankMap(const json& value, const std::string& pointer, JsonErrors* erro
     errors->Add(map.Pointer("groups"), "missing; expected an object of group lists");
     return;
   }
+  out->rank_map_pointer = pointer;
   ReadGroups(value.at("groups"), map.Pointer("groups"), out->world_size, errors, out);
-  if (errors->empty() && !out->groups.contains("cp")) {
-    errors->Add(map.Pointer("groups") + "/cp", "missing; expected the context-parallel groups");
-  }
-  if (errors->empty() &&
-      static_cast<int64_t>(out->groups["cp"].front().size()) != out->degrees["cp"]) {
-    errors->Add(map.Pointer("groups") + "/cp",
-                "groups of " + std::to_string(out->groups["cp"].front().size()) +
-                    " ranks, but /degrees/cp is " + std::to_string(out->degrees["cp"]));
-  }
+  if (errors->empty()) CheckDegrees(pointer, errors, out);
 }
 
 void ReadPlan(const json& doc, JsonErrors* errors, BenchInput* out) {
@@ -167,6 +255,13 @@ void ReadPlan(const json& doc, JsonErrors* errors, BenchInput* out) {
     return;
   }
   ReadRankMap(doc["rank_map"], "/rank_map", errors, out);
+  // The dispatcher gives every EP rank experts / ep experts.
+  if (errors->empty() && out->shapes.experts % out->degrees["ep"] != 0) {
+    errors->Add("/inputs/model/spec/moe/experts",
+                "is " + std::to_string(out->shapes.experts) +
+                    ", which does not divide over /rank_map/degrees/ep = " +
+                    std::to_string(out->degrees["ep"]));
+  }
   if (errors->empty() && out->degrees["mbs"] != out->shapes.mbs) {
     errors->Add("/rank_map/degrees/mbs", "is " + std::to_string(out->degrees["mbs"]) +
                                              " but /candidates/0/layout/mbs is " +
@@ -187,22 +282,34 @@ Result<BenchInput> ParseBenchInput(const json& doc, const std::string& file) {
     return errors.status();
   }
   out.schema = doc["schema"].get<std::string>();
-  if (out.schema == kPlanSchema) {
-    ReadPlan(doc, &errors, &out);
-  } else if (out.schema == kRankMapSchema) {
-    ReadRankMap(doc, "", &errors, &out);
-  } else {
-    errors.Add("/schema", std::string("expected \"") + kPlanSchema + "\" or \"" +
-                              kRankMapSchema + "\", found \"" + out.schema + "\"");
+  // Every access above is checked; this only turns a slip into an error
+  // rather than a crash on every rank.
+  try {
+    if (out.schema == kPlanSchema) {
+      ReadPlan(doc, &errors, &out);
+    } else if (out.schema == kRankMapSchema) {
+      ReadRankMap(doc, "", &errors, &out);
+    } else {
+      errors.Add("/schema", std::string("expected \"") + kPlanSchema + "\" or \"" +
+                                kRankMapSchema + "\", found \"" + out.schema + "\"");
+    }
+  } catch (const std::exception& e) {
+    return Status::Error(file + ": cannot read the plan: " + e.what());
   }
   if (!errors.empty()) return errors.status();
   return out;
 }
 
-Result<BenchInput> ReadBenchInput(const std::string& path) {
-  auto doc = ParseJsonFile(path);
+Result<BenchInput> ReadPlanText(const std::string& text, const std::string& file_name) {
+  auto doc = ParseJsonText(text, file_name);
   if (!doc.ok()) return doc.status();
-  return ParseBenchInput(doc.value(), path);
+  return ParseBenchInput(doc.value(), file_name);
+}
+
+Result<BenchInput> ReadBenchInput(const std::string& path) {
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ReadPlanText(text.value(), path);
 }
 
 Status CheckWorldSize(const BenchInput& input, int mpi_world_size) {

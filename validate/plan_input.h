@@ -36,6 +36,9 @@ struct ModelShapes {
 struct BenchInput {
   std::string file;
   std::string schema;       // "foldplan.plan/v1" or "foldplan.rankmap/v1"
+  // JSON pointer of the rank map in the file, for errors found later:
+  // "" in a rank map file, "/rank_map" in a plan.
+  std::string rank_map_pointer;
   std::string layout_text;  // the layout in foldplan's command-line syntax
   int world_size = 0;
   std::map<std::string, int64_t> degrees;  // pp dp cp tp ep etp edp mbs ...
@@ -46,8 +49,22 @@ struct BenchInput {
 
 // Parses an already-read document; `file` names it in errors. Every error
 // names the file and the JSON pointer of the field, all at once.
+//
+// Beyond types and ranges it checks what the ops rely on before any
+// collective, so that a bad plan is one message on every rank rather than a
+// hang or a buffer overrun: each partitioning group kind holds every rank
+// exactly once in groups of equal size; each kind with a degree (tp, cp, dp,
+// pp, ep, etp, edp, and products such as dp_cp = dp x cp) has groups of
+// that size, world / size of them; tp x cp x dp x pp and etp x ep x edp x pp
+// are the world; experts divide by ep. Group kinds may be missing here:
+// which an op needs is CheckGroupsForOps's business (op.h).
 Result<BenchInput> ParseBenchInput(const nlohmann::json& doc, const std::string& file);
-// Reads and parses a file.
+// Parses the text of a plan or rank map file: ParseJsonText, then
+// ParseBenchInput. `file_name` names it in errors. Never throws and never
+// crashes, whatever the text (a fuzz target's entry point); every refusal
+// is an error status.
+Result<BenchInput> ReadPlanText(const std::string& text, const std::string& file_name);
+// Reads a file and parses it with ReadPlanText.
 Result<BenchInput> ReadBenchInput(const std::string& path);
 
 // Refuses an MPI world that is not the plan's: run before any collective so

@@ -1,7 +1,12 @@
 #include <algorithm>
 #include <chrono>
+#include <csignal>
+#include <iostream>
+#include <map>
+#include <set>
 #include <thread>
 
+#include "core/json_check.h"
 #include "validate/op.h"
 
 namespace foldplan::validate {
@@ -37,6 +42,32 @@ Status CheckOpName(const std::string& name) {
   }
   return Status::Error("unknown op \"" + name +
                        "\"; known ops: ulysses, dispatch, sweep, compute, pack");
+}
+
+const std::vector<std::string>& GroupKindsNeeded(const std::string& name) {
+  static const std::map<std::string, std::vector<std::string>> kNeeded = {
+      {"ulysses", {"cp"}},
+      {"pack", {"cp"}},  // runs on rank 0 alone, but its shapes are a cp rank's
+      {"dispatch", {"ep", "etp"}},
+      {"sweep", {"tp", "cp", "dp", "dp_cp", "ep", "etp", "edp", "pp"}},
+      {"compute", {}},
+  };
+  static const std::vector<std::string> kNone;
+  const auto it = kNeeded.find(name);
+  return it == kNeeded.end() ? kNone : it->second;
+}
+
+Status CheckGroupsForOps(const BenchInput& input, const std::vector<std::string>& ops) {
+  JsonErrors errors(input.file);
+  std::set<std::string> reported;
+  for (const std::string& op : ops) {
+    for (const std::string& kind : GroupKindsNeeded(op)) {
+      if (input.groups.contains(kind) || !reported.insert(kind).second) continue;
+      errors.Add(input.rank_map_pointer + "/groups/" + kind,
+                 "missing; op " + op + " needs the " + kind + " groups");
+    }
+  }
+  return errors.empty() ? Status() : errors.status();
 }
 
 Result<std::vector<std::unique_ptr<Op>>> MakeOps(const std::string& name,
@@ -106,6 +137,13 @@ Result<CaseResult> RunCase(Op& op, int index, const OpCase& op_case, const std::
   std::vector<double> times_s;
   for (int i = 0; i < options.timed_iters; ++i) {
     Status s = step("timed iteration " + std::to_string(i), [&] {
+      if (backend.world_rank() == options.die_rank && i == options.timed_iters / 2) {
+        std::cerr << "foldbench: rank " << backend.world_rank()
+                  << ": --die-rank: killing this rank in timed iteration " << i << " of " << where
+                  << "\n"
+                  << std::flush;
+        std::raise(SIGKILL);
+      }
       if (Status b = backend.Barrier(backend.World()); !b.ok()) return b;
       backend.TimerStart();
       Status run = op.Run();

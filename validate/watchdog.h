@@ -16,8 +16,14 @@ namespace foldplan::validate {
 
 class Watchdog {
  public:
+  // About 31 years: far beyond any step, and 1e18 ns, which steady_clock's
+  // 64-bit nanosecond count holds with room for now() on top.
+  static constexpr double kMaxTimeout_s = 1e9;
+
   // `on_expire(what)` runs on the watchdog thread and is expected not to
-  // return (it aborts); timeout_s <= 0 disables the watchdog.
+  // return (it aborts). timeout_s <= 0 (or NaN) disables the watchdog; a
+  // huge one (1e30, inf) is clamped to kMaxTimeout_s, so that the deadline
+  // cannot overflow the clock and fire at once.
   Watchdog(double timeout_s, std::function<void(const std::string& what)> on_expire);
   ~Watchdog();
   Watchdog(const Watchdog&) = delete;
@@ -31,7 +37,7 @@ class Watchdog {
  private:
   void Loop();
 
-  const std::chrono::duration<double> timeout_;
+  const std::chrono::steady_clock::duration timeout_;
   std::function<void(const std::string&)> on_expire_;
   std::mutex mutex_;
   std::condition_variable changed_;
