@@ -211,15 +211,14 @@ json InputsJson(const Inputs& in) {
               {"precision", Precisions(in.job)}};
 }
 
-std::string ViolationsText(const std::vector<Violation>& violations) {
-  std::string out;
-  for (const auto& v : violations) {
-    out += "  " + std::string(Name(v.rule)) + ": " + v.detail + "\n";
-  }
+}  // namespace
+
+std::string IllegalLayoutText(const Layout& layout, const std::vector<Violation>& violations) {
+  std::string out = "layout " + FormatLayout(layout) + " is illegal; it breaks " + std::to_string(violations.size()) +
+                    " rule" + (violations.size() > 1 ? "s" : "") + ":";
+  for (const auto& v : violations) out += "\n  " + std::string(Name(v.rule)) + ": " + v.detail;
   return out;
 }
-
-}  // namespace
 
 // Parses --layout against the world size (options it leaves out take the
 // job's first candidates), fills the stage split, and checks legality; an
@@ -229,11 +228,7 @@ Result<Layout> ResolveLayout(const std::string& text, int default_world, const L
   if (!parsed.ok()) return parsed.status();
   Layout layout = parsed.value();
   auto violations = CheckLayout(layout, ctx);
-  if (!violations.empty()) {
-    return Status::Error("layout " + FormatLayout(layout) + " is illegal; it breaks " +
-                         std::to_string(violations.size()) + " rule" +
-                         (violations.size() > 1 ? "s" : "") + ":\n" + ViolationsText(violations));
-  }
+  if (!violations.empty()) return Status::Error(IllegalLayoutText(layout, violations) + "\n");
   if (ctx.model && !layout.explicit_stages) {
     layout.stage_layers = DescribePipeline(layout, *ctx.model, ctx.weights).StageLayers();
   }

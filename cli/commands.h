@@ -11,6 +11,7 @@
 #include <optional>
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "core/status.h"
 #include "inputs/cluster.h"
@@ -74,6 +75,8 @@ std::string InputsLine(const Inputs& inputs);
 // ones), and legality is checked: an illegal layout's error lists every
 // rule it breaks.
 Result<Layout> ResolveLayout(const std::string& text, int default_world, const LegalityContext& ctx);
+// "layout L is illegal; it breaks N rules:" and a line per rule, for stderr.
+std::string IllegalLayoutText(const Layout& layout, const std::vector<Violation>& violations);
 // --fix KEYS as pins (none when the flag is not given); the error names the
 // flag and is a usage error.
 Result<LayoutPins> ParsePins(const std::optional<std::string>& fix);

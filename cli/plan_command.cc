@@ -11,8 +11,8 @@
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/plan_file.h"
-#include "planner/pipeline_split.h"
 #include "planner/legality.h"
+#include "planner/pipeline_split.h"
 #include "planner/search.h"
 
 namespace foldplan {
@@ -168,8 +168,6 @@ std::string MegatronText(const Layout& layout, const Inputs& in) {
   return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line):\n  " + line + "\n";
 }
 
-}  // namespace
-
 // plan's own flags on their own (usage errors).
 Status CheckPlanFlags(const PlanOptions& o) {
   if (o.objective != "throughput" && o.objective != "memory") {
@@ -185,6 +183,14 @@ Status CheckPlanFlags(const PlanOptions& o) {
   }
   return CheckInputFlags(o.inputs);
 }
+
+// "peak 91.3 GiB on stage 2 > 79.6 GiB of HBM", for an explained layout that does not fit.
+std::string OomText(const Evaluation& e) {
+  return "peak " + Fixed(e.memory.peak_gib(), 1) + " GiB on stage " + std::to_string(e.memory.worst_stage) +
+         " > " + Fixed(e.memory.hbm_gib, 1) + " GiB of HBM";
+}
+
+}  // namespace
 
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (Status s = CheckPlanFlags(options); !s.ok()) return Usage(err, s);
@@ -273,12 +279,6 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
-// "peak 91.3 GiB on stage 2 > 79.6 GiB of HBM", for an explained layout that does not fit.
-std::string OomText(const Evaluation& e) {
-  return "peak " + Fixed(e.memory.peak_gib(), 1) + " GiB on stage " + std::to_string(e.memory.worst_stage) +
-         " > " + Fixed(e.memory.hbm_gib, 1) + " GiB of HBM";
-}
-
 int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err) {
   if (!options.layout && options.inputs.recipe.empty()) {
     return Usage(err, Status::Error("explain needs --layout (or --recipe, whose layout it explains)"));
@@ -298,12 +298,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
   // Legality first: a layout with more virtual stages than the model can
   // fill has no pipeline to cost, and its evaluation would grow with them.
   const std::vector<Violation> violations = CheckLayout(layout.value(), model.value()->legality());
-  std::string illegal;
-  if (!violations.empty()) {
-    illegal = "layout " + FormatLayout(layout.value()) + " is illegal; it breaks " + std::to_string(violations.size()) +
-              " rule" + (violations.size() > 1 ? "s" : "") + ":";
-    for (const auto& v : violations) illegal += "\n  " + std::string(Name(v.rule)) + ": " + v.detail;
-  }
+  const std::string illegal = violations.empty() ? "" : IllegalLayoutText(layout.value(), violations);
   const Layout& l = layout.value();
   if (!l.explicit_stages && int64_t{l.pp} * l.vpp > int64_t{in.model.layers} + 2) {
     return Fail(err, Status::Error(illegal + "\nnot explained: " + std::to_string(int64_t{l.pp} * l.vpp) +
