@@ -6,6 +6,7 @@
 #include <nlohmann/json.hpp>
 
 #include "core/formats.h"
+#include "inputs/checked_product.h"
 #include "costmodel/evaluate.h"
 #include "core/text_table.h"
 #include "inputs/loader.h"
@@ -82,23 +83,35 @@ std::string RepeatText(const char* flag, const std::string& text, const Repeated
   return std::string(flag) + ": " + r.value + " given twice" + note;
 }
 
+// An integer flag's value in [lo, hi], the range of the file field it
+// overrides: "--seq: expected an integer in [1, 16777216], found 0".
+Status CheckIntFlag(const char* flag, const std::optional<int>& value, int64_t lo, int64_t hi) {
+  if (!value || (*value >= lo && *value <= hi)) return Status();
+  return Status::Error(std::string(flag) + ": expected an integer in [" + std::to_string(lo) + ", " +
+                       std::to_string(hi) + "], found " + std::to_string(*value));
+}
+
+// Applies the job overrides, each checked against its job field's range
+// (inputs/job.h; --gpus and --gpus-per-domain are positive, 0 being the
+// file's "all").
 Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
-  if (o.seq) {
-    if (*o.seq < 1) return Status::Error("--seq: expected a positive integer");
-    job->seq_len = *o.seq;
+  const struct {
+    const char* flag;
+    const std::optional<int>& value;
+    int64_t lo, hi;
+  } ranges[] = {{"--seq", o.seq, 1, kMaxSeqLen},
+                {"--global-batch", o.global_batch, 1, kMaxGlobalBatch},
+                {"--micro-batch", o.micro_batch, 1, kMaxMicroBatch},
+                {"--gpus", o.gpus, 1, kMaxWorldSize},
+                {"--mtp", o.mtp, 0, kMaxMtpLayers},
+                {"--gpus-per-domain", o.gpus_per_domain, 1, kMaxWorldSize}};
+  for (const auto& r : ranges) {
+    if (Status s = CheckIntFlag(r.flag, r.value, r.lo, r.hi); !s.ok()) return s;
   }
-  if (o.global_batch) {
-    if (*o.global_batch < 1) return Status::Error("--global-batch: expected a positive integer");
-    job->global_batch = *o.global_batch;
-  }
-  if (o.micro_batch) {
-    if (*o.micro_batch < 1) return Status::Error("--micro-batch: expected a positive integer");
-    job->micro_batch_sizes = {*o.micro_batch};
-  }
-  if (o.gpus) {
-    if (*o.gpus < 1) return Status::Error("--gpus: expected a positive integer");
-    job->world_size = *o.gpus;
-  }
+  if (o.seq) job->seq_len = *o.seq;
+  if (o.global_batch) job->global_batch = *o.global_batch;
+  if (o.micro_batch) job->micro_batch_sizes = {*o.micro_batch};
+  if (o.gpus) job->world_size = *o.gpus;
   if (Status s = ReadListFlag(o.precision, &PrecisionFlagItem, &job->precisions); !s.ok()) return s;
   if (Status s = ReadListFlag(o.recompute, &RecomputeFlagItem, &job->recompute); !s.ok()) return s;
   if (Status s = ReadListFlag(o.dispatcher, &DispatcherFlagItem, &job->dispatchers); !s.ok()) return s;
@@ -115,15 +128,8 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
                            "] (1: forced balance)");
     job->routing_imbalance = *o.routing_imbalance;
   }
-  if (o.mtp) {
-    if (*o.mtp < 0 || *o.mtp > kMaxMtpLayers)
-      return Status::Error("--mtp: expected an integer in [0, " + std::to_string(kMaxMtpLayers) + "]");
-    job->mtp_layers = *o.mtp;
-  }
-  if (o.gpus_per_domain) {
-    if (*o.gpus_per_domain < 1) return Status::Error("--gpus-per-domain: expected a positive integer");
-    job->gpus_per_domain = *o.gpus_per_domain;
-  }
+  if (o.mtp) job->mtp_layers = *o.mtp;
+  if (o.gpus_per_domain) job->gpus_per_domain = *o.gpus_per_domain;
   // A repeated candidate would be enumerated twice: the job reader's rule on
   // the lists the flags gave (a job file's or recipe's were checked when read).
   const struct {
@@ -205,15 +211,14 @@ json InputsJson(const Inputs& in) {
               {"precision", Precisions(in.job)}};
 }
 
-std::string ViolationsText(const std::vector<Violation>& violations) {
-  std::string out;
-  for (const auto& v : violations) {
-    out += "  " + std::string(Name(v.rule)) + ": " + v.detail + "\n";
-  }
+}  // namespace
+
+std::string IllegalLayoutText(const Layout& layout, const std::vector<Violation>& violations) {
+  std::string out = "layout " + FormatLayout(layout) + " is illegal; it breaks " + std::to_string(violations.size()) +
+                    " rule" + (violations.size() > 1 ? "s" : "") + ":";
+  for (const auto& v : violations) out += "\n  " + std::string(Name(v.rule)) + ": " + v.detail;
   return out;
 }
-
-}  // namespace
 
 // Parses --layout against the world size (options it leaves out take the
 // job's first candidates), fills the stage split, and checks legality; an
@@ -223,23 +228,26 @@ Result<Layout> ResolveLayout(const std::string& text, int default_world, const L
   if (!parsed.ok()) return parsed.status();
   Layout layout = parsed.value();
   auto violations = CheckLayout(layout, ctx);
-  if (!violations.empty()) {
-    return Status::Error("layout " + FormatLayout(layout) + " is illegal; it breaks " +
-                         std::to_string(violations.size()) + " rule" +
-                         (violations.size() > 1 ? "s" : "") + ":\n" + ViolationsText(violations));
-  }
+  if (!violations.empty()) return Status::Error(IllegalLayoutText(layout, violations) + "\n");
   if (ctx.model && !layout.explicit_stages) {
     layout.stage_layers = DescribePipeline(layout, *ctx.model, ctx.weights).StageLayers();
   }
   return layout;
 }
 
-Result<LayoutPins> ParsePins(const std::string& fix) {
-  if (fix.empty()) return LayoutPins{};
-  Result<LayoutPins> pins = ParseLayoutPins(fix);
-  if (!pins.ok()) return Status::Error("--fix " + fix + ": " + pins.status().message());
-  if (pins->empty()) return Status::Error("--fix " + fix + ": no key given");
+Result<LayoutPins> ParsePins(const std::optional<std::string>& fix) {
+  if (!fix) return LayoutPins{};
+  if (fix->empty()) return Status::Error("--fix: empty; expected layout keys such as tp=2,pp=8");
+  Result<LayoutPins> pins = ParseLayoutPins(*fix);
+  if (!pins.ok()) return Status::Error("--fix " + *fix + ": " + pins.status().message());
+  if (pins->empty()) return Status::Error("--fix " + *fix + ": no key given");
   return pins;
+}
+
+Status CheckLayoutText(const std::optional<std::string>& layout) {
+  if (!layout) return Status();
+  Result<LayoutPins> pins = ParseLayoutPins(*layout);
+  return pins.ok() ? Status() : pins.status();
 }
 
 namespace {
@@ -283,7 +291,14 @@ Result<ClusterSpec> LoadWholeCluster(const InputOptions& o) {
   if (!cluster.ok()) return cluster.status();
   ClusterSpec c = cluster.value();
   if (o.nodes) {
-    if (*o.nodes < 1) return Status::Error("--nodes: expected a positive integer");
+    // --nodes is in [1, kMaxNodes] (CheckInputFlags); the cluster file's rule
+    // on nodes x gpus_per_node applies to the product it forms.
+    const std::optional<int64_t> gpus = CheckedProduct({*o.nodes, c.gpus_per_node});
+    if (!gpus) {
+      return Status::Error("--nodes " + std::to_string(*o.nodes) + ": " + std::to_string(*o.nodes) + " x " +
+                           std::to_string(c.gpus_per_node) + " GPUs per node is more than the largest world, " +
+                           std::to_string(kMaxWorldSize) + " GPUs");
+    }
     c.nodes = *o.nodes;
     if (c.total_gpus() % c.nvlink_domain_gpus != 0) {
       return Status::Error("--nodes " + std::to_string(*o.nodes) + ": " +
@@ -297,14 +312,25 @@ Result<ClusterSpec> LoadWholeCluster(const InputOptions& o) {
 
 }  // namespace
 
-// The inputs a recipe names; the flags that would name others are refused.
-Result<Inputs> LoadRecipeInputs(const InputOptions& o) {
-  const std::pair<bool, const char*> conflicts[] = {
-      {!o.cluster.empty(), "--cluster"}, {!o.model.empty(), "--model"},       {!o.job.empty(), "--job"},
-      {o.gpus.has_value(), "--gpus"},    {o.nodes.has_value(), "--nodes"}, {o.gpus_per_domain.has_value(), "--gpus-per-domain"}};
-  for (const auto& [given, flag] : conflicts) {
-    if (given) return Status::Error(std::string(flag) + " with --recipe: the recipe names its cluster, GPUs, model and job");
+Status CheckInputFlags(const InputOptions& o) {
+  if (!o.recipe.empty()) {
+    // The flags that would name other inputs than the recipe's.
+    const std::pair<bool, const char*> conflicts[] = {
+        {!o.cluster.empty(), "--cluster"}, {!o.model.empty(), "--model"},       {!o.job.empty(), "--job"},
+        {o.gpus.has_value(), "--gpus"},    {o.nodes.has_value(), "--nodes"}, {o.gpus_per_domain.has_value(), "--gpus-per-domain"}};
+    for (const auto& [given, flag] : conflicts) {
+      if (given) return Status::Error(std::string(flag) + " with --recipe: the recipe names its cluster, GPUs, model and job");
+    }
   }
+  if (Status s = CheckIntFlag("--nodes", o.nodes, 1, kMaxNodes); !s.ok()) return s;
+  // Every job override on its own: ranges, names, repeats.
+  JobSpec blank;
+  return ApplyJobOverrides(o, &blank);
+}
+
+// The inputs a recipe names (CheckInputFlags refused the flags that would
+// name others).
+Result<Inputs> LoadRecipeInputs(const InputOptions& o) {
   Result<RecipeSpec> recipe = LoadRecipe(o.recipe);
   if (!recipe.ok()) return recipe.status();
   Inputs in{recipe->cluster, recipe->model, recipe->job, recipe.value()};
@@ -312,6 +338,7 @@ Result<Inputs> LoadRecipeInputs(const InputOptions& o) {
 }
 
 Result<Inputs> LoadInputs(const InputOptions& o) {
+  if (Status s = CheckInputFlags(o); !s.ok()) return s;  // the commands answered 2 for it already
   Inputs in;
   if (!o.recipe.empty()) {
     auto r = LoadRecipeInputs(o);
@@ -383,6 +410,7 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
 }
 
 int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
+  if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
   auto cluster = LoadWholeCluster(options.inputs);
   if (!cluster.ok()) return Fail(err, cluster.status());
   // topo reads no job file: its job is the flags' (--gpus-per-domain).
@@ -398,19 +426,25 @@ int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
 }
 
 int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ostream& err) {
+  if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
+  if (options.limit < 0) {
+    return Usage(err, Status::Error("--limit: expected 0 (all) or a positive count, found " +
+                                    std::to_string(options.limit)));
+  }
+  if (Status s = CheckLayoutText(options.layout); !s.ok()) return Usage(err, s);
+  auto pins = ParsePins(options.fix);
+  if (!pins.ok()) return Usage(err, pins.status());
   auto inputs = LoadInputs(options.inputs);
   if (!inputs.ok()) return Fail(err, inputs.status());
   Inputs in = inputs.value();
-  auto pins = ParsePins(options.fix);
-  if (!pins.ok()) return Fail(err, pins.status());
   in.job = PinnedJob(in.job, *pins);
   // The cost model weighs the blocks of pipeline layouts it chooses.
   auto cost = CostModel::Create(in.cluster, in.model, in.job);
   if (!cost.ok()) return Fail(err, cost.status());
   const LegalityContext ctx = cost.value()->legality();
 
-  if (!options.layout.empty()) {
-    auto layout = ResolveLayout(options.layout, WorldOf(in.cluster, in.job), ctx);
+  if (options.layout) {
+    auto layout = ResolveLayout(*options.layout, WorldOf(in.cluster, in.job), ctx);
     if (!layout.ok()) return Fail(err, layout.status());
     if (options.json) {
       out << json{{"schema", kEnumerationSchema}, {"inputs", InputsJson(in)},
@@ -486,28 +520,32 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
 
 int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) {
   auto format = ParseExportFormat(options.format);
-  if (!format.ok()) return Fail(err, format.status());
-  if (options.layout.empty() && options.inputs.recipe.empty()) {
-    err << "foldplan: ranks needs --layout (or --recipe, whose layout it exports)\n";
-    return 2;
+  if (!format.ok()) return Usage(err, format.status());
+  if (!options.layout && options.inputs.recipe.empty()) {
+    return Usage(err, Status::Error("ranks needs --layout (or --recipe, whose layout it exports)"));
   }
+  if (options.world_size && !options.inputs.recipe.empty()) {
+    return Usage(err, Status::Error("--world-size with --recipe: the recipe names its cluster and GPUs"));
+  }
+  // Checked before the generic cluster of that many GPUs is built.
+  if (Status s = CheckIntFlag("--world-size", options.world_size, 1, kMaxWorldSize); !s.ok()) return Usage(err, s);
+  if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
+  if (Status s = CheckLayoutText(options.layout); !s.ok()) return Usage(err, s);
 
   ClusterSpec cluster;
   JobSpec j;
   std::optional<ModelSpec> model;
-  std::string layout_text = options.layout;
+  std::string layout_text = options.layout.value_or("");
   if (!options.inputs.recipe.empty()) {
     // A recipe names everything: cluster, GPUs, model, job and its layout.
-    if (options.world_size) return Fail(err, Status::Error("--world-size with --recipe: the recipe names its cluster and GPUs"));
     auto in = LoadInputs(options.inputs);
     if (!in.ok()) return Fail(err, in.status());
     cluster = in->cluster;
     j = in->job;
     model = in->model;
-    if (layout_text.empty()) layout_text = in->recipe->layout;
+    if (!options.layout) layout_text = in->recipe->layout;
   } else {
     if (options.world_size) {
-      if (*options.world_size < 1) return Fail(err, Status::Error("--world-size: expected a positive integer"));
       cluster = GenericCluster(*options.world_size);
     } else {
       auto c = LoadWholeCluster(options.inputs);

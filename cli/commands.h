@@ -1,8 +1,11 @@
 // The foldplan subcommands as library calls: cli/main.cc parses the command
 // line into these option structs and calls one function, which writes its
-// report to `out`, errors to `err`, and returns the process exit code:
-// 0 ok, 1 bad input or refused layout, 2 a usage error (explain and ranks
-// given neither --layout nor --recipe; main.cc's flag parsing gives 2 too).
+// report to `out`, errors to `err`, and returns the process exit code of
+// doc/formats.md's table (Exit codes): 0 a positive answer; 1 an invalid
+// input file or a negative answer (no legal layout, a layout illegal or out
+// of memory); 2 command-line usage. Each function checks its flag values on
+// their own first (ranges, names, the --layout text, flags that exclude each
+// other) and answers 2 for any of them before loading or computing anything.
 #pragma once
 
 #include <optional>
@@ -42,6 +45,12 @@ struct InputOptions {
   std::string recipe;
 };
 
+// The flag values on their own, before any file is read: each number in
+// its file field's range (inputs/cluster.h, inputs/job.h), each name known,
+// no candidate repeated, and no flag a --recipe excludes. An error is a
+// usage error (exit 2).
+Status CheckInputFlags(const InputOptions& options);
+
 struct Inputs {
   ClusterSpec cluster;  // with the job's gpus_per_domain applied
   ModelSpec model;      // with the job's mtp_layers applied
@@ -49,7 +58,8 @@ struct Inputs {
   std::optional<RecipeSpec> recipe;  // when loaded from --recipe
 };
 
-// Loads the cluster, model and job (defaults where unnamed, or the recipe's),
+// Loads the cluster, model and job (defaults where unnamed, or the recipe's)
+// after CheckInputFlags,
 // applies the overrides, then the job's model and cluster settings
 // (mtp_layers; gpus_per_domain, from the job file, the recipe or
 // --gpus-per-domain, cuts the cluster once, as in topo and ranks).
@@ -65,8 +75,16 @@ std::string InputsLine(const Inputs& inputs);
 // ones), and legality is checked: an illegal layout's error lists every
 // rule it breaks.
 Result<Layout> ResolveLayout(const std::string& text, int default_world, const LegalityContext& ctx);
-// --fix KEYS as pins ("" gives none); the error names the flag.
-Result<LayoutPins> ParsePins(const std::string& fix);
+// "layout L is illegal; it breaks N rules:" and a line per rule, for stderr.
+std::string IllegalLayoutText(const Layout& layout, const std::vector<Violation>& violations);
+// --fix KEYS as pins (none when the flag is not given); the error names the
+// flag and is a usage error.
+Result<LayoutPins> ParsePins(const std::optional<std::string>& fix);
+// The --layout text on its own (ParseLayoutPins): its error is a usage error.
+Status CheckLayoutText(const std::optional<std::string>& layout);
+
+// Limits of the commands' own flags (doc/formats.md, Command-line values).
+inline constexpr int kMaxTop = 10000;  // plan --top in [1, this]: candidates costed in full and written
 
 struct ListOptions {
   bool json = false;
@@ -93,17 +111,17 @@ struct EnumerateOptionsCli {
   InputOptions inputs;
   bool json = false;
   bool why = false;                   // per-rule rejection counts
-  int limit = 40;                     // layouts shown in the text table; 0 = all
-  std::string layout;                 // check this one layout instead of enumerating
-  std::string fix;                    // --fix: only the layouts that agree with these keys
+  int limit = 40;                     // layouts shown in the text table; 0 = all; >= 0
+  std::optional<std::string> layout;  // check this one layout instead of enumerating
+  std::optional<std::string> fix;     // --fix: only the layouts that agree with these keys
 };
 int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ostream& err);
 
 struct RanksOptions {
   InputOptions inputs;
-  std::string layout;                 // required unless --recipe gives one
+  std::optional<std::string> layout;  // required unless --recipe gives one
   std::string format = "rankmap";     // rankmap|megatron|torch|torchtitan|olmo-core
-  std::optional<int> world_size;      // --world-size: generic cluster of N GPUs
+  std::optional<int> world_size;      // --world-size: generic cluster of N GPUs, [1, kMaxWorldSize]
   bool model_given = false;           // --model given: run the model's legality rules
   std::string output;                 // -o FILE; "" = stdout
 };
@@ -111,21 +129,22 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err);
 
 struct PlanOptions {
   InputOptions inputs;
-  int top = 10;                       // candidates shown and written
+  int top = 10;                       // candidates shown and written, [1, kMaxTop]
   std::string objective = "throughput";  // throughput|memory
   bool json = false;
   std::string output;                 // -o plan.json
   bool why = false;                   // rejection counts, memory included
-  int threads = 2;
-  std::string fix;                    // --fix: only the layouts that agree with these keys
+  int threads = 2;                    // [1, kMaxSearchThreads] (planner/search.h)
+  std::optional<std::string> fix;     // --fix: only the layouts that agree with these keys
 };
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);
 
 struct ExplainOptions {
   InputOptions inputs;
-  std::string layout;                 // required unless --recipe gives one
+  std::optional<std::string> layout;  // required unless --recipe gives one
   bool json = false;
   std::string output;                 // -o plan.json holding just this layout
+  bool allow_oom = false;             // -o writes (and exit 0) even when the layout does not fit in memory
 };
 int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err);
 

@@ -111,6 +111,8 @@ int main(int argc, char** argv) {
       ->type_name("NAME");
   explain_cmd->add_flag("--json", explain.json, "print the layout's costs as JSON (a plan candidate)");
   explain_cmd->add_option("-o,--output", explain.output, "write a foldplan.plan/v1 file holding this layout");
+  explain_cmd->add_flag("--allow-oom", explain.allow_oom,
+                        "accept a layout that does not fit in memory: -o writes its plan and the exit status is 0");
 
   foldplan::ValidateOptions validate;
   auto* validate_cmd = app.add_subcommand(

@@ -9,6 +9,11 @@ int Fail(std::ostream& err, const Status& status) {
   return 1;
 }
 
+int Usage(std::ostream& err, const Status& status) {
+  Fail(err, status);
+  return 2;
+}
+
 Status WriteOrPrint(const std::string& text, const std::string& path, std::ostream& out,
                     std::ostream& err) {
   if (path.empty()) {

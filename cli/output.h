@@ -8,8 +8,13 @@
 
 namespace foldplan {
 
-// Prints "foldplan: <message>" to `err` and returns exit code 1.
+// Prints "foldplan: <message>" to `err` and returns exit code 1: an invalid
+// input or a negative answer (doc/formats.md, Exit codes).
 int Fail(std::ostream& err, const Status& status);
+// The same with exit code 2: a command-line usage error (a flag value out of
+// its range or not one of its names, a malformed --layout, flags that
+// exclude each other).
+int Usage(std::ostream& err, const Status& status);
 
 // Writes `text` to `path` atomically and says so on `err`; with an empty
 // path prints it to `out` instead.

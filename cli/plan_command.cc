@@ -11,6 +11,7 @@
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/plan_file.h"
+#include "planner/legality.h"
 #include "planner/pipeline_split.h"
 #include "planner/search.h"
 
@@ -167,20 +168,39 @@ std::string MegatronText(const Layout& layout, const Inputs& in) {
   return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line):\n  " + line + "\n";
 }
 
+// plan's own flags on their own (usage errors).
+Status CheckPlanFlags(const PlanOptions& o) {
+  if (o.objective != "throughput" && o.objective != "memory") {
+    return Status::Error("--objective: expected throughput or memory, found \"" + o.objective + "\"");
+  }
+  if (o.top < 1 || o.top > kMaxTop) {
+    return Status::Error("--top: expected an integer in [1, " + std::to_string(kMaxTop) + "], found " +
+                         std::to_string(o.top));
+  }
+  if (o.threads < 1 || o.threads > kMaxSearchThreads) {
+    return Status::Error("--threads: expected an integer in [1, " + std::to_string(kMaxSearchThreads) +
+                         "], found " + std::to_string(o.threads));
+  }
+  return CheckInputFlags(o.inputs);
+}
+
+// "peak 91.3 GiB on stage 2 > 79.6 GiB of HBM", for an explained layout that does not fit.
+std::string OomText(const Evaluation& e) {
+  return "peak " + Fixed(e.memory.peak_gib(), 1) + " GiB on stage " + std::to_string(e.memory.worst_stage) +
+         " > " + Fixed(e.memory.hbm_gib, 1) + " GiB of HBM";
+}
+
 }  // namespace
 
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
-  Objective objective;
-  if (options.objective == "throughput") objective = Objective::kThroughput;
-  else if (options.objective == "memory") objective = Objective::kMemory;
-  else return Fail(err, Status::Error("--objective: expected throughput or memory, found \"" + options.objective + "\""));
-  if (options.top < 1) return Fail(err, Status::Error("--top: expected a positive integer"));
+  if (Status s = CheckPlanFlags(options); !s.ok()) return Usage(err, s);
+  auto pins = ParsePins(options.fix);
+  if (!pins.ok()) return Usage(err, pins.status());
+  const Objective objective = options.objective == "memory" ? Objective::kMemory : Objective::kThroughput;
   auto inputs = LoadInputs(options.inputs);
   if (!inputs.ok()) return Fail(err, inputs.status());
   Inputs in = inputs.value();
   WarnAboutRecipe(in, err);
-  auto pins = ParsePins(options.fix);
-  if (!pins.ok()) return Fail(err, pins.status());
   in.job = PinnedJob(in.job, *pins);
   auto model = CostModel::Create(in.cluster, in.model, in.job);
   if (!model.ok()) return Fail(err, model.status());
@@ -188,7 +208,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
 
   SearchOptions search;
   search.top = std::max(options.top, 2);  // the runner-up explains the winner
-  search.threads = std::max(options.threads, 1);
+  search.threads = options.threads;
   const bool tty = ::isatty(2);
   const auto start = std::chrono::steady_clock::now();
   if (tty) {
@@ -214,6 +234,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (tty && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 1.0) {
     err << "\r" << std::string(30, ' ') << "\r";
   }
+  if (!result.status.ok()) return Fail(err, result.status);
   std::vector<Evaluation> evals;
   for (const auto& s : result.best) evals.push_back(cost.Evaluate(s.layout));
   std::vector<Evaluation> shown(evals.begin(), evals.begin() + std::min<size_t>(evals.size(), options.top));
@@ -259,30 +280,59 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
 }
 
 int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err) {
-  if (options.layout.empty() && options.inputs.recipe.empty()) {
-    err << "foldplan: explain needs --layout (or --recipe, whose layout it explains)\n";
-    return 2;
+  if (!options.layout && options.inputs.recipe.empty()) {
+    return Usage(err, Status::Error("explain needs --layout (or --recipe, whose layout it explains)"));
   }
+  if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
+  if (Status s = CheckLayoutText(options.layout); !s.ok()) return Usage(err, s);
   auto inputs = LoadInputs(options.inputs);
   if (!inputs.ok()) return Fail(err, inputs.status());
   const Inputs& in = inputs.value();
   WarnAboutRecipe(in, err);
   const int world = in.job.world_size > 0 ? in.job.world_size : in.cluster.total_gpus();
-  const std::string& text = options.layout.empty() ? in.recipe->layout : options.layout;
+  const std::string& text = options.layout ? *options.layout : in.recipe->layout;
   auto layout = ParseLayout(text, world, &in.job);
   if (!layout.ok()) return Fail(err, layout.status());
   auto model = CostModel::Create(in.cluster, in.model, in.job);
   if (!model.ok()) return Fail(err, model.status());
-  const Evaluation e = model.value()->Evaluate(layout.value());
+  // Legality first: a layout with more virtual stages than the model can
+  // fill has no pipeline to cost, and its evaluation would grow with them.
+  const std::vector<Violation> violations = CheckLayout(layout.value(), model.value()->legality());
+  const std::string illegal = violations.empty() ? "" : IllegalLayoutText(layout.value(), violations);
+  const Layout& l = layout.value();
+  if (!l.explicit_stages && int64_t{l.pp} * l.vpp > int64_t{in.model.layers} + 2) {
+    return Fail(err, Status::Error(illegal + "\nnot explained: " + std::to_string(int64_t{l.pp} * l.vpp) +
+                                   " virtual stages cannot hold the model's " + std::to_string(in.model.layers) +
+                                   " layers"));
+  }
+  const Evaluation e = model.value()->Evaluate(l);
+  const bool oom = !e.memory.fits;
+  // 1 for a negative answer (illegal, or out of memory unless --allow-oom),
+  // with the reason on stderr.
+  auto answer = [&] {
+    if (!illegal.empty()) return Fail(err, Status::Error(illegal));
+    if (oom) {
+      const std::string why = "layout " + FormatLayout(e.layout) + " does not fit in memory: " + OomText(e);
+      if (!options.allow_oom) return Fail(err, Status::Error(why));
+      err << "note: " << why << " (--allow-oom)\n";
+    }
+    return 0;
+  };
   if (options.json || !options.output.empty()) {
     PlanFileContents contents{model.value().get(), "explain", {e}, nullptr};
-    auto text = PlanFileJson(contents);
-    if (!text.ok()) return Fail(err, text.status());
-    if (options.json) out << nlohmann::ordered_json::parse(text.value())["candidates"][0].dump(1) << "\n";
+    auto plan = PlanFileJson(contents);
+    if (!plan.ok()) return Fail(err, plan.status());
+    if (options.json) out << nlohmann::ordered_json::parse(plan.value())["candidates"][0].dump(1) << "\n";
     if (!options.output.empty()) {
-      if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
+      // A plan of a layout that does not fit is written only when asked for.
+      if (oom && !options.allow_oom) {
+        err << "foldplan: not writing " << options.output << ": the layout does not fit in memory"
+            << " (--allow-oom writes it)\n";
+      } else if (Status s = WriteOrPrint(plan.value(), options.output, out, err); !s.ok()) {
+        return Fail(err, s);
+      }
     }
-    if (options.json) return e.violations.empty() ? 0 : 1;
+    if (options.json) return answer();
   }
   if (in.recipe) {
     out << InputsLine(in) << "\n";
@@ -299,7 +349,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
     out << "its costs below are what the degrees imply, for comparison only\n\n";
   }
   out << Breakdown(e);
-  return e.violations.empty() ? 0 : 1;
+  return answer();
 }
 
 }  // namespace foldplan

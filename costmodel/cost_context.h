@@ -1,6 +1,8 @@
 // Everything a cost evaluation reads, gathered once per (cluster, model,
 // job) and shared by the compute, communication, memory and step-time
-// models. Non-owning; every pointer must outlive the evaluation.
+// models. Non-owning; every pointer must outlive the evaluation (pointers,
+// not references, so that a temporary cannot bind to one unnoticed; a
+// MemoryModel built from a context copies what it reads).
 #pragma once
 
 #include "inputs/cluster.h"

@@ -74,6 +74,10 @@ class CostModel {
   // line rates and NCCL's model) and builds the topology.
   static Result<std::unique_ptr<CostModel>> Create(const ClusterSpec& cluster,
                                                    const ModelSpec& model, const JobSpec& job);
+  // Its context and memory model point into its own members: a copy would
+  // point into the original.
+  CostModel(const CostModel&) = delete;
+  CostModel& operator=(const CostModel&) = delete;
 
   // Full evaluation (for reports). Illegal layouts are evaluated as far as
   // their degrees allow, with their violations listed.
@@ -122,6 +126,8 @@ const char* Name(Objective objective);  // "throughput", "memory"
 class CostScorer : public LayoutScorer {
  public:
   CostScorer(const CostModel& model, Objective objective) : model_(model), objective_(objective) {}
+  // Keeps a reference to the model: a temporary would dangle.
+  CostScorer(const CostModel&&, Objective) = delete;
   LayoutScore Score(const Layout& layout) const override {
     return model_.Score(layout, objective_ == Objective::kMemory);
   }

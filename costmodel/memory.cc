@@ -245,8 +245,8 @@ struct MemoryModel::LayoutTerms {
 
 MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const ClusterSpec& cluster,
                          const MemoryAssumptions& assumptions)
-    : model_(&model),
-      job_(&job),
+    : model_(model),
+      job_(job),
       hbm_gib_(cluster.gpu.hbm_gib),
       blackwell_(cluster.gpu.architecture == GpuArchitecture::kBlackwell),
       nvlink_domain_gpus_(std::max(1, cluster.nvlink_domain_gpus)),
@@ -285,15 +285,15 @@ MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const Clust
 MemoryModel::MemoryModel(const CostContext& ctx, const MemoryAssumptions& assumptions)
     : MemoryModel(*ctx.model, *ctx.job, *ctx.cluster, assumptions) {}
 
-double MemoryModel::ExpertLoad(const Layout& layout) const { return ExpertLoadFactor(*job_, layout.ep); }
+double MemoryModel::ExpertLoad(const Layout& layout) const { return ExpertLoadFactor(job_, layout.ep); }
 
 MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
                                            Recompute r) const {
-  const ModelSpec& m = *model_;
+  const ModelSpec& m = model_;
   const double h = m.hidden;
   const double tp = std::max(1, layout.tp);
   const double cp = std::max(1, layout.cp);
-  const double seq = job_->seq_len;
+  const double seq = job_.seq_len;
   const double mbs = std::max(1, layout.mbs);
   // Token rows per rank: the sequence split over CP, and (sequence
   // parallelism) the non-matmul tensors over TP; TP-split matmul outputs
@@ -383,7 +383,7 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
   // unfused + the top-k probabilities (fp32) and indices (int64).
   const double router_row =
       kFp32Bytes * e.experts * (a_.router_aux_loss ? 2 : 1) +
-      (job_->moe_router_fusion ? kBool * e.experts
+      (job_.moe_router_fusion ? kBool * e.experts
                                : kFp32Bytes * e.top_k + kIndex * e.top_k + kBool * e.experts);
   const double shared_row = shared ? kBf16Bytes * shared_fc1_out_ + lin * shared_fc2_in_ : 0;
   // Under FP8 the shared experts' fc1 keeps its own FP8 copy of the norm
@@ -429,7 +429,7 @@ double MemoryModel::LayerRecomputeBytes(const Layout& layout, bool moe_layer,
 }
 
 StageParams MemoryModel::ParamsOnStage(const Layout& layout, int stage) const {
-  return ParamsOnStage(layout, DescribePipeline(layout, *model_), stage);
+  return ParamsOnStage(layout, DescribePipeline(layout, model_), stage);
 }
 
 StageParams MemoryModel::ParamsOnStage(const Layout& layout, const PipelineDescription& pipeline,
@@ -440,8 +440,8 @@ StageParams MemoryModel::ParamsOnStage(const Layout& layout, const PipelineDescr
 
 MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
                                                     const PipelineDescription& pipeline) const {
-  const ModelSpec& m = *model_;
-  const JobSpec& job = *job_;
+  const ModelSpec& m = model_;
+  const JobSpec& job = job_;
   const double h = m.hidden;
   const double tp = std::max(1, layout.tp);
   const double cp = std::max(1, layout.cp);
@@ -592,8 +592,8 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
 
 MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const LayoutTerms& l,
                                                   int stage, const PipelineRank& held) const {
-  const ModelSpec& m = *model_;
-  const JobSpec& job = *job_;
+  const ModelSpec& m = model_;
+  const JobSpec& job = job_;
   const int pp = std::max(1, layout.pp);
   const bool first = held.embedding;
   const bool last = held.loss;
@@ -715,8 +715,8 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
 
 MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, int stage,
                                    const StageTerms& t) const {
-  const ModelSpec& m = *model_;
-  const JobSpec& job = *job_;
+  const ModelSpec& m = model_;
+  const JobSpec& job = job_;
   const double h = m.hidden;
   MemoryBreakdown out;
   out.worst_stage = stage;
@@ -904,7 +904,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
 }
 
 double MemoryModel::PeakBytes(const Layout& layout, int* worst_stage) const {
-  return PeakBytes(layout, DescribePipeline(layout, *model_), worst_stage);
+  return PeakBytes(layout, DescribePipeline(layout, model_), worst_stage);
 }
 
 double MemoryModel::PeakBytes(const Layout& layout, const PipelineDescription& pipeline,
@@ -928,7 +928,7 @@ bool MemoryModel::Fits(const Layout& layout) const {
 }
 
 MemoryBreakdown MemoryModel::Estimate(const Layout& layout) const {
-  return Estimate(layout, DescribePipeline(layout, *model_));
+  return Estimate(layout, DescribePipeline(layout, model_));
 }
 
 MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescription& pipeline) const {
@@ -950,7 +950,7 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
 
 MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) const {
   assert(stage >= 0 && stage < std::max(1, layout.pp));
-  const PipelineDescription pipeline = DescribePipeline(layout, *model_);
+  const PipelineDescription pipeline = DescribePipeline(layout, model_);
   const LayoutTerms l = ComputeLayout(layout, pipeline);
   return Build(layout, l, stage, ComputeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)]));
 }

@@ -133,7 +133,9 @@ struct MemoryAssumptions {
   int fsdp_gradient_units = 2;
 };
 
-// Holds pointers to the model and job it was built from: they must outlive it.
+// Owns copies of the model and job it was built from (a temporary spec
+// passed in cannot dangle; issue 9), and reads nothing else of the cluster
+// after construction.
 class MemoryModel {
  public:
   MemoryModel(const ModelSpec& model, const JobSpec& job, const ClusterSpec& cluster,
@@ -185,8 +187,8 @@ class MemoryModel {
   LayerBytes Layer(const Layout& layout, bool moe_layer, Recompute recompute) const;
   double ExpertLoad(const Layout& layout) const;  // busiest expert rank's rows / mean
 
-  const ModelSpec* model_;
-  const JobSpec* job_;
+  ModelSpec model_;
+  JobSpec job_;
   double hbm_gib_;
   bool blackwell_ = false;   // cluster.gpu.architecture: FP8 GEMMs read any operand layout
   int nvlink_domain_gpus_ = 8;

@@ -102,5 +102,9 @@ struct StepWork {
 StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
                        const PipelineDescription& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches);
+// The work points to the pipeline: a temporary one would dangle.
+StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
+                       const PipelineDescription&& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
+                       long long microbatches) = delete;
 
 }  // namespace foldplan

@@ -5,6 +5,7 @@
 
 #include <string>
 
+#include "core/formats.h"
 #include "core/status.h"
 
 namespace foldplan {
@@ -38,6 +39,12 @@ struct LatencySpec {
   double spine_us = 1.0;              // extra per crossing of a spine switch
 };
 
+// Ranges of cluster fields that the command line sets too (--nodes), so that
+// both check the same bounds (doc/formats.md#cluster). nodes x gpus_per_node
+// is at most kMaxWorldSize (core/formats.h), formed by CheckedProduct.
+inline constexpr int kMaxNodes = 1 << 20;       // nodes in [1, this]
+inline constexpr int kMaxGpusPerNode = 1024;    // gpus_per_node in [1, this]
+
 struct ClusterSpec {
   std::string name;                   // shipped name or file stem
   std::string source;                 // file it came from ("" when built in code)
@@ -53,6 +60,7 @@ struct ClusterSpec {
   LatencySpec latency;
   std::string calibration;            // optional calibration file, "" if none
 
+  // At most kMaxWorldSize in a checked spec (the file reader, --nodes).
   int total_gpus() const { return nodes * gpus_per_node; }
   int nodes_per_domain() const { return nvlink_domain_gpus / gpus_per_node; }
   int domains() const { return total_gpus() / nvlink_domain_gpus; }

@@ -89,9 +89,15 @@ std::optional<Dispatcher> ParseDispatcher(std::string_view text);
 const char* PrecisionChoices();   // "bf16, fp8-delayed, fp8-tensorwise (alias fp8), fp8-blockwise, mxfp8"
 const char* DispatcherChoices();  // "alltoall, allgather, deepep (alias flex), hybridep"
 
-// Ranges of job fields that the command line sets too (--capacity-factor,
-// --routing-imbalance, --mtp), so that both check the same bounds
-// (doc/formats.md#job).
+// Ranges of job fields that the command line (--seq, --global-batch,
+// --micro-batch, --capacity-factor, --routing-imbalance, --mtp) and the
+// layout keys (vpp, mbs) set too, so that all check the same bounds
+// (doc/formats.md#job). world_size and gpus_per_domain are at most the
+// largest world (core/formats.h).
+inline constexpr int kMaxSeqLen = 1 << 24;          // seq_len in [1, this] tokens
+inline constexpr int kMaxGlobalBatch = 1 << 24;     // global_batch in [1, this] sequences
+inline constexpr int kMaxMicroBatch = 1 << 16;      // each micro-batch size in [1, this] sequences
+inline constexpr int kMaxVpp = 1024;                // each vpp in [1, this]
 inline constexpr int kMaxCapacityFactor = 1024;     // capacity_factor in [0, this]; 0: dropless
 inline constexpr int kMaxRoutingImbalance = 65536;  // routing_imbalance in [1, this]
 inline constexpr int kMaxMtpLayers = 64;            // mtp_layers in [0, this], as the model file's

@@ -77,6 +77,10 @@ struct EmbeddingParams {
   int64_t total() const { return input_embedding + position_embedding + output_layer + final_norm; }
 };
 
+// Decoder layers of a model file ([1, this]); also the most layers one
+// virtual stage of a layout's stages= may hold (doc/formats.md#model).
+inline constexpr int kMaxLayers = 4096;
+
 struct ModelSpec {
   std::string name;
   std::string source;          // file it came from

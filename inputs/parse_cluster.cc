@@ -3,6 +3,7 @@
 #include <filesystem>
 #include <string>
 
+#include "inputs/checked_product.h"
 #include "inputs/loader.h"
 #include "inputs/parse_common.h"
 
@@ -12,10 +13,9 @@ namespace {
 using inputs_internal::IntField;
 using inputs_internal::RequiredObject;
 
-// Ranges that keep every derived count (GPUs, NICs, links) well inside int.
-constexpr int kMaxNodes = 1 << 20;
-constexpr int kMaxGpusPerNode = 1024;
-constexpr int64_t kMaxTotalGpus = kMaxWorldSize;  // what a topology holds (core/formats.h)
+// kMaxNodes and kMaxGpusPerNode (inputs/cluster.h) keep every derived count
+// (GPUs, NICs, links) well inside int; their product is at most the largest
+// world, what a topology holds (core/formats.h).
 constexpr double kMaxRate = 1e9;  // any rate or size above this is a typo
 
 GpuSpec ReadGpu(std::optional<CheckedObject> object) {
@@ -76,12 +76,13 @@ std::string ResolveCalibration(const std::string& path, const std::string& file)
 
 // Rules between fields; run only when every field is valid on its own.
 void CheckClusterRules(const ClusterSpec& c, JsonErrors& errors) {
-  const int64_t total = int64_t(c.nodes) * c.gpus_per_node;
-  if (total > kMaxTotalGpus) {
-    errors.Add("/nodes", "expected nodes x gpus_per_node <= " + std::to_string(kMaxTotalGpus) +
-                             ", found " + std::to_string(total) + " GPUs");
+  const std::optional<int64_t> checked = CheckedProduct({c.nodes, c.gpus_per_node});
+  if (!checked) {
+    errors.Add("/nodes", "expected nodes x gpus_per_node <= " + std::to_string(kMaxWorldSize) + ", found " +
+                             std::to_string(int64_t{c.nodes} * c.gpus_per_node) + " GPUs");
     return;
   }
+  const int64_t total = *checked;
   if (c.nvlink_domain_gpus % c.gpus_per_node != 0) {
     errors.Add("/nvlink/domain_gpus", "expected a multiple of gpus_per_node (" +
                                           std::to_string(c.gpus_per_node) + "), found " +

@@ -14,7 +14,6 @@ using inputs_internal::IntField;
 using inputs_internal::IntListField;
 using nlohmann::json;
 
-constexpr int kMaxTokens = 1 << 24;  // seq_len, global_batch
 constexpr int kMaxSms = 1024;        // streaming multiprocessors of one GPU (H100 132, B200 148)
 
 template <class E>
@@ -87,9 +86,9 @@ std::vector<std::string> ReadOrders(CheckedObject& root, std::vector<std::string
 }
 
 void ReadBatch(CheckedObject& root, JobSpec& j) {
-  j.seq_len = IntField(root, "seq_len", 1, kMaxTokens);
-  j.global_batch = IntField(root, "global_batch", 1, kMaxTokens);
-  j.micro_batch_sizes = IntListField(root, "micro_batch_sizes", 1, 1 << 16, j.micro_batch_sizes);
+  j.seq_len = IntField(root, "seq_len", 1, kMaxSeqLen);
+  j.global_batch = IntField(root, "global_batch", 1, kMaxGlobalBatch);
+  j.micro_batch_sizes = IntListField(root, "micro_batch_sizes", 1, kMaxMicroBatch, j.micro_batch_sizes);
   j.world_size = IntField(root, "world_size", 0, kMaxWorldSize, j.world_size);
   j.gpus_per_domain = IntField(root, "gpus_per_domain", 0, kMaxWorldSize, j.gpus_per_domain);
   if (root.Has("mtp_layers")) j.mtp_layers = IntField(root, "mtp_layers", 0, kMaxMtpLayers);
@@ -104,7 +103,7 @@ void ReadChoices(CheckedObject& root, JobSpec& j) {
   const auto cp = root.EnumList("cp_styles", {"ulysses", "ring"}, Names(j.cp_styles));
   j.cp_styles.clear();
   for (const auto& s : cp) j.cp_styles.push_back(ParseCpStyle(s));
-  j.vpp = IntListField(root, "vpp", 1, 1024, j.vpp);
+  j.vpp = IntListField(root, "vpp", 1, kMaxVpp, j.vpp);
 }
 
 void ReadMoeOptions(CheckedObject& root, JobSpec& j) {

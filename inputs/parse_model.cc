@@ -12,8 +12,7 @@ using inputs_internal::IntField;
 
 // Upper bounds: generous for any published model, and small enough that
 // products such as heads x head_dim or hidden x ffn_hidden fit in int64 and
-// heads x head_dim fits in int.
-constexpr int kMaxLayers = 4096;
+// heads x head_dim fits in int. kMaxLayers is in inputs/model.h.
 constexpr int kMaxHidden = 1 << 18;
 constexpr int kMaxHeads = 4096;
 constexpr int kMaxHeadDim = 4096;

@@ -5,24 +5,55 @@
 #include <sstream>
 
 #include "core/formats.h"
+#include "inputs/checked_product.h"
+#include "inputs/model.h"
 #include "planner/pipeline_layout.h"
 
 namespace foldplan {
 namespace {
 
-// Degrees and counts: at most the largest world, so that products of two
-// fit comfortably in 64 bits.
+// Degrees and world: at most the largest world (core/formats.h); vpp and
+// mbs: the job file's ranges (inputs/job.h); a virtual stage's layers: a
+// model's (inputs/model.h). Products of degrees: CheckedProduct.
 constexpr int kMaxDegree = static_cast<int>(kMaxWorldSize);
 
-Result<int> ParsePositive(const std::string& key, const std::string& value) {
+Result<int> ParsePositive(const std::string& key, const std::string& value, int max = kMaxDegree) {
   int out = 0;
   const char* end = value.data() + value.size();
   auto [ptr, ec] = std::from_chars(value.data(), end, out);
-  if (ec != std::errc() || ptr != end || out < 1 || out > kMaxDegree) {
-    return Status::Error("layout: " + key + "=" + value + ": expected a positive integer up to " +
-                         std::to_string(kMaxDegree));
+  if (ec != std::errc() || ptr != end || out < 1 || out > max) {
+    return Status::Error("layout: " + key + "=" + value + ": expected an integer in [1, " + std::to_string(max) +
+                         "]");
   }
   return out;
+}
+
+int MaxOf(const std::string& key) {
+  if (key == "vpp") return kMaxVpp;
+  if (key == "mbs") return kMaxMicroBatch;
+  return kMaxDegree;
+}
+
+// The product of degrees named by `names` ("pp*tp*cp"), or the error that
+// it exceeds the largest world: no layout can have it, whatever the job.
+Result<int64_t> DegreeProduct(const std::string& names, std::initializer_list<int64_t> factors) {
+  if (const std::optional<int64_t> p = CheckedProduct(factors)) return *p;
+  std::string values;
+  for (int64_t f : factors) values += (values.empty() ? "" : "*") + std::to_string(f);
+  return Status::Error("layout: " + names + " = " + values + " is more than the largest world, " +
+                       std::to_string(kMaxWorldSize) + " ranks");
+}
+
+// The products every layout forms from its degrees, within the largest
+// world; `vpp` and `etp` as the layout will have them.
+Status CheckDegreeProducts(int64_t pp, int64_t tp, int64_t cp, int64_t dp, int64_t ep, int64_t etp, int64_t edp,
+                           int64_t vpp) {
+  for (const Result<int64_t>& r : {DegreeProduct("pp*tp*cp*dp", {pp, tp, cp, dp}),
+                                   DegreeProduct("pp*etp*ep*edp", {pp, etp, ep, edp}),
+                                   DegreeProduct("pp*vpp", {pp, vpp})}) {
+    if (!r.ok()) return r.status();
+  }
+  return Status();
 }
 
 Result<bool> ParseFlag(const std::string& key, const std::string& value) {
@@ -36,9 +67,12 @@ Result<std::vector<int>> ParseStages(const std::string& value) {
   std::stringstream in(value);
   std::string part;
   while (std::getline(in, part, '/')) {
-    auto n = ParsePositive("stages", part);
-    if (!n.ok()) return Status::Error("layout: stages=" + value +
-                                      ": expected layer counts >= 1 separated by '/'");
+    auto n = ParsePositive("stages", part, kMaxLayers);
+    if (!n.ok()) return Status::Error("layout: stages=" + value + ": expected layer counts in [1, " +
+                                      std::to_string(kMaxLayers) + "] separated by '/'");
+    if (stages.size() == static_cast<size_t>(kMaxWorldSize)) {
+      return Status::Error("layout: stages= lists more than " + std::to_string(kMaxWorldSize) + " stages");
+    }
     stages.push_back(n.value());
   }
   if (stages.empty()) return Status::Error("layout: stages= is empty");
@@ -74,7 +108,7 @@ Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pin
   const std::map<std::string, std::optional<bool>*> flags = {
       {"a2a_overlap", &pins->a2a_overlap}, {"fsdp", &pins->fsdp}, {"tp_overlap", &pins->tp_overlap}};
   if (auto it = degrees.find(key); it != degrees.end()) {
-    auto n = ParsePositive(key, value);
+    auto n = ParsePositive(key, value, MaxOf(key));
     if (!n.ok()) return n.status();
     *it->second = n.value();
   } else if (auto f = flags.find(key); f != flags.end()) {
@@ -130,12 +164,18 @@ bool LayoutPins::empty() const {
 }
 
 Result<LayoutPins> ParseLayoutPins(const std::string& text) {
+  // An empty text or item is a slip (a variable that was not set, a doubled
+  // comma), not a request for the defaults.
+  if (text.empty()) return Status::Error("layout: empty; expected key=value pairs such as tp=2,pp=8");
   LayoutPins pins;
   std::map<std::string, bool> given;
-  std::stringstream in(text);
-  std::string item;
-  while (std::getline(in, item, ',')) {
-    if (item.empty()) continue;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t comma = text.find(',', start);
+    if (comma == std::string::npos) comma = text.size();
+    const std::string item = text.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) return Status::Error("layout: \"" + text + "\": an empty item (expected key=value between commas)");
     const auto eq = item.find('=');
     if (eq == std::string::npos || eq == 0 || eq + 1 == item.size()) {
       return Status::Error("layout: \"" + item + "\": expected key=value");
@@ -144,6 +184,13 @@ Result<LayoutPins> ParseLayoutPins(const std::string& text) {
     if (given[key]) return Status::Error("layout: " + key + " given twice");
     given[key] = true;
     if (Status s = ReadKey(key, item.substr(eq + 1), &pins); !s.ok()) return s;
+  }
+  const int tp = pins.tp.value_or(1);
+  if (Status s = CheckDegreeProducts(pins.pp.value_or(1), tp, pins.cp.value_or(1), pins.dp.value_or(1),
+                                     pins.ep.value_or(1), pins.etp.value_or(tp), pins.edp.value_or(1),
+                                     pins.vpp.value_or(1));
+      !s.ok()) {
+    return s;
   }
   return pins;
 }
@@ -159,7 +206,10 @@ int Layout::layers_on_stage(int p) const {
 Result<Layout> ParseLayout(const std::string& text, int default_world, const JobSpec* job) {
   Result<LayoutPins> parsed = ParseLayoutPins(text);
   if (!parsed.ok()) return parsed.status();
-  const LayoutPins& k = parsed.value();
+  return LayoutFromPins(parsed.value(), default_world, job);
+}
+
+Result<Layout> LayoutFromPins(const LayoutPins& k, int default_world, const JobSpec* job) {
 
   Layout layout;
   if (job) {  // the job's first candidate of every choice
@@ -198,12 +248,17 @@ Result<Layout> ParseLayout(const std::string& text, int default_world, const Job
   }
 
   // The world size: given, or derived from explicit dp / edp, or the default.
-  // Products in 64 bits: each degree is at most 2^20.
-  const long long dense_block = 1LL * layout.pp * layout.tp * layout.cp;
-  const long long expert_block = 1LL * layout.pp * layout.etp * layout.ep;
-  long long world = default_world;
+  // Every product of degrees is checked (the job's vpp may be new here).
+  if (Status s = CheckDegreeProducts(layout.pp, layout.tp, layout.cp, k.dp.value_or(1), layout.ep, layout.etp,
+                                     k.edp.value_or(1), layout.vpp);
+      !s.ok()) {
+    return s;
+  }
+  const int64_t dense_block = *CheckedProduct({layout.pp, layout.tp, layout.cp});
+  const int64_t expert_block = *CheckedProduct({layout.pp, layout.etp, layout.ep});
+  int64_t world = default_world;
   if (k.world) world = *k.world;
-  else if (k.dp) world = dense_block * *k.dp;
+  else if (k.dp) world = dense_block * *k.dp;     // within the largest world: checked above
   else if (k.edp) world = expert_block * *k.edp;
   if (world < 1) return Status::Error("layout: no world size (give world=N or dp=N)");
   if (world > kMaxDegree) {
@@ -231,10 +286,11 @@ Result<Layout> ParseLayout(const std::string& text, int default_world, const Job
   }
   layout.dp = dp;
   layout.edp = edp;
-  if (layout.explicit_stages && static_cast<long long>(layout.stage_layers.size()) != 1LL * layout.pp * layout.vpp) {
+  const int64_t stages = *CheckedProduct({layout.pp, layout.vpp});
+  if (layout.explicit_stages && static_cast<int64_t>(layout.stage_layers.size()) != stages) {
     return Status::Error(std::string("layout: ") + (layout.pp_layout_given ? "pp_layout" : "stages=") + " lists " +
                          std::to_string(layout.stage_layers.size()) + " stages but pp*vpp = " +
-                         std::to_string(1LL * layout.pp * layout.vpp));
+                         std::to_string(stages));
   }
   return layout;
 }

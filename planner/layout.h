@@ -92,6 +92,10 @@ struct LayoutPins {
   bool pp_layout = false;                      // the stages came from pp_layout=
   bool empty() const;
 };
+// The text on its own: key=value items, none empty, each value in its
+// range, and every product of the degrees given (pp*tp*cp*dp, pp*etp*ep*edp
+// with etp defaulting to tp, pp*vpp) within the largest world
+// (core/formats.h). An error here means the text is not a layout at all.
 Result<LayoutPins> ParseLayoutPins(const std::string& text);
 
 // Parses the command-line syntax above. dp/edp are derived from `world`
@@ -100,6 +104,9 @@ Result<LayoutPins> ParseLayoutPins(const std::string& text);
 // first candidate when a job is given, else the defaults above. Unknown
 // keys, non-integers and degrees that do not divide are errors.
 Result<Layout> ParseLayout(const std::string& text, int default_world, const JobSpec* job = nullptr);
+// ParseLayout's second half: the pins against the world and the job. An
+// error here means the text is a layout, but not one this world can run.
+Result<Layout> LayoutFromPins(const LayoutPins& pins, int default_world, const JobSpec* job = nullptr);
 
 // Canonical text form, accepted back by ParseLayout.
 std::string FormatLayout(const Layout& layout);

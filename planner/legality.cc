@@ -6,6 +6,7 @@
 #include <string_view>
 
 #include "core/order_string.h"
+#include "inputs/checked_product.h"
 #include "topology/cluster_shape.h"
 
 namespace foldplan {
@@ -106,7 +107,9 @@ long long StrideOf(const OrderString& order, Axis axis, SizeFn size) {
   return stride;
 }
 
-// The prefix product through the last heavy axis of size > 1.
+// The prefix product through the last heavy axis of size > 1. Each prefix
+// divides the world (<= kMaxWorldSize) for any layout ParseLayout or
+// enumeration makes, so long long holds it.
 template <class SizeFn>
 long long BlockOf(const OrderString& order, Axis heavy_a, Axis heavy_b, SizeFn size) {
   long long prefix = 1, block = 1;
@@ -343,14 +346,14 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
   if (l.vpp > 1 && l.pp == 1) Add(&out, Rule::kVppNeedsPp, "vpp " + Str(l.vpp) + " with pp 1");
   const long long stage = l.world / l.pp;
   if (ctx.model) CheckModelRules(l, *ctx.model, *ctx.job, WeightsOrDefault(ctx.weights), &out);
-  if (1LL * l.tp * l.cp * l.dp != stage) {
-    Add(&out, Rule::kDenseProduct, "tp*cp*dp = " + Str(1LL * l.tp * l.cp * l.dp) +
-                                       " != world/pp = " + Str(stage));
+  // Checked products: a hand-built layout's degrees need not multiply to its world.
+  auto product = [](const std::optional<int64_t>& p) { return p ? Str(*p) : "more than " + Str(kMaxWorldSize); };
+  if (const auto dense = CheckedProduct({l.tp, l.cp, l.dp}); dense != stage) {
+    Add(&out, Rule::kDenseProduct, "tp*cp*dp = " + product(dense) + " != world/pp = " + Str(stage));
   }
   if (ctx.job) CheckSequenceRules(l, ctx.job->seq_len, &out);
-  if (1LL * l.etp * l.ep * l.edp != stage) {
-    Add(&out, Rule::kExpertProduct, "etp*ep*edp = " + Str(1LL * l.etp * l.ep * l.edp) +
-                                        " != world/pp = " + Str(stage));
+  if (const auto expert = CheckedProduct({l.etp, l.ep, l.edp}); expert != stage) {
+    Add(&out, Rule::kExpertProduct, "etp*ep*edp = " + product(expert) + " != world/pp = " + Str(stage));
   }
   if (ctx.job) CheckBatchRules(l, ctx.job->global_batch, &out);
   for (auto& v : CheckOrder(l)) out.push_back(std::move(v));

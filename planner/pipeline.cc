@@ -1,6 +1,7 @@
 #include "planner/pipeline.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <numeric>
 
 #include "planner/pipeline_layout.h"
@@ -44,13 +45,16 @@ int MinLayers(size_t c, size_t stages) { return (c == 0 || c + 1 == stages) ? 0 
 // single layers move from the heaviest rank while that lightens it.
 Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const BlockWeights& w) {
   const size_t stages = static_cast<size_t>(pp) * static_cast<size_t>(vpp);
+  // Refused before anything the size of `stages` is built: every stage but
+  // the first and last needs a layer.
+  if (stages > static_cast<size_t>(model.layers) + 2) {
+    return Status::Error(Str(model.layers) + " layers cannot fill " + Str(static_cast<long long>(stages)) +
+                         " virtual stages (" + Str(pp) + " x " + Str(vpp) +
+                         "): every stage but the first and last needs a layer");
+  }
   std::vector<int> out(stages);
   int minimum = 0;
   for (size_t c = 0; c < stages; ++c) minimum += out[c] = MinLayers(c, stages);
-  if (minimum > model.layers) {
-    return Status::Error(Str(model.layers) + " layers cannot fill " + Str(long(stages)) + " virtual stages (" +
-                         Str(pp) + " x " + Str(vpp) + "): every stage but the first and last needs a layer");
-  }
   const int moe = model.moe_layer_count();
   const double mean = (moe * w.moe_layer + (model.layers - moe) * w.dense_layer) / model.layers;
   // Extras on each stage: embedding on the first, loss and MTP on the last.
@@ -120,9 +124,10 @@ Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const
 // Layers per virtual stage by the rules of the header.
 std::vector<int> LayersPerVirtualStage(const Layout& l, const ModelSpec& model, int pp, int vpp,
                                        const BlockWeights& weights) {
-  const int stages = pp * vpp;
+  const int stages = pp * vpp;  // at most the largest world (CheckedProduct in ParseLayout)
+  // Summed in 64 bits: stage lists that overflow an int must not pass for the model's layers.
   if (static_cast<int>(l.stage_layers.size()) == stages &&
-      std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), 0) == model.layers) {
+      std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), int64_t{0}) == model.layers) {
     return l.stage_layers;
   }
   if (Result<std::vector<int>> chosen = ChooseStageLayers(model, pp, vpp, weights); chosen.ok()) {
@@ -152,7 +157,9 @@ const BlockWeights& WeightsOrDefault(const BlockWeights* weights) {
   return weights ? *weights : kDefaults;
 }
 
-bool NeedsChosenLayout(int layers, int pp, int vpp) { return layers % (std::max(1, pp) * std::max(1, vpp)) != 0; }
+bool NeedsChosenLayout(int layers, int pp, int vpp) {
+  return layers % (int64_t{std::max(1, pp)} * std::max(1, vpp)) != 0;
+}
 
 Result<std::vector<int>> ChooseStageLayers(const ModelSpec& model, int pp, int vpp, const BlockWeights& weights) {
   if (model.layers < 1 || pp < 1 || vpp < 1) return Status::Error("ChooseStageLayers: bad arguments");
@@ -215,7 +222,7 @@ PipelineDescription DescribePipeline(const Layout& layout, const ModelSpec& mode
       LayersPerVirtualStage(layout, model, d.pp, d.vpp, WeightsOrDefault(weights));
   // MTP layers where the layout's m put them, else on the last stage.
   const bool mtp_given = layout.stage_mtp.size() == layers.size() &&
-                         std::accumulate(layout.stage_mtp.begin(), layout.stage_mtp.end(), 0) == model.mtp_layers &&
+                         std::accumulate(layout.stage_mtp.begin(), layout.stage_mtp.end(), int64_t{0}) == model.mtp_layers &&
                          model.mtp_layers > 0;
   d.stages.resize(layers.size());
   d.ranks.resize(static_cast<size_t>(d.pp));

@@ -1,5 +1,6 @@
 #include "planner/pipeline_split.h"
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 
@@ -25,8 +26,9 @@ std::string Describe(int layers, int pp, int vpp) {
 
 Result<std::vector<int>> SplitLayers(int layers, int pp, int vpp) {
   if (layers < 1 || pp < 1 || vpp < 1) return Status::Error("SplitLayers: bad arguments");
-  if (layers % (pp * vpp) == 0) {
-    return std::vector<int>(static_cast<size_t>(pp * vpp), layers / (pp * vpp));
+  const int64_t stages = int64_t{pp} * vpp;  // 64 bits: a caller's pp and vpp need not be a layout's
+  if (layers % stages == 0) {
+    return std::vector<int>(static_cast<size_t>(stages), static_cast<int>(layers / stages));
   }
   if (pp == 1) {
     return Status::Error(Describe(layers, pp, vpp) + ": one stage's layers must divide by vpp");

@@ -3,6 +3,7 @@
 #include <cstdint>
 #include <string>
 
+#include "inputs/checked_product.h"
 #include "planner/placement.h"
 #include "planner/rank_generator.h"
 
@@ -55,14 +56,16 @@ Status CheckLayoutDegrees(const Layout& l) {
   for (const auto& [name, value] : degrees)
     if (value < 1)
       return Status::Error(std::string("layout: ") + name + " must be >= 1, found " + Str(value));
-  const int64_t dense = int64_t{l.pp} * l.tp * l.cp * l.dp;
-  const int64_t expert = int64_t{l.pp} * l.etp * l.ep * l.edp;
+  // Checked: a hand-built layout's degrees need not multiply to its world.
+  const std::optional<int64_t> dense = CheckedProduct({l.pp, l.tp, l.cp, l.dp});
+  const std::optional<int64_t> expert = CheckedProduct({l.pp, l.etp, l.ep, l.edp});
+  auto text = [](const std::optional<int64_t>& p) { return p ? Str(*p) : "more than " + Str(kMaxWorldSize); };
   if (dense != l.world)
     return Status::Error("layout: pp*tp*cp*dp = " + Str(l.pp) + "*" + Str(l.tp) + "*" + Str(l.cp) + "*" +
-                         Str(l.dp) + " = " + Str(dense) + " != world " + Str(l.world));
+                         Str(l.dp) + " = " + text(dense) + " != world " + Str(l.world));
   if (expert != l.world)
     return Status::Error("layout: pp*etp*ep*edp = " + Str(l.pp) + "*" + Str(l.etp) + "*" + Str(l.ep) + "*" +
-                         Str(l.edp) + " = " + Str(expert) + " != world " + Str(l.world));
+                         Str(l.edp) + " = " + text(expert) + " != world " + Str(l.world));
   return Status();
 }
 

@@ -3,6 +3,8 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <string>
+#include <system_error>
 #include <thread>
 #include <tuple>
 
@@ -50,7 +52,7 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   std::stable_sort(by_degrees.begin(), by_degrees.end(),
                    [&](size_t a, size_t b) { return key(a) < key(b); });
   const size_t top = static_cast<size_t>(std::max(options.top, 1));
-  const int threads = std::max(options.threads, 1);
+  const int threads = std::clamp(options.threads, 1, kMaxSearchThreads);
 
   std::vector<Shard> shards(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
@@ -75,20 +77,34 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
     }
   };
   std::vector<std::thread> pool;
-  for (int t = 1; t < threads; ++t) pool.emplace_back(work, &shards[static_cast<size_t>(t)]);
+  // A thread the system refuses (std::system_error) is an error, not an
+  // abort: the started ones are told there is no more work and joined.
+  auto refused = [&](const std::system_error& e) {
+    next.store(legal.size());
+    for (auto& t : pool) t.join();
+    result.status = Status::Error("could not start scoring thread " + std::to_string(pool.size() + 1) + " of " +
+                                  std::to_string(threads) + ": " + e.what() + " (try fewer --threads)");
+    return result;
+  };
+  try {
+    for (int t = 1; t < threads; ++t) pool.emplace_back(work, &shards[static_cast<size_t>(t)]);
+    if (options.progress) {
+      // The calling thread reports progress while the pool works, then helps.
+      pool.emplace_back(work, &shards[0]);
+    }
+  } catch (const std::system_error& e) {
+    return refused(e);
+  }
   if (options.progress) {
-    // The calling thread reports progress while the pool works, then helps.
-    std::thread last(work, &shards[0]);
     while (done.load() < legal.size()) {
       options.progress(legal.empty() ? 1.0 : double(done.load()) / double(legal.size()));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
-    last.join();
-    options.progress(1.0);
   } else {
     work(&shards[0]);
   }
   for (auto& t : pool) t.join();
+  if (options.progress) options.progress(1.0);
 
   uint64_t rejected_memory = 0;
   for (auto& shard : shards) {

@@ -12,9 +12,13 @@
 
 namespace foldplan {
 
+// The most scoring threads a search starts (`plan --threads`); more only
+// adds threads the system may refuse (doc/formats.md, Command-line values).
+inline constexpr int kMaxSearchThreads = 256;
+
 struct SearchOptions {
   int top = 10;      // candidates kept, best first
-  int threads = 2;   // scoring threads (>= 1)
+  int threads = 2;   // scoring threads, held to [1, kMaxSearchThreads]
   // Called from the calling thread with the fraction of layouts scored,
   // about ten times a second; may be empty.
   std::function<void(double fraction)> progress = nullptr;
@@ -31,6 +35,9 @@ struct ScoredLayout {
 };
 
 struct SearchResult {
+  // Not ok when the system refused a scoring thread: nothing is ranked then
+  // (best is empty) and the message says how many threads were asked for.
+  Status status;
   Enumeration enumeration;            // counts include the memory rejections
   std::vector<ScoredLayout> best;     // at most `top`, lowest objective first
   uint64_t scored = 0;                // legal layouts scored

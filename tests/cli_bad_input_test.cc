@@ -1,5 +1,7 @@
 // Bad input through the command line: a clear message naming the file, the
-// JSON pointer, what was expected and what was found; exit code 1; no crash.
+// JSON pointer, what was expected and what was found; exit code 1 for a bad
+// input file or a value the inputs refuse, 2 for a flag value that is wrong
+// on its own (doc/formats.md, Exit codes); no crash.
 #include "cli_run.h"
 
 
@@ -7,12 +9,15 @@ using foldplan::testing::RunFoldplan;
 
 namespace {
 
-void ExpectError(const std::string& args, const std::string& fragment) {
+void ExpectExit(int code, const std::string& args, const std::string& fragment) {
   auto r = RunFoldplan(args);
-  CHECK_MESSAGE(r.exit_code == 1, args);
+  CHECK_MESSAGE(r.exit_code == code, args);
   CHECK_MESSAGE(r.err.find(fragment) != std::string::npos, "stderr was: " << r.err);
   CHECK(r.out.empty());
 }
+
+void ExpectError(const std::string& args, const std::string& fragment) { ExpectExit(1, args, fragment); }
+void ExpectUsage(const std::string& args, const std::string& fragment) { ExpectExit(2, args, fragment); }
 
 }  // namespace
 
@@ -33,16 +38,16 @@ TEST_CASE("a missing file") {
   ExpectError("topo --cluster ./no-such-cluster.json", "no-such-cluster.json");
 }
 
-TEST_CASE("bad overrides") {
-  ExpectError("enumerate --precision fp4", "--precision: expected one of bf16, fp8-delayed");
+TEST_CASE("bad overrides: a value wrong on its own is usage, one the cluster refuses is not") {
+  ExpectUsage("enumerate --precision fp4", "--precision: expected one of bf16, fp8-delayed");
   ExpectError("enumerate --nodes 3 --cluster gb200-nvl72-4r", "do not fill whole 72-GPU NVLink domains");
-  ExpectError("enumerate --seq 0", "--seq: expected a positive integer");
+  ExpectUsage("enumerate --seq 0", "--seq: expected an integer in [1, 16777216], found 0");
 }
 
-TEST_CASE("bad layouts") {
+TEST_CASE("bad layouts: a malformed text is usage, one the world cannot run is not") {
   ExpectError("ranks --world-size 16 --layout tp=3", "does not divide the world size 16");
-  ExpectError("ranks --world-size 16 --layout tp=2,zz=1", "unknown key \"zz\"");
-  ExpectError("ranks --world-size 16 --layout tp=2 --format deepspeed", "deepspeed");
+  ExpectUsage("ranks --world-size 16 --layout tp=2,zz=1", "unknown key \"zz\"");
+  ExpectUsage("ranks --world-size 16 --layout tp=2 --format deepspeed", "deepspeed");
 }
 
 TEST_CASE("usage errors exit 2") {
@@ -53,21 +58,22 @@ TEST_CASE("usage errors exit 2") {
 }
 
 TEST_CASE("bad recipe options") {
-  ExpectError("plan --recompute none,layernorm+attn", "--recompute layernorm+attn: unknown module \"attn\"");
-  ExpectError("plan --dispatcher nccl", "--dispatcher: expected one of alltoall, allgather, deepep (alias flex), hybridep");
+  ExpectUsage("plan --recompute none,layernorm+attn", "--recompute layernorm+attn: unknown module \"attn\"");
+  ExpectUsage("plan --dispatcher nccl", "--dispatcher: expected one of alltoall, allgather, deepep (alias flex), hybridep");
   ExpectError("plan --precision mxfp8",
               "precision mxfp8 (--precision) on cluster h100-dgx-16n: mxfp8 needs Blackwell tensor cores "
               "(MX block scales in hardware) (H100 SXM5 is hopper)");
-  ExpectError("plan --fix zz=1", "--fix zz=1: layout: unknown key \"zz\"");
+  ExpectUsage("plan --fix zz=1", "--fix zz=1: layout: unknown key \"zz\"");
   ExpectError("plan --gpus-per-domain 3 --cluster gb200-nvl72-4r",
               "3 GPUs per NVLink domain: expected a multiple of the 4 GPUs per node, at most the domain's 72");
-  ExpectError("plan --routing-imbalance 0.5", "--routing-imbalance: expected a number in [1, 65536]");
+  ExpectUsage("plan --routing-imbalance 0.5", "--routing-imbalance: expected a number in [1, 65536]");
 }
 
 TEST_CASE("bad pipeline layouts name the problem and where it is") {
   const std::string ds = "enumerate --model deepseek-v3 --cluster h100-dgx-128n --layout tp=1,pp=8,vpp=4,ep=32,etp=1,";
-  ExpectError(ds + "pp_layout='Et|(tt|*30L'", "pp_layout=Et|(tt|*30L: column 4: '(' without ')'");
-  ExpectError(ds + "pp_layout='tE|(tt|)*30L'", "E must open the first stage (found on stage 0)");
+  // Malformed: usage. Well formed but not this model's: the pipeline_split rule.
+  ExpectUsage(ds + "pp_layout='Et|(tt|*30L'", "pp_layout=Et|(tt|*30L: column 4: '(' without ')'");
+  ExpectUsage(ds + "pp_layout='tE|(tt|)*30L'", "E must open the first stage (found on stage 0)");
   ExpectError(ds + "pp_layout='Et|(tt|)*30tL'", "pipeline_split: the layout places 62 decoder layers, the model has 61");
   ExpectError(ds + "pp_layout='Et|(tt|)*29ttmm|L'", "pipeline_split: the layout places 2 MTP layers (m), the model has 1");
 }
@@ -101,18 +107,18 @@ TEST_CASE("a recipe's unrunnable precision names the field that set it") {
 
 // A candidate given twice in a list flag, an alias included (fp8 is
 // fp8-tensorwise, flex is deepep), would be searched twice: refused as the
-// job reader refuses a repeat in a job file, naming the flag; exit 1.
+// job reader refuses a repeat in a job file, naming the flag; exit 2.
 TEST_CASE("a candidate flag that repeats a value is refused") {
-  ExpectError("plan --precision bf16,bf16", "foldplan: --precision: bf16 given twice\n");
-  ExpectError("plan --precision fp8-tensorwise,fp8 --cluster gb200-nvl72-4r",
+  ExpectUsage("plan --precision bf16,bf16", "foldplan: --precision: bf16 given twice\n");
+  ExpectUsage("plan --precision fp8-tensorwise,fp8 --cluster gb200-nvl72-4r",
               "foldplan: --precision: fp8-tensorwise given twice (fp8 is fp8-tensorwise)\n");
-  ExpectError("plan --dispatcher alltoall,flex,deepep", "foldplan: --dispatcher: deepep given twice (flex is deepep)\n");
-  ExpectError("enumerate --dispatcher flex,flex", "foldplan: --dispatcher: deepep given twice (flex is deepep)\n");
-  ExpectError("explain --recipe qwen3-235b-gb200-tp1-pp8-ep8 --dispatcher hybridep,hybridep",
+  ExpectUsage("plan --dispatcher alltoall,flex,deepep", "foldplan: --dispatcher: deepep given twice (flex is deepep)\n");
+  ExpectUsage("enumerate --dispatcher flex,flex", "foldplan: --dispatcher: deepep given twice (flex is deepep)\n");
+  ExpectUsage("explain --recipe qwen3-235b-gb200-tp1-pp8-ep8 --dispatcher hybridep,hybridep",
               "foldplan: --dispatcher: hybridep given twice\n");
   // --recompute, checked before, keeps its message; an alias is named too.
-  ExpectError("plan --recompute none,full,none", "foldplan: --recompute: none given twice\n");
-  ExpectError("plan --recompute selective,core_attn", "foldplan: --recompute: selective given twice (core_attn is selective)\n");
-  ExpectError("plan --recompute moe+mlp,mlp+moe",
+  ExpectUsage("plan --recompute none,full,none", "foldplan: --recompute: none given twice\n");
+  ExpectUsage("plan --recompute selective,core_attn", "foldplan: --recompute: selective given twice (core_attn is selective)\n");
+  ExpectUsage("plan --recompute moe+mlp,mlp+moe",
               "foldplan: --recompute: mlp+moe given twice (moe+mlp is mlp+moe)\n");
 }

@@ -316,7 +316,7 @@ TEST_CASE("deepseek-v3 counts dense and MoE layers per stage from first_k_dense"
   // MoE. Each MoE layer has 256 / (ep 8 x etp 1) = 32 local experts of
   // 3 x 7168 x 2048 = 44,040,192 weights.
   const ModelSpec m = Load("deepseek-v3");
-  const JobSpec model_job = MakeJob();  // outlives the model, which points to it
+  const JobSpec model_job = MakeJob();
   const MemoryModel model(m, model_job, MakeCluster(4));
   Layout l = MakeLayout(1, 1, 8, 4, 8, 1);
   l.stage_layers = {16, 15, 15, 15};
@@ -340,7 +340,7 @@ TEST_CASE("deepseek-v3 counts dense and MoE layers per stage from first_k_dense"
 // NCCL collectives are tp and dp x cp only.
 TEST_CASE("a dense model has no MoE terms") {
   const ModelSpec m = Load("llama3-70b");
-  const JobSpec model_job = MakeJob();  // outlives the model, which points to it
+  const JobSpec model_job = MakeJob();
   const MemoryModel model(m, model_job, MakeCluster(16));
   const Layout l = MakeLayout(8, 1, 4, 4, 1, 8);
   const MemoryBreakdown b = model.Estimate(l);

@@ -57,8 +57,8 @@ TEST_CASE("bad layouts are refused with the reason") {
     CHECK_MESSAGE(l.status().message().find(expected) != std::string::npos, l.status().message());
   };
   check("tp=2,foo=3", "unknown key \"foo\"");
-  check("tp=two", "tp=two: expected a positive integer");
-  check("tp=0", "expected a positive integer");
+  check("tp=two", "tp=two: expected an integer in [1, 1048576]");
+  check("tp=0", "tp=0: expected an integer in [1, 1048576]");
   check("tp=3", "pp*tp*cp = 3 does not divide the world size 128");
   check("tp=2,ep=3,etp=1", "pp*etp*ep = 3 does not divide");
   check("tp=2,dp=8,world=128", "dp=8 but world 128 / (pp*tp*cp) gives dp=64");
@@ -122,9 +122,7 @@ TEST_CASE("bad recipe keys are refused with the reason") {
   check("pp=2,pp_layout=tE|tL", "E must open the first stage");
   check("pp=2,stages=16/16,pp_layout=Et*16|t*16L", "give stages= or pp_layout=, not both");
   check("pp=4,pp_layout=Et|tL", "pp_layout lists 2 stages but pp*vpp = 4");
-  check("tp=65536,pp=65536", "does not divide the world size 128");
-  check("world=2000000", "world=2000000: expected a positive integer up to 1048576");
-  check("dp=1048576,tp=2", "world 2097152 is larger than 1048576 ranks");
+  check("world=2000000", "world=2000000: expected an integer in [1, 1048576]");
 }
 
 TEST_CASE("pins record only the keys given") {
@@ -136,5 +134,49 @@ TEST_CASE("pins record only the keys given") {
   CHECK_FALSE(p->ep.has_value());
   CHECK_FALSE(p->dispatcher.has_value());
   CHECK_FALSE(p->empty());
-  CHECK(ParseLayoutPins("")->empty());
+  CHECK_FALSE(ParseLayoutPins("tp=2")->empty());
+}
+
+// Issue 9: products of degrees overflowed (pp*tp*cp of 65536 each wrapped to
+// 0, then world % 0); each product is now checked against the largest world
+// before anything divides by it, in the text alone and against a job.
+TEST_CASE("degrees whose product exceeds the largest world are refused, not computed") {
+  auto refused = [](const char* text, const char* expected) {
+    auto pins = ParseLayoutPins(text);
+    REQUIRE_FALSE(pins.ok());
+    CHECK_MESSAGE(pins.status().message() == expected, pins.status().message());
+    CHECK_FALSE(ParseLayout(text, 128).ok());
+  };
+  refused("tp=65536,pp=65536", "layout: pp*tp*cp*dp = 65536*65536*1*1 is more than the largest world, 1048576 ranks");
+  refused("tp=46341,cp=46341", "layout: pp*tp*cp*dp = 1*46341*46341*1 is more than the largest world, 1048576 ranks");
+  refused("dp=1048576,tp=2", "layout: pp*tp*cp*dp = 1*2*1*1048576 is more than the largest world, 1048576 ranks");
+  // etp defaults to tp in the expert view's product too.
+  refused("tp=1024,ep=2048", "layout: pp*etp*ep*edp = 1*1024*2048*1 is more than the largest world, 1048576 ranks");
+  refused("pp=2048,vpp=1024", "layout: pp*vpp = 2048*1024 is more than the largest world, 1048576 ranks");
+  CHECK(ParseLayoutPins("tp=1024,pp=1024").ok());  // exactly the largest world
+  // A job's vpp, not in the text, is checked against pp too.
+  JobSpec job;
+  job.vpp = {1024};
+  auto l = ParseLayout("pp=2048", 2048, &job);
+  REQUIRE_FALSE(l.ok());
+  CHECK(l.status().message() == "layout: pp*vpp = 2048*1024 is more than the largest world, 1048576 ranks");
+}
+
+// Issue 9: "" and "," were taken for the default layout.
+TEST_CASE("an empty layout text or an empty item is refused") {
+  CHECK(ParseLayoutPins("").status().message() == "layout: empty; expected key=value pairs such as tp=2,pp=8");
+  for (const char* text : {",", "tp=2,", ",tp=2", "tp=2,,pp=2"}) {
+    auto pins = ParseLayoutPins(text);
+    REQUIRE_FALSE(pins.ok());
+    CHECK(pins.status().message() == std::string("layout: \"") + text + "\": an empty item (expected key=value between commas)");
+  }
+}
+
+TEST_CASE("vpp, mbs and stage counts take the ranges of the job and model files") {
+  CHECK(ParseLayoutPins("vpp=1025").status().message() == "layout: vpp=1025: expected an integer in [1, 1024]");
+  CHECK(ParseLayoutPins("vpp=2147483647").status().message() == "layout: vpp=2147483647: expected an integer in [1, 1024]");
+  CHECK(ParseLayoutPins("mbs=65537").status().message() == "layout: mbs=65537: expected an integer in [1, 65536]");
+  CHECK(ParseLayoutPins("pp=2,stages=4097/1").status().message() ==
+        "layout: stages=4097/1: expected layer counts in [1, 4096] separated by '/'");
+  CHECK(ParseLayoutPins("vpp=1024,mbs=65536").ok());
 }

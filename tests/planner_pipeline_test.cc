@@ -144,3 +144,30 @@ TEST_CASE("explicit stages are checked against the model's layers and MTP layers
   CHECK(CheckStages({31, 30}, {1, 1}, m, 2, 1).message() == "the layout places 2 MTP layers (m), the model has 1");
   CHECK(CheckStages({31, 30}, {}, m, 4, 1).message() == "the layout lists 2 virtual stages, expected pp*vpp = 4");
 }
+
+// Issue 9: the stage sum was an int; 4096 stages of 2^20 layers and one of
+// 61 wrapped to 61 and passed for a 61-layer model's layers.
+TEST_CASE("stage lists whose sum overflows an int are not taken for the model's layers") {
+  const ModelSpec m = DeepSeekLike();
+  Layout l = MakeLayout(4097, 1, 1, 4097, 1, 1);
+  l.stage_layers.assign(4096, 1 << 20);
+  l.stage_layers.push_back(61);
+  const PipelineDescription d = DescribePipeline(l, m);
+  long long placed = 0;
+  for (const VirtualStage& s : d.stages) placed += s.layers;
+  CHECK(placed == 61);
+}
+
+// Issue 9: a pipeline of pp x vpp stages was built before its size was
+// judged, so pp 2^20 x vpp 1024 allocated 2^30 stage counts.
+TEST_CASE("more virtual stages than a model can fill are refused before any is built") {
+  const ModelSpec m = DeepSeekLike();
+  auto chosen = ChooseStageLayers(m, 1 << 20, 1024, WeightsOrDefault(nullptr));
+  REQUIRE_FALSE(chosen.ok());
+  CHECK(chosen.status().message() ==
+        "61 layers cannot fill 1073741824 virtual stages (1048576 x 1024): every stage but the first and last needs a "
+        "layer");
+  // The most a model can fill: one layer per stage, the first and last empty.
+  CHECK(ChooseStageLayers(m, 63, 1, WeightsOrDefault(nullptr)).ok());
+  CHECK_FALSE(ChooseStageLayers(m, 64, 1, WeightsOrDefault(nullptr)).ok());
+}

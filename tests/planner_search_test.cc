@@ -3,7 +3,12 @@
 // ranked, and the result does not depend on the number of threads.
 #include <doctest/doctest.h>
 
+#include <sys/resource.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
 
 #include "fixtures.h"
 #include "planner/search.h"
@@ -80,4 +85,52 @@ TEST_CASE("progress is reported and reaches 1") {
   };
   SearchLayouts({&cluster, &model, &job}, scorer, options);
   CHECK(last == 1.0);
+}
+
+// Issue 9: --threads 100000 aborted on an uncaught std::system_error. The
+// threads are held to kMaxSearchThreads, and a thread the system refuses is
+// an error in the result. The refusal is provoked in a child process whose
+// address space has no room for the threads' stacks.
+TEST_CASE("a scoring thread the system refuses is an error, not an abort") {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  const LegalityContext ctx{&cluster, &model, &job};
+  ToyScorer scorer;
+  const Enumeration all = EnumerateLayouts(ctx);  // the search enumerates the same before any thread
+  const pid_t child = ::fork();
+  REQUIRE(child >= 0);
+  if (child == 0) {
+    rlimit limit{};
+    ::getrlimit(RLIMIT_AS, &limit);
+    // About what the process maps now plus 64 MiB: a few 8 MiB stacks.
+    std::ifstream statm("/proc/self/statm");
+    unsigned long pages = 0;
+    statm >> pages;
+    limit.rlim_cur = pages * static_cast<unsigned long>(::sysconf(_SC_PAGESIZE)) + (64ul << 20);
+    ::setrlimit(RLIMIT_AS, &limit);
+    const SearchResult r = SearchLayouts(ctx, scorer, {.top = 3, .threads = kMaxSearchThreads});
+    const bool reported = !r.status.ok() && r.best.empty() &&
+                          r.status.message().find("could not start scoring thread") == 0;
+    ::_exit(reported ? 0 : 1);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+  CHECK_MESSAGE(WIFEXITED(status), "the child died of signal " << (WIFSIGNALED(status) ? WTERMSIG(status) : 0));
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 0);
+  CHECK(all.legal_count > 0);
+}
+
+TEST_CASE("more threads than the bound run as the bound, with the same ranking") {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  const LegalityContext ctx{&cluster, &model, &job};
+  ToyScorer scorer;
+  const SearchResult many = SearchLayouts(ctx, scorer, {.top = 5, .threads = 100000});
+  const SearchResult one = SearchLayouts(ctx, scorer, {.top = 5, .threads = 1});
+  REQUIRE(many.status.ok());
+  REQUIRE(many.best.size() == one.best.size());
+  for (size_t i = 0; i < one.best.size(); ++i) CHECK(one.best[i].layout == many.best[i].layout);
 }
