@@ -143,8 +143,8 @@ int main(int argc, char** argv) {
       "Flags for foldbench go after -- (doc/validate.md lists them). foldbench is\n"
       "$FOLDBENCH if set, else the foldbench next to foldplan. Open MPI gets\n"
       "--allow-run-as-root when run as root and --oversubscribe when the ranks outnumber\n"
-      "this machine's cores. Exit status is foldbench's: 0 every element right, 1 a wrong\n"
-      "element, 2 refused (nothing ran), 3 a backend error.");
+      "this machine's cores. Exit status is foldbench's: 0 every element right, 1 an\n"
+      "invalid plan, 2 usage, 3 a run-time failure (a wrong element among them).");
 
   try {
     app.parse(argc, argv);

@@ -28,9 +28,15 @@ extern char** environ;
 namespace foldplan {
 namespace {
 
-// Prints the error and returns 2: refused, nothing ran (foldbench's code).
-int Refuse(std::ostream& err, const Status& status) {
+// Prints the error; refused, nothing ran. A plan that cannot be read is
+// invalid input (1); every other refusal is command-line usage (2), as in
+// foldbench (doc/formats.md "Exit codes").
+int Refuse(std::ostream& err, const Status& status, const ValidateOptions& options) {
   err << "foldplan: " << status.message() << "\n";
+  if (!options.plan.empty()) {
+    auto world = ReadPlanWorldSize(options.plan);
+    if (!world.ok() && world.status().message() == status.message()) return 1;
+  }
   return 2;
 }
 
@@ -376,10 +382,10 @@ int RunValidate(const ValidateOptions& options, std::ostream& out, std::ostream&
     LaunchEnvironment stand_in;
     stand_in.foldbench = "foldbench";
     auto cmd = BuildValidateCommand(options, stand_in);
-    return Refuse(err, cmd.ok() ? env.status() : cmd.status());
+    return Refuse(err, cmd.ok() ? env.status() : cmd.status(), options);
   }
   auto cmd = BuildValidateCommand(options, env.value());
-  if (!cmd.ok()) return Refuse(err, cmd.status());
+  if (!cmd.ok()) return Refuse(err, cmd.status(), options);
   const std::string line = ShellJoin(cmd.value());
   if (options.dry_run) {
     if (!env->launcher_found) {
@@ -396,7 +402,7 @@ int RunValidate(const ValidateOptions& options, std::ostream& out, std::ostream&
   std::cerr.flush();
   std::fflush(nullptr);
   auto code = SpawnAndWait(cmd.value(), err);
-  if (!code.ok()) return Refuse(err, code.status());
+  if (!code.ok()) return Refuse(err, code.status(), options);
   return code.value();
 }
 

@@ -2,10 +2,11 @@
 // under mpirun, after printing the exact command. The CLI does not link
 // foldbench's code; it only finds and launches the binary.
 //
-// Exit status, chosen to match foldbench's own: 0 every element right,
-// 1 a wrong element, 2 refused before anything ran (bad flags, a bad or
-// missing plan, --np not the plan's world size, foldbench or the launcher
-// not found), 3 a backend error; a launcher killed by signal S gives 128 + S.
+// Exit status (doc/formats.md "Exit codes"), foldbench's own once it runs:
+// 0 every element right, 1 an invalid plan, 2 usage (bad flags, --np not
+// the plan's world size, foldbench or the launcher not found), 3 a run-time
+// failure (wrong elements among them); refused before launching: 1 a plan
+// that cannot be read, 2 the rest; a launcher killed by signal S gives 128 + S.
 #pragma once
 
 #include <optional>

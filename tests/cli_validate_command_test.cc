@@ -237,10 +237,10 @@ TEST_CASE("a bad plan file is refused naming the file and the JSON pointer") {
 
 // Through the binary, with $FOLDBENCH standing in for foldbench (so no MPI
 // is needed) and a script standing in for the launcher.
-TEST_CASE("foldplan validate: refusals exit 2 and launch nothing") {
+TEST_CASE("foldplan validate: refusals exit 1 (a plan it cannot read) or 2 (usage) and launch nothing") {
   ::setenv("FOLDBENCH", "/bin/true", 1);
   auto r = RunFoldplan("validate --plan tests/data/validate/no-such-plan.json");
-  CHECK(r.exit_code == 2);
+  CHECK(r.exit_code == 1);
   CHECK(Has(r.err, "foldplan: tests/data/validate/no-such-plan.json: cannot open"));
   CHECK(r.out.empty());
 
@@ -266,6 +266,7 @@ TEST_CASE("foldplan validate: refusals exit 2 and launch nothing") {
   CHECK(Has(r.err, "FOLDBENCH=/no/such/foldbench is not an executable file"));
   r = RunFoldplan("validate --plan tests/data/validate/no-such-plan.json");  // the plan first
   CHECK(Has(r.err, "no-such-plan.json: cannot open"));
+  CHECK(r.exit_code == 1);
   ::unsetenv("FOLDBENCH");
 }
 
