@@ -35,13 +35,19 @@ cmake --build "$build" -j "$(nproc)" --target "${targets[@]}"
 run_one() {
   local name=$1 dict_var="dict_$1" seeds_var="seeds_$1"
   local corpus="$build/fuzz-corpus/$name" artifacts="$build/fuzz-artifacts/$name"
+  local seeds="$build/fuzz-seeds/$name"
   mkdir -p "$corpus" "$artifacts" "fuzz/corpus/$name"
+  # libFuzzer takes directories only: the seed files and folders, copied flat.
+  rm -rf "$seeds" && mkdir -p "$seeds"
+  for s in ${!seeds_var}; do
+    if [[ -d $s ]]; then find "$s" -type f -exec cp -t "$seeds" {} +; else cp "$s" "$seeds"; fi
+  done
   local log="$build/fuzz-$name.log"
   # -max_len: large enough for the shipped files; bounded so that an input
   # is read in milliseconds.
   if "$build/${name}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=2048 \
        -max_len=65536 -dict="fuzz/${!dict_var}" -print_final_stats=1 \
-       -artifact_prefix="$artifacts/" "$corpus" "fuzz/corpus/$name" ${!seeds_var} \
+       -artifact_prefix="$artifacts/" "$corpus" "fuzz/corpus/$name" "$seeds" \
        > "$log" 2>&1; then
     result=ok
   else
