@@ -101,13 +101,21 @@ Status WriteFileAtomically(const std::string& path_in, const std::string& conten
   return Status();
 }
 
-Result<std::string> ReadTextFile(const std::string& path) {
+Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes) {
   const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return Status::Error(path + ": cannot open: " + Why());
   struct stat st {};
   if (::fstat(fd, &st) == 0 && S_ISDIR(st.st_mode)) {
     ::close(fd);
     return Status::Error(path + ": is a directory, not a file");
+  }
+  const std::string too_large =
+      path + ": larger than " + std::to_string(max_bytes >> 20) + " MiB, the largest input file read";
+  // A regular file too large is refused before any of it is read; a
+  // stream (a pipe, a device) when it has sent too much.
+  if (S_ISREG(st.st_mode) && st.st_size > max_bytes) {
+    ::close(fd);
+    return Status::Error(too_large);
   }
   std::string text;
   char buffer[1 << 16];
@@ -120,10 +128,9 @@ Result<std::string> ReadTextFile(const std::string& path) {
       return Status::Error(path + ": read failed: " + why);
     }
     if (n == 0) break;
-    if (static_cast<int64_t>(text.size()) + n > kMaxInputFileBytes) {
+    if (static_cast<int64_t>(text.size()) + n > max_bytes) {
       ::close(fd);
-      return Status::Error(path + ": larger than " + std::to_string(kMaxInputFileBytes >> 20) +
-                           " MiB, the largest input file read");
+      return Status::Error(too_large);
     }
     text.append(buffer, static_cast<size_t>(n));
   }

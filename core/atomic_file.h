@@ -21,14 +21,14 @@
 
 namespace foldplan {
 
-// The largest input file read: 256 MiB. A plan file of the largest world
-// (core/formats.h) is well under it; a JSON file this size already takes
-// gigabytes once parsed.
-inline constexpr int64_t kMaxInputFileBytes = int64_t{256} << 20;
+// The largest input file read: 1 GiB. The rank map of the largest world
+// (core/formats.h) is about 215 MB; a JSON file of 1 GiB already takes
+// several gigabytes once parsed.
+inline constexpr int64_t kMaxInputFileBytes = int64_t{1} << 30;
 
 Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
-// Whole file as text; errors name the path.
-Result<std::string> ReadTextFile(const std::string& path);
+// Whole file as text, refused past `max_bytes`; errors name the path.
+Result<std::string> ReadTextFile(const std::string& path, int64_t max_bytes = kMaxInputFileBytes);
 
 }  // namespace foldplan

@@ -5,6 +5,7 @@
 
 #include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <fcntl.h>
 #include <string>
 #include <sys/stat.h>
@@ -96,9 +97,21 @@ TEST_CASE("reading a directory or an endless device is refused") {
   auto dir = ReadTextFile("/tmp");
   REQUIRE(!dir.ok());
   CHECK(dir.status().message() == "/tmp: is a directory, not a file");
-  auto zero = ReadTextFile("/dev/zero");
+  // The bound is a parameter so that the test needs 4 MiB, not 1 GiB.
+  auto zero = ReadTextFile("/dev/zero", int64_t{4} << 20);
   REQUIRE(!zero.ok());
-  CHECK(zero.status().message() == "/dev/zero: larger than 256 MiB, the largest input file read");
+  CHECK(zero.status().message() == "/dev/zero: larger than 4 MiB, the largest input file read");
+  CHECK(foldplan::kMaxInputFileBytes == int64_t{1} << 30);
+  // A regular file over the bound is refused from its size, unread.
+  const fs::path big_dir = FreshDir("big");
+  const std::string big = (big_dir / "big.json").string();
+  { std::ofstream(big) << std::string(5 << 20, ' '); }
+  auto too_big = ReadTextFile(big, int64_t{4} << 20);
+  REQUIRE(!too_big.ok());
+  CHECK(too_big.status().message() == big + ": larger than 4 MiB, the largest input file read");
+  CHECK(ReadTextFile(big, int64_t{5} << 20).ok());
+  fs::remove_all(big_dir);
+
   auto missing = ReadTextFile("/nonexistent-foldplan");
   REQUIRE(!missing.ok());
   CHECK(missing.status().message() == "/nonexistent-foldplan: cannot open: No such file or directory");
