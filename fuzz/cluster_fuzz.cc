@@ -1,7 +1,6 @@
 // libFuzzer target: the cluster reader (inputs/parse_cluster.cc), then the
 // topology built from what it accepts (small clusters: the graph grows with
 // the GPUs, and the fuzzer should spend its time on the reader).
-#include "core/json_check.h"
 #include "fuzz/fuzz_input.h"
 #include "inputs/loader.h"
 #include "topology/topology.h"
@@ -9,10 +8,9 @@
 using namespace foldplan;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto json = ParseJsonText(fuzz::AsText(data, size), fuzz::kFuzzFile);
-  fuzz::CheckRefusal(json.status());
-  if (!json.ok()) return 0;
-  auto cluster = ParseCluster(json.value(), fuzz::kFuzzFile);
+  const auto json = fuzz::ParseJson(data, size);
+  if (!json) return 0;
+  auto cluster = ParseCluster(*json, fuzz::kFuzzFile);
   fuzz::CheckRefusal(cluster.status());
   if (!cluster.ok() || cluster.value().total_gpus() > 4096) return 0;
   auto topology = Topology::Build(cluster.value());

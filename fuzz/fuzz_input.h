@@ -8,8 +8,12 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 #include <string>
 
+#include <nlohmann/json.hpp>
+
+#include "core/json_check.h"
 #include "core/status.h"
 
 namespace foldplan::fuzz {
@@ -29,6 +33,15 @@ inline void CheckRefusal(const Status& status, const char* file = kFuzzFile) {
     std::fprintf(stderr, "refusal without the file name: \"%s\"\n", m.c_str());
     std::abort();
   }
+}
+
+// The bytes parsed as a JSON file is; nullopt when refused (and the
+// refusal checked).
+inline std::optional<nlohmann::json> ParseJson(const uint8_t* data, size_t size) {
+  auto json = ParseJsonText(AsText(data, size), kFuzzFile);
+  CheckRefusal(json.status());
+  if (!json.ok()) return std::nullopt;
+  return std::move(json).value();
 }
 
 }  // namespace foldplan::fuzz

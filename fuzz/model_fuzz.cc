@@ -1,14 +1,12 @@
 // libFuzzer target: the model reader (inputs/parse_model.cc).
-#include "core/json_check.h"
 #include "fuzz/fuzz_input.h"
 #include "inputs/loader.h"
 
 using namespace foldplan;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  auto json = ParseJsonText(fuzz::AsText(data, size), fuzz::kFuzzFile);
-  fuzz::CheckRefusal(json.status());
-  if (!json.ok()) return 0;
-  fuzz::CheckRefusal(ParseModel(json.value(), fuzz::kFuzzFile).status());
+  const auto json = fuzz::ParseJson(data, size);
+  if (!json) return 0;
+  fuzz::CheckRefusal(ParseModel(*json, fuzz::kFuzzFile).status());
   return 0;
 }
