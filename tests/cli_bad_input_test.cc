@@ -2,6 +2,12 @@
 // JSON pointer, what was expected and what was found; exit code 1 for a bad
 // input file or a value the inputs refuse, 2 for a flag value that is wrong
 // on its own (doc/formats.md, Exit codes); no crash.
+#include <cstdio>
+#include <fstream>
+#include <string>
+
+#include <unistd.h>
+
 #include "cli_run.h"
 
 
@@ -121,4 +127,20 @@ TEST_CASE("a candidate flag that repeats a value is refused") {
   ExpectUsage("plan --recompute selective,core_attn", "foldplan: --recompute: selective given twice (core_attn is selective)\n");
   ExpectUsage("plan --recompute moe+mlp,mlp+moe",
               "foldplan: --recompute: mlp+moe given twice (moe+mlp is mlp+moe)\n");
+}
+
+// Deep nesting used to overflow the stack when an error message quoted the
+// value (nlohmann's recursive dump): now refused while parsing, by pointer.
+TEST_CASE("a cluster file nested a million levels deep is refused, not a crash") {
+  const std::string file = "/tmp/foldplan_deep_" + std::to_string(::getpid()) + ".json";
+  {
+    std::ofstream out(file);
+    out << "{\"schema\": \"foldplan.cluster/v1\", \"nodes\": " << std::string(1000000, '[')
+        << std::string(1000000, ']') << "}";
+  }
+  auto r = RunFoldplan("topo --cluster " + file, 60);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.rfind("foldplan: " + file + ": /nodes/0/0/", 0) == 0);
+  CHECK(r.err.find("nested deeper than 64 levels") != std::string::npos);
+  std::remove(file.c_str());
 }

@@ -338,3 +338,14 @@ TEST_CASE("report helpers") {
   CHECK(ReportTable(env, input.value(), {ran}).find("correctness: FAILED, 3 wrong") !=
         std::string::npos);
 }
+
+// The crash foldbench had (a stack overflow quoting a deep value in an
+// error) cannot happen: nesting is refused while parsing, by pointer.
+TEST_CASE("a plan nested a million levels deep is refused by pointer, not a crash") {
+  const std::string text = "{\"schema\": \"foldplan.plan/v1\", \"rank_map\": " + std::string(1000000, '[') +
+                           std::string(1000000, ']') + "}";
+  auto deep = ReadPlanText(text, "deep.json");
+  REQUIRE(!deep.ok());
+  CHECK(deep.status().message().rfind("deep.json: /rank_map/0/0/", 0) == 0);
+  CHECK(deep.status().message().find("nested deeper than 64 levels") != std::string::npos);
+}
