@@ -152,6 +152,31 @@ std::vector<fs::path> ShippedInputs() {
 
 }  // namespace
 
+TEST_CASE("foldplan check accepts every shipped input as it is, one line per file") {
+  std::string args = "check";
+  const std::vector<fs::path> files = ShippedInputs();
+  for (const fs::path& f : files) args += " " + f.string();
+  const CliRun run = RunFoldplan(args, 60);
+  CHECK(run.exit_code == 0);
+  CHECK(run.err.empty());
+  std::istringstream lines(run.out);
+  size_t valid = 0;
+  for (std::string line; std::getline(lines, line);) valid += line.find(": valid foldplan.") != std::string::npos;
+  CHECK(valid == files.size());
+}
+
+TEST_CASE("foldplan check refuses a file of no known schema at /schema, and goes on to the next file") {
+  const std::string file = "/tmp/foldplan_check_" + std::to_string(::getpid()) + ".json";
+  std::ofstream(file) << R"({"schema": "foldplan.plan/v1"})";
+  const CliRun run = RunFoldplan("check " + file + " data/jobs/default.json", 10);
+  CHECK(run.exit_code == 1);
+  CHECK(run.err == "foldplan: " + file + ": /schema: expected one of \"foldplan.cluster/v1\", \"foldplan.model/v1\", "
+                   "\"foldplan.job/v1\", \"foldplan.recipe/v1\", \"foldplan.measurements/v1\", found the string "
+                   "\"foldplan.plan/v1\"\n");
+  CHECK(run.out == "data/jobs/default.json: valid foldplan.job/v1\n");
+  fs::remove(file);
+}
+
 TEST_CASE("every mutant of every shipped input is either valid or refused with exit 1 naming the file") {
   const fs::path dir = fs::temp_directory_path() / ("foldplan_mutants_" + std::to_string(::getpid()));
   fs::remove_all(dir);
