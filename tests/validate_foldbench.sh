@@ -81,6 +81,12 @@ run() {  # run NP PLAN [extra foldbench args]
 }
 
 fail() { echo "FAIL: $*"; exit 1; }
+expect_exit() {  # expect_exit CODE WHAT: the last run's exit status
+  [ "$rc" -eq "$1" ] || fail "$2 (expected exit $1, got $rc)"
+}
+expect_out() {  # expect_out PATTERN WHAT: a line of the last run's output
+  grep -q -- "$1" "$out" || fail "$2"
+}
 no_crash() {  # the job ended by its own verdict, not a signal or a heap check
   if grep -Eq "double free|corruption|Segmentation|core dumped|signal [0-9]" "$out"; then
     fail "it crashed"
@@ -90,97 +96,90 @@ no_crash() {  # the job ended by its own verdict, not a signal or a heap check
 case "$case_name" in
   ok)
     run 8 pp2_cp2_ep4 --ops ulysses,dispatch,sweep,pack -o "$json"; rc=$?
-    [ $rc -eq 0 ] || fail "expected exit 0, got $rc"
-    grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
+    expect_exit 0 "exit status"
+    expect_out "correctness: every element checked, 0 wrong" "no correctness line"
     grep -q '"schema": "foldplan.measurements/v1"' "$json" || fail "no measurements file"
     for op in ulysses dispatch pack all_to_all all_to_all_v all_gather reduce_scatter all_reduce \
               send_recv; do
       grep -q "\"op\": \"$op\"" "$json" || fail "op $op missing from the measurements"
     done
-    grep -q "dispatch over ep groups (2 groups of 4" "$out" || fail "dispatch did not run on ep"
-    grep -q "all_reduce over dp_cp groups (2 groups of 4" "$out" || fail "no dp_cp sweep"
+    expect_out "dispatch over ep groups (2 groups of 4" "dispatch did not run on ep"
+    expect_out "all_reduce over dp_cp groups (2 groups of 4" "no dp_cp sweep"
     grep -q '"wrong_elements": 0' "$json" || fail "measurements do not say 0 wrong"
     ;;
   etp2)
     run 8 tp2_cp2_ep2_etp2 --ops ulysses,dispatch; rc=$?
-    [ $rc -eq 0 ] || fail "expected exit 0, got $rc"
-    grep -q "etp 2" "$out" || fail "dispatch did not see etp 2"
-    grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
+    expect_exit 0 "exit status"
+    expect_out "etp 2" "dispatch did not see etp 2"
+    expect_out "correctness: every element checked, 0 wrong" "no correctness line"
     ;;
   gemm)
     run 8 tp2_cp2_ep2_etp2 --ops dispatch --expert gemm --max-seq 64 --warmup 0 --iters 1 \
       -o "$json"; rc=$?
-    [ $rc -eq 0 ] || fail "expected exit 0, got $rc"
-    grep -q "expert function: two bf16 GEMMs per local expert" "$out" || fail "no GEMM note"
-    grep -q "expert GEMM FLOPs per run" "$out" || fail "no GEMM FLOPs note"
-    grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
+    expect_exit 0 "exit status"
+    expect_out "expert function: two bf16 GEMMs per local expert" "no GEMM note"
+    expect_out "expert GEMM FLOPs per run" "no GEMM FLOPs note"
+    expect_out "correctness: every element checked, 0 wrong" "no correctness line"
     grep -q '"wrong_elements": 0' "$json" || fail "measurements do not say 0 wrong"
     ;;
   corrupt)
     run 8 pp2_cp2_ep4 --ops ulysses,dispatch,sweep --corrupt-rank 3 -o "$json"; rc=$?
-    [ $rc -eq 3 ] || fail "a corrupted element was not caught (expected exit 3, got $rc)"
-    grep -q "correctness: FAILED" "$out" || fail "no FAILED line"
+    expect_exit 3 "a corrupted element was not caught"
+    expect_out "correctness: FAILED" "no FAILED line"
     # Rank 3 is in a group of every kind, so every case must count it.
     if grep -q '"wrong_elements": 0' "$json"; then fail "a case missed the corruption"; fi
     # The pack op runs on rank 0 alone: corrupt there.
     run 8 pp2_cp2_ep4 --ops pack --corrupt-rank 0; rc=$?
-    [ $rc -eq 3 ] || fail "a corrupted pack output was not caught (expected exit 3, got $rc)"
+    expect_exit 3 "a corrupted pack output was not caught"
     ;;
   wrong_world)
     run 4 pp2_cp2_ep4 --ops ulysses; rc=$?
-    [ $rc -eq 2 ] || fail "a wrong world size was not refused with exit 2 (got $rc)"
-    grep -q "pp2_cp2_ep4.plan.json: the plan is for 8 ranks but MPI started 4; run with -np 8" \
-      "$out" || fail "no world-size message"
+    expect_exit 2 "a wrong world size was not refused"
+    expect_out "pp2_cp2_ep4.plan.json: the plan is for 8 ranks but MPI started 4; run with -np 8" "no world-size message"
     ;;
   bad_args)
     run 8 pp2_cp2_ep4 --ops ulysses,nope; rc=$?
-    [ $rc -eq 2 ] || fail "an unknown op was not refused with exit 2 (got $rc)"
-    grep -q 'foldbench: --ops: unknown op "nope"; known ops: ulysses, dispatch, sweep, compute' \
-      "$out" || fail "no unknown-op message"
+    expect_exit 2 "an unknown op was not refused"
+    expect_out 'foldbench: --ops: unknown op "nope"; known ops: ulysses, dispatch, sweep, compute' "no unknown-op message"
     run 8 pp2_cp2_ep4 --ops compute; rc=$?
-    [ $rc -eq 2 ] || fail "compute on the mpi backend was not refused with exit 2 (got $rc)"
-    grep -q "it needs --backend nccl" "$out" || fail "no compute-backend message"
+    expect_exit 2 "compute on the mpi backend was not refused"
+    expect_out "it needs --backend nccl" "no compute-backend message"
     run 8 pp2_cp2_ep4 --ops ulysses --no-such-flag 1; rc=$?
-    [ $rc -eq 2 ] || fail "an unknown flag was not refused with exit 2 (got $rc)"
-    grep -q "foldbench: --no-such-flag: unknown flag" "$out" || fail "no unknown-flag message"
+    expect_exit 2 "an unknown flag was not refused"
+    expect_out "foldbench: --no-such-flag: unknown flag" "no unknown-flag message"
     run 8 pp2_cp2_ep4 --ops ulysses --iters zero; rc=$?
-    [ $rc -eq 2 ] || fail "a bad flag value was not refused with exit 2 (got $rc)"
-    grep -q 'foldbench: --iters: expected an integer >= 1, found "zero"' "$out" ||
-      fail "no bad-value message"
+    expect_exit 2 "a bad flag value was not refused"
+    expect_out 'foldbench: --iters: expected an integer >= 1, found "zero"' "no bad-value message"
     ;;
   bad_ep_degree)
     run 8 bad_ep_degree --ops dispatch; rc=$?
     no_crash
-    [ $rc -eq 1 ] || fail "an ep degree against ep groups of 4 was not refused with exit 1 (got $rc)"
-    grep -q "bad_ep_degree.plan.json: /rank_map/groups/ep: 2 groups of 4 ranks, but /rank_map/degrees/ep = 2 asks for 4 groups of 2 ranks" \
-      "$out" || fail "no message naming the file, the ep groups and the degree"
+    expect_exit 1 "an ep degree against ep groups of 4 was not refused"
+    expect_out "bad_ep_degree.plan.json: /rank_map/groups/ep: 2 groups of 4 ranks, but /rank_map/degrees/ep = 2 asks for 4 groups of 2 ranks" "no message naming the file, the ep groups and the degree"
     ;;
   bad_tp_degree)
     run 8 bad_tp_degree --ops ulysses,dispatch; rc=$?
     no_crash
-    [ $rc -eq 1 ] || fail "a tp degree against tp groups of 2 was not refused with exit 1 (got $rc)"
-    grep -q "bad_tp_degree.plan.json: /rank_map/groups/tp: 4 groups of 2 ranks, but /rank_map/degrees/tp = 1 asks for 8 groups of 1 rank" \
-      "$out" || fail "no message naming the file, the tp groups and the degree"
+    expect_exit 1 "a tp degree against tp groups of 2 was not refused"
+    expect_out "bad_tp_degree.plan.json: /rank_map/groups/tp: 4 groups of 2 ranks, but /rank_map/degrees/tp = 1 asks for 8 groups of 1 rank" "no message naming the file, the tp groups and the degree"
     ;;
   missing_groups)
     run 8 no_ep_groups --ops ulysses,dispatch; rc=$?
-    [ $rc -eq 1 ] || fail "dispatch without ep groups was not refused with exit 1 (got $rc)"
-    grep -q "no_ep_groups.plan.json: /rank_map/groups/ep: missing; op dispatch needs the ep groups" \
-      "$out" || fail "no message naming the missing kind and the op"
+    expect_exit 1 "dispatch without ep groups was not refused"
+    expect_out "no_ep_groups.plan.json: /rank_map/groups/ep: missing; op dispatch needs the ep groups" "no message naming the missing kind and the op"
     # Ulysses needs only cp: the plan runs.
     run 8 no_ep_groups --ops ulysses; rc=$?
-    [ $rc -eq 0 ] || fail "ulysses on a plan without ep groups: expected exit 0, got $rc"
-    grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
+    expect_exit 0 "ulysses on a plan without ep groups"
+    expect_out "correctness: every element checked, 0 wrong" "no correctness line"
     ;;
   bad_plan)
     run 8 cp_not_partition --ops ulysses; rc=$?
     no_crash
-    [ $rc -eq 1 ] || fail "cp groups that are not a partition were not refused with exit 1 (got $rc)"
-    grep -q "cp_not_partition.plan.json: /rank_map/groups/cp/3/0: rank 5 is in more than one cp group" \
-      "$out" || fail "no partition message"
+    expect_exit 1 "cp groups that are not a partition were not refused"
+    expect_out "cp_not_partition.plan.json: /rank_map/groups/cp/3/0: rank 5 is in more than one cp group" "no partition message"
     run 8 no_such_file --ops ulysses; rc=$?
-    [ $rc -eq 1 ] || fail "a missing plan file was not refused with exit 1 (got $rc)"
-    grep -q "no_such_file.plan.json: cannot open" "$out" || fail "no missing-file message"
+    expect_exit 1 "a missing plan file was not refused"
+    expect_out "no_such_file.plan.json: cannot open" "no missing-file message"
     ;;
   rank_dies)
     # The launcher ends the job when a rank dies (Open MPI: 128 + the
@@ -190,18 +189,17 @@ case "$case_name" in
     run 8 pp2_cp2_ep4 --ops ulysses --die-rank 3 --timeout 30; rc=$?
     [ $rc -ne 0 ] || fail "a rank died but the job exited 0"
     [ "$elapsed_s" -lt "$limit_s" ] || fail "the job hung until the script's bound (exit $rc)"
-    grep -q "foldbench: rank 3: --die-rank: killing this rank in timed iteration 1 of op ulysses" \
-      "$out" || fail "rank 3 did not die where asked"
+    expect_out "foldbench: rank 3: --die-rank: killing this rank in timed iteration 1 of op ulysses" "rank 3 did not die where asked"
     ;;
   timeout_values)
     for t in 1e30 inf 0; do
       run 8 pp2_cp2_ep4 --ops ulysses --timeout "$t"; rc=$?
-      [ $rc -eq 0 ] || fail "--timeout $t: expected exit 0, got $rc"
+      expect_exit 0 "--timeout $t"
       if grep -q "did not finish within" "$out"; then fail "--timeout $t: the watchdog fired"; fi
     done
     for t in nan -1; do
       run 8 pp2_cp2_ep4 --ops ulysses --timeout "$t"; rc=$?
-      [ $rc -eq 2 ] || fail "--timeout $t was not refused with exit 2 (got $rc)"
+      expect_exit 2 "--timeout $t was not refused"
       grep -q "foldbench: --timeout: expected a number >= 0, found \"$t\"" "$out" ||
         fail "--timeout $t: no message"
     done
@@ -211,34 +209,32 @@ case "$case_name" in
     # timeout(1) here, after 8 s (exit 124), and no watchdog speaks.
     limit_s=8
     run 8 pp2_cp2_ep4 --ops ulysses --hang-rank 2 --timeout 0; rc=$?
-    [ $rc -eq 124 ] || fail "with --timeout 0 a hang should last until the bound (exit 124), got $rc"
+    expect_exit 124 "with --timeout 0 a hang should last until the bound"
     if grep -q "did not finish within" "$out"; then fail "a watchdog fired with --timeout 0"; fi
     ;;
   no_memory)
     run 8 pp2_cp2_ep4 --ops sweep --sweep-min-bytes 1099511627776 \
       --sweep-max-bytes 1099511627776; rc=$?
-    [ $rc -eq 3 ] || fail "a size beyond free memory was not refused with exit 3 (got $rc)"
-    grep -q 'op all_to_all, case "1048576 MiB", on [a-z_]* group [0-9]* (world ranks [0-9, ]*): needs [0-9]* bytes per rank, only [0-9]* free on this rank' \
-      "$out" || fail "no free-memory message"
+    expect_exit 3 "a size beyond free memory was not refused"
+    expect_out 'op all_to_all, case "1048576 MiB", on [a-z_]* group [0-9]* (world ranks [0-9, ]*): needs [0-9]* bytes per rank, only [0-9]* free on this rank' "no free-memory message"
     ;;
   hang)
     run 8 pp2_cp2_ep4 --ops ulysses --hang-rank 2 --timeout 3; rc=$?
-    [ $rc -eq 3 ] || fail "a hang was not turned into exit 3 (got $rc)"
+    expect_exit 3 "a hang was not turned into a run-time failure"
     # Rank 3 waits for rank 2 in their cp group; the others wait for rank 2
     # in the next world step. Whichever watchdog fires first names both.
-    grep -q 'of op ulysses, case "q seq->heads", on cp group [0-9] (world ranks [0-9, ]*) did not finish within 3 s' \
-      "$out" || fail "no watchdog message naming the op and the group"
+    expect_out 'of op ulysses, case "q seq->heads", on cp group [0-9] (world ranks [0-9, ]*) did not finish within 3 s' "no watchdog message naming the op and the group"
     ;;
   nccl_ok)
     run 8 pp2_cp2_ep4 --backend nccl --ops ulysses -o "$json"; rc=$?
-    [ $rc -eq 0 ] || fail "expected exit 0, got $rc"
-    grep -q "correctness: every element checked, 0 wrong" "$out" || fail "no correctness line"
+    expect_exit 0 "exit status"
+    expect_out "correctness: every element checked, 0 wrong" "no correctness line"
     grep -q '"backend": "nccl"' "$json" || fail "the measurements do not name the nccl backend"
     ;;
   nccl_no_gpu)
     run 8 pp2_cp2_ep4 --backend nccl --ops ulysses; rc=$?
     [ $rc -ne 0 ] || fail "--backend nccl without a GPU exited 0"
-    grep -q "no CUDA device visible to rank [0-9]" "$out" || fail "no message naming the problem"
+    expect_out "no CUDA device visible to rank [0-9]" "no message naming the problem"
     if grep -Eq "Segmentation|core dumped|signal [0-9]" "$out"; then fail "it crashed"; fi
     ;;
   *) fail "unknown case $case_name" ;;
