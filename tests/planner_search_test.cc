@@ -87,11 +87,26 @@ TEST_CASE("progress is reported and reaches 1") {
   CHECK(last == 1.0);
 }
 
+// Under AddressSanitizer a capped address space fails ASan's own mappings
+// (each thread's fake stack) before pthread_create can, and that is fatal
+// by design; the Release suite runs this test, the sanitized one skips it.
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kUnderAsan = true;
+#else
+constexpr bool kUnderAsan = false;
+#endif
+#else
+constexpr bool kUnderAsan = false;
+#endif
+
 // Issue 9: --threads 100000 aborted on an uncaught std::system_error. The
 // threads are held to kMaxSearchThreads, and a thread the system refuses is
 // an error in the result. The refusal is provoked in a child process whose
 // address space has no room for the threads' stacks.
-TEST_CASE("a scoring thread the system refuses is an error, not an abort") {
+TEST_CASE("a scoring thread the system refuses is an error, not an abort" * doctest::skip(kUnderAsan)) {
   ClusterSpec cluster = MakeCluster(4);
   ModelSpec model = MakeMixtral();
   JobSpec job = MakeJob();
