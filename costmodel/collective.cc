@@ -18,8 +18,16 @@ const char* Name(Collective collective) {
     case Collective::kAllReduce: return "all_reduce";
     case Collective::kAllToAll: return "all_to_all";
     case Collective::kSendRecv: return "send_recv";
+    case Collective::kAllToAllV: return "all_to_all_v";
   }
   return "?";
+}
+
+std::optional<Collective> CollectiveNamed(std::string_view name) {
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    if (name == Name(static_cast<Collective>(c))) return static_cast<Collective>(c);
+  }
+  return std::nullopt;
 }
 
 double BusBandwidthFactor(Collective collective, int n) {
@@ -28,7 +36,8 @@ double BusBandwidthFactor(Collective collective, int n) {
     case Collective::kAllReduce: return 2.0 * (n - 1) / n;
     case Collective::kAllGather:
     case Collective::kReduceScatter:
-    case Collective::kAllToAll: return static_cast<double>(n - 1) / n;
+    case Collective::kAllToAll:
+    case Collective::kAllToAllV: return static_cast<double>(n - 1) / n;
     case Collective::kSendRecv: return 1.0;
   }
   return 0;
@@ -215,7 +224,7 @@ double P2pFactor(NcclProtocol proto, const CommParams& p) {
 // forwarding is ForwardedAllToAllTime below):
 // t = alpha + max(P(G-1)/(n B_nvl), P(n-G)/(n B_net)). The emptiest domain
 // sends the largest network share, so G = min_per_domain.
-void AddAllToAll(double bytes, const GroupLinks& g, const CommParams& p, Candidates& out) {
+void AddAllToAll(Collective c, double bytes, const GroupLinks& g, const CommParams& p, Candidates& out) {
   const int G = g.uses_network() ? g.min_per_domain : g.n;
   for (NcclProtocol proto : P2pProtocols(bytes / g.n, p)) {
     const double factor = P2pFactor(proto, p);
@@ -225,7 +234,7 @@ void AddAllToAll(double bytes, const GroupLinks& g, const CommParams& p, Candida
     if (G >= 2) hop_us = p.ring_nvlink_hop_us[proto];
     if (g.n > G) hop_us = std::max(hop_us, p.ring_network_hop_us[proto] + g.spine_us);
     const double transfer_s = std::max(nvlink_s, network_s);
-    out.Add(Finish(Collective::kAllToAll, bytes, g.n, p.p2p_base_us[proto] + hop_us,
+    out.Add(Finish(c, bytes, g.n, p.p2p_base_us[proto] + hop_us,
                          bytes / transfer_s / 1e9, AlgorithmName(Algorithm::kAllToAll, proto)));
   }
 }
@@ -270,7 +279,8 @@ void Evaluate(Collective collective, double bytes, const GroupSpan& span, const 
       AddRing(collective, bytes, g, params, out);
       AddNvls(collective, bytes, g, params, out);
       break;
-    case Collective::kAllToAll: AddAllToAll(bytes, g, params, out); break;
+    case Collective::kAllToAll:
+    case Collective::kAllToAllV: AddAllToAll(collective, bytes, g, params, out); break;
     case Collective::kSendRecv: AddSendRecv(bytes, g, params, out); break;
   }
 }

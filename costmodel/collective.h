@@ -8,12 +8,17 @@
 //   kReduceScatter  bytes = the total input    = n x the per-rank output
 //   kAllReduce      bytes = the buffer (same on every rank)
 //   kAllToAll       bytes = one rank's send buffer (n slices, its own included)
+//   kAllToAllV      bytes = the same, with slices of different sizes (the
+//                   MoE dispatcher's); modelled as kAllToAll of those bytes,
+//                   a calibration may fit it apart
 //   kSendRecv       bytes = the message one rank sends to its peer
 // algbw = bytes / seconds; busbw = algbw x BusBandwidthFactor(collective, n):
 // all-reduce 2(n-1)/n, all-gather / reduce-scatter / all-to-all (n-1)/n,
 // send/recv 1.
 #pragma once
 
+#include <optional>
+#include <string_view>
 #include <vector>
 
 #include "topology/topology.h"
@@ -22,11 +27,13 @@ namespace foldplan {
 
 struct CommParams;
 
-enum class Collective { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kSendRecv };
-inline constexpr int kCollectiveCount = 5;
-// "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv"
-// (also the names calibration files use).
+enum class Collective { kAllGather, kReduceScatter, kAllReduce, kAllToAll, kSendRecv, kAllToAllV };
+inline constexpr int kCollectiveCount = 6;
+// "all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv",
+// "all_to_all_v" (also the names calibration files and foldbench use).
 const char* Name(Collective collective);
+// The collective of that name, or nullopt.
+std::optional<Collective> CollectiveNamed(std::string_view name);
 
 // nccl-tests' busbw / algbw factor for a group of n ranks (0 when n < 2).
 double BusBandwidthFactor(Collective collective, int n);

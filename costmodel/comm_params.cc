@@ -208,13 +208,6 @@ json Without(const json& object, const char* key) {
   return copy;
 }
 
-Collective CollectiveOf(const std::string& name) {
-  for (int c = 0; c < kCollectiveCount; ++c) {
-    if (name == Name(static_cast<Collective>(c))) return static_cast<Collective>(c);
-  }
-  return Collective::kAllReduce;  // unreachable: Enum() checked the name
-}
-
 PlacementClass PlacementOf(const std::string& name) {
   for (PlacementClass p : {PlacementClass::kIntraDomain, PlacementClass::kInterDomain, PlacementClass::kCrossSpine}) {
     if (name == Name(p)) return p;
@@ -226,8 +219,10 @@ CollectiveFit ReadFit(const json& element, const std::string& pointer, JsonError
   const json body = Without(element, "segments");
   CheckedObject fit(body, pointer, &errors);
   CollectiveFit out;
-  out.collective = CollectiveOf(fit.Enum(
-      "collective", {"all_gather", "reduce_scatter", "all_reduce", "all_to_all", "send_recv"}));
+  // The names of Name(Collective); CollectiveNamed maps them back.
+  out.collective = CollectiveNamed(fit.Enum("collective", {"all_gather", "reduce_scatter", "all_reduce", "all_to_all",
+                                                           "send_recv", "all_to_all_v"}))
+                       .value_or(Collective::kAllReduce);
   out.gpus = static_cast<int>(fit.Int("gpus", 2, 1 << 24));
   out.placement = PlacementOf(fit.Enum("placement", {"intra_domain", "inter_domain", "cross_spine"}));
   fit.Finish();

@@ -193,6 +193,23 @@ TEST_CASE("hierarchical all-to-all on 2 DGX nodes") {
   CHECK(std::string(CollectiveTime(Collective::kAllToAll, 16 * 65536, span, p).algorithm) == "alltoall/Simple");
 }
 
+TEST_CASE("all-to-all-v is modelled as the all-to-all of the same bytes until a fit says otherwise") {
+  const Topology topo = MustBuild(Dgx(2));
+  CommParams p = DefaultCommParams(topo.cluster());
+  const GroupSpan span = SpanOf(topo, 0, 16);
+  for (double bytes : {16.0 * 1024, 64e6}) {
+    CHECK(CollectiveTime(Collective::kAllToAllV, bytes, span, p).seconds ==
+          CollectiveTime(Collective::kAllToAll, bytes, span, p).seconds);
+  }
+  CHECK(std::string(Name(Collective::kAllToAllV)) == "all_to_all_v");
+  CHECK(CollectiveNamed("all_to_all_v") == Collective::kAllToAllV);
+  CHECK_FALSE(CollectiveNamed("alltoallv").has_value());
+  // A fit for all_to_all_v (t = 50 us + b / 10 GB/s) replaces its model only.
+  p.fits.push_back({Collective::kAllToAllV, 16, PlacementClass::kInterDomain, {{50, 10}}});
+  CHECK(CollectiveTime(Collective::kAllToAllV, 64e6, span, p).seconds == doctest::Approx(50e-6 + 64e6 / 10e9));
+  CHECK(CollectiveTime(Collective::kAllToAll, 64e6, span, p).seconds != doctest::Approx(50e-6 + 64e6 / 10e9));
+}
+
 TEST_CASE("inter-node all-to-all: the N/(N-1) x NIC bandwidth rule") {
   // One rank per GPU of N full DGX nodes: n = 8N, G = 8. Network-bound:
   // t = P (n - 8)/n / B_net, so busbw = (P/t)(n-1)/n = B_net (n-1)/(8 (N-1)),
