@@ -15,7 +15,8 @@ inline constexpr const char* kModelSchema = "foldplan.model/v1";
 inline constexpr const char* kJobSchema = "foldplan.job/v1";
 inline constexpr const char* kRecipeSchema = "foldplan.recipe/v1";  // a public run: cluster, model, job, layout
 inline constexpr const char* kComputeProfileSchema = "foldplan.compute-profile/v1";
-inline constexpr const char* kCalibrationSchema = "foldplan.calibration/v1";
+inline constexpr const char* kCalibrationSchema = "foldplan.calibration/v2";    // calibrate -o; also read
+inline constexpr const char* kCalibrationSchemaV1 = "foldplan.calibration/v1";  // hand-written; still read
 
 // Outputs.
 inline constexpr const char* kPlanSchema = "foldplan.plan/v1";          // plan -o, explain -o
@@ -24,6 +25,9 @@ inline constexpr const char* kEnumerationSchema = "foldplan.enumeration/v1";
 inline constexpr const char* kTopologySchema = "foldplan.topology/v1";
 inline constexpr const char* kListSchema = "foldplan.list/v1";
 inline constexpr const char* kMeasurementsSchema = "foldplan.measurements/v1";  // foldbench -o
+inline constexpr const char* kCalibrationReportSchema = "foldplan.calibration-report/v1";  // calibrate --json
+inline constexpr const char* kCollectiveTableSchema = "foldplan.collective/v1";  // collective --json
+inline constexpr const char* kComparisonSchema = "foldplan.comparison/v1";       // compare --json
 
 // The largest world (ranks of a layout, GPUs of a cluster's topology) any
 // format holds. It bounds the topology graph's memory (about 0.5 KB per

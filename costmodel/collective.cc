@@ -262,10 +262,14 @@ void AddFit(Collective c, double bytes, int n, const CollectiveFit& fit, Candida
 void Evaluate(Collective collective, double bytes, const GroupSpan& span, const CommParams& params,
               int groups_sharing_links, Candidates& out) {
   if (span.gpus < 2 || !(bytes > 0)) return;
-  if (const CollectiveFit* fit = params.FindFit(collective, span.gpus, ClassOf(span));
-      fit && !fit->segments.empty()) {
-    AddFit(collective, bytes, span.gpus, *fit, out);
-    return;
+  if (!params.fits.empty()) {
+    const PlacementClass placement = ClassOf(span);
+    if (const CollectiveFit* fit = params.FindFit(collective, span.gpus, placement, RanksPerDomainOf(span));
+        fit && !fit->segments.empty()) {
+      AddFit(collective, bytes, span.gpus, *fit, out);
+      return;
+    }
+    if (params.misses) params.misses->Record(collective, placement);
   }
   const GroupLinks g = LinksOf(span, params, groups_sharing_links);
   switch (collective) {

@@ -2,6 +2,7 @@
 #include "costmodel/comm_params.h"
 
 #include <array>
+#include <cctype>
 #include <utility>
 
 #include <nlohmann/json.hpp>
@@ -34,12 +35,73 @@ PlacementClass ClassOf(const GroupSpan& span) {
   return PlacementClass::kIntraDomain;
 }
 
-const CollectiveFit* CommParams::FindFit(Collective collective, int gpus,
-                                         PlacementClass placement) const {
+int RanksPerDomainOf(const GroupSpan& span) {
+  if (span.domains <= 1) return span.gpus;
+  if (span.min_per_domain >= 1) return span.min_per_domain;
+  return span.gpus / span.domains;  // a span built by hand without counts: an even spread
+}
+
+const CollectiveFit* CommParams::FindFit(Collective collective, int gpus, PlacementClass placement,
+                                         int ranks_per_domain) const {
   for (const CollectiveFit& fit : fits) {
-    if (fit.collective == collective && fit.gpus == gpus && fit.placement == placement) return &fit;
+    if (fit.collective == collective && fit.gpus == gpus && fit.placement == placement &&
+        (ranks_per_domain == 0 || fit.ranks_per_domain == 0 || fit.ranks_per_domain == ranks_per_domain)) {
+      return &fit;
+    }
   }
   return nullptr;
+}
+
+std::vector<std::pair<Collective, PlacementClass>> FitMisses::List() const {
+  std::vector<std::pair<Collective, PlacementClass>> out;
+  const uint32_t bits = bits_.load(std::memory_order_relaxed);
+  for (int c = 0; c < kCollectiveCount; ++c) {
+    for (int p = 0; p < 3; ++p) {
+      if (bits & (uint32_t{1} << (c * 3 + p))) out.emplace_back(static_cast<Collective>(c), static_cast<PlacementClass>(p));
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// The model number in a GPU name: the first word of 1-3 letters and 2-4
+// digits ("NVIDIA H100 80GB HBM3" -> "H100"), a leading G of a Grace
+// superchip dropped ("GB200" -> "B200"); "" when there is none.
+std::string GpuModel(const std::string& name) {
+  std::string upper;
+  for (char c : name) upper += static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  size_t i = 0;
+  while (i < upper.size()) {
+    while (i < upper.size() && !std::isalnum(static_cast<unsigned char>(upper[i]))) ++i;
+    size_t j = i;
+    while (j < upper.size() && std::isalnum(static_cast<unsigned char>(upper[j]))) ++j;
+    const std::string word = upper.substr(i, j - i);
+    size_t letters = 0;
+    while (letters < word.size() && std::isalpha(static_cast<unsigned char>(word[letters]))) ++letters;
+    const size_t digits = word.size() - letters;
+    bool all_digits = true;
+    for (size_t k = letters; k < word.size(); ++k) all_digits &= std::isdigit(static_cast<unsigned char>(word[k])) != 0;
+    if (letters >= 1 && letters <= 3 && digits >= 2 && digits <= 4 && all_digits) {
+      return letters >= 2 && word[0] == 'G' ? word.substr(1) : word;
+    }
+    i = j;
+  }
+  return "";
+}
+
+std::string Lower(const std::string& s) {
+  std::string out;
+  for (char c : s) out += static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+}  // namespace
+
+bool SameGpu(const std::string& a, const std::string& b) {
+  const std::string ma = GpuModel(a), mb = GpuModel(b);
+  if (!ma.empty() && !mb.empty()) return ma == mb;
+  return Lower(a) == Lower(b);
 }
 
 double DefaultNvlinkEfficiency(const ClusterSpec& cluster) {
@@ -215,7 +277,26 @@ PlacementClass PlacementOf(const std::string& name) {
   return PlacementClass::kIntraDomain;  // unreachable
 }
 
-CollectiveFit ReadFit(const json& element, const std::string& pointer, JsonErrors& errors) {
+// What `foldplan calibrate` writes beside a v2 fit's curve (its sizes,
+// outliers, implied bus bandwidth, held-out errors): checked for type, not
+// used by the model.
+void ReadFitReport(CheckedObject& fit) {
+  if (std::optional<CheckedObject> sizes = fit.OptionalObject("sizes")) {
+    sizes->Int("fitted", 0, int64_t{1} << 40);
+    sizes->Int("held_out", 0, int64_t{1} << 40);
+    sizes->Number("min_bytes", 0, 1e18);
+    sizes->Number("max_bytes", 0, 1e18);
+    sizes->Finish();
+  }
+  fit.Int("outliers", 0, int64_t{1} << 40, 0);
+  fit.Number("relative_scale", 0, 1e9, 0);
+  fit.Number("busbw_gb_per_s_at_large", 0, kMaxRate, 0);
+  fit.Number("line_busbw_gb_per_s", 0, kMaxRate, 0);
+  if (fit.Has("held_out_error")) fit.Raw("held_out_error");  // a report: any shape calibrate wrote
+  fit.String("source", "");
+}
+
+CollectiveFit ReadFit(const json& element, const std::string& pointer, JsonErrors& errors, bool v2) {
   const json body = Without(element, "segments");
   CheckedObject fit(body, pointer, &errors);
   CollectiveFit out;
@@ -225,6 +306,8 @@ CollectiveFit ReadFit(const json& element, const std::string& pointer, JsonError
                        .value_or(Collective::kAllReduce);
   out.gpus = static_cast<int>(fit.Int("gpus", 2, 1 << 24));
   out.placement = PlacementOf(fit.Enum("placement", {"intra_domain", "inter_domain", "cross_spine"}));
+  out.ranks_per_domain = static_cast<int>(fit.Int("ranks_per_domain", 1, out.gpus, 0));
+  if (v2) ReadFitReport(fit);
   fit.Finish();
 
   const json* segments = element.is_object() ? ArrayField(element, "segments", pointer + "/segments", errors) : nullptr;
@@ -246,14 +329,15 @@ CollectiveFit ReadFit(const json& element, const std::string& pointer, JsonError
   return out;
 }
 
-void ReadFits(const json& fits, CommParams& p, JsonErrors& errors) {
+void ReadFits(const json& fits, CommParams& p, JsonErrors& errors, bool v2) {
   for (size_t i = 0; i < fits.size(); ++i) {
     const std::string pointer = "/fits/" + std::to_string(i);
-    CollectiveFit fit = ReadFit(fits[i], pointer, errors);
-    if (p.FindFit(fit.collective, fit.gpus, fit.placement)) {
-      errors.Add(pointer, std::string("expected one fit per (collective, gpus, placement), found a second for (") +
+    CollectiveFit fit = ReadFit(fits[i], pointer, errors, v2);
+    if (p.FindFit(fit.collective, fit.gpus, fit.placement, fit.ranks_per_domain)) {
+      errors.Add(pointer, std::string("expected one fit per (collective, gpus, placement, ranks_per_domain), "
+                                      "found a second for (") +
                               Name(fit.collective) + ", " + std::to_string(fit.gpus) + ", " +
-                              Name(fit.placement) + ")");
+                              Name(fit.placement) + ", " + std::to_string(fit.ranks_per_domain) + ")");
       continue;
     }
     p.fits.push_back(std::move(fit));
@@ -262,7 +346,7 @@ void ReadFits(const json& fits, CommParams& p, JsonErrors& errors) {
 
 }  // namespace
 
-Result<CommParams> LoadCommParams(const std::string& path, const ClusterSpec& cluster) {
+Result<CommParams> LoadCommParams(const std::string& path, const ClusterSpec& cluster, const CalibrationUse& use) {
   Result<json> parsed = ParseJsonFile(path);
   if (!parsed.ok()) return parsed.status();
   const json& raw = parsed.value();
@@ -273,28 +357,47 @@ Result<CommParams> LoadCommParams(const std::string& path, const ClusterSpec& cl
   if (!errors.empty()) return errors.status();  // not an object
   const std::string schema = root.String("schema");
   if (!errors.empty()) return errors.status();
-  if (schema != kCalibrationSchema) {
-    errors.Add("/schema", std::string("expected \"") + kCalibrationSchema + "\", found \"" + schema + "\"");
+  if (schema != kCalibrationSchema && schema != kCalibrationSchemaV1) {
+    errors.Add("/schema", std::string("expected \"") + kCalibrationSchema + "\" or \"" + kCalibrationSchemaV1 +
+                              "\", found \"" + schema + "\"");
     return errors.status();
   }
+  const bool v2 = schema == kCalibrationSchema;
 
   CommParams p = DefaultCommParams(cluster);
   p.source = path;
   root.String("description", "");
   root.String("measured_on", "");
+  if (v2) {
+    p.calibrated_gpu = root.String("gpu", "");
+    root.String("created", "");
+    root.String("command", "");
+    root.String("cluster", "");
+    // Written by calibrate for people and for the compute profile
+    // (costmodel/compute_calibration.h reads "compute").
+    for (const char* key : {"provenance", "holdout", "compute", "series"}) {
+      if (root.Has(key)) root.Raw(key);
+    }
+  }
   if (std::optional<CheckedObject> params = root.OptionalObject("params")) ReadParams(*params, p);
   // Tiers after params: a measured tier bandwidth wins over an efficiency.
   if (std::optional<CheckedObject> tiers = root.OptionalObject("tiers")) ReadTiers(*tiers, p);
   root.Finish();
-  if (const json* fits = ArrayField(raw, "fits", "/fits", errors)) ReadFits(*fits, p, errors);
-
+  if (const json* fits = ArrayField(raw, "fits", "/fits", errors)) ReadFits(*fits, p, errors, v2);
   if (!errors.empty()) return errors.status();
+
+  if (!p.calibrated_gpu.empty() && !SameGpu(p.calibrated_gpu, cluster.gpu.name) && !use.allow_other_gpu) {
+    errors.Add("/gpu", "calibrated on \"" + p.calibrated_gpu + "\", but the cluster's GPU is \"" +
+                           cluster.gpu.name + "\"; pass --force-calibration to use it anyway");
+    return errors.status();
+  }
+  if (!p.fits.empty()) p.misses = std::make_shared<FitMisses>();
   return p;
 }
 
-Result<CommParams> CommParamsFor(const ClusterSpec& cluster) {
+Result<CommParams> CommParamsFor(const ClusterSpec& cluster, const CalibrationUse& use) {
   if (cluster.calibration.empty()) return DefaultCommParams(cluster);
-  return LoadCommParams(cluster.calibration, cluster);
+  return LoadCommParams(cluster.calibration, cluster, use);
 }
 
 }  // namespace foldplan

@@ -1,12 +1,17 @@
 // Every parameter of the communication model, each with its source. The
 // defaults come from the cluster's line rates and NCCL's own tuning model
 // (src/graph/tuning.cc, topo.h; NCCL 2.2x; ../shared/reference/cost-model.md
-// section 2); a calibration file ("foldplan.calibration/v1",
-// doc/cost-model-comm.md) overrides any of them and may add measured
-// alpha-beta fits per (collective, group size, placement class).
+// section 2); a calibration file (`foldplan.calibration/v2`, written by
+// `foldplan calibrate`, or a hand-written v1; doc/cost-model-comm.md
+// section 4) overrides any of them and may add measured alpha-beta fits per
+// (collective, group size, placement class, ranks per NVLink domain).
 #pragma once
 
+#include <atomic>
+#include <cstdint>
+#include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "core/formats.h"
@@ -52,13 +57,41 @@ struct AlphaBetaSegment {
 };
 
 // A measured curve for one collective on groups of `gpus` ranks placed as
-// `placement`; replaces the model for exactly that case.
+// `placement` with `ranks_per_domain` ranks in each NVLink domain (0: any,
+// as v1 files have it); replaces the model for exactly that case.
 struct CollectiveFit {
   Collective collective = Collective::kAllReduce;
   int gpus = 0;
   PlacementClass placement = PlacementClass::kIntraDomain;
   std::vector<AlphaBetaSegment> segments;
+  int ranks_per_domain = 0;
   bool operator==(const CollectiveFit&) const = default;
+};
+
+// The ranks per NVLink domain a fit of `span` is matched on: the emptiest
+// domain's (it sets a crossing group's bandwidth); all of them inside one.
+int RanksPerDomainOf(const GroupSpan& span);
+
+// Which (collective, placement class) a calibrated model was asked to cost
+// and had no fit for: recorded while costing, from any thread, and read
+// afterwards for one warning each (the defaults were used there).
+class FitMisses {
+ public:
+  void Record(Collective collective, PlacementClass placement) {
+    const uint32_t bit = uint32_t{1} << (static_cast<int>(collective) * 3 + static_cast<int>(placement));
+    if (!(bits_.load(std::memory_order_relaxed) & bit)) bits_.fetch_or(bit, std::memory_order_relaxed);
+  }
+  std::vector<std::pair<Collective, PlacementClass>> List() const;
+
+ private:
+  std::atomic<uint32_t> bits_{0};
+};
+
+// How a calibration file may be used.
+struct CalibrationUse {
+  // A file calibrated on another GPU than the cluster's is refused unless
+  // this is set (`--force-calibration`).
+  bool allow_other_gpu = false;
 };
 
 struct CommParams {
@@ -137,6 +170,9 @@ struct CommParams {
   // --- Calibration -----------------------------------------------------------
   std::vector<CollectiveFit> fits;
   std::string source = "defaults";  // "defaults" or the calibration file read
+  std::string calibrated_gpu;       // the file's "gpu" (v2); "" when it names none
+  // Set when `fits` is not empty: the cases costed without a fit.
+  std::shared_ptr<FitMisses> misses;
 
   // Achieved bandwidths, per GPU per direction, 10^9 bytes/s.
   double nvlink_gb_per_s() const { return nvlink_line_gb_per_s * nvlink_efficiency; }
@@ -144,8 +180,10 @@ struct CommParams {
   // A NIC's share of its leaf's uplinks when every NIC sends across the spine.
   double spine_gb_per_s() const { return network_gb_per_s() / spine_oversubscription; }
 
-  // The fit for exactly this case, or null.
-  const CollectiveFit* FindFit(Collective collective, int gpus, PlacementClass placement) const;
+  // The fit for exactly this case, or null; ranks_per_domain 0 matches any
+  // fit of that collective, size and class, a fit's 0 matches any count.
+  const CollectiveFit* FindFit(Collective collective, int gpus, PlacementClass placement,
+                               int ranks_per_domain = 0) const;
 };
 
 // NCCL's per-link NVLink model over the per-link line rate, chosen by the
@@ -156,12 +194,20 @@ double DefaultNvlinkEfficiency(const ClusterSpec& cluster);
 CommParams DefaultCommParams(const ClusterSpec& cluster);
 
 
-// DefaultCommParams(cluster) overridden by the calibration file at `path`.
-// Errors name the file and the JSON pointer of the bad field.
-Result<CommParams> LoadCommParams(const std::string& path, const ClusterSpec& cluster);
+// Whether two GPU names are the same part: their model numbers ("H100",
+// "B200"; a Grace superchip's "GB200" is its "B200") agree, or, when
+// either has none ("host memory"), the names agree ignoring case.
+bool SameGpu(const std::string& a, const std::string& b);
+
+// DefaultCommParams(cluster) overridden by the calibration file at `path`
+// (v1 or v2). Errors name the file and the JSON pointer of the bad field; a
+// v2 file calibrated on another GPU than the cluster's is an error unless
+// `use` allows it.
+Result<CommParams> LoadCommParams(const std::string& path, const ClusterSpec& cluster,
+                                  const CalibrationUse& use = {});
 
 // The cluster's own parameters: its `calibration` file when it names one,
 // else the defaults.
-Result<CommParams> CommParamsFor(const ClusterSpec& cluster);
+Result<CommParams> CommParamsFor(const ClusterSpec& cluster, const CalibrationUse& use = {});
 
 }  // namespace foldplan

@@ -67,12 +67,12 @@ void TallyComm(const StepWork& work, const PipelineTimes& times, const std::vect
 }  // namespace
 
 Result<std::unique_ptr<CostModel>> CostModel::Create(const ClusterSpec& cluster, const ModelSpec& model,
-                                                     const JobSpec& job) {
+                                                     const JobSpec& job, const CalibrationUse& use) {
   auto topology = Topology::Build(cluster);
   if (!topology.ok()) return topology.status();
   auto profile = ComputeProfile::Load(ComputeProfile::DefaultPath());
   if (!profile.ok()) return profile.status();
-  auto comm = CommParamsFor(cluster);
+  auto comm = CommParamsFor(cluster, use);
   if (!comm.ok()) return comm.status();
   return std::unique_ptr<CostModel>(new CostModel(cluster, model, job, std::move(topology).value(),
                                                   profile.value().ScaledTo(cluster.gpu), comm.value()));

@@ -72,8 +72,10 @@ class CostModel {
   // Loads the compute profile (data/compute/h200.json, scaled to the
   // cluster's GPU), the calibration (the cluster's file, else defaults from
   // line rates and NCCL's model) and builds the topology.
+  // `use` says whether a calibration made on another GPU is accepted.
   static Result<std::unique_ptr<CostModel>> Create(const ClusterSpec& cluster,
-                                                   const ModelSpec& model, const JobSpec& job);
+                                                   const ModelSpec& model, const JobSpec& job,
+                                                   const CalibrationUse& use = {});
   // Its context and memory model point into its own members: a copy would
   // point into the original.
   CostModel(const CostModel&) = delete;
