@@ -357,7 +357,7 @@ class LogReader {
       check = std::string(c[i + 3]);
       i += 4;
     }
-    if (i != c.size() || c[2] != "type" || c[3] != "redop" || c.size() < 12) {
+    if (c.size() < 12 || c[2] != "type" || c[3] != "redop" || i != c.size()) {
       return At(line_no,
                 "expected the column header \"size count type redop [root] time algbw busbw #wrong|error "
                 "time algbw busbw #wrong|error\"");
