@@ -333,7 +333,7 @@ Status CheckInputFlags(const InputOptions& o) {
 Result<Inputs> LoadRecipeInputs(const InputOptions& o) {
   Result<RecipeSpec> recipe = LoadRecipe(o.recipe);
   if (!recipe.ok()) return recipe.status();
-  Inputs in{recipe->cluster, recipe->model, recipe->job, recipe.value()};
+  Inputs in{recipe->cluster, recipe->model, recipe->job, recipe.value(), {}};
   return in;
 }
 
@@ -351,8 +351,10 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
     if (!model.ok()) return model.status();
     auto job = LoadJob(o.job.empty() ? kDefaultJob : o.job);
     if (!job.ok()) return job.status();
-    in = Inputs{base.value(), model.value(), job.value(), std::nullopt};
+    in = Inputs{base.value(), model.value(), job.value(), std::nullopt, {}};
   }
+  if (!o.calibration.empty()) in.cluster.calibration = o.calibration;
+  in.calibration_use.allow_other_gpu = o.force_calibration;
   if (Status s = ApplyJobOverrides(o, &in.job); !s.ok()) return s;
   ApplyJobToModel(in.job, &in.model);
   if (Status s = ApplyJobToCluster(in.job, GpusPerDomainOrigin(o, in.job, in.recipe), &in.cluster); !s.ok()) return s;
@@ -366,6 +368,20 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
     }
   }
   return in;
+}
+
+void WarnAboutCalibrationGpu(const CommParams& params, const ClusterSpec& cluster, std::ostream& err) {
+  if (params.calibrated_gpu.empty() || SameGpu(params.calibrated_gpu, cluster.gpu.name)) return;
+  err << "warning: calibration " << params.source << " was made on \"" << params.calibrated_gpu
+      << "\", not the cluster's \"" << cluster.gpu.name << "\"; used as --force-calibration asks\n";
+}
+
+void WarnAboutFitMisses(const CommParams& params, std::ostream& err) {
+  if (!params.misses) return;
+  for (const auto& [collective, placement] : params.misses->List()) {
+    err << "warning: calibration " << params.source << " has no fit for " << Name(collective) << " on "
+        << Name(placement) << " groups of the sizes costed; the defaults (NCCL's model) were used there\n";
+  }
 }
 
 int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
@@ -439,7 +455,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
   Inputs in = inputs.value();
   in.job = PinnedJob(in.job, *pins);
   // The cost model weighs the blocks of pipeline layouts it chooses.
-  auto cost = CostModel::Create(in.cluster, in.model, in.job);
+  auto cost = CostModel::Create(in.cluster, in.model, in.job, in.calibration_use);
   if (!cost.ok()) return Fail(err, cost.status());
   const LegalityContext ctx = cost.value()->legality();
 

@@ -18,6 +18,7 @@
 #include "inputs/job.h"
 #include "inputs/model.h"
 #include "inputs/recipe.h"
+#include "costmodel/comm_params.h"
 #include "planner/legality.h"
 
 namespace foldplan {
@@ -43,6 +44,10 @@ struct InputOptions {
   // --recipe NAME: the cluster, GPUs, model and job of a shipped (or given)
   // recipe instead of --cluster / --model / --job; the job overrides still apply.
   std::string recipe;
+  // --calibration FILE: a foldplan.calibration/v1 or v2 file in place of
+  // the cluster file's `calibration` field (commands that cost).
+  std::string calibration;
+  bool force_calibration = false;  // --force-calibration: accept a file made on another GPU
 };
 
 // The flag values on their own, before any file is read: each number in
@@ -56,6 +61,7 @@ struct Inputs {
   ModelSpec model;      // with the job's mtp_layers applied
   JobSpec job;
   std::optional<RecipeSpec> recipe;  // when loaded from --recipe
+  CalibrationUse calibration_use;    // --force-calibration
 };
 
 // Loads the cluster, model and job (defaults where unnamed, or the recipe's)
@@ -69,6 +75,12 @@ Result<Inputs> LoadInputs(const InputOptions& options);
 // job uses K of the cluster's N GPUs, P the precision candidates joined by
 // '/' ("bf16/mxfp8").
 std::string InputsLine(const Inputs& inputs);
+
+// What a calibrated cost model must say on stderr: before costing, that a
+// file made on another GPU is used as forced; after, one warning per
+// (collective, placement class) it had no fit for (the defaults costed it).
+void WarnAboutCalibrationGpu(const CommParams& params, const ClusterSpec& cluster, std::ostream& err);
+void WarnAboutFitMisses(const CommParams& params, std::ostream& err);
 
 // --layout against the world size: options it leaves out take the job's
 // first candidates, the stage split is filled (ctx.weights choose uneven

@@ -40,6 +40,14 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
       ->type_name("N");
 }
 
+// The calibration flags of the commands that cost (plan, explain, collective, compare).
+void AddCalibrationFlags(CLI::App* cmd, foldplan::InputOptions* in) {
+  cmd->add_option("--calibration", in->calibration,
+                  "a foldplan.calibration file (from `foldplan calibrate`) instead of the cluster's")
+      ->type_name("FILE");
+  cmd->add_flag("--force-calibration", in->force_calibration, "use a calibration made on another GPU");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -89,6 +97,7 @@ int main(int argc, char** argv) {
   foldplan::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand("plan", "search every legal layout and rank them by the cost model");
   AddInputFlags(plan_cmd, &plan.inputs);
+  AddCalibrationFlags(plan_cmd, &plan.inputs);
   plan_cmd->add_option("--top", plan.top, "candidates to show and write")->capture_default_str();
   plan_cmd->add_option("--objective", plan.objective, "throughput|memory")->capture_default_str();
   plan_cmd->add_flag("--json", plan.json, "print JSON (schema foldplan.plan/v1)");
@@ -104,6 +113,7 @@ int main(int argc, char** argv) {
   foldplan::ExplainOptions explain;
   auto* explain_cmd = app.add_subcommand("explain", "the full cost breakdown of one layout");
   AddInputFlags(explain_cmd, &explain.inputs);
+  AddCalibrationFlags(explain_cmd, &explain.inputs);
   explain_cmd->add_option("--layout", explain.layout,
                           "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1 (default with --recipe: the recipe's)");
   explain_cmd->add_option("--recipe", explain.inputs.recipe,

@@ -202,9 +202,10 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   Inputs in = inputs.value();
   WarnAboutRecipe(in, err);
   in.job = PinnedJob(in.job, *pins);
-  auto model = CostModel::Create(in.cluster, in.model, in.job);
+  auto model = CostModel::Create(in.cluster, in.model, in.job, in.calibration_use);
   if (!model.ok()) return Fail(err, model.status());
   const CostModel& cost = *model.value();
+  WarnAboutCalibrationGpu(cost.comm_params(), in.cluster, err);
 
   SearchOptions search;
   search.top = std::max(options.top, 2);  // the runner-up explains the winner
@@ -237,6 +238,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (!result.status.ok()) return Fail(err, result.status);
   std::vector<Evaluation> evals;
   for (const auto& s : result.best) evals.push_back(cost.Evaluate(s.layout));
+  WarnAboutFitMisses(cost.comm_params(), err);
   std::vector<Evaluation> shown(evals.begin(), evals.begin() + std::min<size_t>(evals.size(), options.top));
 
   PlanFileContents contents{&cost, Name(objective), shown, &result.enumeration};
@@ -293,7 +295,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
   const std::string& text = options.layout ? *options.layout : in.recipe->layout;
   auto layout = ParseLayout(text, world, &in.job);
   if (!layout.ok()) return Fail(err, layout.status());
-  auto model = CostModel::Create(in.cluster, in.model, in.job);
+  auto model = CostModel::Create(in.cluster, in.model, in.job, in.calibration_use);
   if (!model.ok()) return Fail(err, model.status());
   // Legality first: a layout with more virtual stages than the model can
   // fill has no pipeline to cost, and its evaluation would grow with them.
@@ -305,7 +307,9 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
                                    " virtual stages cannot hold the model's " + std::to_string(in.model.layers) +
                                    " layers"));
   }
+  WarnAboutCalibrationGpu(model.value()->comm_params(), in.cluster, err);
   const Evaluation e = model.value()->Evaluate(l);
+  WarnAboutFitMisses(model.value()->comm_params(), err);
   const bool oom = !e.memory.fits;
   // 1 for a negative answer (illegal, or out of memory unless --allow-oom),
   // with the reason on stderr.
