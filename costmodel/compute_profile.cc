@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -92,6 +93,30 @@ const json* ObjectList(const json& root, const std::string& key, bool required,
     return nullptr;
   }
   return &*it;
+}
+
+// Sets the rate at log_x: replaces the point there, else inserts one.
+void SetPoint(ComputeProfile::Curve& c, double log_x, double rate) {
+  const auto it = std::lower_bound(c.log_x.begin(), c.log_x.end(), log_x);
+  const size_t i = size_t(it - c.log_x.begin());
+  if (it != c.log_x.end() && *it == log_x) {
+    c.rate[i] = rate;
+    return;
+  }
+  c.log_x.insert(it, log_x);
+  c.rate.insert(c.rate.begin() + std::ptrdiff_t(i), rate);
+}
+
+// The table of `tables` at exactly (log n, log k), appended when none is.
+template <class Table>
+Table& ShapeTable(std::vector<Table>& tables, double log_n, double log_k) {
+  for (Table& t : tables) {
+    if (t.log_n == log_n && t.log_k == log_k) return t;
+  }
+  tables.push_back(Table{});
+  tables.back().log_n = log_n;
+  tables.back().log_k = log_k;
+  return tables.back();
 }
 
 std::string ElementPointer(const std::string& key, size_t i) {
@@ -298,13 +323,7 @@ class ComputeProfileParser {
       t.fp8 = BuildCurve(std::move(g.fp8));
       p_.gemm_.push_back(std::move(t));
     }
-    auto both = [](const ComputeProfile::GemmShapeTable& t) {
-      return !t.bf16.empty() && !t.fp8.empty();
-    };
-    for (ComputeProfile::GemmShapeTable& t : p_.gemm_) {
-      t.ratio_shape = NearestShape(p_.gemm_, t.log_n, t.log_k, both);
-      if (both(t)) p_.has_fp8_ = true;
-    }
+    p_.LinkFp8Ratios();
     for (GroupedPoints& g : grouped_) {
       ComputeProfile::GroupedShapeTable t;
       t.log_n = std::log(double(g.n));
@@ -433,6 +452,37 @@ double ComputeProfile::AttentionFlopsPerS(double seq, int heads, int kv_heads, i
 double ComputeProfile::PermuteGbPerS(double bytes_moved) const {
   if (permute_.empty()) return copy_gb_per_s();
   return permute_.At(std::log(std::max(1.0, bytes_moved)), Below::kHoldRate) * copy_scale_;
+}
+
+void ComputeProfile::LinkFp8Ratios() {
+  auto both = [](const GemmShapeTable& t) { return !t.bf16.empty() && !t.fp8.empty(); };
+  has_fp8_ = false;
+  for (GemmShapeTable& t : gemm_) {
+    t.ratio_shape = NearestShape(gemm_, t.log_n, t.log_k, both);
+    if (both(t)) has_fp8_ = true;
+  }
+}
+
+ComputeProfile ComputeProfile::WithMeasured(const std::vector<GemmPoint>& gemm,
+                                            const std::vector<GroupedPoint>& grouped) const {
+  // Stored in the profiled GPU's terms: lookups multiply by bf16_scale_.
+  ComputeProfile out = *this;
+  for (const GemmPoint& p : gemm) {
+    GemmShapeTable& t = ShapeTable(out.gemm_, std::log(double(p.n)), std::log(double(p.k)));
+    SetPoint(t.bf16, std::log(double(p.m)), p.flops_per_s / bf16_scale_);
+  }
+  for (const GroupedPoint& p : grouped) {
+    GroupedShapeTable& t = ShapeTable(out.grouped_, std::log(double(p.n)), std::log(double(p.k)));
+    const double log_e = std::log(double(p.experts));
+    auto it = std::find_if(t.by_experts.begin(), t.by_experts.end(),
+                           [&](const ExpertCurve& c) { return c.log_experts >= log_e; });
+    if (it == t.by_experts.end() || it->log_experts != log_e) {
+      it = t.by_experts.insert(it, ExpertCurve{log_e, {}});
+    }
+    SetPoint(it->curve, std::log(double(p.tokens_per_expert)), p.flops_per_s / bf16_scale_);
+  }
+  out.LinkFp8Ratios();
+  return out;
 }
 
 ComputeProfile ComputeProfile::ScaledTo(const GpuSpec& target) const {
