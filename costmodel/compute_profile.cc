@@ -107,16 +107,18 @@ void SetPoint(ComputeProfile::Curve& c, double log_x, double rate) {
   c.rate.insert(c.rate.begin() + std::ptrdiff_t(i), rate);
 }
 
-// The table of `tables` at exactly (log n, log k), appended when none is.
-template <class Table>
-Table& ShapeTable(std::vector<Table>& tables, double log_n, double log_k) {
-  for (Table& t : tables) {
-    if (t.log_n == log_n && t.log_k == log_k) return t;
+// The entry of `list` whose fields n_of and k_of are exactly (n, k),
+// appended when none is: a shape's points while reading, its table when
+// merging measured points.
+template <class T, class V>
+T& FindShape(std::vector<T>& list, V T::*n_of, V T::*k_of, V n, V k) {
+  for (T& t : list) {
+    if (t.*n_of == n && t.*k_of == k) return t;
   }
-  tables.push_back(Table{});
-  tables.back().log_n = log_n;
-  tables.back().log_k = log_k;
-  return tables.back();
+  list.push_back(T{});
+  list.back().*n_of = n;
+  list.back().*k_of = k;
+  return list.back();
 }
 
 std::string ElementPointer(const std::string& key, size_t i) {
@@ -196,17 +198,6 @@ class ComputeProfileParser {
     Points fwd, fwd_bwd;
   };
 
-  template <class T>
-  static T& Find(std::vector<T>& list, int64_t n, int64_t k) {
-    for (T& t : list) {
-      if (t.n == n && t.k == k) return t;
-    }
-    list.push_back(T{});
-    list.back().n = n;
-    list.back().k = k;
-    return list.back();
-  }
-
   int64_t Dim(CheckedObject& o, const char* key) { return o.Int(key, 1, kMaxDim); }
   double Positive(CheckedObject& o, const char* key) {
     return o.Number(key, kMinPositive, kMaxRate);
@@ -224,7 +215,7 @@ class ComputeProfileParser {
       Positive(e, "s");
       const double tflops = Positive(e, "tflops");
       e.Finish();
-      GemmPoints& g = Find(gemm_, n, k);
+      GemmPoints& g = FindShape(gemm_, &GemmPoints::n, &GemmPoints::k, n, k);
       (fp8 ? g.fp8 : g.bf16).push_back({double(m), tflops * 1e12});
     }
   }
@@ -243,7 +234,7 @@ class ComputeProfileParser {
       Positive(e, "s");
       const double tflops = Positive(e, "tflops");
       e.Finish();
-      GroupedPoints& g = Find(grouped_, n, k);
+      GroupedPoints& g = FindShape(grouped_, &GroupedPoints::n, &GroupedPoints::k, n, k);
       auto it = std::find_if(g.by_experts.begin(), g.by_experts.end(),
                              [&](const auto& p) { return p.first == experts; });
       if (it == g.by_experts.end()) {
@@ -468,11 +459,14 @@ ComputeProfile ComputeProfile::WithMeasured(const std::vector<GemmPoint>& gemm,
   // Stored in the profiled GPU's terms: lookups multiply by bf16_scale_.
   ComputeProfile out = *this;
   for (const GemmPoint& p : gemm) {
-    GemmShapeTable& t = ShapeTable(out.gemm_, std::log(double(p.n)), std::log(double(p.k)));
+    GemmShapeTable& t = FindShape(out.gemm_, &GemmShapeTable::log_n, &GemmShapeTable::log_k,
+                                  std::log(double(p.n)), std::log(double(p.k)));
     SetPoint(t.bf16, std::log(double(p.m)), p.flops_per_s / bf16_scale_);
   }
   for (const GroupedPoint& p : grouped) {
-    GroupedShapeTable& t = ShapeTable(out.grouped_, std::log(double(p.n)), std::log(double(p.k)));
+    GroupedShapeTable& t =
+        FindShape(out.grouped_, &GroupedShapeTable::log_n, &GroupedShapeTable::log_k,
+                  std::log(double(p.n)), std::log(double(p.k)));
     const double log_e = std::log(double(p.experts));
     auto it = std::find_if(t.by_experts.begin(), t.by_experts.end(),
                            [&](const ExpertCurve& c) { return c.log_experts >= log_e; });
