@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstddef>
 #include <cstdint>
 #include <initializer_list>
 #include <string>
@@ -94,6 +95,32 @@ const json* ObjectList(const json& root, const std::string& key, bool required,
   return &*it;
 }
 
+// Sets the rate at log_x: replaces the point there, else inserts one.
+void SetPoint(ComputeProfile::Curve& c, double log_x, double rate) {
+  const auto it = std::lower_bound(c.log_x.begin(), c.log_x.end(), log_x);
+  const size_t i = size_t(it - c.log_x.begin());
+  if (it != c.log_x.end() && *it == log_x) {
+    c.rate[i] = rate;
+    return;
+  }
+  c.log_x.insert(it, log_x);
+  c.rate.insert(c.rate.begin() + std::ptrdiff_t(i), rate);
+}
+
+// The entry of `list` whose fields n_of and k_of are exactly (n, k),
+// appended when none is: a shape's points while reading, its table when
+// merging measured points.
+template <class T, class V>
+T& FindShape(std::vector<T>& list, V T::*n_of, V T::*k_of, V n, V k) {
+  for (T& t : list) {
+    if (t.*n_of == n && t.*k_of == k) return t;
+  }
+  list.push_back(T{});
+  list.back().*n_of = n;
+  list.back().*k_of = k;
+  return list.back();
+}
+
 std::string ElementPointer(const std::string& key, size_t i) {
   return "/" + key + "/" + std::to_string(i);
 }
@@ -171,17 +198,6 @@ class ComputeProfileParser {
     Points fwd, fwd_bwd;
   };
 
-  template <class T>
-  static T& Find(std::vector<T>& list, int64_t n, int64_t k) {
-    for (T& t : list) {
-      if (t.n == n && t.k == k) return t;
-    }
-    list.push_back(T{});
-    list.back().n = n;
-    list.back().k = k;
-    return list.back();
-  }
-
   int64_t Dim(CheckedObject& o, const char* key) { return o.Int(key, 1, kMaxDim); }
   double Positive(CheckedObject& o, const char* key) {
     return o.Number(key, kMinPositive, kMaxRate);
@@ -199,7 +215,7 @@ class ComputeProfileParser {
       Positive(e, "s");
       const double tflops = Positive(e, "tflops");
       e.Finish();
-      GemmPoints& g = Find(gemm_, n, k);
+      GemmPoints& g = FindShape(gemm_, &GemmPoints::n, &GemmPoints::k, n, k);
       (fp8 ? g.fp8 : g.bf16).push_back({double(m), tflops * 1e12});
     }
   }
@@ -218,7 +234,7 @@ class ComputeProfileParser {
       Positive(e, "s");
       const double tflops = Positive(e, "tflops");
       e.Finish();
-      GroupedPoints& g = Find(grouped_, n, k);
+      GroupedPoints& g = FindShape(grouped_, &GroupedPoints::n, &GroupedPoints::k, n, k);
       auto it = std::find_if(g.by_experts.begin(), g.by_experts.end(),
                              [&](const auto& p) { return p.first == experts; });
       if (it == g.by_experts.end()) {
@@ -298,13 +314,7 @@ class ComputeProfileParser {
       t.fp8 = BuildCurve(std::move(g.fp8));
       p_.gemm_.push_back(std::move(t));
     }
-    auto both = [](const ComputeProfile::GemmShapeTable& t) {
-      return !t.bf16.empty() && !t.fp8.empty();
-    };
-    for (ComputeProfile::GemmShapeTable& t : p_.gemm_) {
-      t.ratio_shape = NearestShape(p_.gemm_, t.log_n, t.log_k, both);
-      if (both(t)) p_.has_fp8_ = true;
-    }
+    p_.LinkFp8Ratios();
     for (GroupedPoints& g : grouped_) {
       ComputeProfile::GroupedShapeTable t;
       t.log_n = std::log(double(g.n));
@@ -433,6 +443,40 @@ double ComputeProfile::AttentionFlopsPerS(double seq, int heads, int kv_heads, i
 double ComputeProfile::PermuteGbPerS(double bytes_moved) const {
   if (permute_.empty()) return copy_gb_per_s();
   return permute_.At(std::log(std::max(1.0, bytes_moved)), Below::kHoldRate) * copy_scale_;
+}
+
+void ComputeProfile::LinkFp8Ratios() {
+  auto both = [](const GemmShapeTable& t) { return !t.bf16.empty() && !t.fp8.empty(); };
+  has_fp8_ = false;
+  for (GemmShapeTable& t : gemm_) {
+    t.ratio_shape = NearestShape(gemm_, t.log_n, t.log_k, both);
+    if (both(t)) has_fp8_ = true;
+  }
+}
+
+ComputeProfile ComputeProfile::WithMeasured(const std::vector<GemmPoint>& gemm,
+                                            const std::vector<GroupedPoint>& grouped) const {
+  // Stored in the profiled GPU's terms: lookups multiply by bf16_scale_.
+  ComputeProfile out = *this;
+  for (const GemmPoint& p : gemm) {
+    GemmShapeTable& t = FindShape(out.gemm_, &GemmShapeTable::log_n, &GemmShapeTable::log_k,
+                                  std::log(double(p.n)), std::log(double(p.k)));
+    SetPoint(t.bf16, std::log(double(p.m)), p.flops_per_s / bf16_scale_);
+  }
+  for (const GroupedPoint& p : grouped) {
+    GroupedShapeTable& t =
+        FindShape(out.grouped_, &GroupedShapeTable::log_n, &GroupedShapeTable::log_k,
+                  std::log(double(p.n)), std::log(double(p.k)));
+    const double log_e = std::log(double(p.experts));
+    auto it = std::find_if(t.by_experts.begin(), t.by_experts.end(),
+                           [&](const ExpertCurve& c) { return c.log_experts >= log_e; });
+    if (it == t.by_experts.end() || it->log_experts != log_e) {
+      it = t.by_experts.insert(it, ExpertCurve{log_e, {}});
+    }
+    SetPoint(it->curve, std::log(double(p.tokens_per_expert)), p.flops_per_s / bf16_scale_);
+  }
+  out.LinkFp8Ratios();
+  return out;
 }
 
 ComputeProfile ComputeProfile::ScaledTo(const GpuSpec& target) const {

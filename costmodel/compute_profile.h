@@ -33,10 +33,15 @@
 //    the HBM bandwidth ratio. The profiled GPU's peaks are the optional file
 //    fields peak_bf16_tflops, peak_fp8_tflops and hbm_tb_per_s, by default
 //    the H200 datasheet's 989, 1979 and 4.8.
+//  - Measured points (WithMeasured, for calibration): BF16 GEMM and grouped
+//    GEMM rates measured on the GPU the profile describes now replace the
+//    points of the same shape and are added where new; the rules above
+//    then apply to the merged points unchanged.
 // Lookups allocate nothing: each curve is sorted (and duplicates averaged)
 // at load; a lookup scans the few measured shapes and bisects one curve.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <vector>
 
@@ -91,6 +96,23 @@ class ComputeProfile {
   // for FP8; a zero bf16 peak or HBM bandwidth leaves that rate unscaled.
   ComputeProfile ScaledTo(const GpuSpec& target) const;
 
+  // BF16 rates (FLOP/s) measured at one shape on the GPU this profile
+  // describes now (scaled_to(), else gpu()).
+  struct GemmPoint {
+    int64_t m = 0, k = 0, n = 0;
+    double flops_per_s = 0;
+  };
+  struct GroupedPoint {
+    int64_t experts = 0, tokens_per_expert = 0, k = 0, n = 0;
+    double flops_per_s = 0;
+  };
+  // A copy in which each point replaces the rate at its shape ((m, k, n);
+  // (experts, tokens_per_expert, k, n)) or is added; lookups return a
+  // point's rate as given, not scaled (a later ScaledTo scales it with the
+  // rest, from the profiled GPU's peaks).
+  ComputeProfile WithMeasured(const std::vector<GemmPoint>& gemm,
+                              const std::vector<GroupedPoint>& grouped) const;
+
   // How a curve continues below its smallest measured x.
   enum class Below { kHoldRate, kHoldTime };
   // Rate against log(x), sorted by x, repeated x averaged.
@@ -121,6 +143,7 @@ class ComputeProfile {
     Curve fwd, fwd_bwd;  // against log(seq)
   };
 
+  void LinkFp8Ratios();  // ratio_shape of every GEMM shape, has_fp8_
   double GemmBf16Raw(double log_m, double log_n, double log_k) const;
   double GemmFp8Raw(double log_m, double log_n, double log_k) const;
 

@@ -17,6 +17,12 @@
 
 namespace foldplan {
 
+// The shape a compute case timed: `batch` problems of row-major
+// [m x k] x [k x n]; each dimension in [1, 2^40].
+struct MeasuredGemm {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+};
+
 // One message size of one op: nccl-tests' conventions (S = send bytes per
 // rank, algbw = S / median, busbw = algbw x bus_factor, GB = 1e9 bytes).
 struct MeasuredCase {
@@ -28,6 +34,7 @@ struct MeasuredCase {
   double algbw_gb_per_s = 0, bus_factor = 0, busbw_gb_per_s = 0;
   std::optional<double> flops;       // compute cases
   std::optional<double> tflops_per_s;
+  std::optional<MeasuredGemm> gemm;  // compute cases (files written since the field was added)
   int64_t wrong_elements = 0;        // summed over all ranks
 };
 

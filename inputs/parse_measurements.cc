@@ -17,6 +17,7 @@ constexpr int64_t kMaxBytes = int64_t{1} << 50;    // a pebibyte: far past any m
 constexpr double kMaxSeconds = 1e6;                // a measured step of 11 days is a broken clock
 constexpr double kMaxRate = 1e9;                   // GB/s, TFLOP/s: far past any link or GPU
 constexpr int kMaxItems = 1 << 20;                 // list lengths
+constexpr int64_t kMaxGemmDim = int64_t{1} << 40;  // a GEMM side; far past any memory
 
 // A list of objects, each read by `item` (with its pointer); an error for a
 // non-list or a non-object item.
@@ -80,6 +81,15 @@ MeasuredCase ReadCase(CheckedObject& c) {
   m.busbw_gb_per_s = c.Number("busbw_gb_per_s", 0, kMaxRate);
   if (c.Has("flops")) m.flops = c.Number("flops", 0, 1e30);
   if (c.Has("tflops_per_s")) m.tflops_per_s = c.Number("tflops_per_s", 0, kMaxRate);
+  if (auto g = c.OptionalObject("gemm")) {
+    MeasuredGemm shape;
+    shape.batch = g->Int("batch", 1, kMaxGemmDim);
+    shape.m = g->Int("m", 1, kMaxGemmDim);
+    shape.n = g->Int("n", 1, kMaxGemmDim);
+    shape.k = g->Int("k", 1, kMaxGemmDim);
+    g->Finish();
+    m.gemm = shape;
+  }
   m.wrong_elements = c.Int("wrong_elements", 0, std::numeric_limits<int64_t>::max());
   c.Finish();
   return m;

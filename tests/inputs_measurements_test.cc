@@ -107,3 +107,32 @@ TEST_CASE("a file of another format is one error naming the schema") {
   doc["schema"] = "foldplan.plan/v1";
   CHECK(Refusal(doc) == "m.json: /schema: expected one of \"foldplan.measurements/v1\", found the string \"foldplan.plan/v1\"");
 }
+
+// Synthetic (no GPU has run foldbench's compute op yet): foldbench's output
+// format with made-up times, tests/data/inputs/measurements_compute_synthetic.json.
+TEST_CASE("a compute case's GEMM shape is read as batch x [m x k] x [k x n]") {
+  auto m = LoadMeasurements(FOLDPLAN_TEST_DATA_DIR "/inputs/measurements_compute_synthetic.json");
+  REQUIRE(m.ok());
+  REQUIRE(m->ops.size() == 1);
+  const auto& c = m->ops[0].cases.at(0);
+  CHECK(c.name == "expert up-proj");
+  REQUIRE(c.gemm.has_value());
+  CHECK(c.gemm->batch == 8);
+  CHECK(c.gemm->m == 4096);
+  CHECK(c.gemm->n == 2048);
+  CHECK(c.gemm->k == 2048);
+  CHECK(*c.flops == doctest::Approx(2.0 * 8 * 4096 * 2048 * 2048));
+  // Communication cases carry no shape.
+  auto comm = LoadMeasurements(kRan);
+  REQUIRE(comm.ok());
+  CHECK(!comm->ops[0].cases[0].gemm.has_value());
+}
+
+TEST_CASE("a GEMM dimension outside [1, 2^40] is refused at its pointer") {
+  auto doc = ParseJsonFile(FOLDPLAN_TEST_DATA_DIR "/inputs/measurements_compute_synthetic.json").value();
+  doc["ops"][0]["sizes"][1]["gemm"]["k"] = 0;
+  doc["ops"][0]["sizes"][2]["gemm"]["batch"] = int64_t{1} << 41;
+  const std::string message = Refusal(doc);
+  CHECK(message.find("m.json: /ops/0/sizes/1/gemm/k: expected an integer") != std::string::npos);
+  CHECK(message.find("m.json: /ops/0/sizes/2/gemm/batch: expected an integer") != std::string::npos);
+}

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,6 +15,12 @@
 #include "validate/watchdog.h"
 
 namespace foldplan::validate {
+
+// The shape of a compute case: `batch` problems of row-major
+// [m x k] x [k x n] (the FLOPs are 2 batch m n k).
+struct GemmShape {
+  int64_t batch = 1, m = 0, n = 0, k = 0;
+};
 
 // One size an op runs at (nccl-tests' "size" row).
 struct OpCase {
@@ -27,6 +34,7 @@ struct OpCase {
   // Floating-point operations one Run() does on this rank (compute op;
   // 0 for communication): TFLOP/s = flops / time / 1e12.
   double flops = 0;
+  std::optional<GemmShape> gemm;  // compute cases: the GEMM timed
 };
 
 struct OpOptions {

@@ -198,6 +198,7 @@ class ComputeOp : public Op {
       op_case.send_bytes_per_rank = 0;  // nothing is sent
       op_case.bus_factor = 1.0;
       op_case.flops = c.Flops();
+      op_case.gemm = GemmShape{c.batch, c.m, c.n, c.k};
       out.push_back(op_case);
     }
     return out;

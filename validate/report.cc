@@ -127,6 +127,9 @@ nlohmann::ordered_json MeasurementsJson(const Environment& env, const BenchInput
         size["flops"] = c.op_case.flops;
         size["tflops_per_s"] = c.tflops_per_s;
       }
+      if (const auto& g = c.op_case.gemm) {
+        size["gemm"] = {{"batch", g->batch}, {"m", g->m}, {"n", g->n}, {"k", g->k}};
+      }
       size["wrong_elements"] = c.wrong_elements;
       sizes.push_back(size);
     }
