@@ -4,7 +4,9 @@
 #include <map>
 #include <tuple>
 
+#include "core/json_check.h"
 #include "costmodel/comm_plan.h"
+#include "costmodel/compute_calibration.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/flops.h"
 #include "planner/group_placement.h"
@@ -66,6 +68,22 @@ void TallyComm(const StepWork& work, const PipelineTimes& times, const std::vect
 
 }  // namespace
 
+namespace {
+
+// The shipped profile scaled to the cluster's GPU, with the measured points
+// of the cluster's calibration file (its v2 "compute" section) merged in.
+// LoadCommParams has read the same file and checked its GPU.
+Result<ComputeProfile> ComputeProfileFor(const ClusterSpec& cluster, const ComputeProfile& shipped) {
+  if (cluster.calibration.empty()) return shipped.ScaledTo(cluster.gpu);
+  Result<nlohmann::json> file = ParseJsonFile(cluster.calibration);
+  if (!file.ok()) return file.status();
+  const auto section = file.value().find("compute");
+  if (section == file.value().end()) return shipped.ScaledTo(cluster.gpu);
+  return CalibratedComputeProfile(shipped, *section, cluster.calibration, cluster.gpu);
+}
+
+}  // namespace
+
 Result<std::unique_ptr<CostModel>> CostModel::Create(const ClusterSpec& cluster, const ModelSpec& model,
                                                      const JobSpec& job, const CalibrationUse& use) {
   auto topology = Topology::Build(cluster);
@@ -74,8 +92,10 @@ Result<std::unique_ptr<CostModel>> CostModel::Create(const ClusterSpec& cluster,
   if (!profile.ok()) return profile.status();
   auto comm = CommParamsFor(cluster, use);
   if (!comm.ok()) return comm.status();
+  auto rates = ComputeProfileFor(cluster, profile.value());
+  if (!rates.ok()) return rates.status();
   return std::unique_ptr<CostModel>(new CostModel(cluster, model, job, std::move(topology).value(),
-                                                  profile.value().ScaledTo(cluster.gpu), comm.value()));
+                                                  std::move(rates).value(), comm.value()));
 }
 
 CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job,
