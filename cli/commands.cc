@@ -425,17 +425,23 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+Result<ClusterSpec> LoadClusterAlone(const InputOptions& options) {
+  auto cluster = LoadWholeCluster(options);
+  if (!cluster.ok()) return cluster.status();
+  // No job file: the job is the flags' (--gpus-per-domain).
+  JobSpec job;
+  if (Status s = ApplyJobOverrides(options, &job); !s.ok()) return s;
+  ClusterSpec c = cluster.value();
+  if (Status s = ApplyJobToCluster(job, GpusPerDomainOrigin(options, job, std::nullopt), &c); !s.ok()) return s;
+  if (!options.calibration.empty()) c.calibration = options.calibration;
+  return c;
+}
+
 int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
   if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
-  auto cluster = LoadWholeCluster(options.inputs);
+  auto cluster = LoadClusterAlone(options.inputs);
   if (!cluster.ok()) return Fail(err, cluster.status());
-  // topo reads no job file: its job is the flags' (--gpus-per-domain).
-  JobSpec job;
-  if (Status s = ApplyJobOverrides(options.inputs, &job); !s.ok()) return Fail(err, s);
-  ClusterSpec c = cluster.value();
-  if (Status s = ApplyJobToCluster(job, GpusPerDomainOrigin(options.inputs, job, std::nullopt), &c); !s.ok())
-    return Fail(err, s);
-  auto topo = Topology::Build(c);
+  auto topo = Topology::Build(cluster.value());
   if (!topo.ok()) return Fail(err, topo.status());
   out << (options.json ? TopologySummaryJson(topo.value()) : TopologySummaryText(topo.value()));
   return 0;

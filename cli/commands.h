@@ -70,6 +70,10 @@ struct Inputs {
 // (mtp_layers; gpus_per_domain, from the job file, the recipe or
 // --gpus-per-domain, cuts the cluster once, as in topo and ranks).
 Result<Inputs> LoadInputs(const InputOptions& options);
+// The cluster alone, for commands that read no model or job (topo,
+// calibrate, collective): --nodes, --gpus-per-domain and --calibration applied.
+Result<ClusterSpec> LoadClusterAlone(const InputOptions& options);
+
 // "[recipe R: ]cluster C ([K of ]N x GPU), model M, job J (seq S, global
 // batch B, P)": the recipe prefix when loaded from --recipe, "K of" when the
 // job uses K of the cluster's N GPUs, P the precision candidates joined by

@@ -4,6 +4,7 @@
 
 #include <CLI/CLI.hpp>
 
+#include "cli/calibrate_command.h"
 #include "cli/commands.h"
 #include "cli/validate_command.h"
 
@@ -156,6 +157,40 @@ int main(int argc, char** argv) {
       "this machine's cores. Exit status is foldbench's: 0 every element right, 1 an\n"
       "invalid plan, 2 usage, 3 a run-time failure (a wrong element among them).");
 
+  foldplan::CalibrateCliOptions calibrate;
+  auto* calibrate_cmd = app.add_subcommand(
+      "calibrate", "fit the communication model to measurements (foldbench, nccl-tests) and score it on held-out sizes");
+  calibrate_cmd->add_option("--measurements", calibrate.measurements, "foldbench's foldplan.measurements/v1 files")
+      ->type_name("FILE...");
+  calibrate_cmd->add_option("--nccl-tests", calibrate.nccl_tests,
+                            "nccl-tests logs (stdout of all_reduce_perf, ...); COLLECTIVE:FILE names the collective")
+      ->type_name("LOG...");
+  AddInputFlags(calibrate_cmd, &calibrate.inputs, false);
+  calibrate_cmd->add_option("-o,--output", calibrate.output, "write the calibration (foldplan.calibration/v2) to FILE")
+      ->type_name("FILE");
+  calibrate_cmd->add_option("--holdout", calibrate.holdout, "share of each series' sizes held out for the error figures")
+      ->capture_default_str();
+  calibrate_cmd->add_option("--seed", calibrate.seed, "seed of the hold-out draw")->capture_default_str();
+  calibrate_cmd->add_option("--max-segments", calibrate.max_segments, "alpha-beta segments per curve, 1-3")
+      ->capture_default_str();
+  calibrate_cmd->add_flag("--report", calibrate.report, "print the per-series table: fits and held-out errors");
+  calibrate_cmd->add_flag("--json", calibrate.json, "print the report as JSON (foldplan.calibration-report/v1)");
+
+  foldplan::CollectiveCliOptions collective;
+  auto* collective_cmd = app.add_subcommand(
+      "collective", "the cost model's time of one collective across sizes, as an nccl-tests table");
+  AddInputFlags(collective_cmd, &collective.inputs, false);
+  AddCalibrationFlags(collective_cmd, &collective.inputs);
+  collective_cmd->add_option("--op", collective.op,
+                             "all_reduce|all_gather|reduce_scatter|all_to_all|all_to_all_v|send_recv")
+      ->required();
+  collective_cmd->add_option("--ranks", collective.ranks, "ranks in the group")->required();
+  collective_cmd->add_option("--ranks-per-domain", collective.ranks_per_domain,
+                             "ranks in each NVLink domain (default: as many as one holds)")
+      ->type_name("K");
+  collective_cmd->add_option("--bytes", collective.bytes, "MIN:MAX sizes, doubling (K, M, G)")->capture_default_str();
+  collective_cmd->add_flag("--json", collective.json, "print JSON (foldplan.collective/v1)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -171,5 +206,7 @@ int main(int argc, char** argv) {
   if (*plan_cmd) return foldplan::RunPlan(plan, std::cout, std::cerr);
   if (*explain_cmd) return foldplan::RunExplain(explain, std::cout, std::cerr);
   if (*validate_cmd) return foldplan::RunValidate(validate, std::cout, std::cerr);
+  if (*calibrate_cmd) return foldplan::RunCalibrate(calibrate, std::cout, std::cerr);
+  if (*collective_cmd) return foldplan::RunCollective(collective, std::cout, std::cerr);
   return 2;
 }

@@ -375,7 +375,7 @@ Result<CommParams> LoadCommParams(const std::string& path, const ClusterSpec& cl
     root.String("cluster", "");
     // Written by calibrate for people and for the compute profile
     // (costmodel/compute_calibration.h reads "compute").
-    for (const char* key : {"provenance", "holdout", "compute", "series"}) {
+    for (const char* key : {"provenance", "holdout", "held_out_error", "compute"}) {
       if (root.Has(key)) root.Raw(key);
     }
   }

@@ -35,28 +35,6 @@ struct Samples {
   std::vector<double> seconds, tflops;
 };
 
-// The GPU of the NCCL backend's device fact "GPU 0 of 8 (node-local rank
-// 0): NVIDIA H200, compute capability 9.0, ..." (validate/nccl_backend.cc):
-// the name up to the first comma; "" when no fact has one.
-std::string GpuName(const std::vector<std::string>& devices) {
-  const std::string mark = "): ";
-  for (const std::string& fact : devices) {
-    const size_t at = fact.find(mark);
-    if (fact.rfind("GPU ", 0) != 0 || at == std::string::npos) continue;
-    const size_t begin = at + mark.size();
-    return fact.substr(begin, fact.find(',', begin) - begin);
-  }
-  return "";
-}
-
-// Ranks per GPU from the fact "ranks per GPU: N ..."; 1 when not stated.
-int RanksPerGpu(const std::vector<std::string>& devices) {
-  const std::string mark = "ranks per GPU: ";
-  for (const std::string& fact : devices) {
-    if (fact.rfind(mark, 0) == 0) return std::atoi(fact.c_str() + mark.size());
-  }
-  return 1;
-}
 
 class PointCollector {
  public:
@@ -171,8 +149,8 @@ Result<json> ComputePointsFromMeasurements(const std::vector<MeasurementSet>& se
       if (!errors.empty()) refusals += (refusals.empty() ? "" : "\n") + errors.status().message();
       continue;
     }
-    const std::string name = GpuName(set.devices);
-    const int sharing = RanksPerGpu(set.devices);
+    const std::string name = set.gpu_name();
+    const int sharing = set.ranks_per_gpu();
     if (name.empty()) {
       errors.Add("/environment/devices", "no GPU name (\"GPU i of n (...): NAME, ...\"); the "
                                          "compute times cannot be given a GPU");

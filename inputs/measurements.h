@@ -65,6 +65,13 @@ struct MeasurementSet {
   std::string conventions;
   std::vector<MeasuredOp> ops;
   int64_t wrong_elements = 0;
+
+  // The GPU of the NCCL backend's device fact "GPU 0 of 8 (node-local rank
+  // 0): NVIDIA H200, compute capability 9.0, ..." (validate/nccl_backend.cc):
+  // the name up to the first comma; "" when no fact has one (MPI backend).
+  std::string gpu_name() const;
+  // Ranks per GPU from the fact "ranks per GPU: N ..."; 1 when not stated.
+  int ranks_per_gpu() const;
 };
 
 Result<MeasurementSet> ParseMeasurements(const nlohmann::json& json, const std::string& file);

@@ -1,4 +1,5 @@
 // Reading a `foldplan.measurements/v1` file (doc/validate.md "Output").
+#include <cstdlib>
 #include <limits>
 
 #include "core/formats.h"
@@ -203,6 +204,25 @@ Result<MeasurementSet> LoadMeasurements(const std::string& path) {
   auto json = ParseJsonFile(path);
   if (!json.ok()) return json.status();
   return ParseMeasurements(json.value(), path);
+}
+
+std::string MeasurementSet::gpu_name() const {
+  const std::string mark = "): ";
+  for (const std::string& fact : devices) {
+    const size_t at = fact.find(mark);
+    if (fact.rfind("GPU ", 0) != 0 || at == std::string::npos) continue;
+    const size_t begin = at + mark.size();
+    return fact.substr(begin, fact.find(',', begin) - begin);
+  }
+  return "";
+}
+
+int MeasurementSet::ranks_per_gpu() const {
+  const std::string mark = "ranks per GPU: ";
+  for (const std::string& fact : devices) {
+    if (fact.rfind(mark, 0) == 0) return std::atoi(fact.c_str() + mark.size());
+  }
+  return 1;
 }
 
 }  // namespace foldplan
