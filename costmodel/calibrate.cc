@@ -271,6 +271,7 @@ Result<Calibration> Calibrate(std::vector<MeasuredSeries> series, const std::vec
     f.fit = std::move(fit).value();
     f.fitted_sizes = static_cast<int>(sizes.size() - held.size());
     f.held_out_sizes = static_cast<int>(held.size());
+    for (int index : held) f.held_out_bytes.push_back(sizes[index]);
     f.min_bytes = sizes.front();
     f.max_bytes = sizes.back();
     for (bool o : f.fit.outlier) f.outliers += o;
@@ -332,7 +333,7 @@ nlohmann::ordered_json SeriesJson(const SeriesFit& f) {
           {"ranks_per_domain", k.ranks_per_domain},
           {"segments", segments},
           {"sizes", {{"fitted", f.fitted_sizes}, {"held_out", f.held_out_sizes}, {"min_bytes", f.min_bytes},
-                     {"max_bytes", f.max_bytes}}},
+                     {"max_bytes", f.max_bytes}, {"held_out_bytes", f.held_out_bytes}}},
           {"outliers", f.outliers},
           {"relative_scale", f.fit.relative_scale},
           {"busbw_gb_per_s_at_large", f.busbw_at_large_gb_per_s},

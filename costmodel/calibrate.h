@@ -87,6 +87,7 @@ struct SeriesFit {
   MeasuredSeries series;
   EnvelopeFit fit;
   int fitted_sizes = 0, held_out_sizes = 0;
+  std::vector<double> held_out_bytes;   // the held-out sizes, ascending
   double min_bytes = 0, max_bytes = 0;
   int outliers = 0;                     // of the fitted points
   std::optional<ErrorFigures> fit_error, default_error;  // none when nothing was held out

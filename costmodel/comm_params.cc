@@ -286,6 +286,7 @@ void ReadFitReport(CheckedObject& fit) {
     sizes->Int("held_out", 0, int64_t{1} << 40);
     sizes->Number("min_bytes", 0, 1e18);
     sizes->Number("max_bytes", 0, 1e18);
+    if (sizes->Has("held_out_bytes")) sizes->Raw("held_out_bytes");  // a report
     sizes->Finish();
   }
   fit.Int("outliers", 0, int64_t{1} << 40, 0);
