@@ -350,8 +350,11 @@ void ReadFits(const json& fits, CommParams& p, JsonErrors& errors, bool v2) {
 Result<CommParams> LoadCommParams(const std::string& path, const ClusterSpec& cluster, const CalibrationUse& use) {
   Result<json> parsed = ParseJsonFile(path);
   if (!parsed.ok()) return parsed.status();
-  const json& raw = parsed.value();
+  return ParseCommParams(parsed.value(), path, cluster, use);
+}
 
+Result<CommParams> ParseCommParams(const nlohmann::json& raw, const std::string& path, const ClusterSpec& cluster,
+                                   const CalibrationUse& use) {
   JsonErrors errors(path);
   const json body = Without(raw, "fits");
   CheckedObject root(body, "", &errors);

@@ -14,6 +14,8 @@
 #include <utility>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/formats.h"
 #include "core/status.h"
 #include "costmodel/collective.h"
@@ -205,6 +207,9 @@ bool SameGpu(const std::string& a, const std::string& b);
 // `use` allows it.
 Result<CommParams> LoadCommParams(const std::string& path, const ClusterSpec& cluster,
                                   const CalibrationUse& use = {});
+// The same on a parsed document; `path` names it in errors.
+Result<CommParams> ParseCommParams(const nlohmann::json& json, const std::string& path, const ClusterSpec& cluster,
+                                   const CalibrationUse& use = {});
 
 // The cluster's own parameters: its `calibration` file when it names one,
 // else the defaults.
