@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/commands.h"
+#include "cli/compare_command.h"
 #include "cli/validate_command.h"
 
 namespace {
@@ -41,11 +42,11 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
 }
 
 // The calibration flags of the commands that cost (plan, explain, collective, compare).
-void AddCalibrationFlags(CLI::App* cmd, foldplan::InputOptions* in) {
-  cmd->add_option("--calibration", in->calibration,
+void AddCalibrationFlags(CLI::App* cmd, std::string* calibration, bool* force_calibration) {
+  cmd->add_option("--calibration", *calibration,
                   "a foldplan.calibration file (from `foldplan calibrate`) instead of the cluster's")
       ->type_name("FILE");
-  cmd->add_flag("--force-calibration", in->force_calibration, "use a calibration made on another GPU");
+  cmd->add_flag("--force-calibration", *force_calibration, "use a calibration made on another GPU");
 }
 
 }  // namespace
@@ -97,7 +98,7 @@ int main(int argc, char** argv) {
   foldplan::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand("plan", "search every legal layout and rank them by the cost model");
   AddInputFlags(plan_cmd, &plan.inputs);
-  AddCalibrationFlags(plan_cmd, &plan.inputs);
+  AddCalibrationFlags(plan_cmd, &plan.inputs.calibration, &plan.inputs.force_calibration);
   plan_cmd->add_option("--top", plan.top, "candidates to show and write")->capture_default_str();
   plan_cmd->add_option("--objective", plan.objective, "throughput|memory")->capture_default_str();
   plan_cmd->add_flag("--json", plan.json, "print JSON (schema foldplan.plan/v1)");
@@ -113,7 +114,7 @@ int main(int argc, char** argv) {
   foldplan::ExplainOptions explain;
   auto* explain_cmd = app.add_subcommand("explain", "the full cost breakdown of one layout");
   AddInputFlags(explain_cmd, &explain.inputs);
-  AddCalibrationFlags(explain_cmd, &explain.inputs);
+  AddCalibrationFlags(explain_cmd, &explain.inputs.calibration, &explain.inputs.force_calibration);
   explain_cmd->add_option("--layout", explain.layout,
                           "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1 (default with --recipe: the recipe's)");
   explain_cmd->add_option("--recipe", explain.inputs.recipe,
@@ -156,6 +157,19 @@ int main(int argc, char** argv) {
       "this machine's cores. Exit status is foldbench's: 0 every element right, 1 an\n"
       "invalid plan, 2 usage, 3 a run-time failure (a wrong element among them).");
 
+  foldplan::CompareOptions compare;
+  auto* compare_cmd = app.add_subcommand(
+      "compare", "the cost model's predictions beside foldbench's measurements of a plan, with the errors");
+  compare_cmd->add_option("--plan", compare.plan, "the foldplan.plan/v1 file foldbench ran")
+      ->type_name("FILE")
+      ->required();
+  compare_cmd->add_option("--measurements", compare.measurements,
+                          "foldbench's foldplan.measurements/v1 output (-o) for that plan")
+      ->type_name("FILE")
+      ->required();
+  AddCalibrationFlags(compare_cmd, &compare.calibration, &compare.force_calibration);
+  compare_cmd->add_flag("--json", compare.json, "print JSON (schema foldplan.comparison/v1)");
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -171,5 +185,6 @@ int main(int argc, char** argv) {
   if (*plan_cmd) return foldplan::RunPlan(plan, std::cout, std::cerr);
   if (*explain_cmd) return foldplan::RunExplain(explain, std::cout, std::cerr);
   if (*validate_cmd) return foldplan::RunValidate(validate, std::cout, std::cerr);
+  if (*compare_cmd) return foldplan::RunCompare(compare, std::cout, std::cerr);
   return 2;
 }
