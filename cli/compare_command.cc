@@ -13,6 +13,7 @@
 #include "costmodel/measured_op_prediction.h"
 #include "costmodel/plan_file.h"
 #include "inputs/measurements.h"
+#include "planner/layout.h"
 
 namespace foldplan {
 namespace {
@@ -142,7 +143,15 @@ int RunCompare(const CompareOptions& options, std::ostream& out, std::ostream& e
   if (!measured.ok()) return Fail(err, measured.status());
   PlanFileInputs& in = plan.value();
   const MeasurementSet& m = measured.value();
-  if (m.world_size != in.layout.world || m.layout != in.layout_text) {
+  // The same layout: the same text, or the same canonical text once parsed
+  // against the plan's job (older files leave out the recipe keys, which
+  // then take the job's first candidates).
+  auto same_layout = [&] {
+    if (m.layout == in.layout_text) return true;
+    auto parsed = ParseLayout(m.layout, in.layout.world, &in.job);
+    return parsed.ok() && FormatLayout(parsed.value()) == FormatLayout(in.layout);
+  };
+  if (m.world_size != in.layout.world || !same_layout()) {
     return Fail(err, Status::Error(options.measurements + " was measured for layout " + m.layout + " (world " +
                                    std::to_string(m.world_size) + "), but " + options.plan +
                                    "'s best layout is " + in.layout_text + " (world " +
