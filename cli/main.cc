@@ -6,6 +6,7 @@
 
 #include "cli/calibrate_command.h"
 #include "cli/commands.h"
+#include "cli/compare_command.h"
 #include "cli/validate_command.h"
 
 namespace {
@@ -42,11 +43,11 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
 }
 
 // The calibration flags of the commands that cost (plan, explain, collective, compare).
-void AddCalibrationFlags(CLI::App* cmd, foldplan::InputOptions* in) {
-  cmd->add_option("--calibration", in->calibration,
+void AddCalibrationFlags(CLI::App* cmd, std::string* calibration, bool* force_calibration) {
+  cmd->add_option("--calibration", *calibration,
                   "a foldplan.calibration file (from `foldplan calibrate`) instead of the cluster's")
       ->type_name("FILE");
-  cmd->add_flag("--force-calibration", in->force_calibration, "use a calibration made on another GPU");
+  cmd->add_flag("--force-calibration", *force_calibration, "use a calibration made on another GPU");
 }
 
 }  // namespace
@@ -98,7 +99,7 @@ int main(int argc, char** argv) {
   foldplan::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand("plan", "search every legal layout and rank them by the cost model");
   AddInputFlags(plan_cmd, &plan.inputs);
-  AddCalibrationFlags(plan_cmd, &plan.inputs);
+  AddCalibrationFlags(plan_cmd, &plan.inputs.calibration, &plan.inputs.force_calibration);
   plan_cmd->add_option("--top", plan.top, "candidates to show and write")->capture_default_str();
   plan_cmd->add_option("--objective", plan.objective, "throughput|memory")->capture_default_str();
   plan_cmd->add_flag("--json", plan.json, "print JSON (schema foldplan.plan/v1)");
@@ -114,7 +115,7 @@ int main(int argc, char** argv) {
   foldplan::ExplainOptions explain;
   auto* explain_cmd = app.add_subcommand("explain", "the full cost breakdown of one layout");
   AddInputFlags(explain_cmd, &explain.inputs);
-  AddCalibrationFlags(explain_cmd, &explain.inputs);
+  AddCalibrationFlags(explain_cmd, &explain.inputs.calibration, &explain.inputs.force_calibration);
   explain_cmd->add_option("--layout", explain.layout,
                           "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1 (default with --recipe: the recipe's)");
   explain_cmd->add_option("--recipe", explain.inputs.recipe,
@@ -180,7 +181,7 @@ int main(int argc, char** argv) {
   auto* collective_cmd = app.add_subcommand(
       "collective", "the cost model's time of one collective across sizes, as an nccl-tests table");
   AddInputFlags(collective_cmd, &collective.inputs, false);
-  AddCalibrationFlags(collective_cmd, &collective.inputs);
+  AddCalibrationFlags(collective_cmd, &collective.inputs.calibration, &collective.inputs.force_calibration);
   collective_cmd->add_option("--op", collective.op,
                              "all_reduce|all_gather|reduce_scatter|all_to_all|all_to_all_v|send_recv")
       ->required();
@@ -190,6 +191,18 @@ int main(int argc, char** argv) {
       ->type_name("K");
   collective_cmd->add_option("--bytes", collective.bytes, "MIN:MAX sizes, doubling (K, M, G)")->capture_default_str();
   collective_cmd->add_flag("--json", collective.json, "print JSON (foldplan.collective/v1)");
+  foldplan::CompareOptions compare;
+  auto* compare_cmd = app.add_subcommand(
+      "compare", "the cost model's predictions beside foldbench's measurements of a plan, with the errors");
+  compare_cmd->add_option("--plan", compare.plan, "the foldplan.plan/v1 file foldbench ran")
+      ->type_name("FILE")
+      ->required();
+  compare_cmd->add_option("--measurements", compare.measurements,
+                          "foldbench's foldplan.measurements/v1 output (-o) for that plan")
+      ->type_name("FILE")
+      ->required();
+  AddCalibrationFlags(compare_cmd, &compare.calibration, &compare.force_calibration);
+  compare_cmd->add_flag("--json", compare.json, "print JSON (schema foldplan.comparison/v1)");
 
   try {
     app.parse(argc, argv);
@@ -208,5 +221,6 @@ int main(int argc, char** argv) {
   if (*validate_cmd) return foldplan::RunValidate(validate, std::cout, std::cerr);
   if (*calibrate_cmd) return foldplan::RunCalibrate(calibrate, std::cout, std::cerr);
   if (*collective_cmd) return foldplan::RunCollective(collective, std::cout, std::cerr);
+  if (*compare_cmd) return foldplan::RunCompare(compare, std::cout, std::cerr);
   return 2;
 }

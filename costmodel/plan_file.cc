@@ -1,5 +1,7 @@
 #include "costmodel/plan_file.h"
 
+#include "core/json_check.h"
+#include "inputs/loader.h"
 #include "inputs/serialize.h"
 #include "planner/layout_json.h"
 #include "planner/rank_export.h"
@@ -116,6 +118,53 @@ Result<std::string> PlanFileJson(const PlanFileContents& c) {
     else out["megatron_error"] = args.status().message();
   }
   return out.dump(1) + "\n";
+}
+
+Result<PlanFileInputs> LoadPlanFile(const std::string& path) {
+  auto doc = ParseJsonFile(path);
+  if (!doc.ok()) return doc.status();
+  JsonErrors errors(path);
+  CheckedObject root(doc.value(), "", &errors);
+  root.Enum("schema", {kPlanSchema});
+  CheckedObject inputs = root.Object("inputs");
+  if (!errors.empty()) return errors.status();
+  PlanFileInputs out;
+  // One embedded input: its name from the plan, its spec through the
+  // input's own reader, whose errors name the spec's place in the plan.
+  auto spec = [&](const char* key, auto parse, auto* value) -> Status {
+    CheckedObject entry = inputs.Object(key);
+    const std::string name = entry.String("name");
+    if (!entry.Has("spec")) entry.Object("spec");  // records the missing field
+    if (!errors.empty()) return errors.status();
+    auto parsed = parse(entry.Raw("spec"), path + " " + entry.Pointer("spec"));
+    if (!parsed.ok()) return parsed.status();
+    *value = std::move(parsed).value();
+    value->name = name;
+    return Status();
+  };
+  if (Status s = spec("cluster", &ParseCluster, &out.cluster); !s.ok()) return s;
+  if (Status s = spec("model", &ParseModel, &out.model); !s.ok()) return s;
+  if (Status s = spec("job", &ParseJob, &out.job); !s.ok()) return s;
+  // The plan wrote the calibration path already resolved (ParseCluster
+  // would resolve it again, against the plan's directory).
+  out.cluster.calibration = doc.value()["inputs"]["cluster"]["spec"].value("calibration", std::string());
+
+  if (!root.Has("candidates")) root.Object("candidates");
+  if (!errors.empty()) return errors.status();
+  const nlohmann::json& candidates = root.Raw("candidates");
+  if (!candidates.is_array() || candidates.empty()) {
+    errors.Add("/candidates", "expected a non-empty list of candidates");
+    return errors.status();
+  }
+  CheckedObject best(candidates.front(), "/candidates/0", &errors);
+  CheckedObject layout = best.Object("layout");
+  out.layout_text = layout.String("text");
+  if (!errors.empty()) return errors.status();
+  const int world = out.job.world_size > 0 ? out.job.world_size : out.cluster.total_gpus();
+  auto parsed = ParseLayout(out.layout_text, world, &out.job);
+  if (!parsed.ok()) return Status::Error(path + ": /candidates/0/layout/text: " + parsed.status().message());
+  out.layout = std::move(parsed).value();
+  return out;
 }
 
 }  // namespace foldplan

@@ -13,6 +13,10 @@
 #include "core/formats.h"
 #include "core/status.h"
 #include "costmodel/evaluate.h"
+#include "inputs/cluster.h"
+#include "inputs/job.h"
+#include "inputs/model.h"
+#include "planner/layout.h"
 #include "planner/enumerate.h"
 
 namespace foldplan {
@@ -45,5 +49,22 @@ struct PlanFileContents {
 // "rank_map" field null with "rank_map_error" saying why. Likewise its
 // Megatron arguments ("megatron_args", else "megatron_error").
 Result<std::string> PlanFileJson(const PlanFileContents& contents);
+
+// A plan file read back (`foldplan compare`): the inputs it was made from
+// and its best (first) candidate's layout.
+struct PlanFileInputs {
+  ClusterSpec cluster;      // /inputs/cluster/spec, named /inputs/cluster/name
+  ModelSpec model;          // /inputs/model/spec
+  JobSpec job;              // /inputs/job/spec
+  std::string layout_text;  // /candidates/0/layout/text, as written
+  Layout layout;            // that text parsed against the job (stage split filled)
+};
+
+// Reads `path` as foldplan.plan/v1 and parses its embedded inputs with the
+// input readers (ParseCluster, ParseModel, ParseJob) and its first
+// candidate's layout with ParseLayout. Errors name the file and the JSON
+// pointer (of the plan for its own fields; of the embedded spec for the
+// readers', "FILE /inputs/model/spec: /layers: ...").
+Result<PlanFileInputs> LoadPlanFile(const std::string& path);
 
 }  // namespace foldplan
