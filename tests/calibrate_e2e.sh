@@ -45,4 +45,11 @@ awk -v f="$fit" -v d="$defaults" 'BEGIN { exit !(f < d / 2) }' || fail "the fit 
 "$foldplan" collective --op all_reduce --ranks 4 --bytes 1K:1M --calibration "$cal" --force-calibration \
   > "$workdir/calibrate_e2e.collective" 2>&1 || fail "collective with the calibration"
 grep -q 'calibrated$' "$workdir/calibrate_e2e.collective" || fail "collective did not use the fit"
+# compare: every sweep case predicted by the fit (the same sweep, so these
+# are the fitted points too: compare reports, the hold-out above tests).
+"$foldplan" compare --plan "$plan" --measurements "$m" --calibration "$cal" --force-calibration --json \
+  > "$workdir/calibrate_e2e.compare.json" 2> "$workdir/calibrate_e2e.compare.err" ||
+  { cat "$workdir/calibrate_e2e.compare.err"; fail "compare with the calibration"; }
+grep -q '"schema": "foldplan.comparison/v1"' "$workdir/calibrate_e2e.compare.json" || fail "no comparison JSON"
+grep -q '"model": "calibrated"' "$workdir/calibrate_e2e.compare.json" || fail "compare did not use the fit"
 echo "PASS"
