@@ -240,6 +240,12 @@ Result<Calibration> Calibrate(std::vector<MeasuredSeries> series, const std::vec
   for (MeasuredSeries& s : series) {
     auto [it, fresh] = merged.try_emplace(s.key, s);
     if (fresh) continue;
+    if (s.groups_sharing_links != it->second.groups_sharing_links) {
+      c.warnings.push_back(Name(s.key) + ": merged measurements taken with " +
+                           std::to_string(it->second.groups_sharing_links) + " and " +
+                           std::to_string(s.groups_sharing_links) +
+                           " groups sharing a host's links; if they differ, calibrate each apart");
+    }
     it->second.points.insert(it->second.points.end(), s.points.begin(), s.points.end());
     for (const std::string& src : s.sources) AddDistinct(it->second.sources, src);
   }

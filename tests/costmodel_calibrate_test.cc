@@ -156,6 +156,17 @@ TEST_CASE("an exact curve is fitted exactly; the defaults are scored on the same
   CHECK(c.warnings.empty());
 }
 
+TEST_CASE("series of one shape measured under different link sharing are merged with a warning") {
+  MeasuredSeries a = Synthetic(H100(), 8, 20e-6, 100, 13), b = a;
+  b.groups_sharing_links = 2;
+  const Calibration c = Run({a, b});
+  REQUIRE(c.series.size() == 1);
+  CHECK(c.series.front().series.points.size() == 26);
+  REQUIRE(c.warnings.size() == 1);
+  CHECK(c.warnings[0] == "all_reduce/8/intra_domain/8: merged measurements taken with 1 and 2 groups sharing a "
+                         "host's links; if they differ, calibrate each apart");
+}
+
 TEST_CASE("a fit above the line rate is a warning") {
   // 2000 GB/s algbw on 8 ranks: busbw 3500 GB/s against NVLS's 900.
   const Calibration c = Run({Synthetic(H100(), 8, 5e-6, 2000, 13)});
