@@ -133,4 +133,25 @@ class CheckedObject {
   std::set<std::string> seen_;
 };
 
+// The list of objects at `key`, each read by `item(CheckedObject&)` under
+// its own pointer (".../key/3"); an error for a missing field, a non-list
+// or one longer than `max_items`, and (from CheckedObject) for an element
+// that is not an object, which `item` then does not see.
+template <class F>
+void ForEachObject(CheckedObject& parent, const std::string& key, F item, size_t max_items = size_t{1} << 20) {
+  if (!parent.Has(key)) {
+    parent.errors()->Add(parent.Pointer(key), "missing; expected a list of objects");
+    return;
+  }
+  const nlohmann::json& list = parent.Raw(key);
+  if (!list.is_array() || list.size() > max_items) {
+    parent.errors()->Add(parent.Pointer(key), "expected a list of objects, found " + DescribeJsonValue(list));
+    return;
+  }
+  for (size_t i = 0; i < list.size(); ++i) {
+    CheckedObject o(list[i], parent.Pointer(key) + "/" + std::to_string(i), parent.errors());
+    if (list[i].is_object()) item(o);
+  }
+}
+
 }  // namespace foldplan

@@ -103,24 +103,14 @@ class PointCollector {
   std::map<std::array<int64_t, 4>, Samples> grouped_;  // (experts, tokens, K, N)
 };
 
-// The list at `key` of the section (possibly empty), each object read by `item`.
+// The list at `key` of the section (possibly empty), each point read by
+// `item` and then checked for unknown fields.
 template <class F>
 void ForEachPoint(CheckedObject& section, const std::string& key, F item) {
-  if (!section.Has(key)) {
-    section.errors()->Add(section.Pointer(key), "missing; expected a list of objects");
-    return;
-  }
-  const json& list = section.Raw(key);
-  if (!list.is_array()) {
-    section.errors()->Add(section.Pointer(key),
-                          "expected a list of objects, found " + DescribeJsonValue(list));
-    return;
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    CheckedObject o(list[i], section.Pointer(key) + "/" + std::to_string(i), section.errors());
+  ForEachObject(section, key, [&](CheckedObject& o) {
     item(o);
     o.Finish();
-  }
+  });
 }
 
 // s and tflops of one point; the rate in FLOP/s.

@@ -20,25 +20,6 @@ constexpr double kMaxRate = 1e9;                   // GB/s, TFLOP/s: far past an
 constexpr int kMaxItems = 1 << 20;                 // list lengths
 constexpr int64_t kMaxGemmDim = int64_t{1} << 40;  // a GEMM side; far past any memory
 
-// A list of objects, each read by `item` (with its pointer); an error for a
-// non-list or a non-object item.
-template <class F>
-void ForEachObject(CheckedObject& parent, const std::string& key, F item) {
-  if (!parent.Has(key)) {
-    parent.errors()->Add(parent.Pointer(key), "missing; expected a list of objects");
-    return;
-  }
-  const json& list = parent.Raw(key);
-  if (!list.is_array() || list.size() > kMaxItems) {
-    parent.errors()->Add(parent.Pointer(key), "expected a list of objects, found " + DescribeJsonValue(list));
-    return;
-  }
-  for (size_t i = 0; i < list.size(); ++i) {
-    CheckedObject o(list[i], parent.Pointer(key) + "/" + std::to_string(i), parent.errors());
-    if (list[i].is_object()) item(o);
-  }
-}
-
 // A list of strings (possibly empty).
 std::vector<std::string> Strings(CheckedObject& parent, const std::string& key) {
   std::vector<std::string> out;
@@ -141,7 +122,7 @@ MeasuredOp ReadOp(CheckedObject& o) {
     }
     p->Finish();
   }
-  ForEachObject(o, "sizes", [&](CheckedObject& c) { op.cases.push_back(ReadCase(c)); });
+  ForEachObject(o, "sizes", [&](CheckedObject& c) { op.cases.push_back(ReadCase(c)); }, kMaxItems);
   o.Finish();
   return op;
 }
@@ -170,7 +151,7 @@ Result<MeasurementSet> ParseMeasurements(const json& doc, const std::string& fil
     plan->Finish();
   }
   m.conventions = root.String("conventions");
-  ForEachObject(root, "ops", [&](CheckedObject& o) { m.ops.push_back(ReadOp(o)); });
+  ForEachObject(root, "ops", [&](CheckedObject& o) { m.ops.push_back(ReadOp(o)); }, kMaxItems);
   m.wrong_elements = root.Int("wrong_elements", 0, std::numeric_limits<int64_t>::max());
   root.Finish();
   if (!errors.empty()) return errors.status();

@@ -12,17 +12,8 @@
 # Budget: about 6 minutes on 16 cores, most of it the build.
 set -u
 out=${OUT:-bench/results/h200-calibration-$(date -u +%Y-%m-%d)}
-mkdir -p "$out"
 build=${BUILD:-build-gpu}
-run() {  # run NAME COMMAND...: output to $out/NAME.txt, command to commands.txt
-  name=$1
-  shift
-  echo "\$ $*" >>"$out/commands.txt"
-  "$@" >"$out/$name.txt" 2>&1
-  echo "exit $?" >>"$out/$name.txt"
-  tail -3 "$out/$name.txt"
-}
-mpi="mpirun --allow-run-as-root --oversubscribe"
+. "$(dirname "$0")/common.sh"
 echo "== $(date -u) $(hostname) $(git rev-parse --short HEAD)" | tee -a "$out/commands.txt"
 run nvidia-smi nvidia-smi
 run configure cmake -S . -B $build -DCMAKE_BUILD_TYPE=Release -DCMAKE_CUDA_ARCHITECTURES=90 -DFOLDPLAN_BUILD_TESTS=OFF

@@ -9,18 +9,9 @@
 # Budget: about 5 minutes on 16 cores, most of it the build.
 set -u
 out=${OUT:-bench/results/h200-$(date -u +%Y-%m-%d)}
-mkdir -p "$out"
 build=${BUILD:-build-gpu}
 log() { echo "== $*" | tee -a "$out/commands.txt"; }
-run() {  # run NAME COMMAND...: output to $out/NAME.txt, command to commands.txt
-  name=$1
-  shift
-  echo "\$ $*" >>"$out/commands.txt"
-  "$@" >"$out/$name.txt" 2>&1
-  echo "exit $?" >>"$out/$name.txt"
-  tail -3 "$out/$name.txt"
-}
-mpi="mpirun --allow-run-as-root --oversubscribe"
+. "$(dirname "$0")/common.sh"
 
 log "$(date -u) $(hostname) $(git rev-parse --short HEAD)"
 run nvidia-smi nvidia-smi
