@@ -7,6 +7,8 @@
 #include "cli/output.h"
 #include "core/formats.h"
 #include "core/json_check.h"
+#include "costmodel/comm_params.h"
+#include "costmodel/compute_calibration.h"
 #include "inputs/loader.h"
 #include "inputs/measurements.h"
 #include "inputs/recipe.h"
@@ -59,9 +61,25 @@ Result<std::string> CheckOne(const std::string& path) {
     return std::string(kMeasurementsSchema) + ", " + std::to_string(m->ops.size()) + " ops on " +
            std::to_string(m->ranks) + " ranks";
   }
+  if (schema == kCalibrationSchema || schema == kCalibrationSchemaV1) {
+    // As --calibration reads it, for the default cluster; the GPU is not
+    // checked (no cluster is named), the compute section is.
+    auto cluster = LoadCluster(kDefaultCluster);
+    if (!cluster.ok()) return cluster.status();
+    auto params = ParseCommParams(doc, path, cluster.value(), {.allow_other_gpu = true});
+    if (!params.ok()) return params.status();
+    if (const auto section = doc.find("compute"); section != doc.end()) {
+      auto shipped = ComputeProfile::Load(ComputeProfile::DefaultPath());
+      if (!shipped.ok()) return shipped.status();
+      auto merged = CalibratedComputeProfile(shipped.value(), *section, path, cluster->gpu);
+      if (!merged.ok()) return merged.status();
+    }
+    return schema + ", " + std::to_string(params->fits.size()) + " fits" +
+           (params->calibrated_gpu.empty() ? "" : ", measured on " + params->calibrated_gpu);
+  }
   return Status::Error(path + ": /schema: expected one of \"" + kClusterSchema + "\", \"" + kModelSchema +
                        "\", \"" + kJobSchema + "\", \"" + kRecipeSchema + "\", \"" + kMeasurementsSchema +
-                       "\", found " +
+                       "\", \"" + kCalibrationSchema + "\", \"" + kCalibrationSchemaV1 + "\", found " +
                        (schema_field == doc.end() || !doc.is_object() ? std::string("no schema")
                                                                       : DescribeJsonValue(*schema_field)));
 }

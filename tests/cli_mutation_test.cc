@@ -137,7 +137,7 @@ std::string Mutate(const std::string& text, Rng& rng, std::string* what) {
 
 std::vector<fs::path> ShippedInputs() {
   std::vector<fs::path> files;
-  for (const char* dir : {"clusters", "models", "jobs", "recipes"}) {
+  for (const char* dir : {"clusters", "models", "jobs", "recipes", "calibration"}) {
     for (const auto& e : fs::directory_iterator(fs::path(FOLDPLAN_SOURCE_DIR) / "data" / dir)) {
       if (e.path().extension() == ".json") files.push_back(e.path());
     }
@@ -146,6 +146,8 @@ std::vector<fs::path> ShippedInputs() {
   for (const char* f : {"measurements_pp2_cp2_ep4.json", "measurements_rankmap_skipped.json"}) {
     files.push_back(fs::path(FOLDPLAN_TEST_DATA_DIR) / "inputs" / f);
   }
+  // A calibration as `foldplan calibrate` writes it.
+  files.push_back(fs::path(FOLDPLAN_TEST_DATA_DIR) / "calibration" / "nccl_tests_fixtures.calibration.json");
   std::sort(files.begin(), files.end());
   return files;
 }
@@ -171,8 +173,8 @@ TEST_CASE("foldplan check refuses a file of no known schema at /schema, and goes
   const CliRun run = RunFoldplan("check " + file + " data/jobs/default.json", 10);
   CHECK(run.exit_code == 1);
   CHECK(run.err == "foldplan: " + file + ": /schema: expected one of \"foldplan.cluster/v1\", \"foldplan.model/v1\", "
-                   "\"foldplan.job/v1\", \"foldplan.recipe/v1\", \"foldplan.measurements/v1\", found the string "
-                   "\"foldplan.plan/v1\"\n");
+                   "\"foldplan.job/v1\", \"foldplan.recipe/v1\", \"foldplan.measurements/v1\", "
+                   "\"foldplan.calibration/v2\", \"foldplan.calibration/v1\", found the string \"foldplan.plan/v1\"\n");
   CHECK(run.out == "data/jobs/default.json: valid foldplan.job/v1\n");
   fs::remove(file);
 }
