@@ -118,6 +118,13 @@ std::string Num(double x, int digits) {
   return buf;
 }
 
+// Points in one table of the compute section (0 without one).
+size_t ComputePoints(const Calibration& c, const char* table) {
+  if (!c.compute.is_object()) return 0;
+  const auto it = c.compute.find(table);
+  return it != c.compute.end() && it->is_array() ? it->size() : 0;
+}
+
 }  // namespace
 
 std::string Name(const SeriesKey& key) {
@@ -312,10 +319,9 @@ Result<Calibration> Calibrate(std::vector<MeasuredSeries> series, const std::vec
 
   auto compute = ComputePointsFromMeasurements(foldbench);
   if (!compute.ok()) return compute.status();
-  const nlohmann::json& section = compute.value();
-  const bool any = (section.contains("gemm_bf16") && !section["gemm_bf16"].empty()) ||
-                   (section.contains("grouped_gemm_bf16") && !section["grouped_gemm_bf16"].empty());
-  if (any) c.compute = section;
+  c.compute = compute.value();
+  const bool any = ComputePoints(c, "gemm_bf16") + ComputePoints(c, "grouped_gemm_bf16") > 0;
+  if (!any) c.compute = nullptr;
   if (c.series.empty() && !any) return Status::Error("nothing to fit: no collective sweep, nccl-tests row or compute case");
   return c;
 }
@@ -388,8 +394,7 @@ nlohmann::ordered_json CalibrationReportJson(const Calibration& c) {
           {"holdout", {{"share", c.options.holdout_share}, {"seed", c.options.seed}}},
           {"held_out_error", {{"fit", FiguresJson(c.fit_error)}, {"defaults", FiguresJson(c.default_error)}}},
           {"series", series},
-          {"compute_points", c.compute.is_null() ? 0
-                                                 : c.compute["gemm_bf16"].size() + c.compute["grouped_gemm_bf16"].size()},
+          {"compute_points", ComputePoints(c, "gemm_bf16") + ComputePoints(c, "grouped_gemm_bf16")},
           {"warnings", c.warnings}};
 }
 
@@ -423,8 +428,8 @@ std::string CalibrationReportText(const Calibration& c) {
            Percent(c.default_error->max) + "\n";
   }
   if (!c.compute.is_null()) {
-    out += "compute: " + std::to_string(c.compute["gemm_bf16"].size()) + " GEMM and " +
-           std::to_string(c.compute["grouped_gemm_bf16"].size()) + " grouped-GEMM point(s) measured\n";
+    out += "compute: " + std::to_string(ComputePoints(c, "gemm_bf16")) + " GEMM and " +
+           std::to_string(ComputePoints(c, "grouped_gemm_bf16")) + " grouped-GEMM point(s) measured\n";
   }
   for (const std::string& w : c.warnings) out += "warning: " + w + "\n";
   return out;
