@@ -100,7 +100,8 @@ TEST_CASE("the hold-out: round(share x sizes) interior sizes, the same for the s
   }
   CHECK(differs);
   // 3 sizes: nothing held out, no error figure.
-  const SeriesFit& tiny = Run({Synthetic(H100(), 8, 20e-6, 100, 3)}).series.front();
+  const Calibration small = Run({Synthetic(H100(), 8, 20e-6, 100, 3)});
+  const SeriesFit& tiny = small.series.front();
   CHECK(tiny.held_out_sizes == 0);
   CHECK_FALSE(tiny.fit_error.has_value());
 }
