@@ -125,6 +125,7 @@ int RunCalibrate(const CalibrateCliOptions& options, std::ostream& out, std::ost
                     100 * c.default_error->median, c.fit_error->points);
       out << buf;
     }
+    if (!c.compute.is_null()) out << "; measured GEMM rates for the compute profile";
     out << " (--report for the table)\n";
     for (const std::string& w : c.warnings) err << "warning: " << w << "\n";
   }
