@@ -10,11 +10,14 @@ SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 
 SAN_BUILD ?= build-sanitize
 FUZZ_SECONDS ?= 600
-SMOKE_SECONDS ?= 15
+SMOKE_SECONDS ?= 10
 # Left out of the sanitized suite to keep CI under 20 minutes: foldbench's
 # real bf16 GEMM dispatch under MPI (minutes under ASan; its GEMM kernels are
-# covered by validate_expert_gemm_test). SAN_CTEST_ARGS= runs everything.
-SAN_CTEST_ARGS ?= -E '^validate_foldbench_gemm$$'
+# covered by validate_expert_gemm_test), and the calibration loop end to end
+# (42 s alone under ASan; calibrate, collective and compare run sanitized in
+# cli_calibrate_test and cli_compare_test, foldbench's sweep in
+# validate_foldbench_ok). SAN_CTEST_ARGS= runs everything.
+SAN_CTEST_ARGS ?= -E '^(validate_foldbench_gemm|cli_calibrate_e2e)$$'
 # Open MPI keeps allocations alive to exit: suppressed by name, leak
 # detection stays on for everything else.
 SAN_ENV = ASAN_OPTIONS=detect_leaks=1:abort_on_error=1:strict_string_checks=1:detect_stack_use_after_return=1 \

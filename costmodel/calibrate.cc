@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "core/formats.h"
+#include "core/median.h"
 #include "core/text_table.h"
 #include "costmodel/collective.h"
 #include "costmodel/compute_calibration.h"
@@ -23,6 +24,7 @@ namespace {
 Result<GroupSpan> PlaceGroup(const std::vector<int>& ranks_per_host, const Topology& topo,
                              const std::string& what) {
   const ClusterSpec& c = topo.cluster();
+  if (ranks_per_host.empty()) return Status::Error(what + ": a group with no ranks");
   if (static_cast<int>(ranks_per_host.size()) > c.nodes) {
     return Status::Error(what + ": a group spans " + std::to_string(ranks_per_host.size()) + " hosts, but cluster " +
                          c.name + " has " + std::to_string(c.nodes) + " nodes; name the measured cluster with --cluster");
@@ -77,11 +79,6 @@ std::set<int> HeldOut(int sizes, const std::string& name, const CalibrateOptions
   return out;
 }
 
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const size_t n = v.size();
-  return n == 0 ? 0 : n % 2 ? v[n / 2] : (v[n / 2 - 1] + v[n / 2]) / 2;
-}
 
 ErrorFigures Figures(const std::vector<double>& errors) {
   ErrorFigures f;
@@ -142,8 +139,9 @@ Result<std::vector<MeasuredSeries>> SeriesFromMeasurements(const MeasurementSet&
     const std::optional<Collective> collective = CollectiveNamed(op.op);
     if (!collective || !op.ran || op.cases.empty()) continue;  // ulysses, dispatch, ...: not fitted
     const std::string pointer = "/ops/" + std::to_string(i);
-    if (op.ranks_per_node.empty()) {
-      return Status::Error(set.source + ": " + pointer + "/placement/ranks_per_node: missing; the group's hosts are needed");
+    if (op.ranks_per_node.empty() || op.ranks_per_node.front().empty()) {
+      return Status::Error(set.source + ": " + pointer +
+                           "/placement/ranks_per_node: empty; the group's ranks per host are needed to place it");
     }
     auto span = PlaceGroup(op.ranks_per_node.front(), topo.value(), set.source + ": " + pointer);
     if (!span.ok()) return span.status();
@@ -261,6 +259,11 @@ Result<Calibration> Calibrate(std::vector<MeasuredSeries> series, const std::vec
   const CommParams line = LineRateParams(cluster);
   std::vector<double> all_fit_err, all_default_err;
   for (auto& [key, s] : merged) {
+    if (s.points.size() > kMaxSeriesPoints) {
+      return Status::Error(Name(key) + ": " + std::to_string(s.points.size()) + " points from " + s.sources.front() +
+                           (s.sources.size() > 1 ? " and others" : "") + "; at most " +
+                           std::to_string(kMaxSeriesPoints) + " are fitted per series");
+    }
     std::vector<double> sizes;
     for (const MeasuredPoint& p : s.points) sizes.push_back(p.bytes);
     std::sort(sizes.begin(), sizes.end());
@@ -322,7 +325,11 @@ Result<Calibration> Calibrate(std::vector<MeasuredSeries> series, const std::vec
   c.compute = compute.value();
   const bool any = ComputePoints(c, "gemm_bf16") + ComputePoints(c, "grouped_gemm_bf16") > 0;
   if (!any) c.compute = nullptr;
-  if (c.series.empty() && !any) return Status::Error("nothing to fit: no collective sweep, nccl-tests row or compute case");
+  if (c.series.empty() && !any) {
+    std::string files;
+    for (const CalibrationInput& in : c.inputs) files += (files.empty() ? " in " : ", ") + in.file;
+    return Status::Error("nothing to fit" + files + ": no collective sweep, nccl-tests row or compute case");
+  }
   return c;
 }
 

@@ -37,6 +37,12 @@
 
 namespace foldplan {
 
+// Points one series may hold (all its files together): the split search
+// fits every point for each of about 1,100 splits, so this bounds a fit to
+// a few hundred million operations (about a second). A sweep has tens of
+// sizes; nccl-tests' whole 8 B .. 16 GiB range at factor 2 is 32.
+inline constexpr size_t kMaxSeriesPoints = 16384;
+
 struct CalibrateOptions {
   double holdout_share = 0.25;  // [0, 0.5]: share of each series' sizes held out
   uint64_t seed = 1;            // the hold-out draw

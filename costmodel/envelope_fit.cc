@@ -9,6 +9,8 @@
 
 #include <Eigen/Dense>
 
+#include "core/median.h"
+
 namespace foldplan {
 namespace {
 
@@ -37,14 +39,6 @@ struct Line {
   double At(double bytes) const { return alpha + beta * bytes; }
 };
 
-double Median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  const size_t mid = v.size() / 2;
-  std::nth_element(v.begin(), v.begin() + mid, v.end());
-  double m = v[mid];
-  if (v.size() % 2 == 0) m = (m + *std::max_element(v.begin(), v.begin() + mid)) / 2;
-  return m;
-}
 
 // Weighted least squares of (alpha + beta x_i) / t_i = 1, alpha >= 0, beta >= kMinBeta.
 Line WeightedFit(const std::vector<TimedBytes>& p, const std::vector<int>& idx, const std::vector<double>& w) {

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstdio>
 
+#include "core/median.h"
 #include "costmodel/collective.h"
 #include "costmodel/compute_profile.h"
 #include "costmodel/compute_time.h"
@@ -200,10 +201,8 @@ ErrorSummary SummariseErrors(const std::vector<const CaseComparison*>& cases) {
   ErrorSummary s;
   s.cases = static_cast<int>(errors.size());
   if (errors.empty()) return s;
-  std::sort(errors.begin(), errors.end());
-  const size_t n = errors.size();
-  s.median_abs_relative_error = n % 2 ? errors[n / 2] : (errors[n / 2 - 1] + errors[n / 2]) / 2;
-  s.max_abs_relative_error = errors.back();
+  s.median_abs_relative_error = Median(errors);
+  s.max_abs_relative_error = *std::max_element(errors.begin(), errors.end());
   return s;
 }
 

@@ -168,6 +168,17 @@ TEST_CASE("series of one shape measured under different link sharing are merged 
                          "host's links; if they differ, calibrate each apart");
 }
 
+TEST_CASE("a series past kMaxSeriesPoints, or nothing to fit, is an error") {
+  MeasuredSeries big = Synthetic(H100(), 8, 20e-6, 100, 13);
+  while (big.points.size() <= kMaxSeriesPoints) big.points.push_back(big.points.front());
+  Result<Calibration> r = Calibrate({big}, {}, {}, {}, H100(), {});
+  REQUIRE_FALSE(r.ok());
+  CHECK(r.status().message().find("at most 16384 are fitted per series") != std::string::npos);
+  Result<Calibration> none = Calibrate({}, {}, {}, {{"m.json", "foldbench", "", 0}}, H100(), {});
+  REQUIRE_FALSE(none.ok());
+  CHECK(none.status().message() == "nothing to fit in m.json: no collective sweep, nccl-tests row or compute case");
+}
+
 TEST_CASE("a fit above the line rate is a warning") {
   // 2000 GB/s algbw on 8 ranks: busbw 3500 GB/s against NVLS's 900.
   const Calibration c = Run({Synthetic(H100(), 8, 5e-6, 2000, 13)});
