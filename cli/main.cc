@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   list_cmd->add_flag("--json", list.json, "print JSON");
 
   foldplan::CheckOptions check;
-  auto* check_cmd = app.add_subcommand("check", "check input files (cluster, model, job, recipe, measurements) without running anything");
+  auto* check_cmd = app.add_subcommand("check", "check input files (cluster, model, job, recipe, measurements, calibration) without running anything");
   check_cmd->add_option("files", check.files, "the files; each one's \"schema\" says what it is")->required();
 
   foldplan::TopoOptions topo;
@@ -160,7 +160,7 @@ int main(int argc, char** argv) {
 
   foldplan::CalibrateCliOptions calibrate;
   auto* calibrate_cmd = app.add_subcommand(
-      "calibrate", "fit the communication model to measurements (foldbench, nccl-tests) and score it on held-out sizes");
+      "calibrate", "fit the cost model (collectives, GEMM rates) to measurements (foldbench, nccl-tests), scored on held-out sizes");
   calibrate_cmd->add_option("--measurements", calibrate.measurements, "foldbench's foldplan.measurements/v1 files")
       ->type_name("FILE...");
   calibrate_cmd->add_option("--nccl-tests", calibrate.nccl_tests,
