@@ -382,6 +382,10 @@ void WarnAboutFitMisses(const CommParams& params, std::ostream& err) {
     err << "warning: calibration " << params.source << " has no fit for " << Name(collective) << " on "
         << Name(placement) << " groups of the sizes costed; the defaults (NCCL's model) were used there\n";
   }
+  for (const auto& [collective, placement] : params.misses->ListBeyond()) {
+    err << "warning: calibration " << params.source << ": the fit for " << Name(collective) << " on "
+        << Name(placement) << " groups was used past the largest size it measured, its fastest segment extended\n";
+  }
 }
 
 int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {

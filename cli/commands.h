@@ -82,7 +82,8 @@ std::string InputsLine(const Inputs& inputs);
 
 // What a calibrated cost model must say on stderr: before costing, that a
 // file made on another GPU is used as forced; after, one warning per
-// (collective, placement class) it had no fit for (the defaults costed it).
+// (collective, placement class) it had no fit for (the defaults costed it)
+// and per one whose fit it used past the largest size measured.
 void WarnAboutCalibrationGpu(const CommParams& params, const ClusterSpec& cluster, std::ostream& err);
 void WarnAboutFitMisses(const CommParams& params, std::ostream& err);
 

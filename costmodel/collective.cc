@@ -267,6 +267,7 @@ void Evaluate(Collective collective, double bytes, const GroupSpan& span, const 
     if (const CollectiveFit* fit = params.FindFit(collective, span.gpus, placement, RanksPerDomainOf(span));
         fit && !fit->segments.empty()) {
       AddFit(collective, bytes, span.gpus, *fit, out);
+      if (fit->max_bytes > 0 && bytes > fit->max_bytes && params.misses) params.misses->RecordBeyond(collective, placement);
       return;
     }
     if (params.misses) params.misses->Record(collective, placement);

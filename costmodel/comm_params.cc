@@ -52,9 +52,9 @@ const CollectiveFit* CommParams::FindFit(Collective collective, int gpus, Placem
   return nullptr;
 }
 
-std::vector<std::pair<Collective, PlacementClass>> FitMisses::List() const {
+std::vector<std::pair<Collective, PlacementClass>> FitMisses::Listed(const std::atomic<uint32_t>& set) {
   std::vector<std::pair<Collective, PlacementClass>> out;
-  const uint32_t bits = bits_.load(std::memory_order_relaxed);
+  const uint32_t bits = set.load(std::memory_order_relaxed);
   for (int c = 0; c < kCollectiveCount; ++c) {
     for (int p = 0; p < 3; ++p) {
       if (bits & (uint32_t{1} << (c * 3 + p))) out.emplace_back(static_cast<Collective>(c), static_cast<PlacementClass>(p));
@@ -278,14 +278,14 @@ PlacementClass PlacementOf(const std::string& name) {
 }
 
 // What `foldplan calibrate` writes beside a v2 fit's curve (its sizes,
-// outliers, implied bus bandwidth, held-out errors): checked for type, not
-// used by the model.
-void ReadFitReport(CheckedObject& fit) {
+// outliers, implied bus bandwidth, held-out errors): checked for type; of
+// it the model keeps the largest size measured.
+void ReadFitReport(CheckedObject& fit, CollectiveFit& out) {
   if (std::optional<CheckedObject> sizes = fit.OptionalObject("sizes")) {
     sizes->Int("fitted", 0, int64_t{1} << 40);
     sizes->Int("held_out", 0, int64_t{1} << 40);
     sizes->Number("min_bytes", 0, 1e18);
-    sizes->Number("max_bytes", 0, 1e18);
+    out.max_bytes = sizes->Number("max_bytes", 0, 1e18);
     if (sizes->Has("held_out_bytes")) sizes->Raw("held_out_bytes");  // a report
     sizes->Finish();
   }
@@ -308,7 +308,7 @@ CollectiveFit ReadFit(const json& element, const std::string& pointer, JsonError
   out.gpus = static_cast<int>(fit.Int("gpus", 2, 1 << 24));
   out.placement = PlacementOf(fit.Enum("placement", {"intra_domain", "inter_domain", "cross_spine"}));
   out.ranks_per_domain = static_cast<int>(fit.Int("ranks_per_domain", 1, out.gpus, 0));
-  if (v2) ReadFitReport(fit);
+  if (v2) ReadFitReport(fit, out);
   fit.Finish();
 
   const json* segments = element.is_object() ? ArrayField(element, "segments", pointer + "/segments", errors) : nullptr;

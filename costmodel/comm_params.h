@@ -67,6 +67,7 @@ struct CollectiveFit {
   PlacementClass placement = PlacementClass::kIntraDomain;
   std::vector<AlphaBetaSegment> segments;
   int ranks_per_domain = 0;
+  double max_bytes = 0;  // the largest size measured (v2 `sizes.max_bytes`); 0: not known
   bool operator==(const CollectiveFit&) const = default;
 };
 
@@ -75,18 +76,24 @@ struct CollectiveFit {
 int RanksPerDomainOf(const GroupSpan& span);
 
 // Which (collective, placement class) a calibrated model was asked to cost
-// and had no fit for: recorded while costing, from any thread, and read
-// afterwards for one warning each (the defaults were used there).
+// and had no fit for, and which fits it used past the largest size they
+// measured (their fastest segment extended): recorded while costing, from
+// any thread, and read afterwards for one warning each.
 class FitMisses {
  public:
-  void Record(Collective collective, PlacementClass placement) {
-    const uint32_t bit = uint32_t{1} << (static_cast<int>(collective) * 3 + static_cast<int>(placement));
-    if (!(bits_.load(std::memory_order_relaxed) & bit)) bits_.fetch_or(bit, std::memory_order_relaxed);
-  }
-  std::vector<std::pair<Collective, PlacementClass>> List() const;
+  void Record(Collective collective, PlacementClass placement) { Set(missing_, collective, placement); }
+  void RecordBeyond(Collective collective, PlacementClass placement) { Set(beyond_, collective, placement); }
+  std::vector<std::pair<Collective, PlacementClass>> List() const { return Listed(missing_); }
+  std::vector<std::pair<Collective, PlacementClass>> ListBeyond() const { return Listed(beyond_); }
 
  private:
-  std::atomic<uint32_t> bits_{0};
+  static void Set(std::atomic<uint32_t>& bits, Collective collective, PlacementClass placement) {
+    const uint32_t bit = uint32_t{1} << (static_cast<int>(collective) * 3 + static_cast<int>(placement));
+    if (!(bits.load(std::memory_order_relaxed) & bit)) bits.fetch_or(bit, std::memory_order_relaxed);
+  }
+  static std::vector<std::pair<Collective, PlacementClass>> Listed(const std::atomic<uint32_t>& bits);
+  std::atomic<uint32_t> missing_{0};
+  std::atomic<uint32_t> beyond_{0};
 };
 
 // How a calibration file may be used.

@@ -73,6 +73,10 @@ TEST_CASE("collective uses the fit where it has one and warns once where it has 
   REQUIRE(fitted.exit_code == 0);
   CHECK(Count(fitted.out, "calibrated\n") == 11);  // 1 KiB .. 1 MiB, doubling
   CHECK(fitted.err.empty());
+  // Past the log's largest size (8 GiB): one warning that the fit was extended.
+  const auto beyond = RunFoldplan("collective --op all_reduce --ranks 8 --bytes 4G:64G --calibration " + kCal);
+  REQUIRE(beyond.exit_code == 0);
+  CHECK(Count(beyond.err, "the fit for all_reduce on intra_domain groups was used past the largest size it measured") == 1);
   const auto other = RunFoldplan("collective --op all_reduce --ranks 16 --bytes 1K:1M --calibration " + kCal);
   REQUIRE(other.exit_code == 0);
   CHECK(Count(other.err, "has no fit for all_reduce on inter_domain groups") == 1);

@@ -203,6 +203,7 @@ TEST_CASE("the v2 file reads back: same fits, GPU checked, v1 still read") {
   CHECK(p.fits[0].placement == PlacementClass::kIntraDomain);
   CHECK(p.fits[0].ranks_per_domain == 8);
   CHECK(p.fits[0].segments == c.series[0].fit.segments);
+  CHECK(p.fits[0].max_bytes == c.series[0].max_bytes);
   CHECK(p.calibrated_gpu == "NVIDIA H100 80GB HBM3");
   // On a B200 cluster: refused unless forced.
   const ClusterSpec b200 = LoadCluster("b200-dgx-32n").value();
@@ -234,6 +235,15 @@ TEST_CASE("a calibration covering some classes records each missing class once")
   REQUIRE(missing.size() == 2);
   CHECK(missing[0] == std::pair{Collective::kAllGather, PlacementClass::kIntraDomain});
   CHECK(missing[1] == std::pair{Collective::kAllReduce, PlacementClass::kInterDomain});
+  CHECK(p.misses->ListBeyond().empty());  // the fit knows no largest size
+  // A fit measured up to 4 MiB, asked for 64 MiB: extended, and recorded once.
+  p.fits[0].max_bytes = 4 << 20;
+  CollectiveTime(Collective::kAllReduce, 1 << 20, intra, p);
+  CHECK(p.misses->ListBeyond().empty());
+  CHECK(CollectiveTime(Collective::kAllReduce, 64 << 20, intra, p).seconds == doctest::Approx(20e-6 + (64 << 20) / 100e9));
+  CollectiveTime(Collective::kAllReduce, 128 << 20, intra, p);
+  REQUIRE(p.misses->ListBeyond().size() == 1);
+  CHECK(p.misses->ListBeyond()[0] == std::pair{Collective::kAllReduce, PlacementClass::kIntraDomain});
   // Defaults alone record nothing.
   CHECK_FALSE(DefaultCommParams(cluster).misses);
 }
