@@ -11,6 +11,7 @@
 #include "core/json_check.h"
 #include "core/sha256.h"
 #include "costmodel/calibrate.h"
+#include "topology/topology.h"
 
 namespace foldplan {
 namespace {
@@ -66,6 +67,8 @@ int RunCalibrate(const CalibrateCliOptions& options, std::ostream& out, std::ost
   if (Status s = CheckFlags(options); !s.ok()) return Usage(err, s);
   auto cluster = LoadClusterAlone(options.inputs);
   if (!cluster.ok()) return Fail(err, cluster.status());
+  auto topology = Topology::Build(cluster.value());
+  if (!topology.ok()) return Fail(err, topology.status());
 
   std::vector<CalibrationInput> inputs;
   std::vector<MeasurementSet> sets;
@@ -81,7 +84,7 @@ int RunCalibrate(const CalibrateCliOptions& options, std::ostream& out, std::ost
     if (!parsed.ok()) return Fail(err, parsed.status());
     auto set = ParseMeasurements(parsed.value(), path);
     if (!set.ok()) return Fail(err, set.status());
-    auto found = SeriesFromMeasurements(set.value(), cluster.value());
+    auto found = SeriesFromMeasurements(set.value(), topology.value());
     if (!found.ok()) return Fail(err, found.status());
     series.insert(series.end(), found.value().begin(), found.value().end());
     record(path, "foldbench", text.value());
@@ -93,7 +96,7 @@ int RunCalibrate(const CalibrateCliOptions& options, std::ostream& out, std::ost
     if (!text.ok()) return Fail(err, text.status());
     auto log = ParseNcclTestsLog(text.value(), path, hint);
     if (!log.ok()) return Fail(err, log.status());
-    auto found = SeriesFromNcclTests(log.value(), cluster.value());
+    auto found = SeriesFromNcclTests(log.value(), topology.value());
     if (!found.ok()) return Fail(err, found.status());
     series.push_back(std::move(found).value());
     record(path, "nccl-tests", text.value());

@@ -11,10 +11,10 @@
 
 #include "core/formats.h"
 #include "core/median.h"
+#include "core/mix64.h"
 #include "core/text_table.h"
 #include "costmodel/collective.h"
 #include "costmodel/compute_calibration.h"
-#include "topology/topology.h"
 
 namespace foldplan {
 namespace {
@@ -52,10 +52,9 @@ int Sharing(double ranks_per_host, int group_ranks_on_host) {
 }
 
 uint64_t SplitMix64(uint64_t& state) {
-  uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-  return z ^ (z >> 31);
+  const uint64_t z = Mix64(state);
+  state += kSplitMix64Increment;
+  return z;
 }
 
 uint64_t Fnv1a(const std::string& s) {
@@ -129,9 +128,7 @@ std::string Name(const SeriesKey& key) {
          std::to_string(key.ranks_per_domain);
 }
 
-Result<std::vector<MeasuredSeries>> SeriesFromMeasurements(const MeasurementSet& set, const ClusterSpec& cluster) {
-  auto topo = Topology::Build(cluster);
-  if (!topo.ok()) return topo.status();
+Result<std::vector<MeasuredSeries>> SeriesFromMeasurements(const MeasurementSet& set, const Topology& topology) {
   std::vector<MeasuredSeries> out;
   const double ranks_per_host = static_cast<double>(set.ranks) / std::max<size_t>(set.hosts.size(), 1);
   for (size_t i = 0; i < set.ops.size(); ++i) {
@@ -143,7 +140,7 @@ Result<std::vector<MeasuredSeries>> SeriesFromMeasurements(const MeasurementSet&
       return Status::Error(set.source + ": " + pointer +
                            "/placement/ranks_per_node: empty; the group's ranks per host are needed to place it");
     }
-    auto span = PlaceGroup(op.ranks_per_node.front(), topo.value(), set.source + ": " + pointer);
+    auto span = PlaceGroup(op.ranks_per_node.front(), topology, set.source + ": " + pointer);
     if (!span.ok()) return span.status();
     MeasuredSeries s;
     s.key = KeyOf(*collective, span.value());
@@ -167,11 +164,9 @@ Result<std::vector<MeasuredSeries>> SeriesFromMeasurements(const MeasurementSet&
   return out;
 }
 
-Result<MeasuredSeries> SeriesFromNcclTests(const NcclTestsLog& log, const ClusterSpec& cluster) {
+Result<MeasuredSeries> SeriesFromNcclTests(const NcclTestsLog& log, const Topology& topology) {
   const std::optional<Collective> collective = CollectiveNamed(log.collective);
   if (!collective) return Status::Error(log.source + ": collective \"" + log.collective + "\" is not one foldplan models");
-  auto topo = Topology::Build(cluster);
-  if (!topo.ok()) return topo.status();
   // Group 0's ranks per host, hosts in first-seen order.
   std::vector<std::string> hosts;
   std::vector<int> counts;
@@ -185,7 +180,7 @@ Result<MeasuredSeries> SeriesFromNcclTests(const NcclTestsLog& log, const Cluste
       ++counts[it - hosts.begin()];
     }
   }
-  auto span = PlaceGroup(counts, topo.value(), log.source);
+  auto span = PlaceGroup(counts, topology, log.source);
   if (!span.ok()) return span.status();
   MeasuredSeries s;
   s.key = KeyOf(*collective, span.value());

@@ -34,6 +34,7 @@
 #include "inputs/cluster.h"
 #include "inputs/measurements.h"
 #include "inputs/nccl_tests_log.h"
+#include "topology/topology.h"
 
 namespace foldplan {
 
@@ -116,8 +117,9 @@ struct Calibration {
 // The series in foldbench's sweep ops (other ops are not fitted) and in
 // nccl-tests logs (out-of-place times; in-place halves are not used).
 // Points with wrong elements are refused: an error naming file and place.
-Result<std::vector<MeasuredSeries>> SeriesFromMeasurements(const MeasurementSet& set, const ClusterSpec& cluster);
-Result<MeasuredSeries> SeriesFromNcclTests(const NcclTestsLog& log, const ClusterSpec& cluster);
+// `topology` is the cluster's, built once for all the files.
+Result<std::vector<MeasuredSeries>> SeriesFromMeasurements(const MeasurementSet& set, const Topology& topology);
+Result<MeasuredSeries> SeriesFromNcclTests(const NcclTestsLog& log, const Topology& topology);
 
 // Everything calibrate does after reading: series of the same key merged,
 // held out, fitted, scored; compute points from foldbench's compute ops.

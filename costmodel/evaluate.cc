@@ -70,16 +70,25 @@ void TallyComm(const StepWork& work, const PipelineTimes& times, const std::vect
 
 namespace {
 
-// The shipped profile scaled to the cluster's GPU, with the measured points
-// of the cluster's calibration file (its v2 "compute" section) merged in.
-// LoadCommParams has read the same file and checked its GPU.
-Result<ComputeProfile> ComputeProfileFor(const ClusterSpec& cluster, const ComputeProfile& shipped) {
-  if (cluster.calibration.empty()) return shipped.ScaledTo(cluster.gpu);
+// The communication parameters and the compute rates of the cluster's
+// calibration file, read once: its comm model (GPU checked first), and the
+// shipped profile scaled to the cluster's GPU with the file's measured
+// points (its v2 "compute" section) merged in. No file: the defaults.
+struct Rates {
+  CommParams comm;
+  ComputeProfile profile;
+};
+Result<Rates> RatesFor(const ClusterSpec& cluster, const ComputeProfile& shipped, const CalibrationUse& use) {
+  if (cluster.calibration.empty()) return Rates{DefaultCommParams(cluster), shipped.ScaledTo(cluster.gpu)};
   Result<nlohmann::json> file = ParseJsonFile(cluster.calibration);
   if (!file.ok()) return file.status();
+  auto comm = ParseCommParams(file.value(), cluster.calibration, cluster, use);
+  if (!comm.ok()) return comm.status();
   const auto section = file.value().find("compute");
-  if (section == file.value().end()) return shipped.ScaledTo(cluster.gpu);
-  return CalibratedComputeProfile(shipped, *section, cluster.calibration, cluster.gpu);
+  if (section == file.value().end()) return Rates{std::move(comm).value(), shipped.ScaledTo(cluster.gpu)};
+  auto profile = CalibratedComputeProfile(shipped, *section, cluster.calibration, cluster.gpu);
+  if (!profile.ok()) return profile.status();
+  return Rates{std::move(comm).value(), std::move(profile).value()};
 }
 
 }  // namespace
@@ -90,12 +99,10 @@ Result<std::unique_ptr<CostModel>> CostModel::Create(const ClusterSpec& cluster,
   if (!topology.ok()) return topology.status();
   auto profile = ComputeProfile::Load(ComputeProfile::DefaultPath());
   if (!profile.ok()) return profile.status();
-  auto comm = CommParamsFor(cluster, use);
-  if (!comm.ok()) return comm.status();
-  auto rates = ComputeProfileFor(cluster, profile.value());
+  auto rates = RatesFor(cluster, profile.value(), use);
   if (!rates.ok()) return rates.status();
   return std::unique_ptr<CostModel>(new CostModel(cluster, model, job, std::move(topology).value(),
-                                                  std::move(rates).value(), comm.value()));
+                                                  std::move(rates.value().profile), std::move(rates.value().comm)));
 }
 
 CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job,

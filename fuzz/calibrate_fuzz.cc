@@ -9,11 +9,12 @@ using namespace foldplan;
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   static const ClusterSpec cluster = LoadCluster(kDefaultCluster).value();
+  static const Topology topology = Topology::Build(cluster).value();
   const auto json = fuzz::ParseJson(data, size);
   if (!json) return 0;
   auto set = ParseMeasurements(*json, fuzz::kFuzzFile);
   if (!set.ok()) return 0;  // the reader's own target checks its refusals
-  auto series = SeriesFromMeasurements(set.value(), cluster);
+  auto series = SeriesFromMeasurements(set.value(), topology);
   fuzz::CheckRefusal(series.status());
   if (!series.ok()) return 0;
   // Refusals here may name the series rather than the file (nothing to fit,

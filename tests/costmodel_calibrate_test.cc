@@ -52,7 +52,7 @@ Calibration Run(std::vector<MeasuredSeries> series, const CalibrateOptions& o = 
 TEST_CASE("an nccl-tests run on one host is an intra-domain series, two hosts an inter-domain one") {
   const ClusterSpec cluster = H100();
   const NcclTestsLog one = LoadNcclTestsLog(kData + "/nccl_tests/all_reduce_perf_h100x8.log").value();
-  const MeasuredSeries s1 = SeriesFromNcclTests(one, cluster).value();
+  const MeasuredSeries s1 = SeriesFromNcclTests(one, Topology::Build(cluster).value()).value();
   CHECK(Name(s1.key) == "all_reduce/8/intra_domain/8");
   CHECK(s1.points.size() == one.rows.size());
   CHECK(s1.points.front().bytes == one.rows.front().size_bytes);
@@ -60,14 +60,14 @@ TEST_CASE("an nccl-tests run on one host is an intra-domain series, two hosts an
   CHECK(s1.points.front().where.find("all_reduce_perf_h100x8.log:") != std::string::npos);
 
   const NcclTestsLog two = LoadNcclTestsLog(kData + "/nccl_tests/alltoall_perf_2x8_mpi.log").value();
-  const MeasuredSeries s2 = SeriesFromNcclTests(two, cluster).value();
+  const MeasuredSeries s2 = SeriesFromNcclTests(two, Topology::Build(cluster).value()).value();
   CHECK(Name(s2.key) == "all_to_all/16/inter_domain/8");
   CHECK(s2.span.nodes == 2);
 }
 
 TEST_CASE("a measurement with wrong elements is refused, naming its file and line") {
   const NcclTestsLog log = LoadNcclTestsLog(kData + "/nccl_tests/reduce_scatter_perf_wrong.log").value();
-  Result<MeasuredSeries> s = SeriesFromNcclTests(log, H100());
+  Result<MeasuredSeries> s = SeriesFromNcclTests(log, Topology::Build(H100()).value());
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().message().find("reduce_scatter_perf_wrong.log:21:") != std::string::npos);
   CHECK(s.status().message().find("refused, not fitted") != std::string::npos);
@@ -75,7 +75,7 @@ TEST_CASE("a measurement with wrong elements is refused, naming its file and lin
 
 TEST_CASE("a group on more hosts than the cluster has nodes is an error that names --cluster") {
   const NcclTestsLog log = LoadNcclTestsLog(kData + "/nccl_tests/alltoall_perf_2x8_mpi.log").value();
-  Result<MeasuredSeries> s = SeriesFromNcclTests(log, LoadCluster("h200-dgx-1n").value());
+  Result<MeasuredSeries> s = SeriesFromNcclTests(log, Topology::Build(LoadCluster("h200-dgx-1n").value()).value());
   REQUIRE_FALSE(s.ok());
   CHECK(s.status().message().find("spans 2 hosts, but cluster h200-dgx-1n has 1 nodes") != std::string::npos);
 }
@@ -189,7 +189,7 @@ TEST_CASE("a fit above the line rate is a warning") {
 TEST_CASE("the v2 file reads back: same fits, GPU checked, v1 still read") {
   const ClusterSpec cluster = H100();
   const NcclTestsLog log = LoadNcclTestsLog(kData + "/nccl_tests/all_reduce_perf_h100x8.log").value();
-  std::vector<MeasuredSeries> series = {SeriesFromNcclTests(log, cluster).value()};
+  std::vector<MeasuredSeries> series = {SeriesFromNcclTests(log, Topology::Build(cluster).value()).value()};
   const Calibration c =
       Calibrate(series, {}, {log}, {{"all_reduce_perf_h100x8.log", "nccl-tests", "abc", 1}}, cluster, {}).value();
   CHECK(c.gpu == "NVIDIA H100 80GB HBM3");

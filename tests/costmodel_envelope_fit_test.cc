@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "core/mix64.h"
 #include "costmodel/envelope_fit.h"
 
 using namespace foldplan;
@@ -19,10 +20,8 @@ namespace {
 struct Noise {
   uint64_t state;
   double Uniform(double e) {  // in [-e, e]
-    uint64_t z = (state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
+    const uint64_t z = Mix64(state);
+    state += kSplitMix64Increment;
     return e * (2.0 * static_cast<double>(z >> 11) / 9007199254740992.0 - 1.0);
   }
 };

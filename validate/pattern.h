@@ -6,15 +6,11 @@
 
 #include <cstdint>
 
+#include "core/mix64.h"
+
 namespace foldplan::validate {
 
-// SplitMix64's finalizer: a bijective mix of a 64-bit index.
-inline uint64_t Mix64(uint64_t x) {
-  uint64_t z = x + 0x9E3779B97F4A7C15ULL;
-  z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ULL;
-  z = (z ^ (z >> 27)) * 0x94D049BB133111EBULL;
-  return z ^ (z >> 31);
-}
+using foldplan::Mix64;  // core/mix64.h
 
 // The 16-bit word element `index` of a moved (never reduced) tensor holds.
 inline uint16_t PatternWord(uint64_t index) { return static_cast<uint16_t>(Mix64(index)); }
