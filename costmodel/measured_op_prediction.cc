@@ -20,13 +20,6 @@ std::string Rate(double value, const char* unit) {
   return text;
 }
 
-std::optional<GroupKind> GroupKindNamed(const std::string& name) {
-  for (int k = 0; k < kGroupKindCount; ++k) {
-    if (name == Name(GroupKind(k))) return GroupKind(k);
-  }
-  return std::nullopt;
-}
-
 // A prediction in parts: seconds summed, what each part used joined by " + ".
 struct Parts {
   double seconds = 0;

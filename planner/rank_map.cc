@@ -31,6 +31,13 @@ const char* Name(GroupKind kind) {
   return "?";
 }
 
+std::optional<GroupKind> GroupKindNamed(std::string_view name) {
+  for (int k = 0; k < kGroupKindCount; ++k) {
+    if (name == Name(GroupKind(k))) return GroupKind(k);
+  }
+  return std::nullopt;
+}
+
 bool IsHeavy(GroupKind kind) {
   switch (kind) {
     case GroupKind::kTp:

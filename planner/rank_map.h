@@ -4,7 +4,9 @@
 #pragma once
 
 #include <array>
+#include <optional>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "core/status.h"
@@ -22,6 +24,7 @@ enum class GroupKind {
 };
 inline constexpr int kGroupKindCount = 16;
 const char* Name(GroupKind kind);  // "tp", "dp_cp", "tp_ep_pp", ...
+std::optional<GroupKind> GroupKindNamed(std::string_view name);  // the kind of that Name, or nullopt
 // The kinds whose all-to-all / tensor traffic should stay inside an NVLink domain.
 bool IsHeavy(GroupKind kind);      // tp, cp, tp_cp, ep, etp, tp_ep
 
