@@ -39,9 +39,10 @@
 namespace foldplan {
 
 // Points one series may hold (all its files together): the split search
-// fits every point for each of about 1,100 splits, so this bounds a fit to
-// a few hundred million operations (about a second). A sweep has tens of
-// sizes; nccl-tests' whole 8 B .. 16 GiB range at factor 2 is 32.
+// fits every point for each of up to about 1,100 splits, so this bounds a
+// fit to 3 s with a sweep's 32 sizes and 11 s with every point its own size
+// (bench/calibrate_bench.cc, 2-core machine; a 32-size sweep takes 9 ms).
+// A sweep has tens of sizes; nccl-tests' 8 B .. 16 GiB at factor 2 is 32.
 inline constexpr size_t kMaxSeriesPoints = 16384;
 
 struct CalibrateOptions {
