@@ -20,15 +20,9 @@
 #include "core/status.h"
 #include "inputs/model.h"
 #include "planner/layout.h"
+#include "planner/pipeline_schedule.h"
 
 namespace foldplan {
-
-// The pipeline schedule (doc/cost-model.md derives each one's step time).
-enum class PipelineSchedule {
-  k1F1B,             // one forward, one backward (PipeDream-Flush), vpp == 1
-  kInterleaved1F1B,  // Megatron's interleaved 1F1B over vpp model chunks
-};
-const char* Name(PipelineSchedule schedule);  // "1f1b", "interleaved-1f1b"
 
 struct VirtualStage {
   int index = 0;          // c, in Megatron's order
