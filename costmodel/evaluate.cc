@@ -153,18 +153,31 @@ const LayoutPlacement* CostModel::PlacementOf(const Layout& l) const {
   return cache.placement.ok() ? &cache.placement.value() : nullptr;
 }
 
+StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeline) const {
+  std::vector<CommOp> ops;
+  if (const LayoutPlacement* placement = PlacementOf(layout)) {
+    ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
+  }
+  return BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops),
+                       MicroBatchesPerStep(job_, layout));
+}
+
+double CostModel::OptimizerSeconds(const Layout& layout, const PipelineDescription& pipeline, int stage) const {
+  const StageParams params = memory_.ParamsOnStage(layout, pipeline, stage);
+  // The distributed optimizer and FSDP both shard the optimizer states
+  // over the gradient-reduction groups.
+  const bool sharded = job_.distributed_optimizer || layout.fsdp;
+  const double dense_shard = sharded ? double(layout.dp) * layout.cp : 1.0;
+  const double expert_shard = sharded ? double(layout.edp) : 1.0;
+  return OptimizerStepSeconds(params.dense / dense_shard + params.expert / expert_shard, profile_);
+}
+
 StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& pipeline,
                               std::vector<CommKindCost>* comm_out) const {
   // Stage work -> schedule -> data-parallel exposure -> optimizer.
   StepBreakdown s;
   s.microbatches = MicroBatchesPerStep(job_, layout);
-  std::vector<CommOp> ops;
-  if (const LayoutPlacement* placement = PlacementOf(layout)) {
-    ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
-  }
-  const StepWork work =
-      BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops),
-                    s.microbatches);
+  const StepWork work = Work(layout, pipeline);
   std::vector<double> op_exposed;
   const PipelineTimes times = SchedulePipeline(work, comm_out ? &op_exposed : nullptr);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
@@ -176,13 +189,7 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
   s.pipeline_s = times.pipeline_s;
   s.dp_exposed_s = DataParallelExposure(work, times).exposed_s;
 
-  const StageParams params = memory_.ParamsOnStage(layout, pipeline, s.slowest_stage);
-  // The distributed optimizer and FSDP both shard the optimizer states
-  // over the gradient-reduction groups.
-  const bool sharded = job_.distributed_optimizer || layout.fsdp;
-  const double dense_shard = sharded ? double(layout.dp) * layout.cp : 1.0;
-  const double expert_shard = sharded ? double(layout.edp) : 1.0;
-  s.optimizer_s = OptimizerStepSeconds(params.dense / dense_shard + params.expert / expert_shard, profile_);
+  s.optimizer_s = OptimizerSeconds(layout, pipeline, s.slowest_stage);
 
   s.step_time_s = s.pipeline_s + s.dp_exposed_s + s.optimizer_s;
   s.tokens_per_s = double(job_.global_batch) * job_.seq_len / s.step_time_s;

@@ -23,6 +23,7 @@
 #include "costmodel/compute_profile.h"
 #include "costmodel/cost_context.h"
 #include "costmodel/memory.h"
+#include "costmodel/stage_work.h"
 #include "planner/legality.h"
 #include "planner/pipeline.h"
 #include "planner/scoring.h"
@@ -94,7 +95,17 @@ class CostModel {
   // The legality context of this model's inputs, with its block weights.
   LegalityContext legality() const { return {&cluster_, &model_, &job_, &weights_}; }
 
+  // The step's work per pipeline rank (stage_work.h), as Evaluate costs it:
+  // what a step simulator plays out. It points to `pipeline`: keep that
+  // alive while the work is used.
+  StepWork Work(const Layout& layout, const PipelineDescription& pipeline) const;
+  StepWork Work(const Layout& layout, const PipelineDescription&& pipeline) const = delete;
+  // The optimizer step's seconds on pipeline rank `stage` (the step adds
+  // the slowest stage's).
+  double OptimizerSeconds(const Layout& layout, const PipelineDescription& pipeline, int stage) const;
+
   const CostContext& context() const { return ctx_; }
+  const MemoryModel& memory() const { return memory_; }
   const ComputeProfile& profile() const { return profile_; }
   const CommParams& comm_params() const { return comm_; }
 
