@@ -195,3 +195,22 @@ TEST_CASE("the exposure attributed to each op adds up to the slowest rank's") {
   CHECK(share[0] + share[1] + share[2] ==
         doctest::Approx(t.ranks[0].exposed_comm_s + t.ranks[0].boundary_s));
 }
+
+TEST_CASE("a layer's weight gradients are its GEMM parts' forward time, inside its backward") {
+  // A GEMM's backward is dgrad + wgrad at its forward's time each, so W =
+  // the forward of the projections (1), MLP (2), router (0.25), routed (3)
+  // and shared experts (0.5) = 6.75; the attention core (4) and the FP8
+  // casts (0.125) have no weight gradient. A part's backward stays whole.
+  LayerTimes t;
+  t.attention_projections = {0, 1, 2};
+  t.mlp = {0, 2, 4};
+  t.router = {0, 0.25, 0.5};
+  t.routed_experts = {0, 3, 6};
+  t.shared_experts = {0, 0.5, 1};
+  t.attention_core = {0, 4, 10};
+  t.fp8_casts = {0, 0.125, 0.125};
+  const BlockCost c = LayerBlockCost(t);
+  CHECK(c.weight_grad_s == doctest::Approx(6.75));
+  CHECK(c.backward_s == doctest::Approx(2 + 4 + 0.5 + 6 + 1 + 10 + 0.125));
+  CHECK(PartBlockCost({0, 1, 2}).weight_grad_s == 0);
+}
