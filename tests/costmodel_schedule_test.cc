@@ -77,6 +77,28 @@ StepWork TwoRanks(long long microbatches) {
   return w;
 }
 
+// One MoE layer per rank (3.5 s of compute) whose 4 s of dispatch and
+// combine hide behind the other micro-batch's compute in steady state
+// (0.5 s exposed) and not at all alone.
+StepWork EpOverlapRanks(PipelineSchedule schedule, int vpp) {
+  StepWork w;
+  w.schedule = schedule;
+  w.pp = 2;
+  w.vpp = vpp;
+  w.microbatches = 8;
+  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5};
+  w.ranks.resize(2);
+  for (size_t p = 0; p < 2; ++p) {
+    w.ranks[p].pipeline_rank = static_cast<int>(p);
+    w.ranks[p].blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = 1;
+    w.ranks[p].forward_s = 1;
+    w.ranks[p].backward_s = 2.5;
+  }
+  w.ops = {Op("moe_dispatch", CommOp::kPerMoeLayer, 2, false)};
+  w.ops[0].hides_behind_other_microbatch = true;
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("per-layer communication: exposed, or hidden up to the layer's compute") {
@@ -152,19 +174,8 @@ TEST_CASE("EP overlap: the steady state hides the all-to-all behind the other mi
   // the steady state 4 - 3.5 = 0.5 s is exposed; micro-batches alone
   // (pp - p of m = 8 on rank p in 1F1B: 2 on rank 0) expose all 4 s, so
   // rank 0 averages (2 x 4 + 6 x 0.5) / 8 = 1.375 s.
-  StepWork w;
-  w.pp = 2;
-  w.microbatches = 8;
-  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5};
-  w.ranks.resize(2);
-  for (size_t p = 0; p < 2; ++p) {
-    w.ranks[p].pipeline_rank = static_cast<int>(p);
-    w.ranks[p].blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = 1;
-    w.ranks[p].forward_s = 1;
-    w.ranks[p].backward_s = 2.5;
-  }
-  CommOp a2a = Op("moe_dispatch", CommOp::kPerMoeLayer, 2, false);
-  w.ops = {a2a};
+  StepWork w = EpOverlapRanks(PipelineSchedule::k1F1B, 1);
+  w.ops[0].hides_behind_other_microbatch = false;
   CHECK(SchedulePipeline(w).ranks[0].exposed_comm_s == doctest::Approx(4));
   w.ops[0].hides_behind_other_microbatch = true;
   PipelineTimes t = SchedulePipeline(w);
@@ -225,28 +236,6 @@ StepWork TwoRanksSplit(PipelineSchedule schedule, double w, long long microbatch
   s.ranks[0].weight_grad_s = 3 * w;
   s.ranks[1].weight_grad_s = 2 * w;
   return s;
-}
-
-// One MoE layer per rank (3.5 s of compute) whose 4 s of dispatch and
-// combine hide behind the other micro-batch's compute in steady state
-// (0.5 s exposed) and not at all alone.
-StepWork EpOverlapRanks(PipelineSchedule schedule, int vpp) {
-  StepWork w;
-  w.schedule = schedule;
-  w.pp = 2;
-  w.vpp = vpp;
-  w.microbatches = 8;
-  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5};
-  w.ranks.resize(2);
-  for (size_t p = 0; p < 2; ++p) {
-    w.ranks[p].pipeline_rank = static_cast<int>(p);
-    w.ranks[p].blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = 1;
-    w.ranks[p].forward_s = 1;
-    w.ranks[p].backward_s = 2.5;
-  }
-  w.ops = {Op("moe_dispatch", CommOp::kPerMoeLayer, 2, false)};
-  w.ops[0].hides_behind_other_microbatch = true;
-  return w;
 }
 
 }  // namespace

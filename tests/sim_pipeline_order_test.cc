@@ -118,6 +118,11 @@ struct Case {
   long long m;
 };
 
+std::string Describe(const Case& c) {
+  return std::string(Name(c.schedule)) + " pp " + std::to_string(c.pp) + " vpp " + std::to_string(c.vpp) + " m " +
+         std::to_string(c.m);
+}
+
 // Degrees every schedule accepts, small enough to replay all of them.
 std::vector<Case> Cases() {
   std::vector<Case> out;
@@ -139,9 +144,7 @@ std::vector<Case> Cases() {
 
 TEST_CASE("every rank runs each micro-batch's F and B once per chunk, and W once when split") {
   for (const Case& c : Cases()) {
-    CAPTURE(std::string(Name(c.schedule)));
-    CAPTURE(c.pp);
-    CAPTURE(c.m);
+    INFO(Describe(c));
     const PipelineOrder o = Build(c.schedule, c.pp, c.vpp, c.m);
     CHECK(o.split_backward ==
           (c.schedule == PipelineSchedule::kZeroBubbleH1 || c.schedule == PipelineSchedule::kDualPipeV));
@@ -173,10 +176,7 @@ TEST_CASE("every rank runs each micro-batch's F and B once per chunk, and W once
 
 TEST_CASE("every order replays without deadlock, whatever the durations") {
   for (const Case& c : Cases()) {
-    CAPTURE(std::string(Name(c.schedule)));
-    CAPTURE(c.pp);
-    CAPTURE(c.vpp);
-    CAPTURE(c.m);
+    INFO(Describe(c));
     const PipelineOrder o = Build(c.schedule, c.pp, c.vpp, c.m);
     for (Durations d : {Durations{1, 2, 0, 3}, Durations{1, 1, 1, 1.5}, Durations{2, 0.5, 3, 2.5}}) {
       if (!o.split_backward) d.b += d.w;  // a whole backward
@@ -318,10 +318,7 @@ TEST_CASE("activations in flight at the peak match the cost model's InflightMicr
   // m vpp) / vpp; GPipe m; ZB-H1 min(pp, m) on every rank (a micro-batch's
   // activations wait for its W); DualPipeV 2 pp + 1 chunks, pp + 1/2.
   for (const Case& c : Cases()) {
-    CAPTURE(std::string(Name(c.schedule)));
-    CAPTURE(c.pp);
-    CAPTURE(c.vpp);
-    CAPTURE(c.m);
+    INFO(Describe(c));
     const std::vector<double> peak = PeakInflight(Build(c.schedule, c.pp, c.vpp, c.m));
     for (int p = 0; p < c.pp; ++p) {
       CAPTURE(p);
