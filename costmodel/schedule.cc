@@ -50,8 +50,8 @@ double LoneMicrobatches(const StepWork& work, int p) {
 //  - DualPipeV: the last rank idles (pp - 1) chunk-passes' worth: with F, B,
 //    W halved per chunk (uniform chunks), (pp - 1)(t_c + max(F_c, B_c) -
 //    3 W_c) with t_c = t_max / 2, i.e. (pp - 1) / 2 (t_max + max(F, B) -
-//    3 W); exact for F = B = W, at most 0.6 t_c long otherwise
-//    (tests/sim_pipeline_order_test.cc replays the order); its sends
+//    3 W); exact for F = B = W, otherwise never short and at most 0.6 t_c
+//    long (tests/sim_pipeline_order_test.cc replays the order); its sends
 //    overlap as interleaved's, so the (pp - 1) crossings are added.
 double BubbleSeconds(const StepWork& work, const PipelineTimes& t, double crossing_s) {
   const double pp_1 = double(work.pp - 1);
