@@ -6,13 +6,68 @@
 namespace foldplan {
 namespace {
 
-// Micro-batches whose forward or backward runs alone on pipeline rank p:
-// the warm-up forwards and one more (the last one before the first
-// backward), mirrored by as many cool-down backwards. That is the count of
-// micro-batches in flight at the peak (InflightMicrobatches: 1F1B pp - p;
-// interleaved its warm-up chunks + 1 over vpp chunks each), at most m.
+// Micro-batches whose forward or backward runs alone on pipeline rank p
+// (beside no backward or forward of another micro-batch), at most m:
+//  - 1F1B, interleaved: the warm-up forwards and one more (the last one
+//    before the first backward), mirrored by as many cool-down backwards.
+//    That is the count in flight at the peak (InflightMicrobatches: 1F1B
+//    pp - p; interleaved its warm-up chunks + 1 over vpp chunks each);
+//  - ZB-H1: 1F1B's (the same forwards and backwards; W's only move);
+//  - GPipe: all m (no forward runs between backwards);
+//  - DualPipeV: the chunk passes outside its F&B pairs, 3 pp - p - 1
+//    forwards and as many backwards (the last rank one more of each: it
+//    runs its first pair apart), of its 2 chunks.
 double LoneMicrobatches(const StepWork& work, int p) {
-  return InflightMicrobatches(work.schedule, work.pp, work.vpp, p, work.microbatches);
+  const long long m = std::max(1LL, work.microbatches);
+  switch (work.schedule) {
+    case PipelineSchedule::k1F1B:
+    case PipelineSchedule::kInterleaved1F1B: break;
+    case PipelineSchedule::kZeroBubbleH1: return InflightMicrobatches(PipelineSchedule::k1F1B, work.pp, 1, p, m);
+    case PipelineSchedule::kGPipe: return double(m);
+    case PipelineSchedule::kDualPipeV: {
+      const long long lone = 3LL * work.pp - p - 1 + (p == work.pp - 1 ? 1 : 0);
+      return std::min(double(m), lone / 2.0);
+    }
+  }
+  return InflightMicrobatches(work.schedule, work.pp, work.vpp, p, m);
+}
+
+// Fill and drain (doc/cost-model.md "Step time", each schedule's order of
+// work in sim/pipeline_order.h), from the slowest rank's t_max and its
+// compute per micro-batch: F forward, B input-gradient backward (with its
+// recomputation), W weight gradients.
+//  - 1F1B, GPipe: (pp - 1) x t_max: the first micro-batch's forward fills
+//    pp - 1 ranks, the last one's backward drains them; t_max holds one
+//    crossing already.
+//  - interleaved: (pp - 1) / vpp of a micro-batch's work, plus (pp - 1)
+//    crossings each way that nothing hides (the first micro-batch reaches
+//    the last rank, the last one's gradient the first).
+//  - ZB-H1: 1F1B's with W off the critical path: the drain's backwards
+//    carry B only (- W per rank), and a deferred W runs in each of the
+//    pp - 1 gaps a rank waits for a backward, filling it up to an F or a B
+//    (- min(F, B, W)): (pp - 1)(t_max - W - min(F, B, W)), Qi et al.'s
+//    (p - 1)(T_F + T_B - T_W) when W <= min(F, B).
+//  - DualPipeV: the last rank idles (pp - 1) chunk-passes' worth: with F, B,
+//    W halved per chunk (uniform chunks), (pp - 1)(t_c + max(F_c, B_c) -
+//    3 W_c) with t_c = t_max / 2, i.e. (pp - 1) / 2 (t_max + max(F, B) -
+//    3 W); exact for F = B = W, otherwise never short and at most 0.6 t_c
+//    long (tests/sim_pipeline_order_test.cc replays the order); its sends
+//    overlap as interleaved's, so the (pp - 1) crossings are added.
+double BubbleSeconds(const StepWork& work, const PipelineTimes& t, double crossing_s) {
+  const double pp_1 = double(work.pp - 1);
+  const RankWork* r = work.ranks.empty() ? nullptr : &work.ranks[static_cast<size_t>(t.slowest)];
+  const double f = r ? r->forward_s : 0;
+  const double w = r ? r->weight_grad_s : 0;
+  const double b = r ? r->backward_s - w : 0;
+  switch (work.schedule) {
+    case PipelineSchedule::k1F1B:
+    case PipelineSchedule::kGPipe: return pp_1 / work.vpp * t.stage_time_s;
+    case PipelineSchedule::kInterleaved1F1B: return pp_1 / work.vpp * t.stage_time_s + pp_1 * crossing_s;
+    case PipelineSchedule::kZeroBubbleH1: return pp_1 * (t.stage_time_s - w - std::min({f, b, w}));
+    case PipelineSchedule::kDualPipeV:
+      return pp_1 / 2 * std::max(0.0, t.stage_time_s + std::max(f, b) - 3 * w) + pp_1 * crossing_s;
+  }
+  return 0;
 }
 
 // Per-layer communication of one block of `kind` on a rank whose share of
@@ -89,7 +144,9 @@ void ShareOfBlocks(const StepWork& work, BlockKind kind, const BlockComm& c, dou
 PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s) {
   PipelineTimes t;
   const double m = double(work.microbatches);
-  const bool interleaved = work.schedule == PipelineSchedule::kInterleaved1F1B;
+  // Schedules whose boundary sends overlap the next chunk's compute.
+  const bool overlapped_sends =
+      work.schedule == PipelineSchedule::kInterleaved1F1B || work.schedule == PipelineSchedule::kDualPipeV;
   // One boundary crossing, forward and backward (each op's calls).
   double crossing_s = 0;
   for (const CommOp& op : work.ops) {
@@ -108,24 +165,21 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
       if (count > 0) rt.exposed_comm_s += ExposedInBlocks(comm[static_cast<size_t>(kind)], lone, count);
     }
     // Stage boundaries: the rank's vpp chunks each send forward and
-    // backward per micro-batch. 1F1B waits for its sends (Megatron's
-    // non-interleaved schedule communicates between its compute steps);
-    // the interleaved schedule overlaps them with the next chunk's compute
-    // (Megatron's overlap_p2p_comm, on by default there), so only what the
-    // compute cannot cover is exposed.
+    // backward per micro-batch. 1F1B, GPipe and ZB-H1 wait for their sends
+    // (Megatron's non-interleaved schedule communicates between its
+    // compute steps); the interleaved schedule overlaps them with the next
+    // chunk's compute (Megatron's overlap_p2p_comm, on by default there),
+    // and DualPipeV in its overlapped pairs (the DeepSeek-V3 report: its
+    // all-to-all and pipeline communication hide behind the pair's
+    // compute), so only what the compute cannot cover is exposed.
     const double sends = r.boundary_crossings * crossing_s;
-    rt.boundary_s = interleaved ? std::max(0.0, sends - rt.compute_s - rt.exposed_comm_s) : sends;
+    rt.boundary_s = overlapped_sends ? std::max(0.0, sends - rt.compute_s - rt.exposed_comm_s) : sends;
   }
   for (size_t p = 1; p < t.ranks.size(); ++p) {
     if (t.ranks[p].total_s() > t.ranks[static_cast<size_t>(t.slowest)].total_s()) t.slowest = static_cast<int>(p);
   }
   t.stage_time_s = t.ranks.empty() ? 0 : t.ranks[static_cast<size_t>(t.slowest)].total_s();
-  // Fill and drain: (pp - 1) / vpp of a micro-batch's work, plus (pp - 1)
-  // crossings each way that nothing hides (the first micro-batch reaches
-  // the last rank, the last one's gradient the first). 1F1B's t_max holds
-  // one crossing already.
-  t.bubble_s = double(work.pp - 1) / work.vpp * t.stage_time_s;
-  if (interleaved) t.bubble_s += double(work.pp - 1) * crossing_s;
+  t.bubble_s = BubbleSeconds(work, t, crossing_s);
   t.pipeline_s = m * t.stage_time_s + t.bubble_s;
   if (op_exposed_s && !work.ranks.empty()) {
     // The slowest rank's exposure, op by op.
@@ -164,6 +218,21 @@ double InflightMicrobatches(PipelineSchedule schedule, int pp, int vpp, int stag
   pp = std::max(1, pp);
   vpp = std::max(1, vpp);
   const long long m = std::max(1LL, microbatches);
+  switch (schedule) {
+    case PipelineSchedule::k1F1B:
+    case PipelineSchedule::kInterleaved1F1B: break;
+    // Every forward before the first backward.
+    case PipelineSchedule::kGPipe: return double(m);
+    // A micro-batch's activations live until its W (which reads the layer
+    // inputs); rank p runs pp - p - 1 warm-up forwards and defers its W's
+    // by p, so every rank holds pp.
+    case PipelineSchedule::kZeroBubbleH1: return double(std::min<long long>(pp, m));
+    // dualpipev.py's steps 1 and 2 run 2 (pp - stage - 1) + 2 (stage + 1)
+    // = 2 pp forwards before any backward, step 3 trades each B1 + W for an
+    // F1, and step 4's first pair starts a forward before its backward
+    // frees one: 2 pp + 1 chunks on every rank, of its 2.
+    case PipelineSchedule::kDualPipeV: return double(std::min(2LL * pp + 1, 2 * m)) / 2;
+  }
   if (schedule == PipelineSchedule::k1F1B || vpp == 1) {
     // 1F1B: pp - stage - 1 warm-up forwards, then one more before the first backward.
     return double(std::min<long long>(pp - stage, m));

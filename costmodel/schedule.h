@@ -1,15 +1,21 @@
 // The pipeline schedule, analytically: a step's work (costmodel/stage_work.h)
 // in, the time of its pipeline, the exposed part of its data-parallel
 // traffic and the micro-batches of activations in flight out. The formulas
-// are derived in doc/cost-model.md ("Step time"); in short, for 1F1B and
-// interleaved 1F1B over m micro-batches, s = one boundary crossing's
-// forward and backward send:
+// are derived in doc/cost-model.md ("Step time") from each schedule's order
+// of work (sim/pipeline_order.h); in short, over m micro-batches, with
+// s = one boundary crossing's forward and backward send and F, B, W the
+// slowest rank's forward, input-gradient backward (with recomputation)
+// and weight-gradient seconds per micro-batch:
 //   t_p      = per micro-batch on pipeline rank p: its compute (forward,
 //              backward, recomputation) + its exposed per-layer
-//              communication + its boundary sends (1F1B: s, exposed;
-//              interleaved: vpp x s, exposed beyond its compute)
+//              communication + its boundary sends (1F1B, GPipe, ZB-H1: s,
+//              exposed; interleaved, DualPipeV: vpp x s, exposed beyond its
+//              compute)
 //   pipeline = m x max_p t_p + bubble,
-//   bubble   = (pp - 1) / vpp x max_p t_p (+ (pp - 1) x s interleaved)
+//   bubble   = 1F1B, GPipe:  (pp - 1) x t_max
+//              interleaved:  (pp - 1) / vpp x t_max + (pp - 1) x s
+//              ZB-H1:        (pp - 1) x (t_max - W - min(F, B, W))
+//              DualPipeV:    (pp - 1) / 2 x (t_max + max(F, B) - 3 W) + (pp - 1) x s
 //   dp       = max(0, reduce-scatter - backward of one micro-batch)
 //            + max(0, all-gather - forward of one micro-batch)
 // where per-layer communication is exposed unless overlappable (then only
@@ -35,7 +41,7 @@ struct PipelineTimes {
   std::vector<RankTime> ranks;  // pp
   int slowest = 0;              // the rank with t_max (the first of equals)
   double stage_time_s = 0;      // t_max
-  double bubble_s = 0;          // fill and drain: (pp - 1) / vpp x t_max (+ (pp - 1) x s interleaved)
+  double bubble_s = 0;          // fill and drain, by schedule (above)
   double pipeline_s = 0;        // m x t_max + bubble
 };
 
@@ -58,7 +64,10 @@ DataParallelTimes DataParallelExposure(const StepWork& work, const PipelineTimes
 // pipeline rank `stage` at the peak. 1F1B: pp - stage - 1 warm-up forwards
 // and one more before the first backward, min(pp - stage, m). Interleaved:
 // model chunks in flight min(2 (pp - stage - 1) + (vpp - 1) pp + 1, m vpp),
-// divided by vpp (each chunk holds 1/vpp of the stage's layers).
+// divided by vpp (each chunk holds 1/vpp of the stage's layers). GPipe: m.
+// ZB-H1: min(pp, m) on every rank (activations live until their W, and
+// rank p defers its W's by p). DualPipeV: 2 pp + 1 chunks (at most 2 m) of
+// its 2, pp + 1/2 on every rank.
 double InflightMicrobatches(PipelineSchedule schedule, int pp, int vpp, int stage, long long microbatches);
 
 }  // namespace foldplan

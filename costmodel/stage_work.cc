@@ -4,8 +4,12 @@
 
 namespace foldplan {
 
-BlockCost LayerBlockCost(const LayerTimes& t) { return {t.fwd_s(), t.bwd_s(), t.recompute_s}; }
-BlockCost PartBlockCost(const OpTime& t) { return {t.fwd_s, t.bwd_s, 0}; }
+BlockCost LayerBlockCost(const LayerTimes& t) {
+  const double wgrad_s = t.attention_projections.fwd_s + t.mlp.fwd_s + t.router.fwd_s + t.routed_experts.fwd_s +
+                         t.shared_experts.fwd_s;
+  return {t.fwd_s(), t.bwd_s(), t.recompute_s, wgrad_s};
+}
+BlockCost PartBlockCost(const OpTime& t) { return {t.fwd_s, t.bwd_s, 0, 0}; }
 
 MtpBlockParts MtpBlockPartsOf(const ComputeTimes& compute, bool mtp_moe) {
   return {PartBlockCost(compute.mtp_projection), LayerBlockCost(mtp_moe ? compute.moe_layer : compute.dense_layer),
@@ -53,11 +57,12 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
   w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartBlockCost(compute.embedding);
   w.block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartBlockCost(compute.output_layer);
   // An MTP module: its projection, one decoder layer, the output head and
-  // loss (only its layer recomputes).
+  // loss (only its layer recomputes or splits out weight gradients).
   const MtpBlockParts mtp = MtpBlockPartsOf(compute, w.mtp_moe);
   w.block[static_cast<size_t>(BlockKind::kMtpLayer)] = {
       mtp.projection.forward_s + mtp.layer.forward_s + mtp.output.forward_s,
-      mtp.projection.backward_s + mtp.layer.backward_s + mtp.output.backward_s, mtp.layer.recompute_s};
+      mtp.projection.backward_s + mtp.layer.backward_s + mtp.output.backward_s, mtp.layer.recompute_s,
+      mtp.layer.weight_grad_s};
 
   w.ranks.resize(pipeline.ranks.size());
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
@@ -78,6 +83,7 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
       r.forward_s += n * c.forward_s;
       r.backward_s += n * (c.backward_s + c.recompute_s);
       r.recompute_s += n * c.recompute_s;
+      r.weight_grad_s += n * c.weight_grad_s;
     }
   }
   w.ops = std::move(ops);

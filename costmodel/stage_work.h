@@ -33,11 +33,22 @@ struct BlockCost {
   double forward_s = 0;
   double backward_s = 0;   // the backward pass, without recomputation
   double recompute_s = 0;  // forward work the backward pass repeats
+  // Of backward_s, the weight gradients (W), which zero-bubble schedules
+  // run apart from the input gradients (B = backward_s - weight_grad_s).
+  double weight_grad_s = 0;
   double total_s() const { return forward_s + backward_s + recompute_s; }
 };
 
 // The block costs of a decoder layer and of a part without recomputation
-// (the embedding, the output layer and loss).
+// (the embedding, the output layer and loss). A GEMM's backward is dgrad
+// + wgrad at its forward's time each (compute_time.h), so a layer's W is
+// the forward time of its GEMM parts (attention projections, MLP, router,
+// routed and shared experts); the attention core has no weights, and the
+// FP8 casts of output grads serve dgrad and wgrad alike, so they stay in B.
+// A part's backward stays in B (W = 0): its OpTime does not separate the
+// output layer's logits GEMM or the MTP projection from their norms and
+// loss (a smaller W only lengthens a zero-bubble bubble), and the
+// embedding's table-grad scatter is memory traffic, not a GEMM.
 BlockCost LayerBlockCost(const LayerTimes& times);
 BlockCost PartBlockCost(const OpTime& times);
 
@@ -72,6 +83,7 @@ struct RankWork {
   double forward_s = 0;
   double backward_s = 0;
   double recompute_s = 0;
+  double weight_grad_s = 0;  // of backward_s, the weight gradients
   double compute_s() const { return forward_s + backward_s; }
   int count(BlockKind kind) const { return blocks[static_cast<size_t>(kind)]; }
 };

@@ -144,6 +144,9 @@ const char* Name(PipelineSchedule schedule) {
   switch (schedule) {
     case PipelineSchedule::k1F1B: return "1f1b";
     case PipelineSchedule::kInterleaved1F1B: return "interleaved-1f1b";
+    case PipelineSchedule::kGPipe: return "gpipe";
+    case PipelineSchedule::kZeroBubbleH1: return "zb-h1";
+    case PipelineSchedule::kDualPipeV: return "dualpipev";
   }
   return "?";
 }

@@ -14,7 +14,10 @@ namespace foldplan {
 enum class PipelineSchedule {
   k1F1B,             // one forward, one backward (PipeDream-Flush), vpp == 1
   kInterleaved1F1B,  // Megatron's interleaved 1F1B over vpp model chunks
+  kGPipe,            // "gpipe": all forwards, then all backwards; vpp == 1
+  kZeroBubbleH1,     // "zb-h1": ZB-H1 (Qi et al. 2023), backward split into B (input grad) and W (weight grad); vpp == 1
+  kDualPipeV,        // "dualpipev": DeepSeek's DualPipe cut in half (torchtitan's DualPipeV), 2 chunks per rank, V-shaped
 };
-const char* Name(PipelineSchedule schedule);  // "1f1b", "interleaved-1f1b"
+const char* Name(PipelineSchedule schedule);  // "1f1b", "interleaved-1f1b", "gpipe", "zb-h1", "dualpipev"
 
 }  // namespace foldplan

@@ -77,6 +77,28 @@ StepWork TwoRanks(long long microbatches) {
   return w;
 }
 
+// One MoE layer per rank (3.5 s of compute) whose 4 s of dispatch and
+// combine hide behind the other micro-batch's compute in steady state
+// (0.5 s exposed) and not at all alone.
+StepWork EpOverlapRanks(PipelineSchedule schedule, int vpp) {
+  StepWork w;
+  w.schedule = schedule;
+  w.pp = 2;
+  w.vpp = vpp;
+  w.microbatches = 8;
+  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5};
+  w.ranks.resize(2);
+  for (size_t p = 0; p < 2; ++p) {
+    w.ranks[p].pipeline_rank = static_cast<int>(p);
+    w.ranks[p].blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = 1;
+    w.ranks[p].forward_s = 1;
+    w.ranks[p].backward_s = 2.5;
+  }
+  w.ops = {Op("moe_dispatch", CommOp::kPerMoeLayer, 2, false)};
+  w.ops[0].hides_behind_other_microbatch = true;
+  return w;
+}
+
 }  // namespace
 
 TEST_CASE("per-layer communication: exposed, or hidden up to the layer's compute") {
@@ -152,19 +174,8 @@ TEST_CASE("EP overlap: the steady state hides the all-to-all behind the other mi
   // the steady state 4 - 3.5 = 0.5 s is exposed; micro-batches alone
   // (pp - p of m = 8 on rank p in 1F1B: 2 on rank 0) expose all 4 s, so
   // rank 0 averages (2 x 4 + 6 x 0.5) / 8 = 1.375 s.
-  StepWork w;
-  w.pp = 2;
-  w.microbatches = 8;
-  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5};
-  w.ranks.resize(2);
-  for (size_t p = 0; p < 2; ++p) {
-    w.ranks[p].pipeline_rank = static_cast<int>(p);
-    w.ranks[p].blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = 1;
-    w.ranks[p].forward_s = 1;
-    w.ranks[p].backward_s = 2.5;
-  }
-  CommOp a2a = Op("moe_dispatch", CommOp::kPerMoeLayer, 2, false);
-  w.ops = {a2a};
+  StepWork w = EpOverlapRanks(PipelineSchedule::k1F1B, 1);
+  w.ops[0].hides_behind_other_microbatch = false;
   CHECK(SchedulePipeline(w).ranks[0].exposed_comm_s == doctest::Approx(4));
   w.ops[0].hides_behind_other_microbatch = true;
   PipelineTimes t = SchedulePipeline(w);
@@ -194,4 +205,113 @@ TEST_CASE("the exposure attributed to each op adds up to the slowest rank's") {
   CHECK(share[2] == doctest::Approx(0.5));
   CHECK(share[0] + share[1] + share[2] ==
         doctest::Approx(t.ranks[0].exposed_comm_s + t.ranks[0].boundary_s));
+}
+
+TEST_CASE("a layer's weight gradients are its GEMM parts' forward time, inside its backward") {
+  // A GEMM's backward is dgrad + wgrad at its forward's time each, so W =
+  // the forward of the projections (1), MLP (2), router (0.25), routed (3)
+  // and shared experts (0.5) = 6.75; the attention core (4) and the FP8
+  // casts (0.125) have no weight gradient. A part's backward stays whole.
+  LayerTimes t;
+  t.attention_projections = {0, 1, 2};
+  t.mlp = {0, 2, 4};
+  t.router = {0, 0.25, 0.5};
+  t.routed_experts = {0, 3, 6};
+  t.shared_experts = {0, 0.5, 1};
+  t.attention_core = {0, 4, 10};
+  t.fp8_casts = {0, 0.125, 0.125};
+  const BlockCost c = LayerBlockCost(t);
+  CHECK(c.weight_grad_s == doctest::Approx(6.75));
+  CHECK(c.backward_s == doctest::Approx(2 + 4 + 0.5 + 6 + 1 + 10 + 0.125));
+  CHECK(PartBlockCost({0, 1, 2}).weight_grad_s == 0);
+}
+
+namespace {
+
+// TwoRanks under `schedule`, with W = `w` of each layer's 2 s backward.
+StepWork TwoRanksSplit(PipelineSchedule schedule, double w, long long microbatches = 8) {
+  StepWork s = TwoRanks(microbatches);
+  s.schedule = schedule;
+  s.block[static_cast<size_t>(BlockKind::kDenseLayer)].weight_grad_s = w;
+  s.ranks[0].weight_grad_s = 3 * w;
+  s.ranks[1].weight_grad_s = 2 * w;
+  return s;
+}
+
+}  // namespace
+
+TEST_CASE("GPipe: 1F1B's bubble, m micro-batches in flight, no forward beside a backward") {
+  // t_max = 10.5 s (rank 0): (m + pp - 1) t_max = 9 x 10.5.
+  const PipelineTimes t = SchedulePipeline(TwoRanksSplit(PipelineSchedule::kGPipe, 0));
+  CHECK(t.bubble_s == doctest::Approx(10.5));
+  CHECK(t.pipeline_s == doctest::Approx(9 * 10.5));
+  // Every forward runs before the first backward: all m, on every stage.
+  CHECK(InflightMicrobatches(PipelineSchedule::kGPipe, 8, 1, 0, 64) == 64);
+  CHECK(InflightMicrobatches(PipelineSchedule::kGPipe, 8, 1, 7, 64) == 64);
+  // EP overlap has no other micro-batch to hide behind: all 4 s exposed.
+  CHECK(SchedulePipeline(EpOverlapRanks(PipelineSchedule::kGPipe, 1)).ranks[0].exposed_comm_s == doctest::Approx(4));
+}
+
+TEST_CASE("ZB-H1: the bubble is (pp - 1)(t_max - W - min(F, B, W)), pp micro-batches in flight everywhere") {
+  // Rank 0 is the slowest, t_max = 10.5 s: F = 3, its backward 7.5 s (with
+  // recomputation) of which W = 3 x w, B = 7.5 - W.
+  // w = 1: W = 3, B = 4.5, min = 3: bubble (2 - 1)(10.5 - 3 - 3) = 4.5,
+  // F + B - W as Qi et al. write it.
+  PipelineTimes t = SchedulePipeline(TwoRanksSplit(PipelineSchedule::kZeroBubbleH1, 1));
+  CHECK(t.stage_time_s == doctest::Approx(10.5));
+  CHECK(t.bubble_s == doctest::Approx(4.5));
+  CHECK(t.pipeline_s == doctest::Approx(8 * 10.5 + 4.5));
+  // w = 0.5: W = 1.5 leaves more on the drain and fills less of each gap:
+  // 10.5 - 1.5 - 1.5 = 7.5.
+  CHECK(SchedulePipeline(TwoRanksSplit(PipelineSchedule::kZeroBubbleH1, 0.5)).bubble_s == doctest::Approx(7.5));
+  // w = 2 (the whole backward): W = 6, B = 1.5 (the recomputation): a gap
+  // is only a B long, 10.5 - 6 - 1.5 = 3.
+  CHECK(SchedulePipeline(TwoRanksSplit(PipelineSchedule::kZeroBubbleH1, 2)).bubble_s == doctest::Approx(3));
+  // No weight gradients to defer: 1F1B's (pp - 1) t_max.
+  CHECK(SchedulePipeline(TwoRanksSplit(PipelineSchedule::kZeroBubbleH1, 0)).bubble_s == doctest::Approx(10.5));
+  // In flight: min(pp, m) on every stage (1F1B: pp - stage).
+  CHECK(InflightMicrobatches(PipelineSchedule::kZeroBubbleH1, 8, 1, 0, 64) == 8);
+  CHECK(InflightMicrobatches(PipelineSchedule::kZeroBubbleH1, 8, 1, 7, 64) == 8);
+  CHECK(InflightMicrobatches(PipelineSchedule::kZeroBubbleH1, 8, 1, 7, 3) == 3);
+  // Its forwards and backwards pair as 1F1B's: the same EP-overlap exposure,
+  // (2 x 4 + 6 x 0.5) / 8 on rank 0.
+  CHECK(SchedulePipeline(EpOverlapRanks(PipelineSchedule::kZeroBubbleH1, 1)).ranks[0].exposed_comm_s ==
+        doctest::Approx((2 * 4 + 6 * 0.5) / 8));
+}
+
+TEST_CASE("DualPipeV: the bubble is (pp - 1) / 2 (t_max + max(F, B) - 3 W) + (pp - 1) s") {
+  // Each rank's layers are its two chunks. With w = 1 of each layer's 2 s
+  // backward, rank 0: F = 3, W = 3, B = 7.5 - 3 = 4.5, t_max = 10.5:
+  // (2 - 1) / 2 (10.5 + 4.5 - 9) = 3.
+  StepWork w = TwoRanksSplit(PipelineSchedule::kDualPipeV, 1);
+  w.vpp = 2;
+  PipelineTimes t = SchedulePipeline(w);
+  CHECK(t.bubble_s == doctest::Approx(3));
+  CHECK(t.pipeline_s == doctest::Approx(8 * 10.5 + 3));
+  // Uniform chunk passes, F = B = W: the order's (pp - 1) chunk passes
+  // idle, a sixth of 1F1B's (pp - 1) t_max. Layers of F 1, B 1, W 1:
+  // rank 0 t_max = 9, bubble (9 + 3 - 9) / 2 = 1.5 = 9 / 6.
+  w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = {1, 2, 0, 1};
+  w.ranks[0].backward_s = 6;
+  w.ranks[1].backward_s = 4;
+  t = SchedulePipeline(w);
+  CHECK(t.stage_time_s == doctest::Approx(9));
+  CHECK(t.bubble_s == doctest::Approx(9.0 / 6));
+  // Sends overlap the rank's compute, as interleaved's: 2 chunks x 0.5 s
+  // hide behind 9 s; the fill and drain add (pp - 1) x s = 0.5.
+  for (RankWork& r : w.ranks) r.boundary_crossings = 2;
+  w.ops = {Op("send", CommOp::kPerStageBoundary, 0.25, false)};
+  t = SchedulePipeline(w);
+  CHECK(t.ranks[0].boundary_s == 0);
+  CHECK(t.bubble_s == doctest::Approx(9.0 / 6 + 0.5));
+  // In flight: 2 pp + 1 chunks of 2 on every stage (at most 2 m).
+  CHECK(InflightMicrobatches(PipelineSchedule::kDualPipeV, 8, 2, 0, 64) == 8.5);
+  CHECK(InflightMicrobatches(PipelineSchedule::kDualPipeV, 8, 2, 7, 64) == 8.5);
+  CHECK(InflightMicrobatches(PipelineSchedule::kDualPipeV, 2, 2, 0, 2) == 2);
+  // EP overlap: outside its pairs rank p runs 3 pp - p - 1 forwards and as
+  // many backwards (the last rank one more), over 2 chunks: 2.5 micro-
+  // batches alone on either rank of pp 2, so (2.5 x 4 + 5.5 x 0.5) / 8.
+  const PipelineTimes ep = SchedulePipeline(EpOverlapRanks(PipelineSchedule::kDualPipeV, 2));
+  CHECK(ep.ranks[0].exposed_comm_s == doctest::Approx((2.5 * 4 + 5.5 * 0.5) / 8));
+  CHECK(ep.ranks[1].exposed_comm_s == doctest::Approx((2.5 * 4 + 5.5 * 0.5) / 8));
 }
