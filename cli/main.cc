@@ -7,6 +7,7 @@
 #include "cli/calibrate_command.h"
 #include "cli/commands.h"
 #include "cli/compare_command.h"
+#include "cli/simulate_command.h"
 #include "cli/validate_command.h"
 
 namespace {
@@ -111,6 +112,27 @@ int main(int argc, char** argv) {
       ->type_name("NAME");
   plan_cmd->add_option("--fix", plan.fix, "search only layouts that agree with these layout keys, e.g. tp=2,pp=8,ep=32")
       ->type_name("KEYS");
+
+  foldplan::SimulateOptions simulate;
+  auto* simulate_cmd = app.add_subcommand("simulate", "play one layout's training step out as events, beside the analytical model");
+  AddInputFlags(simulate_cmd, &simulate.inputs);
+  AddCalibrationFlags(simulate_cmd, &simulate.inputs.calibration, &simulate.inputs.force_calibration);
+  simulate_cmd->add_option("--layout", simulate.layout, "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1");
+  simulate_cmd->add_option("--plan", simulate.plan, "or a foldplan.plan/v1 file: its inputs and a candidate")
+      ->type_name("FILE");
+  simulate_cmd->add_option("--candidate", simulate.candidate, "the plan's candidate (0: the best)")
+      ->type_name("N");
+  simulate_cmd->add_option("--schedule", simulate.schedule,
+                           "pipeline schedule: 1f1b, interleaved, gpipe, zb or dualpipev (default: the layout's)");
+  simulate_cmd->add_option("--overlap", simulate.overlap,
+                           "overlaps: all, none or KEY=0|1 joined by commas, keys tp, cp, ep, dp, pp "
+                           "(default: the layout's recipe)")
+      ->type_name("LIST");
+  simulate_cmd->add_option("--trace", simulate.trace, "write a Perfetto-readable trace (Chrome trace-event JSON)")
+      ->type_name("FILE");
+  simulate_cmd->add_option("--trace-ranks", simulate.trace_ranks, "only these pipeline ranks in the trace, e.g. 0,3")
+      ->type_name("LIST");
+  simulate_cmd->add_flag("--json", simulate.json, "print JSON (schema foldplan.simulation/v1)");
 
   foldplan::ExplainOptions explain;
   auto* explain_cmd = app.add_subcommand("explain", "the full cost breakdown of one layout");
@@ -218,6 +240,7 @@ int main(int argc, char** argv) {
   if (*ranks_cmd) return foldplan::RunRanks(ranks, std::cout, std::cerr);
   if (*plan_cmd) return foldplan::RunPlan(plan, std::cout, std::cerr);
   if (*explain_cmd) return foldplan::RunExplain(explain, std::cout, std::cerr);
+  if (*simulate_cmd) return foldplan::RunSimulate(simulate, std::cout, std::cerr);
   if (*validate_cmd) return foldplan::RunValidate(validate, std::cout, std::cerr);
   if (*calibrate_cmd) return foldplan::RunCalibrate(calibrate, std::cout, std::cerr);
   if (*collective_cmd) return foldplan::RunCollective(collective, std::cout, std::cerr);

@@ -28,6 +28,8 @@ inline constexpr const char* kMeasurementsSchema = "foldplan.measurements/v1";  
 inline constexpr const char* kCalibrationReportSchema = "foldplan.calibration-report/v1";  // calibrate --json
 inline constexpr const char* kCollectiveTableSchema = "foldplan.collective/v1";  // collective --json
 inline constexpr const char* kComparisonSchema = "foldplan.comparison/v1";       // compare --json
+inline constexpr const char* kSimulationSchema = "foldplan.simulation/v1";       // simulate --json
+inline constexpr const char* kTraceSchema = "foldplan.trace/v1";  // simulate --trace (Chrome trace-event JSON, its otherData)
 
 // The largest world (ranks of a layout, GPUs of a cluster's topology) any
 // format holds. It bounds the topology graph's memory (about 0.5 KB per

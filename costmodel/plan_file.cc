@@ -120,7 +120,7 @@ Result<std::string> PlanFileJson(const PlanFileContents& c) {
   return out.dump(1) + "\n";
 }
 
-Result<PlanFileInputs> LoadPlanFile(const std::string& path) {
+Result<PlanFileInputs> LoadPlanFile(const std::string& path, int candidate) {
   auto doc = ParseJsonFile(path);
   if (!doc.ok()) return doc.status();
   JsonErrors errors(path);
@@ -156,13 +156,19 @@ Result<PlanFileInputs> LoadPlanFile(const std::string& path) {
     errors.Add("/candidates", "expected a non-empty list of candidates");
     return errors.status();
   }
-  CheckedObject best(candidates.front(), "/candidates/0", &errors);
+  if (candidate < 0 || static_cast<size_t>(candidate) >= candidates.size()) {
+    errors.Add("/candidates", "expected a candidate " + std::to_string(candidate) + " (the file has " +
+                                  std::to_string(candidates.size()) + ", numbered from 0)");
+    return errors.status();
+  }
+  const std::string pointer = "/candidates/" + std::to_string(candidate);
+  CheckedObject best(candidates[static_cast<size_t>(candidate)], pointer, &errors);
   CheckedObject layout = best.Object("layout");
   out.layout_text = layout.String("text");
   if (!errors.empty()) return errors.status();
   const int world = out.job.world_size > 0 ? out.job.world_size : out.cluster.total_gpus();
   auto parsed = ParseLayout(out.layout_text, world, &out.job);
-  if (!parsed.ok()) return Status::Error(path + ": /candidates/0/layout/text: " + parsed.status().message());
+  if (!parsed.ok()) return Status::Error(path + ": " + pointer + "/layout/text: " + parsed.status().message());
   out.layout = std::move(parsed).value();
   return out;
 }

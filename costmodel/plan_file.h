@@ -50,21 +50,23 @@ struct PlanFileContents {
 // Megatron arguments ("megatron_args", else "megatron_error").
 Result<std::string> PlanFileJson(const PlanFileContents& contents);
 
-// A plan file read back (`foldplan compare`): the inputs it was made from
-// and its best (first) candidate's layout.
+// A plan file read back (`foldplan compare`, `foldplan simulate --plan`):
+// the inputs it was made from and one candidate's layout (the best, 0, by
+// default).
 struct PlanFileInputs {
   ClusterSpec cluster;      // /inputs/cluster/spec, named /inputs/cluster/name
   ModelSpec model;          // /inputs/model/spec
   JobSpec job;              // /inputs/job/spec
-  std::string layout_text;  // /candidates/0/layout/text, as written
+  std::string layout_text;  // /candidates/N/layout/text, as written
   Layout layout;            // that text parsed against the job (stage split filled)
 };
 
 // Reads `path` as foldplan.plan/v1 and parses its embedded inputs with the
-// input readers (ParseCluster, ParseModel, ParseJob) and its first
-// candidate's layout with ParseLayout. Errors name the file and the JSON
+// input readers (ParseCluster, ParseModel, ParseJob) and candidate
+// `candidate`'s layout with ParseLayout (no such candidate: an error at
+// /candidates). Errors name the file and the JSON
 // pointer (of the plan for its own fields; of the embedded spec for the
 // readers', "FILE /inputs/model/spec: /layers: ...").
-Result<PlanFileInputs> LoadPlanFile(const std::string& path);
+Result<PlanFileInputs> LoadPlanFile(const std::string& path, int candidate = 0);
 
 }  // namespace foldplan

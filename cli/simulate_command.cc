@@ -1,0 +1,293 @@
+#include "cli/simulate_command.h"
+
+#include <cstdio>
+
+#include <nlohmann/json.hpp>
+
+#include "cli/output.h"
+#include "core/formats.h"
+#include "core/text_table.h"
+#include "costmodel/plan_file.h"
+#include "sim/simulate.h"
+#include "sim/trace.h"
+
+namespace foldplan {
+namespace {
+
+using Json = nlohmann::ordered_json;
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
+}
+std::string Ms(double s) { return Fixed(s * 1e3, 1); }
+
+// "--overlap tp=0,ep=1" (keys tp, cp, ep, dp, pp; values 0 or 1), "all", "none".
+Result<OverlapOptions> ParseOverlap(const std::string& text) {
+  OverlapOptions o;
+  if (text.empty()) return o;
+  if (text == "all" || text == "none") {
+    const bool v = text == "all";
+    o.tp = o.cp = o.ep = o.dp = o.pp = v;
+    return o;
+  }
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    const size_t eq = item.find('=');
+    const std::string key = item.substr(0, eq), value = eq == std::string::npos ? "" : item.substr(eq + 1);
+    std::optional<bool>* slot = key == "tp"   ? &o.tp
+                                : key == "cp" ? &o.cp
+                                : key == "ep" ? &o.ep
+                                : key == "dp" ? &o.dp
+                                : key == "pp" ? &o.pp
+                                              : nullptr;
+    if (!slot || (value != "0" && value != "1")) {
+      return Status::Error("--overlap: expected all, none or KEY=0|1 joined by commas (keys tp, cp, ep, dp, pp), got '" +
+                           item + "'");
+    }
+    *slot = value == "1";
+    at = end + 1;
+  }
+  return o;
+}
+
+Result<std::vector<int>> ParseRanks(const std::string& text, int pp) {
+  std::vector<int> ranks;
+  if (text.empty()) return ranks;
+  size_t at = 0;
+  while (at <= text.size()) {
+    const size_t end = std::min(text.find(',', at), text.size());
+    const std::string item = text.substr(at, end - at);
+    char* stop = nullptr;
+    const long v = std::strtol(item.c_str(), &stop, 10);
+    if (item.empty() || *stop != '\0' || v < 0 || v >= pp) {
+      return Status::Error("--trace-ranks: expected pipeline ranks 0.." + std::to_string(pp - 1) +
+                           " joined by commas, got '" + item + "'");
+    }
+    ranks.push_back(static_cast<int>(v));
+    at = end + 1;
+  }
+  return ranks;
+}
+
+// TEMP until sched-plumbing lands its PipelineScheduleNamed.
+std::optional<PipelineSchedule> PipelineScheduleNamed(const std::string& n) {
+  for (PipelineSchedule s : {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B, PipelineSchedule::kGPipe,
+                             PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV}) {
+    if (n == Name(s)) return s;
+  }
+  if (n == "interleaved") return PipelineSchedule::kInterleaved1F1B;
+  if (n == "zb") return PipelineSchedule::kZeroBubbleH1;
+  return std::nullopt;
+}
+
+const char* OnOff(const std::optional<bool>& v) { return !v ? "as planned" : *v ? "on" : "off"; }
+
+Json Breakdown(double step, double tokens, double mfu, double flops_per_token, double pipeline, double bubble,
+               double dp, double optimizer) {
+  return Json{{"step_time_s", step},
+              {"tokens_per_s", tokens},
+              {"mfu", mfu},
+              {"model_flops_per_token", flops_per_token},
+              {"breakdown",
+               {{"pipeline_s", pipeline}, {"bubble_s", bubble}, {"dp_exposed_s", dp}, {"optimizer_s", optimizer}}}};
+}
+
+Json SimulationJson(const SimResult& r, const std::string& layout_text) {
+  const StepBreakdown& a = r.analytical.step;
+  Json j;
+  j["schema"] = kSimulationSchema;
+  j["layout"] = layout_text;
+  j["schedule"] = Name(r.schedule);
+  j["overlap"] = {{"tp", OnOff(r.overlap.tp)}, {"cp", OnOff(r.overlap.cp)}, {"ep", OnOff(r.overlap.ep)},
+                  {"dp", OnOff(r.overlap.dp)}, {"pp", r.overlap.pp ? "on" : "off"}};
+  double bubble_s = r.bubble_fraction * r.pipeline_s;
+  j["simulated"] = Breakdown(r.step_time_s, r.tokens_per_s, r.mfu, a.model_flops_per_token, r.pipeline_s, bubble_s,
+                             r.dp_exposed_s, r.optimizer_s);
+  j["simulated"]["bubble_fraction"] = r.bubble_fraction;
+  j["simulated"]["tasks"] = r.tasks;
+  j["simulated"]["events"] = r.events;
+  j["analytical"] = Breakdown(a.step_time_s, a.tokens_per_s, a.mfu, a.model_flops_per_token, a.pipeline_s,
+                              a.bubble_s, a.dp_exposed_s, a.optimizer_s);
+  j["analytical"]["bubble_fraction"] = a.pipeline_s > 0 ? a.bubble_s / a.pipeline_s : 0;
+  Json ranks = Json::array();
+  for (const SimRankStats& s : r.ranks) {
+    Json exposed, comm;
+    for (int k = 1; k < kSimKindCount; ++k) {
+      exposed[Name(static_cast<SimKind>(k))] = s.exposed_s[static_cast<size_t>(k)];
+      comm[Name(static_cast<SimKind>(k))] = s.comm_s[static_cast<size_t>(k)];
+    }
+    ranks.push_back({{"pipeline_rank", s.pipeline_rank},
+                     {"busy_s", s.busy_s},
+                     {"idle_s", s.idle_s},
+                     {"compute_s", s.compute_s},
+                     {"exposed_comm_s", exposed},
+                     {"comm_s", comm},
+                     {"pipeline_idle_s", s.pipeline_idle_s}});
+  }
+  j["simulated"]["ranks"] = ranks;
+  Json by_kind;
+  for (int k = 0; k < kSimKindCount; ++k) by_kind[Name(static_cast<SimKind>(k))] = r.critical_s[static_cast<size_t>(k)];
+  Json segments = Json::array();
+  for (const CriticalSegment& c : r.critical_path) {
+    Json kinds;
+    for (int k = 0; k < kSimKindCount; ++k) {
+      if (c.by_kind_s[static_cast<size_t>(k)] > 0) kinds[Name(static_cast<SimKind>(k))] = c.by_kind_s[static_cast<size_t>(k)];
+    }
+    segments.push_back({{"pipeline_rank", c.pipeline_rank},
+                        {"pass", Name(c.pass)},
+                        {"microbatch", c.microbatch},
+                        {"chunk", c.chunk},
+                        {"start_s", c.start_s},
+                        {"duration_s", c.duration_s},
+                        {"by_kind_s", kinds},
+                        {"tasks", c.tasks}});
+  }
+  j["critical_path"] = {{"by_kind_s", by_kind}, {"segments", segments}};
+  Json memory = Json::array();
+  for (const SimRankStats& s : r.ranks) {
+    Json points = Json::array();
+    for (const auto& [t, b] : s.memory_timeline) points.push_back(Json::array({t, b}));
+    memory.push_back({{"pipeline_rank", s.pipeline_rank},
+                      {"peak_bytes", s.peak_memory_bytes},
+                      {"peak_at_s", s.peak_memory_at_s},
+                      {"model_peak_bytes", s.model_peak_memory_bytes},
+                      {"peak_inflight_microbatches", s.peak_inflight_microbatches},
+                      {"model_inflight_microbatches", s.model_inflight_microbatches},
+                      {"points", points}});
+  }
+  j["memory_timeline"] = memory;
+  return j;
+}
+
+std::string SimulationText(const SimResult& r, const std::string& layout_text) {
+  const StepBreakdown& a = r.analytical.step;
+  std::string out = "layout " + layout_text + "\nschedule " + Name(r.schedule) + ", overlap tp " + OnOff(r.overlap.tp) +
+                    ", cp " + OnOff(r.overlap.cp) + ", ep " + OnOff(r.overlap.ep) + ", dp " + OnOff(r.overlap.dp) +
+                    ", pp " + (r.overlap.pp ? "on" : "off") + "\n\n";
+  using Align = TextTable::Align;
+  TextTable t({"", "simulated", "analytical"}, {Align::kLeft, Align::kRight, Align::kRight});
+  t.AddRow({"step time (ms)", Ms(r.step_time_s), Ms(a.step_time_s)});
+  t.AddRow({"  pipeline (ms)", Ms(r.pipeline_s), Ms(a.pipeline_s)});
+  t.AddRow({"  bubble (%)", Fixed(100 * r.bubble_fraction, 1), Fixed(a.pipeline_s > 0 ? 100 * a.bubble_s / a.pipeline_s : 0, 1)});
+  t.AddRow({"  data parallel exposed (ms)", Ms(r.dp_exposed_s), Ms(a.dp_exposed_s)});
+  t.AddRow({"  optimizer (ms)", Ms(r.optimizer_s), Ms(a.optimizer_s)});
+  t.AddRow({"tokens/s", WithCommas(static_cast<unsigned long long>(r.tokens_per_s)),
+            WithCommas(static_cast<unsigned long long>(a.tokens_per_s))});
+  t.AddRow({"MFU (%)", Fixed(100 * r.mfu, 1), Fixed(100 * a.mfu, 1)});
+  out += t.Render();
+  out += "\nper pipeline rank (ms over the step; exposed = communication while no compute runs):\n";
+  TextTable ranks({"rank", "busy", "compute", "exp tp", "exp cp", "exp ep", "exp dp", "exp pp", "idle", "peak GiB",
+                   "model GiB"},
+                  {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+                   Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
+  for (const SimRankStats& s : r.ranks) {
+    ranks.AddRow({std::to_string(s.pipeline_rank), Ms(s.busy_s), Ms(s.compute_s), Ms(s.exposed_s[1]),
+                  Ms(s.exposed_s[2]), Ms(s.exposed_s[3]), Ms(s.exposed_s[4]), Ms(s.exposed_s[5]), Ms(s.idle_s),
+                  Fixed(s.peak_memory_bytes / kBytesPerGiB, 1), Fixed(s.model_peak_memory_bytes / kBytesPerGiB, 1)});
+  }
+  out += ranks.Render("  ");
+  out += "\ncritical path (what sets the step time), by kind:";
+  for (int k = 0; k < kSimKindCount; ++k) {
+    if (r.critical_s[static_cast<size_t>(k)] > 0) {
+      out += std::string(" ") + Name(static_cast<SimKind>(k)) + " " + Ms(r.critical_s[static_cast<size_t>(k)]) + " ms";
+    }
+  }
+  out += "\n";
+  // The ranks it runs through, in order, merged.
+  std::string through;
+  int last = -1, hops = 0;
+  for (const CriticalSegment& c : r.critical_path) {
+    if (c.pipeline_rank != last) {
+      ++hops;
+      last = c.pipeline_rank;
+    }
+  }
+  through = std::to_string(r.critical_path.size()) + " segments over " + std::to_string(hops) + " rank visits";
+  out += "  " + through + "; " + WithCommas(r.tasks) + " tasks, " + WithCommas(r.events) + " events\n";
+  const double diff = r.step_time_s - a.step_time_s;
+  out += "\nsimulated - analytical: " + Fixed(diff * 1e3, 1) + " ms (" +
+         Fixed(a.step_time_s > 0 ? 100 * diff / a.step_time_s : 0, 1) + "%)";
+  out += "; pipeline " + Fixed((r.pipeline_s - a.pipeline_s) * 1e3, 1) + " ms, data parallel " +
+         Fixed((r.dp_exposed_s - a.dp_exposed_s) * 1e3, 1) + " ms\n";
+  return out;
+}
+
+}  // namespace
+
+int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err) {
+  const bool from_plan = !options.plan.empty();
+  if (from_plan == bool(options.layout)) {
+    return Usage(err, Status::Error("simulate needs --layout (with --cluster, --model, --job) or --plan FILE"));
+  }
+  if (options.candidate < 0) return Usage(err, Status::Error("--candidate: expected 0 or more"));
+  std::optional<PipelineSchedule> schedule;
+  if (!options.schedule.empty()) {
+    schedule = PipelineScheduleNamed(options.schedule);
+    if (!schedule) {
+      return Usage(err, Status::Error("--schedule: expected 1f1b, interleaved, gpipe, zb or dualpipev, got '" +
+                                      options.schedule + "'"));
+    }
+  }
+  auto overlap = ParseOverlap(options.overlap);
+  if (!overlap.ok()) return Usage(err, overlap.status());
+  ClusterSpec cluster;
+  ModelSpec model_spec;
+  JobSpec job;
+  CalibrationUse use;
+  Layout layout;
+  if (from_plan) {
+    auto plan = LoadPlanFile(options.plan, options.candidate);
+    if (!plan.ok()) return Fail(err, plan.status());
+    cluster = plan.value().cluster;
+    model_spec = plan.value().model;
+    job = plan.value().job;
+    layout = plan.value().layout;
+    if (!options.inputs.calibration.empty()) cluster.calibration = options.inputs.calibration;
+    use.allow_other_gpu = options.inputs.force_calibration;
+  } else {
+    if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
+    if (Status s = CheckLayoutText(options.layout); !s.ok()) return Usage(err, s);
+    auto inputs = LoadInputs(options.inputs);
+    if (!inputs.ok()) return Fail(err, inputs.status());
+    cluster = inputs.value().cluster;
+    model_spec = inputs.value().model;
+    job = inputs.value().job;
+    use = inputs.value().calibration_use;
+    const int world = job.world_size > 0 ? job.world_size : cluster.total_gpus();
+    auto parsed = ParseLayout(*options.layout, world, &job);
+    if (!parsed.ok()) return Fail(err, parsed.status());
+    layout = parsed.value();
+  }
+  auto model = CostModel::Create(cluster, model_spec, job, use);
+  if (!model.ok()) return Fail(err, model.status());
+  const std::vector<Violation> violations = CheckLayout(layout, model.value()->legality());
+  if (!violations.empty()) return Fail(err, Status::Error(IllegalLayoutText(layout, violations)));
+  auto ranks = ParseRanks(options.trace_ranks, std::max(1, layout.pp));
+  if (!ranks.ok()) return Usage(err, ranks.status());
+  WarnAboutCalibrationGpu(model.value()->comm_params(), cluster, err);
+  SimOptions sim;
+  sim.schedule = schedule;
+  sim.overlap = overlap.value();
+  auto result = Simulate(*model.value(), layout, sim);
+  if (!result.ok()) return Fail(err, result.status());
+  WarnAboutFitMisses(model.value()->comm_params(), err);
+  const SimResult& r = result.value();
+  const std::string text = FormatLayout(r.analytical.layout);
+  if (!options.trace.empty()) {
+    if (Status s = WriteOrPrint(TraceJson(r, ranks.value(), text), options.trace, out, err); !s.ok()) {
+      return Fail(err, s);
+    }
+  }
+  if (options.json) {
+    out << SimulationJson(r, text).dump(1) << "\n";
+  } else {
+    out << SimulationText(r, text);
+  }
+  return 0;
+}
+
+}  // namespace foldplan

@@ -1,0 +1,27 @@
+// `foldplan simulate`: one layout's step played out by the simulator
+// (sim/simulate.h), its figures beside the analytical model's, a
+// Perfetto-readable trace on request (sim/trace.h).
+#pragma once
+
+#include <optional>
+#include <ostream>
+#include <string>
+
+#include "cli/commands.h"
+
+namespace foldplan {
+
+struct SimulateOptions {
+  InputOptions inputs;
+  std::optional<std::string> layout;  // --layout, or:
+  std::string plan;                   // --plan FILE: a foldplan.plan/v1 file's inputs and
+  int candidate = 0;                  //   candidate N (0: the best)
+  std::string schedule;               // --schedule NAME ("": the layout's)
+  std::string overlap;                // --overlap tp=0,ep=1,... | all | none ("": the recipe's)
+  std::string trace;                  // --trace FILE: Chrome trace-event JSON
+  std::string trace_ranks;            // --trace-ranks 0,3: only these pipeline ranks
+  bool json = false;                  // --json: foldplan.simulation/v1
+};
+int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err);
+
+}  // namespace foldplan

@@ -1,0 +1,31 @@
+// The event loop: plays a TaskGraph out in integer nanoseconds. A task
+// starts at the first instant its dependencies and stream predecessors have
+// all ended; it ends when its work is done. Work runs at full rate, except
+// compute on a rank while communication kernels holding SMs run there: then
+// at (N - n) / N, n the most SMs any of them holds (re-timed when one starts
+// or ends). Ties are broken by the order events were pushed, so a run is
+// deterministic. Every task also records the dependency that released it
+// last (its critical predecessor), from which the critical path is read.
+#pragma once
+
+#include <cstdint>
+#include <vector>
+
+#include "core/status.h"
+#include "sim/task_graph.h"
+
+namespace foldplan {
+
+struct EngineRun {
+  std::vector<SimNs> start_ns, end_ns;  // per task
+  // The task whose end released this one (UINT32_MAX: none, it started at 0).
+  std::vector<uint32_t> critical_pred;
+  SimNs makespan_ns = 0;
+  uint64_t events = 0;  // events processed (for the benchmark's rate)
+};
+
+// Error when some task never starts (a dependency cycle: a bug in the graph
+// builder, reported rather than hung on).
+Result<EngineRun> RunTaskGraph(const TaskGraph& graph);
+
+}  // namespace foldplan

@@ -1,0 +1,256 @@
+#include "sim/simulate.h"
+
+#include <algorithm>
+#include <map>
+
+#include "costmodel/compute_time.h"
+#include "sim/pipeline_order.h"
+
+namespace foldplan {
+namespace {
+
+constexpr uint32_t kNone = UINT32_MAX;
+
+// Per rank: time with compute running, busy, and communication while no
+// compute runs, by kind (a stretch two kinds share split between them).
+void SweepRank(const TaskGraph& g, const EngineRun& run, const std::vector<uint32_t>& tasks, SimNs pipeline_start,
+               SimNs pipeline_end, SimRankStats& st) {
+  struct Edge {
+    SimNs t;
+    int kind;
+    int delta;
+  };
+  std::vector<Edge> edges;
+  edges.reserve(tasks.size() * 2);
+  for (uint32_t id : tasks) {
+    const SimNs s = run.start_ns[id], e = run.end_ns[id];
+    if (e <= s) continue;
+    const int k = static_cast<int>(g.task(id).kind);
+    edges.push_back({s, k, +1});
+    edges.push_back({e, k, -1});
+    if (k != 0) st.comm_s[static_cast<size_t>(k)] += ToSeconds(e - s);
+  }
+  std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
+  std::array<int, kSimKindCount> active{};
+  SimNs busy = 0, compute = 0, busy_in_pipeline = 0;
+  std::array<double, kSimKindCount> exposed{};
+  for (size_t i = 0; i < edges.size();) {
+    const SimNs t = edges[i].t;
+    while (i < edges.size() && edges[i].t == t) {
+      active[static_cast<size_t>(edges[i].kind)] += edges[i].delta;
+      ++i;
+    }
+    if (i == edges.size()) break;
+    const SimNs len = edges[i].t - t;
+    int comm_kinds = 0;
+    for (int k = 1; k < kSimKindCount; ++k) comm_kinds += active[static_cast<size_t>(k)] > 0;
+    if (active[0] > 0 || comm_kinds > 0) {
+      busy += len;
+      busy_in_pipeline += std::max<SimNs>(0, std::min(edges[i].t, pipeline_end) - std::max(t, pipeline_start));
+    }
+    if (active[0] > 0) {
+      compute += len;
+    } else if (comm_kinds > 0) {
+      for (int k = 1; k < kSimKindCount; ++k) {
+        if (active[static_cast<size_t>(k)] > 0) exposed[static_cast<size_t>(k)] += double(len) / comm_kinds;
+      }
+    }
+  }
+  st.busy_s = ToSeconds(busy);
+  st.compute_s = ToSeconds(compute);
+  for (int k = 1; k < kSimKindCount; ++k) st.exposed_s[static_cast<size_t>(k)] = exposed[static_cast<size_t>(k)] * 1e-9;
+  st.pipeline_idle_s = ToSeconds(pipeline_end - pipeline_start - busy_in_pipeline);
+}
+
+// Memory over time on each rank: the memory model's terms for the rank,
+// its activations replaced by those of the chunks in flight (a chunk's
+// activations are alive from the end of its forward to the end of its
+// backward, or of its weight-gradient pass when the schedule splits it).
+void MemoryTimelines(const CostModel& model, const Layout& layout, const PipelineDescription& pipe,
+                     const PipelineOrder& order, const StepGraph& sg, const EngineRun& run,
+                     std::vector<SimRankStats>& ranks) {
+  const MemoryModel& mem = model.memory();
+  const double frag = 1 + mem.assumptions().fragmentation;
+  const double dense_layer = mem.LayerActivationBytes(layout, false, layout.recompute);
+  const double moe_layer = mem.LayerActivationBytes(layout, true, layout.recompute);
+  for (size_t p = 0; p < ranks.size(); ++p) {
+    SimRankStats& st = ranks[p];
+    const MemoryBreakdown b = mem.EstimateStage(layout, static_cast<int>(p));
+    st.model_peak_memory_bytes = b.peak_bytes;
+    st.model_inflight_microbatches = b.inflight_microbatches;
+    const double activations = b.bytes_of(memory_term::kActivations);
+    const double base = b.peak_bytes - frag * activations;
+    // A chunk's share of the rank's per-micro-batch activations, by its layers.
+    std::vector<double> share(static_cast<size_t>(order.vpp), 0.0);
+    double total = 0;
+    for (int c = 0; c < order.vpp; ++c) {
+      const VirtualStage& vs = pipe.stages[static_cast<size_t>(order.VirtualStage(static_cast<int>(p), c))];
+      share[static_cast<size_t>(c)] = vs.moe_layers * moe_layer + vs.dense_layers() * dense_layer;
+      total += share[static_cast<size_t>(c)];
+    }
+    const double per_microbatch = b.inflight_microbatches > 0 ? activations / b.inflight_microbatches : 0;
+    std::vector<std::pair<SimNs, double>> changes;  // (time, stage-equivalents)
+    for (const PassRecord& r : sg.passes) {
+      if (r.rank != static_cast<int>(p)) continue;
+      const double w = total > 0 ? share[static_cast<size_t>(r.chunk)] / total : 1.0 / order.vpp;
+      const bool frees = order.split_backward ? r.kind == PassKind::kWeightGrad : r.kind == PassKind::kBackward;
+      if (r.kind == PassKind::kForward) changes.push_back({run.end_ns[r.last_task], w});
+      else if (frees) changes.push_back({run.end_ns[r.last_task], -w});
+    }
+    // Frees before allocations at the same instant.
+    std::sort(changes.begin(), changes.end(), [](const auto& a, const auto& b) {
+      return a.first != b.first ? a.first < b.first : a.second < b.second;
+    });
+    double inflight = 0, peak = 0;
+    SimNs peak_at = 0;
+    st.memory_timeline.push_back({0.0, base});
+    for (const auto& [t, d] : changes) {
+      inflight += d;
+      const double bytes = base + frag * per_microbatch * inflight;
+      st.memory_timeline.push_back({ToSeconds(t), bytes});
+      if (inflight > peak + 1e-9) {
+        peak = inflight;
+        peak_at = t;
+      }
+    }
+    st.peak_inflight_microbatches = peak;
+    st.peak_memory_bytes = base + frag * per_microbatch * peak;
+    st.peak_memory_at_s = ToSeconds(peak_at);
+  }
+}
+
+std::vector<CriticalSegment> CriticalPath(const StepGraph& sg, const EngineRun& run,
+                                          std::array<double, kSimKindCount>& by_kind) {
+  const TaskGraph& g = sg.graph;
+  uint32_t at = kNone;
+  for (uint32_t id : sg.optimizer) {
+    if (at == kNone || run.end_ns[id] > run.end_ns[at]) at = id;
+  }
+  std::vector<uint32_t> chain;
+  while (at != kNone) {
+    chain.push_back(at);
+    at = run.critical_pred[at];
+  }
+  std::reverse(chain.begin(), chain.end());
+  std::vector<CriticalSegment> out;
+  for (uint32_t id : chain) {
+    const SimTask& t = g.task(id);
+    const int rank = g.members(id)[0];
+    const double d = ToSeconds(run.end_ns[id] - run.start_ns[id]);
+    by_kind[static_cast<size_t>(t.kind)] += d;
+    if (out.empty() || out.back().pipeline_rank != rank || out.back().pass != t.pass ||
+        out.back().microbatch != t.microbatch || out.back().chunk != t.chunk) {
+      CriticalSegment& s = out.emplace_back();
+      s.pipeline_rank = rank;
+      s.pass = t.pass;
+      s.microbatch = t.microbatch;
+      s.chunk = t.chunk;
+      s.start_s = ToSeconds(run.start_ns[id]);
+    }
+    CriticalSegment& s = out.back();
+    s.duration_s = ToSeconds(run.end_ns[id]) - s.start_s;
+    s.by_kind_s[static_cast<size_t>(t.kind)] += d;
+    ++s.tasks;
+  }
+  return out;
+}
+
+}  // namespace
+
+OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedule) {
+  OverlapSet o;
+  o.tp = options.tp;
+  o.cp = options.cp;
+  o.dp = options.dp;
+  o.ep = options.ep;
+  // DualPipeV overlaps its pairs' all-to-alls by design.
+  if (!o.ep && schedule == PipelineSchedule::kDualPipeV) o.ep = true;
+  o.pp = options.pp.value_or(schedule == PipelineSchedule::kInterleaved1F1B ||
+                             schedule == PipelineSchedule::kDualPipeV);
+  return o;
+}
+
+Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, const PipelineOrder& order,
+                               const OverlapSet& overlap, const std::vector<double>& optimizer_s) {
+  SimResult out;
+  out.schedule = order.schedule;
+  out.overlap = overlap;
+  StepGraphSpec spec;
+  spec.work = &work;
+  spec.model = &model;
+  spec.order = &order;
+  spec.overlap = overlap;
+  spec.optimizer_s = optimizer_s;
+  auto graph = BuildStepGraph(spec);
+  if (!graph.ok()) return graph.status();
+  out.graph = std::move(graph).value();
+  auto run = RunTaskGraph(out.graph.graph);
+  if (!run.ok()) return run.status();
+  out.run = std::move(run).value();
+  const TaskGraph& g = out.graph.graph;
+  out.tasks = g.size();
+  out.events = out.run.events;
+  out.step_time_s = ToSeconds(out.run.makespan_ns);
+
+  SimNs first_start = out.run.makespan_ns, pipeline_end = 0;
+  for (const PassRecord& r : out.graph.passes) {
+    first_start = std::min(first_start, out.run.start_ns[r.first_task]);
+    pipeline_end = std::max(pipeline_end, out.run.end_ns[r.last_task]);
+  }
+  if (out.graph.passes.empty()) first_start = 0;
+  out.pipeline_start_s = ToSeconds(first_start);
+  out.pipeline_s = ToSeconds(pipeline_end - first_start);
+  uint32_t slowest_opt = out.graph.optimizer.empty() ? 0 : out.graph.optimizer.front();
+  for (uint32_t id : out.graph.optimizer) {
+    if (out.run.end_ns[id] >= out.run.end_ns[slowest_opt]) slowest_opt = id;
+  }
+  if (!out.graph.optimizer.empty()) {
+    out.optimizer_s = ToSeconds(out.run.end_ns[slowest_opt] - out.run.start_ns[slowest_opt]);
+  }
+  out.dp_exposed_s = std::max(0.0, out.step_time_s - out.pipeline_s - out.optimizer_s);
+
+  std::vector<std::vector<uint32_t>> per_rank(static_cast<size_t>(g.ranks()));
+  for (uint32_t id = 0; id < g.size(); ++id) {
+    const int32_t* mem = g.members(id);
+    for (uint32_t k = 0; k < g.task(id).member_count; ++k) per_rank[static_cast<size_t>(mem[k])].push_back(id);
+  }
+  out.ranks.resize(static_cast<size_t>(g.ranks()));
+  double idle_in_pipeline = 0;
+  for (size_t p = 0; p < out.ranks.size(); ++p) {
+    SimRankStats& st = out.ranks[p];
+    st.pipeline_rank = static_cast<int>(p);
+    SweepRank(g, out.run, per_rank[p], first_start, pipeline_end, st);
+    st.idle_s = out.step_time_s - st.busy_s;
+    idle_in_pipeline += st.pipeline_idle_s;
+  }
+  out.bubble_fraction = out.pipeline_s > 0 ? idle_in_pipeline / (out.ranks.size() * out.pipeline_s) : 0;
+  out.critical_path = CriticalPath(out.graph, out.run, out.critical_s);
+  return out;
+}
+
+Result<SimResult> Simulate(const CostModel& model, const Layout& input, const SimOptions& options) {
+  Evaluation analytical = model.Evaluate(input);
+  const Layout& layout = analytical.layout;
+  const PipelineDescription& pipe = analytical.pipeline;
+  const PipelineSchedule schedule = options.schedule.value_or(pipe.schedule);
+  const JobSpec& job = *model.context().job;
+  auto order = BuildPipelineOrder(schedule, std::max(1, layout.pp), std::max(1, layout.vpp),
+                                  MicroBatchesPerStep(job, layout));
+  if (!order.ok()) return order.status();
+  const StepWork work = model.Work(layout, pipe);
+  std::vector<double> optimizer_s;
+  for (int p = 0; p < work.pp; ++p) optimizer_s.push_back(model.OptimizerSeconds(layout, pipe, p));
+  auto sim = SimulateWork(work, *model.context().model, order.value(), ResolveOverlap(options.overlap, schedule),
+                          optimizer_s);
+  if (!sim.ok()) return sim.status();
+  SimResult out = std::move(sim).value();
+  MemoryTimelines(model, layout, pipe, order.value(), out.graph, out.run, out.ranks);
+  if (out.step_time_s > 0) {
+    out.tokens_per_s = double(job.global_batch) * job.seq_len / out.step_time_s;
+    out.mfu = analytical.step.mfu * analytical.step.step_time_s / out.step_time_s;
+  }
+  out.analytical = std::move(analytical);
+  return out;
+}
+
+}  // namespace foldplan

@@ -1,0 +1,117 @@
+// One training step of a layout, simulated: the cost model's work per
+// pipeline rank (CostModel::Work) played out in the schedule's order of
+// passes (sim/pipeline_order.h) as a task graph (sim/step_graph.h) by the
+// event loop (sim/engine.h), with the analytical evaluation beside it.
+//
+// Every overlap is an explicit option; unset, it is what the layout's
+// recipe gives the cost model:
+//   tp  TP ops beside their block: the comm plan marks them overlappable (--tp-comm-overlap)
+//   cp  CP ops beside their block: ring attention's KV exchange
+//   ep  a forward's and another micro-batch's backward's all-to-alls beside
+//       each other's compute: --overlap-moe-expert-parallel-comm; DualPipeV's pairs always
+//   dp  gradient reduce-scatters and parameter all-gathers bucketed (the
+//       distributed optimizer's overlap); FSDP's per-layer ops beside their block
+//   pp  pipeline sends beside compute: interleaved (overlap_p2p_comm) and DualPipeV;
+//       1F1B, GPipe and ZB-H1 block on them
+// With every overlap off, balanced routing and the cost model's collective
+// times, a 1F1B or interleaved step differs from the analytical one only
+// where the analytical formula simplifies (doc/simulator.md "Against the
+// analytical model"): its fill and drain count every stage at the slowest
+// stage's time and every rank a stage crossing each way.
+#pragma once
+
+#include <array>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "core/status.h"
+#include "costmodel/evaluate.h"
+#include "planner/layout.h"
+#include "planner/pipeline_schedule.h"
+#include "sim/engine.h"
+#include "sim/pipeline_order.h"
+#include "sim/step_graph.h"
+
+namespace foldplan {
+
+struct OverlapOptions {
+  std::optional<bool> tp, cp, ep, dp, pp;  // unset: the recipe's (above)
+};
+
+struct SimOptions {
+  std::optional<PipelineSchedule> schedule;  // unset: the layout's
+  OverlapOptions overlap;
+};
+
+struct SimRankStats {
+  int pipeline_rank = 0;
+  double busy_s = 0;     // something runs on the rank (compute or communication)
+  double idle_s = 0;     // step time - busy
+  double compute_s = 0;  // compute runs
+  // Communication while no compute runs (time two kinds share is split
+  // between them), and every communication task's time, by SimKind.
+  std::array<double, kSimKindCount> exposed_s{};
+  std::array<double, kSimKindCount> comm_s{};
+  double pipeline_idle_s = 0;  // idle while the pipeline runs (its bubble)
+  // Memory: the memory model's static terms plus the activations of the
+  // chunks in flight; the peak, when it is first reached, and the memory
+  // model's peak for the same rank.
+  double peak_memory_bytes = 0;
+  double peak_memory_at_s = 0;
+  double model_peak_memory_bytes = 0;
+  double peak_inflight_microbatches = 0;  // in whole-stage equivalents
+  double model_inflight_microbatches = 0;
+  std::vector<std::pair<double, double>> memory_timeline;  // (seconds, bytes), at each change
+};
+
+// A stretch of the critical path: consecutive tasks on one rank of one pass
+// of one micro-batch (the step's data-parallel and optimizer work: pass
+// kStep, micro-batch -1), with its time by kind.
+struct CriticalSegment {
+  int pipeline_rank = 0;
+  SimPass pass = SimPass::kStep;
+  int microbatch = -1;
+  int chunk = -1;
+  double start_s = 0;
+  double duration_s = 0;
+  std::array<double, kSimKindCount> by_kind_s{};
+  int tasks = 0;
+};
+
+struct SimResult {
+  PipelineSchedule schedule = PipelineSchedule::k1F1B;
+  OverlapSet overlap;
+  double step_time_s = 0;
+  double pipeline_start_s = 0;  // the first pass's start (after a blocking parameter gather)
+  double pipeline_s = 0;      // from the first pass's start to the last pass's end
+  double dp_exposed_s = 0;    // the rest of the step but the optimizer: data-parallel traffic outside the pipeline
+  double optimizer_s = 0;     // the slowest rank's optimizer step
+  double bubble_fraction = 0; // idle share of ranks x pipeline_s
+  double tokens_per_s = 0;
+  double mfu = 0;
+  std::vector<SimRankStats> ranks;             // pp
+  std::vector<CriticalSegment> critical_path;  // in time order
+  std::array<double, kSimKindCount> critical_s{};  // the critical path's time by kind
+  uint64_t tasks = 0;
+  uint64_t events = 0;
+  Evaluation analytical;  // the cost model's evaluation of the same layout
+  StepGraph graph;        // what ran, for the trace
+  EngineRun run;
+};
+
+// Simulates one step of `layout` (legal or not: an illegal layout is
+// simulated as far as its degrees allow, like Evaluate). Errors: a schedule
+// the degrees cannot run (sim/pipeline_order.h says why).
+Result<SimResult> Simulate(const CostModel& model, const Layout& layout, const SimOptions& options = {});
+
+// The step of hand-made or cost-model work in `order`: everything above but
+// the analytical evaluation, the memory timelines, tokens/s and MFU.
+// `optimizer_s` per pipeline rank (missing ranks: none).
+Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, const PipelineOrder& order,
+                               const OverlapSet& overlap, const std::vector<double>& optimizer_s);
+
+// The overlaps `options` resolve to under `schedule`.
+OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedule);
+
+}  // namespace foldplan

@@ -1,0 +1,93 @@
+// One training step of a layout as a task graph (sim/task_graph.h), built
+// from the cost model's work (costmodel/stage_work.h) and the schedule's
+// order of passes (sim/pipeline_order.h). The fast path: one simulated rank
+// per pipeline rank stands for every rank of its stage, which behave alike
+// when loads are balanced, so a collective inside a stage (TP, CP, EP, DP)
+// is a task of one member lasting the cost model's seconds for it.
+//
+// A pass (forward, backward or weight-gradient of one micro-batch on one
+// model chunk) walks the chunk's blocks (embedding, decoder layers, MTP
+// layers, output layer; backward in reverse). A block's compute is split
+// into equal segments around its communication ops, each op in the order
+// of the comm plan:
+//   - an op that is not overlapped runs on the compute stream, between two
+//     segments (its time is exposed);
+//   - an overlapped op (TP comm overlap, ring-CP KV exchange, FSDP's
+//     prefetched gathers) runs on its stream beside the whole block's
+//     compute: the next block waits for both, so max(0, comm - compute) of
+//     it is exposed, the cost model's "excess";
+//   - with EP overlap, a forward paired with another micro-batch's backward
+//     (1F1B's steady state, DualPipeV's pairs) runs its all-to-alls on the
+//     EP stream while the other pass's compute runs, on the SMs the
+//     dispatcher's kernels leave (the engine slows it).
+// Pipeline sends follow each forward (to the next virtual stage) and
+// backward (to the previous one) whose neighbour is on another rank: on the
+// compute stream (1F1B: Megatron's blocking p2p) or on the PP stream beside
+// the next pass (pp overlap; interleaved's overlap_p2p_comm). Data-parallel
+// traffic: with dp overlap, parameter all-gathers bucketed one per block
+// before the block's first forward, gradient reduce-scatters one per block
+// after its last backward (Megatron's buckets; the last bucket exposed);
+// without, one gather before the first pass and one reduction after the
+// last, on the compute stream. Then each rank's optimizer step.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "core/status.h"
+#include "costmodel/stage_work.h"
+#include "inputs/model.h"
+#include "sim/pipeline_order.h"
+#include "sim/task_graph.h"
+
+namespace foldplan {
+
+// Which communication runs beside compute (true) or blocks it (false). For
+// tp, cp, dp and ep, unset means op by op as the comm plan marks it (its
+// `overlappable` and `hides_behind_other_microbatch`); set, every op of the
+// kind. sim/simulate.h says where each default comes from.
+struct OverlapSet {
+  std::optional<bool> tp;  // TP ops beside their block (TP comm overlap)
+  std::optional<bool> cp;  // CP ops beside their block (ring attention's KV exchange)
+  std::optional<bool> ep;  // EP all-to-alls of paired passes beside the other pass
+  std::optional<bool> dp;  // bucketed gradient reductions and parameter gathers; FSDP's per-layer ops
+  bool pp = false;         // pipeline sends on the PP stream
+};
+
+struct StepGraphSpec {
+  const StepWork* work = nullptr;     // its pipeline must be set
+  const ModelSpec* model = nullptr;   // which layers are MoE
+  const PipelineOrder* order = nullptr;
+  OverlapSet overlap;
+  std::vector<double> optimizer_s;    // per pipeline rank
+};
+
+// The tasks of one pass, for memory and reports.
+struct PassRecord {
+  int rank = 0;
+  int chunk = 0;
+  int virtual_stage = 0;
+  int microbatch = 0;
+  PassKind kind = PassKind::kForward;
+  uint32_t first_task = 0;  // its first task in the graph
+  uint32_t last_task = 0;   // its last compute or comm task (sends excluded)
+};
+
+// A pipeline send, for the trace's flow arrows: the send and the first task
+// of the pass that waits for it.
+struct SendRecord {
+  uint32_t send = 0;
+  uint32_t receiver = 0;
+};
+
+struct StepGraph {
+  TaskGraph graph{1, 1};
+  std::vector<PassRecord> passes;
+  std::vector<SendRecord> sends;
+  std::vector<uint32_t> optimizer;  // per rank: its optimizer task (the step's end there)
+};
+
+Result<StepGraph> BuildStepGraph(const StepGraphSpec& spec);
+
+}  // namespace foldplan

@@ -1,0 +1,286 @@
+// The simulated step (sim/simulate.h) against the analytical one
+// (costmodel/schedule.h), and its bookkeeping.
+#include <doctest/doctest.h>
+
+#include <cstdio>
+
+#include "../tests/fixtures.h"
+#include "inputs/loader.h"
+#include "costmodel/schedule.h"
+#include "sim/simulate.h"
+
+using namespace foldplan;
+
+namespace {
+
+// Hand-made work on a uniform pipeline: every decoder layer costs f forward
+// and b backward, with one plain per-layer op of c seconds a call (a call
+// each way), the embedding and the loss cost nothing, and a stage crossing
+// costs s a call each way. Each rank holds L = layers / pp layers, so
+//   t = L (f + b + 2c) + (pp > 1 ? 2 s : 0)   per micro-batch on every rank.
+struct UniformWork {
+  ModelSpec model = testing::MakeMixtral();  // 32 layers, every one MoE
+  Layout layout;
+  PipelineDescription pipe;
+  StepWork work;
+  UniformWork(int pp, int vpp, long long m, double f, double b, double c, double s) {
+    layout.pp = pp;
+    layout.vpp = vpp;
+    layout.world = pp;
+    pipe = DescribePipeline(layout, model);
+    ComputeTimes t;
+    t.moe_layer.routed_experts.fwd_s = f;
+    t.moe_layer.routed_experts.bwd_s = b;
+    std::vector<CommOp> ops(1);
+    ops[0].kind = CommKind::kTensorParallel;
+    ops[0].name = "tp_op";
+    ops[0].scope = CommOp::kPerLayer;
+    ops[0].calls_fwd = ops[0].calls_bwd = 1;
+    ops[0].seconds_per_call = c;
+    if (s > 0) {
+      CommOp& send = ops.emplace_back();
+      send.kind = CommKind::kPipeline;
+      send.name = "pp_send_recv";
+      send.scope = CommOp::kPerStageBoundary;
+      send.calls_fwd = send.calls_bwd = 1;
+      send.seconds_per_call = s;
+    }
+    GpuSpec gpu;
+    work = BuildStepWork(layout, model, gpu, pipe, t, ops, m);
+  }
+  SimResult Simulate(bool pp_overlap) const {
+    auto order = BuildPipelineOrder(pipe.schedule, layout.pp, layout.vpp, work.microbatches);
+    REQUIRE(order.ok());
+    OverlapSet off;
+    off.tp = off.cp = off.ep = off.dp = false;
+    off.pp = pp_overlap;
+    auto r = SimulateWork(work, model, order.value(), off, {});
+    REQUIRE(r.ok());
+    return std::move(r).value();
+  }
+};
+
+// Rounding: every task's seconds become whole nanoseconds, so a path of n
+// tasks may be n/2 ns off; 1 us is far below any figure reported.
+constexpr double kNs = 1e-6;
+
+}  // namespace
+
+TEST_CASE("uniform stages, no crossing cost: the simulated 1F1B and interleaved pipelines equal the analytical ones") {
+  // 1F1B: (m + pp - 1) t; interleaved: m t + (pp - 1) / vpp t
+  // (costmodel/schedule.h), the steady state at the stage time and the fill
+  // and drain at (pp - 1) / vpp stages' worth.
+  for (int pp : {1, 2, 4, 8}) {
+    for (int vpp : {1, 2, 4}) {
+      if (vpp > 1 && pp == 1) continue;
+      for (long long m : {8LL, 16LL, 64LL}) {
+        CAPTURE(pp);
+        CAPTURE(vpp);
+        CAPTURE(m);
+        const UniformWork u(pp, vpp, m, 1e-3, 2e-3, 1e-4, 0);
+        const double t = 32.0 / pp * (1e-3 + 2e-3 + 2e-4);
+        const PipelineTimes a = SchedulePipeline(u.work);
+        CHECK(a.stage_time_s == doctest::Approx(t).epsilon(1e-12));
+        const SimResult s = u.Simulate(vpp > 1);
+        CHECK(std::abs(s.pipeline_s - a.pipeline_s) < kNs);
+        CHECK(std::abs(s.pipeline_s - (m * t + (pp - 1.0) / vpp * t)) < kNs);
+        // The bubble: (pp - 1) / vpp stage times of idle on each rank, over
+        // the pipeline: (pp - 1) / (vpp m + pp - 1).
+        CHECK(s.bubble_fraction == doctest::Approx((pp - 1.0) / (vpp * m + pp - 1.0)).epsilon(1e-6));
+      }
+    }
+  }
+}
+
+TEST_CASE("uniform 1F1B with blocking crossings: the simulator charges only the sends that exist") {
+  // The analytical 1F1B charges every rank a crossing each way per
+  // micro-batch, t = t0 + 2s (t0 = L (f + b + 2c)). A rank sends only to
+  // a neighbour that exists: with pp = 2 each rank sends one way, t = t0 + s
+  // on both, so the simulated pipeline is (m + 1)(t0 + s), (m + 1) s below
+  // the analytical (m + 1)(t0 + 2s).
+  const double f = 1e-3, b = 2e-3, c = 1e-4, s = 5e-4;
+  for (long long m : {4LL, 16LL, 64LL}) {
+    CAPTURE(m);
+    const UniformWork u(2, 1, m, f, b, c, s);
+    const double t0 = 16 * (f + b + 2 * c);
+    const SimResult r = u.Simulate(false);
+    CHECK(std::abs(r.pipeline_s - (m + 1) * (t0 + s)) < kNs);
+    CHECK(std::abs(SchedulePipeline(u.work).pipeline_s - r.pipeline_s - (m + 1) * s) < kNs);
+  }
+  // pp > 2: the middle ranks send both ways (t0 + 2s, the analytical t)
+  // and set the steady state; only the fill and drain gain from the end
+  // ranks' missing sends, so the simulated pipeline lies between m (t0 + 2s)
+  // and the analytical (m + pp - 1)(t0 + 2s).
+  for (int pp : {4, 8}) {
+    for (long long m : {8LL, 32LL}) {
+      CAPTURE(pp);
+      CAPTURE(m);
+      const UniformWork u(pp, 1, m, f, b, c, s);
+      const double t = 32.0 / pp * (f + b + 2 * c) + 2 * s;
+      const PipelineTimes a = SchedulePipeline(u.work);
+      CHECK(a.pipeline_s == doctest::Approx((m + pp - 1) * t));
+      const SimResult r = u.Simulate(false);
+      CHECK(r.pipeline_s <= a.pipeline_s + kNs);
+      CHECK(r.pipeline_s >= m * t - kNs);
+      // Of the analytical model's 2 (m + pp - 1) crossings per rank, the
+      // simulated step saves at most the end ranks' m + pp - 1 each.
+      CHECK(a.pipeline_s - r.pipeline_s <= 2 * (m + pp - 1) * s + kNs);
+    }
+  }
+}
+
+TEST_CASE("busy time adds up: compute never overlaps itself, communication is counted once per kind") {
+  // On every rank: the compute stream's tasks do not overlap, so the time
+  // with compute running is the sum of the compute tasks' durations; each
+  // kind's communication time is the sum of its tasks'; busy = compute +
+  // the exposed communication of every kind; busy + idle = step.
+  const UniformWork u(4, 2, 16, 1e-3, 2e-3, 1e-4, 5e-4);
+  for (bool pp_overlap : {false, true}) {
+    const SimResult r = u.Simulate(pp_overlap);
+    const TaskGraph& g = r.graph.graph;
+    for (const SimRankStats& st : r.ranks) {
+      double compute = 0;
+      std::array<double, kSimKindCount> comm{};
+      for (uint32_t id = 0; id < g.size(); ++id) {
+        if (g.members(id)[0] != st.pipeline_rank) continue;
+        const double d = ToSeconds(r.run.end_ns[id] - r.run.start_ns[id]);
+        if (g.task(id).kind == SimKind::kCompute) compute += d;
+        else comm[static_cast<size_t>(g.task(id).kind)] += d;
+      }
+      CHECK(st.compute_s == doctest::Approx(compute).epsilon(1e-12));
+      double exposed = 0;
+      for (int k = 1; k < kSimKindCount; ++k) {
+        CHECK(st.comm_s[static_cast<size_t>(k)] == doctest::Approx(comm[static_cast<size_t>(k)]).epsilon(1e-12));
+        exposed += st.exposed_s[static_cast<size_t>(k)];
+      }
+      CHECK(st.busy_s == doctest::Approx(st.compute_s + exposed).epsilon(1e-9));
+      CHECK(st.busy_s + st.idle_s == doctest::Approx(r.step_time_s).epsilon(1e-12));
+    }
+  }
+}
+
+TEST_CASE("the critical path runs from the step's start to its end without gaps") {
+  // Each task on it starts when its predecessor on it ends (that is what
+  // made it critical), so the segments tile [0, step].
+  const UniformWork u(4, 1, 16, 1e-3, 2e-3, 1e-4, 5e-4);
+  const SimResult r = u.Simulate(false);
+  REQUIRE_FALSE(r.critical_path.empty());
+  CHECK(r.critical_path.front().start_s == 0);
+  double at = 0, total = 0;
+  for (const CriticalSegment& c : r.critical_path) {
+    CHECK(c.start_s == doctest::Approx(at).epsilon(1e-12));
+    at = c.start_s + c.duration_s;
+  }
+  for (double k : r.critical_s) total += k;
+  CHECK(at == doctest::Approx(r.step_time_s).epsilon(1e-12));
+  CHECK(total == doctest::Approx(r.step_time_s).epsilon(1e-9));
+}
+
+namespace {
+
+// The shipped Mixtral 8x22B on 16 DGX H100 nodes, with a small global batch
+// so that a step has few micro-batches.
+struct Shipped {
+  ClusterSpec cluster = LoadCluster("h100-dgx-16n").value();
+  ModelSpec model = LoadModel("mixtral-8x22b").value();
+  JobSpec job = [] {
+    JobSpec j = LoadJob("default").value();
+    j.global_batch = 256;
+    return j;
+  }();
+  std::unique_ptr<CostModel> cost = std::move(CostModel::Create(cluster, model, job)).value();
+
+  SimResult Run(const std::string& text, const OverlapOptions& overlap) {
+    auto l = ParseLayout(text, cluster.total_gpus(), &job);
+    REQUIRE(l.ok());
+    SimOptions o;
+    o.overlap = overlap;
+    auto r = Simulate(*cost, l.value(), o);
+    REQUIRE(r.ok());
+    return std::move(r).value();
+  }
+};
+
+OverlapOptions AllOff() {
+  OverlapOptions o;
+  o.tp = o.cp = o.ep = o.dp = o.pp = false;
+  return o;
+}
+
+}  // namespace
+
+TEST_CASE("one stage, every overlap off: the simulated pipeline is the analytical m t exactly") {
+  // pp = 1: no fill, no drain, no crossing; t is the rank's compute and
+  // communication per micro-batch, all of it exposed on both sides. The
+  // data-parallel traffic, blocking, adds gather + reduction outside it.
+  Shipped f;
+  for (const char* text : {"tp=8,cp=1,pp=1,ep=8,etp=1", "tp=4,cp=2,pp=1,ep=8,etp=1", "tp=2,cp=4,pp=1,ep=16,etp=1"}) {
+    CAPTURE(text);
+    const SimResult r = f.Run(text, AllOff());
+    const StepWork w = f.cost->Work(r.analytical.layout, r.analytical.pipeline);
+    StepWork off = w;
+    for (CommOp& op : off.ops) op.overlappable = op.hides_behind_other_microbatch = false;
+    const PipelineTimes a = SchedulePipeline(off);
+    // Rounding: at most half a nanosecond per task on the path.
+    const double rounding = 0.5e-9 * double(r.tasks);
+    CHECK(std::abs(r.pipeline_s - a.pipeline_s) < rounding);
+    double dp = 0;
+    for (const CommOp& op : w.ops) {
+      if (op.scope == CommOp::kPerStep) dp += op.seconds_per_microbatch();
+    }
+    CHECK(std::abs(r.dp_exposed_s - dp) < rounding);
+    CHECK(r.bubble_fraction == 0);
+  }
+}
+
+TEST_CASE("1F1B and interleaved layouts, every overlap off: the simulated pipeline is within the analytical model's simplifications") {
+  // The analytical pipeline m t_max + (pp - 1) / vpp t_max (+ crossings)
+  // counts the fill and drain at the slowest stage's time; the simulated
+  // one runs each stage at its own. It is at least the slowest rank's busy
+  // time m t_max and at most the analytical pipeline plus, for interleaved
+  // stages whose chunks differ (the embedding's, the loss's), one fill's
+  // worth of a chunk: (pp - 1) / vpp t_max more.
+  Shipped f;
+  for (const char* text : {"tp=2,cp=1,pp=8,ep=8,etp=1", "tp=4,cp=1,pp=4,ep=8,etp=1", "tp=2,cp=2,pp=4,vpp=2,ep=8,etp=1",
+                           "tp=1,cp=4,pp=4,vpp=2,ep=8,etp=1", "tp=2,cp=1,pp=2,ep=8,etp=1"}) {
+    CAPTURE(text);
+    const SimResult r = f.Run(text, AllOff());
+    const StepBreakdown& a = r.analytical.step;
+    const StepWork w = f.cost->Work(r.analytical.layout, r.analytical.pipeline);
+    StepWork off = w;
+    for (CommOp& op : off.ops) op.overlappable = op.hides_behind_other_microbatch = false;
+    const PipelineTimes t = SchedulePipeline(off);
+    const int pp = r.analytical.layout.pp, vpp = r.analytical.layout.vpp;
+    CHECK(r.pipeline_s >= a.microbatches * t.stage_time_s * (1 - 1e-9));
+    CHECK(r.pipeline_s <= t.pipeline_s + (pp - 1.0) / vpp * t.stage_time_s);
+  }
+}
+
+TEST_CASE("the simulated peak memory is the memory model's where the chunks in flight agree") {
+  // 1F1B keeps pp - p micro-batches on rank p at the peak, interleaved
+  // 2 (pp - p - 1) + (vpp - 1) pp + 1 chunks (InflightMicrobatches); the
+  // simulated order holds as many, so its peak is the memory model's.
+  Shipped f;
+  for (const char* text : {"tp=2,cp=1,pp=8,ep=8,etp=1", "tp=2,cp=2,pp=4,vpp=2,ep=8,etp=1"}) {
+    CAPTURE(text);
+    const SimResult r = f.Run(text, {});
+    for (const SimRankStats& st : r.ranks) {
+      CAPTURE(st.pipeline_rank);
+      CHECK(st.peak_inflight_microbatches == doctest::Approx(st.model_inflight_microbatches));
+      CHECK(st.peak_memory_bytes == doctest::Approx(st.model_peak_memory_bytes).epsilon(1e-9));
+      CHECK(st.peak_memory_at_s > 0);
+    }
+  }
+}
+
+TEST_CASE("overlaps hide what they overlap: the default recipe's step is no longer than all-off") {
+  Shipped f;
+  const SimResult off = f.Run("tp=2,cp=1,pp=4,vpp=2,ep=8,etp=1,tp_overlap=1", AllOff());
+  const SimResult on = f.Run("tp=2,cp=1,pp=4,vpp=2,ep=8,etp=1,tp_overlap=1", {});
+  CHECK(on.step_time_s < off.step_time_s);
+  // With TP comm overlap on, less TP time is exposed on every rank.
+  for (size_t p = 0; p < on.ranks.size(); ++p) {
+    CHECK(on.ranks[p].exposed_s[static_cast<size_t>(SimKind::kTp)] <
+          off.ranks[p].exposed_s[static_cast<size_t>(SimKind::kTp)]);
+  }
+}
