@@ -128,6 +128,12 @@ int main(int argc, char** argv) {
                            "overlaps: all, none or KEY=0|1 joined by commas, keys tp, cp, ep, dp, pp "
                            "(default: the layout's recipe)")
       ->type_name("LIST");
+  simulate_cmd->add_option("--imbalance", simulate.imbalance,
+                           "routing imbalance: uniform, zipf:S, dirichlet:A or a foldplan.expert-loads/v1 file "
+                           "(default balanced); simulates every rank")
+      ->type_name("DIST");
+  simulate_cmd->add_option("--seed", simulate.seed, "seed of the imbalance's draws")->capture_default_str();
+  simulate_cmd->add_flag("--whole", simulate.whole, "simulate every rank even with balanced loads");
   simulate_cmd->add_option("--trace", simulate.trace, "write a Perfetto-readable trace (Chrome trace-event JSON)")
       ->type_name("FILE");
   simulate_cmd->add_option("--trace-ranks", simulate.trace_ranks, "only these pipeline ranks in the trace, e.g. 0,3")

@@ -8,6 +8,7 @@
 #include "core/formats.h"
 #include "core/text_table.h"
 #include "costmodel/plan_file.h"
+#include "sim/expert_loads.h"
 #include "sim/simulate.h"
 #include "sim/trace.h"
 
@@ -120,7 +121,8 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
       exposed[Name(static_cast<SimKind>(k))] = s.exposed_s[static_cast<size_t>(k)];
       comm[Name(static_cast<SimKind>(k))] = s.comm_s[static_cast<size_t>(k)];
     }
-    ranks.push_back({{"pipeline_rank", s.pipeline_rank},
+    ranks.push_back({{"rank", s.rank},
+                     {"pipeline_rank", s.pipeline_rank},
                      {"busy_s", s.busy_s},
                      {"idle_s", s.idle_s},
                      {"compute_s", s.compute_s},
@@ -137,7 +139,7 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
     for (int k = 0; k < kSimKindCount; ++k) {
       if (c.by_kind_s[static_cast<size_t>(k)] > 0) kinds[Name(static_cast<SimKind>(k))] = c.by_kind_s[static_cast<size_t>(k)];
     }
-    segments.push_back({{"pipeline_rank", c.pipeline_rank},
+    segments.push_back({{"rank", c.rank},
                         {"pass", Name(c.pass)},
                         {"microbatch", c.microbatch},
                         {"chunk", c.chunk},
@@ -151,7 +153,8 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
   for (const SimRankStats& s : r.ranks) {
     Json points = Json::array();
     for (const auto& [t, b] : s.memory_timeline) points.push_back(Json::array({t, b}));
-    memory.push_back({{"pipeline_rank", s.pipeline_rank},
+    memory.push_back({{"rank", s.rank},
+                      {"pipeline_rank", s.pipeline_rank},
                       {"peak_bytes", s.peak_memory_bytes},
                       {"peak_at_s", s.peak_memory_at_s},
                       {"model_peak_bytes", s.model_peak_memory_bytes},
@@ -179,13 +182,25 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
             WithCommas(static_cast<unsigned long long>(a.tokens_per_s))});
   t.AddRow({"MFU (%)", Fixed(100 * r.mfu, 1), Fixed(100 * a.mfu, 1)});
   out += t.Render();
-  out += "\nper pipeline rank (ms over the step; exposed = communication while no compute runs):\n";
-  TextTable ranks({"rank", "busy", "compute", "exp tp", "exp cp", "exp ep", "exp dp", "exp pp", "idle", "peak GiB",
+  out += r.whole ? "\nper pipeline rank, its busiest rank (ms over the step; exposed = communication while no compute "
+                   "runs):\n"
+                 : "\nper pipeline rank (ms over the step; exposed = communication while no compute runs):\n";
+  TextTable ranks({"stage", "busy", "compute", "exp tp", "exp cp", "exp ep", "exp dp", "exp pp", "idle", "peak GiB",
                    "model GiB"},
                   {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
                    Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
+  // The whole path: each stage's busiest rank (its straggler).
+  std::vector<const SimRankStats*> shown;
   for (const SimRankStats& s : r.ranks) {
-    ranks.AddRow({std::to_string(s.pipeline_rank), Ms(s.busy_s), Ms(s.compute_s), Ms(s.exposed_s[1]),
+    if (s.pipeline_rank >= int(shown.size())) shown.resize(size_t(s.pipeline_rank) + 1, nullptr);
+    const SimRankStats*& slot = shown[size_t(s.pipeline_rank)];
+    if (!slot || s.busy_s > slot->busy_s) slot = &s;
+  }
+  for (const SimRankStats* sp : shown) {
+    if (!sp) continue;
+    const SimRankStats& s = *sp;
+    ranks.AddRow({r.whole ? std::to_string(s.pipeline_rank) + " (rank " + std::to_string(s.rank) + ")"
+                          : std::to_string(s.pipeline_rank), Ms(s.busy_s), Ms(s.compute_s), Ms(s.exposed_s[1]),
                   Ms(s.exposed_s[2]), Ms(s.exposed_s[3]), Ms(s.exposed_s[4]), Ms(s.exposed_s[5]), Ms(s.idle_s),
                   Fixed(s.peak_memory_bytes / kBytesPerGiB, 1), Fixed(s.model_peak_memory_bytes / kBytesPerGiB, 1)});
   }
@@ -201,9 +216,9 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
   std::string through;
   int last = -1, hops = 0;
   for (const CriticalSegment& c : r.critical_path) {
-    if (c.pipeline_rank != last) {
+    if (c.rank != last) {
       ++hops;
-      last = c.pipeline_rank;
+      last = c.rank;
     }
   }
   through = std::to_string(r.critical_path.size()) + " segments over " + std::to_string(hops) + " rank visits";
@@ -234,6 +249,8 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   }
   auto overlap = ParseOverlap(options.overlap);
   if (!overlap.ok()) return Usage(err, overlap.status());
+  auto imbalance = ParseLoadSpec(options.imbalance);
+  if (!imbalance.ok()) return Fail(err, imbalance.status());
   ClusterSpec cluster;
   ModelSpec model_spec;
   JobSpec job;
@@ -272,6 +289,9 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   SimOptions sim;
   sim.schedule = schedule;
   sim.overlap = overlap.value();
+  sim.imbalance = imbalance.value();
+  sim.seed = options.seed;
+  sim.whole = options.whole;
   auto result = Simulate(*model.value(), layout, sim);
   if (!result.ok()) return Fail(err, result.status());
   WarnAboutFitMisses(model.value()->comm_params(), err);

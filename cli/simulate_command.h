@@ -3,6 +3,7 @@
 // Perfetto-readable trace on request (sim/trace.h).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <ostream>
 #include <string>
@@ -18,6 +19,9 @@ struct SimulateOptions {
   int candidate = 0;                  //   candidate N (0: the best)
   std::string schedule;               // --schedule NAME ("": the layout's)
   std::string overlap;                // --overlap tp=0,ep=1,... | all | none ("": the recipe's)
+  std::string imbalance;              // --imbalance uniform|zipf:S|dirichlet:A|FILE ("": balanced)
+  uint64_t seed = 0;                  // --seed N: the imbalance's draws
+  bool whole = false;                 // --whole: every rank even when balanced
   std::string trace;                  // --trace FILE: Chrome trace-event JSON
   std::string trace_ranks;            // --trace-ranks 0,3: only these pipeline ranks
   bool json = false;                  // --json: foldplan.simulation/v1

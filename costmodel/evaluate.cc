@@ -9,6 +9,7 @@
 #include "costmodel/compute_calibration.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/flops.h"
+#include "costmodel/routing.h"
 #include "planner/group_placement.h"
 #include "costmodel/schedule.h"
 #include "costmodel/stage_work.h"
@@ -158,8 +159,10 @@ StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeli
   if (const LayoutPlacement* placement = PlacementOf(layout)) {
     ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
   }
-  return BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_), std::move(ops),
-                       MicroBatchesPerStep(job_, layout));
+  StepWork work = BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_),
+                                std::move(ops), MicroBatchesPerStep(job_, layout));
+  work.load_factor = ExpertLoadFactor(job_, layout.ep);
+  return work;
 }
 
 double CostModel::OptimizerSeconds(const Layout& layout, const PipelineDescription& pipeline, int stage) const {

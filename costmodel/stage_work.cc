@@ -64,6 +64,15 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
       mtp.projection.backward_s + mtp.layer.backward_s + mtp.output.backward_s, mtp.layer.recompute_s,
       mtp.layer.weight_grad_s};
 
+  // The routed experts' share of a MoE layer (and of an MoE MTP module's):
+  // their grouped GEMMs (W: their forward time, as LayerBlockCost counts it)
+  // and activation.
+  const LayerTimes& moe = compute.moe_layer;
+  const BlockCost routed{moe.routed_experts.fwd_s + moe.expert_activation.fwd_s,
+                         moe.routed_experts.bwd_s + moe.expert_activation.bwd_s, 0, moe.routed_experts.fwd_s};
+  w.routed[static_cast<size_t>(BlockKind::kMoeLayer)] = routed;
+  if (w.mtp_moe) w.routed[static_cast<size_t>(BlockKind::kMtpLayer)] = routed;
+
   w.ranks.resize(pipeline.ranks.size());
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
     const PipelineRank& held = pipeline.ranks[p];

@@ -101,16 +101,24 @@ struct StepWork {
   std::array<BlockCost, kBlockKindCount> block;   // indexed by BlockKind
   std::vector<CommOp> ops;                        // the layout's whole comm plan
   std::vector<RankWork> ranks;                    // pp
+  // Of each block's cost, the part that grows with the rows routed to the
+  // rank (the routed experts' GEMMs and activation), as costed: at the
+  // busiest EP rank's load, `load_factor` x the mean (routing.h
+  // ExpertLoadFactor). A simulator that draws each rank's load scales it.
+  std::array<BlockCost, kBlockKindCount> routed;
+  double load_factor = 1;
   bool mtp_moe = false;  // an MTP module's decoder layer is a MoE layer (the model's last layer is)
   int gpu_sms = 132;     // the GPU's SMs (GpuSpec::sms), for compute beside SM-using kernels
 
   const BlockCost& cost(BlockKind kind) const { return block[static_cast<size_t>(kind)]; }
+  const BlockCost& routed_cost(BlockKind kind) const { return routed[static_cast<size_t>(kind)]; }
   bool Runs(const CommOp& op, BlockKind kind) const { return RunsInBlock(op, kind, mtp_moe); }
 };
 
 // Assembles the step's work from the pipeline (which the work points to:
 // keep it alive while the work is used), the per-layer compute times
-// (computed for `layout`) and the comm plan.
+// (computed for `layout`) and the comm plan. `load_factor` is left 1: the
+// caller that knows the job sets it (CostModel::Work).
 StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
                        const PipelineDescription& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches);

@@ -73,9 +73,12 @@ void MemoryTimelines(const CostModel& model, const Layout& layout, const Pipelin
   const double frag = 1 + mem.assumptions().fragmentation;
   const double dense_layer = mem.LayerActivationBytes(layout, false, layout.recompute);
   const double moe_layer = mem.LayerActivationBytes(layout, true, layout.recompute);
-  for (size_t p = 0; p < ranks.size(); ++p) {
-    SimRankStats& st = ranks[p];
-    const MemoryBreakdown b = mem.EstimateStage(layout, static_cast<int>(p));
+  std::map<int, MemoryBreakdown> by_stage;
+  for (SimRankStats& st : ranks) {
+    const int p = st.pipeline_rank;
+    auto at = by_stage.find(p);
+    if (at == by_stage.end()) at = by_stage.emplace(p, mem.EstimateStage(layout, p)).first;
+    const MemoryBreakdown& b = at->second;
     st.model_peak_memory_bytes = b.peak_bytes;
     st.model_inflight_microbatches = b.inflight_microbatches;
     const double activations = b.bytes_of(memory_term::kActivations);
@@ -84,14 +87,14 @@ void MemoryTimelines(const CostModel& model, const Layout& layout, const Pipelin
     std::vector<double> share(static_cast<size_t>(order.vpp), 0.0);
     double total = 0;
     for (int c = 0; c < order.vpp; ++c) {
-      const VirtualStage& vs = pipe.stages[static_cast<size_t>(order.VirtualStage(static_cast<int>(p), c))];
+      const VirtualStage& vs = pipe.stages[static_cast<size_t>(order.VirtualStage(p, c))];
       share[static_cast<size_t>(c)] = vs.moe_layers * moe_layer + vs.dense_layers() * dense_layer;
       total += share[static_cast<size_t>(c)];
     }
     const double per_microbatch = b.inflight_microbatches > 0 ? activations / b.inflight_microbatches : 0;
     std::vector<std::pair<SimNs, double>> changes;  // (time, stage-equivalents)
     for (const PassRecord& r : sg.passes) {
-      if (r.rank != static_cast<int>(p)) continue;
+      if (r.rank != st.rank) continue;
       const double w = total > 0 ? share[static_cast<size_t>(r.chunk)] / total : 1.0 / order.vpp;
       const bool frees = order.split_backward ? r.kind == PassKind::kWeightGrad : r.kind == PassKind::kBackward;
       if (r.kind == PassKind::kForward) changes.push_back({run.end_ns[r.last_task], w});
@@ -135,13 +138,13 @@ std::vector<CriticalSegment> CriticalPath(const StepGraph& sg, const EngineRun& 
   std::vector<CriticalSegment> out;
   for (uint32_t id : chain) {
     const SimTask& t = g.task(id);
-    const int rank = g.members(id)[0];
+    const int rank = g.members(id)[0];  // a collective: its first member
     const double d = ToSeconds(run.end_ns[id] - run.start_ns[id]);
     by_kind[static_cast<size_t>(t.kind)] += d;
-    if (out.empty() || out.back().pipeline_rank != rank || out.back().pass != t.pass ||
+    if (out.empty() || out.back().rank != rank || out.back().pass != t.pass ||
         out.back().microbatch != t.microbatch || out.back().chunk != t.chunk) {
       CriticalSegment& s = out.emplace_back();
-      s.pipeline_rank = rank;
+      s.rank = rank;
       s.pass = t.pass;
       s.microbatch = t.microbatch;
       s.chunk = t.chunk;
@@ -171,8 +174,10 @@ OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedu
 }
 
 Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, const PipelineOrder& order,
-                               const OverlapSet& overlap, const std::vector<double>& optimizer_s) {
+                               const OverlapSet& overlap, const std::vector<double>& optimizer_s, const RankMap* ranks,
+                               const ExpertLoadDraw* loads) {
   SimResult out;
+  out.whole = ranks != nullptr;
   out.schedule = order.schedule;
   out.overlap = overlap;
   StepGraphSpec spec;
@@ -181,6 +186,8 @@ Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, con
   spec.order = &order;
   spec.overlap = overlap;
   spec.optimizer_s = optimizer_s;
+  spec.ranks = ranks;
+  spec.loads = loads;
   auto graph = BuildStepGraph(spec);
   if (!graph.ok()) return graph.status();
   out.graph = std::move(graph).value();
@@ -218,7 +225,8 @@ Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, con
   double idle_in_pipeline = 0;
   for (size_t p = 0; p < out.ranks.size(); ++p) {
     SimRankStats& st = out.ranks[p];
-    st.pipeline_rank = static_cast<int>(p);
+    st.rank = static_cast<int>(p);
+    st.pipeline_rank = ranks ? ranks->coords(static_cast<int>(p)).pp : static_cast<int>(p);
     SweepRank(g, out.run, per_rank[p], first_start, pipeline_end, st);
     st.idle_s = out.step_time_s - st.busy_s;
     idle_in_pipeline += st.pipeline_idle_s;
@@ -240,8 +248,24 @@ Result<SimResult> Simulate(const CostModel& model, const Layout& input, const Si
   const StepWork work = model.Work(layout, pipe);
   std::vector<double> optimizer_s;
   for (int p = 0; p < work.pp; ++p) optimizer_s.push_back(model.OptimizerSeconds(layout, pipe, p));
-  auto sim = SimulateWork(work, *model.context().model, order.value(), ResolveOverlap(options.overlap, schedule),
-                          optimizer_s);
+  // The whole path: the rank map's groups, and the loads drawn.
+  std::optional<RankMap> rank_map;
+  std::optional<ExpertLoadDraw> loads;
+  const ModelSpec& spec = *model.context().model;
+  if (options.whole || !options.imbalance.balanced()) {
+    auto map = BuildRankMap(layout, *model.context().cluster);
+    if (!map.ok()) return map.status();
+    rank_map = std::move(map).value();
+    if (!options.imbalance.balanced() && spec.is_moe()) {
+      const double rows = double(layout.mbs) * job.seq_len / (double(layout.tp) * layout.cp) * spec.moe->top_k;
+      auto draw = ExpertLoadDraw::Create(options.imbalance, spec.moe->experts, layout.ep, rows, job.capacity_factor,
+                                         options.seed);
+      if (!draw.ok()) return draw.status();
+      loads = std::move(draw).value();
+    }
+  }
+  auto sim = SimulateWork(work, spec, order.value(), ResolveOverlap(options.overlap, schedule), optimizer_s,
+                          rank_map ? &*rank_map : nullptr, loads ? &*loads : nullptr);
   if (!sim.ok()) return sim.status();
   SimResult out = std::move(sim).value();
   MemoryTimelines(model, layout, pipe, order.value(), out.graph, out.run, out.ranks);

@@ -42,9 +42,16 @@ struct OverlapOptions {
 struct SimOptions {
   std::optional<PipelineSchedule> schedule;  // unset: the layout's
   OverlapOptions overlap;
+  // Routing imbalance (sim/expert_loads.h); unbalanced loads simulate every
+  // rank (the whole path), balanced ones one per pipeline rank unless
+  // `whole` asks for every rank anyway.
+  LoadSpec imbalance;
+  uint64_t seed = 0;
+  bool whole = false;
 };
 
 struct SimRankStats {
+  int rank = 0;           // the simulated rank: the global rank on the whole path, else the pipeline rank
   int pipeline_rank = 0;
   double busy_s = 0;     // something runs on the rank (compute or communication)
   double idle_s = 0;     // step time - busy
@@ -69,7 +76,7 @@ struct SimRankStats {
 // of one micro-batch (the step's data-parallel and optimizer work: pass
 // kStep, micro-batch -1), with its time by kind.
 struct CriticalSegment {
-  int pipeline_rank = 0;
+  int rank = 0;  // simulated rank (SimRankStats::rank); a collective counts as its first member's
   SimPass pass = SimPass::kStep;
   int microbatch = -1;
   int chunk = -1;
@@ -90,7 +97,8 @@ struct SimResult {
   double bubble_fraction = 0; // idle share of ranks x pipeline_s
   double tokens_per_s = 0;
   double mfu = 0;
-  std::vector<SimRankStats> ranks;             // pp
+  bool whole = false;                          // every rank simulated (else one per pipeline rank)
+  std::vector<SimRankStats> ranks;             // per simulated rank
   std::vector<CriticalSegment> critical_path;  // in time order
   std::array<double, kSimKindCount> critical_s{};  // the critical path's time by kind
   uint64_t tasks = 0;
@@ -108,8 +116,10 @@ Result<SimResult> Simulate(const CostModel& model, const Layout& layout, const S
 // The step of hand-made or cost-model work in `order`: everything above but
 // the analytical evaluation, the memory timelines, tokens/s and MFU.
 // `optimizer_s` per pipeline rank (missing ranks: none).
+// `ranks` (and `loads`): the whole path (sim/step_graph.h).
 Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, const PipelineOrder& order,
-                               const OverlapSet& overlap, const std::vector<double>& optimizer_s);
+                               const OverlapSet& overlap, const std::vector<double>& optimizer_s,
+                               const RankMap* ranks = nullptr, const ExpertLoadDraw* loads = nullptr);
 
 // The overlaps `options` resolve to under `schedule`.
 OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedule);

@@ -1,6 +1,7 @@
 #include "sim/step_graph.h"
 
 #include <algorithm>
+#include <array>
 #include <map>
 #include <tuple>
 
@@ -59,12 +60,18 @@ std::vector<Block> BlocksOf(const VirtualStage& stage, const ModelSpec& model) {
 }
 
 // The tasks of one pass before they go into the graph, with dependencies
-// on each other by index. An EP all-to-all of a paired pass ends a phase:
-// the other pass of the pair may run its compute there.
+// on each other by index. An item is one task per lane (compute, a send),
+// or one task per group of `group`'s kind (a collective). An EP all-to-all
+// of a paired pass ends a phase: the other pass of the pair may run its
+// compute there.
 struct Item {
   SimTask task;
   std::vector<int> after;
   bool phase_end = false;
+  bool collective = false;
+  GroupKind group = GroupKind::kTp;
+  SimNs routed_ns = 0;    // of task.work_ns, the routed experts' part (scaled by each lane's load)
+  bool scaled_a2a = false;  // an EP all-to-all: x the busiest member's load
 };
 struct BlockMark {
   int entry = -1;          // the block's first item on the compute stream (or -1)
@@ -76,11 +83,21 @@ struct Chain {
   std::vector<BlockMark> blocks;
 };
 
+// The simulated ranks of one pipeline stage (its lanes, in the dense view's
+// (dp, cp, tp) order, so lane i's pipeline neighbours are lane i of the
+// next and previous stages) and, per group kind, its groups as lane lists.
+struct Stage {
+  std::vector<int32_t> ranks;
+  std::array<std::vector<std::vector<int>>, kGroupKindCount> groups;
+  std::vector<int> ep_group;  // per lane: its EP group's global index (the draws' key)
+  std::vector<int> ep_index;  // per lane: its place in that group
+};
+
 class Builder {
  public:
   explicit Builder(const StepGraphSpec& spec)
       : spec_(spec), work_(*spec.work), order_(*spec.order), pipe_(*spec.work->pipeline) {
-    out_.graph = TaskGraph(work_.pp, work_.gpu_sms);
+    out_.graph = TaskGraph(spec.ranks ? spec.ranks->world() : work_.pp, work_.gpu_sms);
     for (const CommOp& op : work_.ops) {
       if (EpOverlapped(op)) ep_pairs_ = true;
       if (op.scope == CommOp::kPerStep && Concurrent(op)) dp_buckets_ = true;
@@ -92,12 +109,60 @@ class Builder {
   }
 
   Result<StepGraph> Build() {
-    for (int p = 0; p < work_.pp; ++p) EmitRank(p);
+    for (int p = 0; p < work_.pp; ++p) {
+      stage_ = MakeStage(p);
+      EmitStage(p);
+    }
     LinkPasses();
     return std::move(out_);
   }
 
  private:
+  Stage MakeStage(int p) const {
+    Stage st;
+    if (!spec_.ranks) {
+      st.ranks = {p};
+      for (auto& g : st.groups) g = {{0}};
+      st.ep_group = {0};
+      st.ep_index = {0};
+      return st;
+    }
+    const RankMap& rm = *spec_.ranks;
+    const size_t per_stage = rm.dense_view().size() / size_t(work_.pp);
+    std::vector<int> lane_of(size_t(rm.world()), -1);
+    for (size_t i = 0; i < per_stage; ++i) {
+      const int r = rm.dense_view()[size_t(p) * per_stage + i];
+      lane_of[size_t(r)] = int(st.ranks.size());
+      st.ranks.push_back(r);
+    }
+    for (int k = 0; k < kGroupKindCount; ++k) {
+      for (const std::vector<int>& g : rm.groups(GroupKind(k))) {
+        if (g.empty() || lane_of[size_t(g.front())] < 0) continue;  // another stage's (or spans stages)
+        std::vector<int> lanes;
+        bool inside = true;
+        for (int r : g) {
+          inside = inside && lane_of[size_t(r)] >= 0;
+          lanes.push_back(lane_of[size_t(r)]);
+        }
+        if (inside) st.groups[size_t(k)].push_back(std::move(lanes));
+      }
+    }
+    st.ep_group.assign(st.ranks.size(), 0);
+    st.ep_index.assign(st.ranks.size(), 0);
+    const Groups& ep = rm.groups(GroupKind::kEp);
+    for (size_t g = 0; g < ep.size(); ++g) {
+      for (size_t i = 0; i < ep[g].size(); ++i) {
+        const int lane = lane_of[size_t(ep[g][i])];
+        if (lane < 0) continue;
+        st.ep_group[size_t(lane)] = int(g);
+        st.ep_index[size_t(lane)] = int(i);
+      }
+    }
+    return st;
+  }
+
+  size_t lanes() const { return stage_.ranks.size(); }
+
   // Whether `op` runs beside its block's compute (tp, cp, dp) or, in a
   // paired pass, beside the other pass (ep).
   bool Concurrent(const CommOp& op) const {
@@ -112,7 +177,7 @@ class Builder {
     return op.kind == CommKind::kExpertParallel && spec_.overlap.ep.value_or(op.hides_behind_other_microbatch);
   }
 
-  Chain MakeChain(int rank, const PipelinePass& pass, bool paired, const std::vector<Block>& blocks) {
+  Chain MakeChain(const PipelinePass& pass, bool paired, const std::vector<Block>& blocks) {
     Chain c;
     const bool fwd = pass.kind == PassKind::kForward;
     std::vector<int> prev;  // the previous block's exits
@@ -120,11 +185,15 @@ class Builder {
     if (!fwd) std::reverse(order.begin(), order.end());
     for (const Block& b : order) {
       const BlockCost& cost = work_.cost(b.kind);
-      double compute_s = cost.forward_s;
+      const BlockCost& routed = work_.routed_cost(b.kind);
+      double compute_s = cost.forward_s, routed_s = routed.forward_s;
       if (pass.kind == PassKind::kBackward) {
-        compute_s = cost.backward_s + cost.recompute_s - (order_.split_backward ? cost.weight_grad_s : 0);
+        const bool split = order_.split_backward;
+        compute_s = cost.backward_s + cost.recompute_s - (split ? cost.weight_grad_s : 0);
+        routed_s = routed.backward_s + routed.recompute_s - (split ? routed.weight_grad_s : 0);
       } else if (pass.kind == PassKind::kWeightGrad) {
         compute_s = cost.weight_grad_s;
+        routed_s = routed.weight_grad_s;
       }
       SimTask base;
       base.pass = PassOf(pass.kind);
@@ -133,6 +202,7 @@ class Builder {
       base.chunk = static_cast<int16_t>(pass.chunk);
       // The block's ops: on the compute stream in sequence, or beside it.
       std::vector<Item> seq_ops, side_ops;
+      size_t routed_segment = 0;  // the segment after the first EP all-to-all (the experts' GEMMs)
       if (pass.kind != PassKind::kWeightGrad) {
         for (const CommOp& op : work_.ops) {
           if (!work_.Runs(op, b.kind)) continue;
@@ -144,23 +214,33 @@ class Builder {
           it.task.kind = KindOf(op.kind);
           it.task.sms = static_cast<uint16_t>(std::max(0, op.sms));
           it.task.label = out_.graph.Label(op.name);
+          it.collective = true;
+          it.group = op.group;
+          it.scaled_a2a = op.kind == CommKind::kExpertParallel &&
+                          (op.collective == Collective::kAllToAll || op.collective == Collective::kAllToAllV);
           if (paired && EpOverlapped(op)) {
             it.task.stream = SimStream::kEp;
             it.phase_end = true;
-            seq_ops.push_back(std::move(it));
           } else if (Concurrent(op)) {
             it.task.stream = StreamOf(op.kind);
-            side_ops.push_back(std::move(it));
           } else {
             it.task.stream = SimStream::kCompute;
+          }
+          if (it.task.stream != SimStream::kCompute && !it.phase_end) {
+            side_ops.push_back(std::move(it));
+          } else {
+            if (it.scaled_a2a && routed_segment == 0) routed_segment = seq_ops.size() + 1;
             seq_ops.push_back(std::move(it));
           }
         }
       }
-      // Equal compute segments around the sequential ops (the remainder on
-      // the first ones, so they sum to the block's compute exactly).
-      const SimNs compute_ns = ToSimNs(compute_s);
+      // Equal segments of the rest of the compute around the sequential
+      // ops (the remainder on the first ones, so they sum exactly); the
+      // routed experts' part runs after the first all-to-all.
+      const SimNs routed_ns = ToSimNs(routed_s);
+      const SimNs compute_ns = std::max<SimNs>(0, ToSimNs(compute_s) - routed_ns);
       const SimNs segments = SimNs(seq_ops.size()) + 1;
+      if (routed_segment >= size_t(segments)) routed_segment = size_t(segments) - 1;
       BlockMark mark;
       std::vector<int> cursor = prev;
       auto push = [&](Item it, const std::vector<int>& after) {
@@ -169,11 +249,13 @@ class Builder {
         return int(c.items.size() - 1);
       };
       for (SimNs s = 0; s < segments; ++s) {
-        const SimNs ns = compute_ns / segments + (s < compute_ns % segments ? 1 : 0);
+        const SimNs routed_here = size_t(s) == routed_segment ? routed_ns : 0;
+        const SimNs ns = compute_ns / segments + (s < compute_ns % segments ? 1 : 0) + routed_here;
         if (ns > 0) {
           Item seg;
           seg.task = base;
           seg.task.work_ns = ns;
+          seg.routed_ns = routed_here;
           seg.task.label = out_.graph.Label(Name(b.kind));
           const int i = push(std::move(seg), cursor);
           if (mark.entry < 0) mark.entry = i;
@@ -194,12 +276,73 @@ class Builder {
     return c;
   }
 
-  // Adds a chain's items to the graph on `rank`, phase by phase from each
-  // chain in turn (a single pass: all at once). Returns each chain's ids.
-  std::vector<std::vector<uint32_t>> Emit(int rank, std::vector<Chain*> chains) {
-    std::vector<std::vector<uint32_t>> ids(chains.size());
+  // Each lane's load over the costed one, for the pass's micro-batch and
+  // `layer` (1 everywhere when balanced).
+  const std::vector<double>& LaneScale(int microbatch, int layer) {
+    scale_.assign(lanes(), 1.0);
+    if (!spec_.loads || layer < 0) return scale_;
+    std::map<int, std::vector<double>> drawn;
+    for (size_t lane = 0; lane < lanes(); ++lane) {
+      const int g = stage_.ep_group[lane];
+      auto it = drawn.find(g);
+      if (it == drawn.end()) {
+        it = drawn.emplace(g, std::vector<double>()).first;
+        spec_.loads->Draw(uint64_t(g), layer, microbatch, it->second);
+      }
+      const size_t i = size_t(stage_.ep_index[lane]);
+      scale_[lane] = (i < it->second.size() ? it->second[i] : 1.0) / std::max(1e-9, work_.load_factor);
+    }
+    return scale_;
+  }
+
+  // Adds one item: a task per lane, or per group. ids[lane] = its task there.
+  void AddItem(const Item& it, std::vector<uint32_t>& ids, const std::vector<std::vector<uint32_t>>& chain_ids) {
+    ids.assign(lanes(), kNoTask);
+    const std::vector<double>* scale = nullptr;
+    if (it.routed_ns > 0 || it.scaled_a2a) scale = &LaneScale(it.task.microbatch, it.task.layer);
+    auto depend = [&](uint32_t id, const std::vector<int>& members) {
+      for (int a : it.after) {
+        uint32_t last = kNoTask;
+        for (int lane : members) {
+          const uint32_t before = chain_ids[size_t(a)][size_t(lane)];
+          if (before != last) out_.graph.Depend(id, before);
+          last = before;
+        }
+      }
+    };
+    if (!it.collective) {
+      for (size_t lane = 0; lane < lanes(); ++lane) {
+        SimTask t = it.task;
+        if (scale && it.routed_ns > 0) {
+          t.work_ns += ToSimNs(double(it.routed_ns) * (*scale)[lane] * 1e-9) - it.routed_ns;
+        }
+        const uint32_t id = out_.graph.Add(t, {stage_.ranks[lane]});
+        ids[lane] = id;
+        depend(id, {int(lane)});
+      }
+      return;
+    }
+    for (const std::vector<int>& g : stage_.groups[size_t(it.group)]) {
+      SimTask t = it.task;
+      if (scale && it.scaled_a2a) {
+        double busiest = 0;
+        for (int lane : g) busiest = std::max(busiest, (*scale)[size_t(lane)]);
+        t.work_ns = ToSimNs(double(t.work_ns) * busiest * 1e-9);
+      }
+      members_.clear();
+      for (int lane : g) members_.push_back(stage_.ranks[size_t(lane)]);
+      const uint32_t id = out_.graph.Add(t, members_);
+      for (int lane : g) ids[size_t(lane)] = id;
+      depend(id, g);
+    }
+  }
+
+  // Adds the chains' items, phase by phase from each chain in turn (a
+  // single pass: all at once). Returns, per chain and item, each lane's task.
+  std::vector<std::vector<std::vector<uint32_t>>> Emit(std::vector<Chain*> chains) {
+    std::vector<std::vector<std::vector<uint32_t>>> ids(chains.size());
     std::vector<size_t> next(chains.size(), 0);
-    for (size_t k = 0; k < chains.size(); ++k) ids[k].assign(chains[k]->items.size(), kNoTask);
+    for (size_t k = 0; k < chains.size(); ++k) ids[k].resize(chains[k]->items.size());
     bool more = true;
     while (more) {
       more = false;
@@ -207,9 +350,8 @@ class Builder {
         Chain& c = *chains[k];
         while (next[k] < c.items.size()) {
           const Item& it = c.items[next[k]];
-          const uint32_t id = out_.graph.Add(it.task, {rank});
-          for (int a : it.after) out_.graph.Depend(id, ids[k][static_cast<size_t>(a)]);
-          ids[k][next[k]++] = id;
+          AddItem(it, ids[k][next[k]], ids[k]);
+          ++next[k];
           if (it.phase_end && chains.size() > 1) break;
         }
         if (next[k] < c.items.size()) more = true;
@@ -220,14 +362,45 @@ class Builder {
 
   struct PassState {
     PipelinePass pass;
-    int rank = 0;
+    int pipeline_rank = 0;
     int stage = 0;
-    std::vector<uint32_t> entries;  // tasks that wait for other passes
-    std::vector<uint32_t> exits;    // what the next pass waits for (the send, if any)
-    std::vector<uint32_t> done;     // the pass's own last tasks (sends excluded)
+    // Per lane: the tasks that wait for other passes, what the next pass
+    // waits for (the send, if any) and the pass's own last tasks.
+    std::vector<std::vector<uint32_t>> entries, exits, done;
   };
 
-  void EmitRank(int p) {
+  // A data-parallel bucket (or the whole blocking gather / reduction): one
+  // task per group of each per-step op's group kind, `share` of its seconds.
+  void AddDpTasks(bool gather, SimStream stream, const char* label, double share_dense, double share_expert,
+                  int chunk, int layer, const std::vector<std::vector<uint32_t>>* after,
+                  std::vector<uint32_t>* last_per_lane) {
+    for (const CommOp& op : work_.ops) {
+      if (op.scope != CommOp::kPerStep || (op.collective == Collective::kAllGather) != gather) continue;
+      const double share = op.group == GroupKind::kEdp ? share_expert : share_dense;
+      const SimNs ns = ToSimNs(op.seconds_per_microbatch() * share);
+      if (ns == 0) continue;
+      SimTask t;
+      t.kind = SimKind::kDp;
+      t.stream = stream;
+      t.chunk = static_cast<int16_t>(chunk);
+      t.layer = layer;
+      t.work_ns = ns;
+      t.label = out_.graph.Label(label);
+      for (const std::vector<int>& g : stage_.groups[size_t(op.group)]) {
+        members_.clear();
+        for (int lane : g) members_.push_back(stage_.ranks[size_t(lane)]);
+        const uint32_t id = out_.graph.Add(t, members_);
+        for (int lane : g) {
+          if (after) {
+            for (uint32_t e : (*after)[size_t(lane)]) out_.graph.Depend(id, e);
+          }
+          if (last_per_lane) (*last_per_lane)[size_t(lane)] = id;
+        }
+      }
+    }
+  }
+
+  void EmitStage(int p) {
     const std::vector<PipelinePass>& list = order_.ranks[static_cast<size_t>(p)];
     const int stages = static_cast<int>(pipe_.stages.size());
     // The first forward and the last backward (or weight-gradient) pass of
@@ -245,53 +418,38 @@ class Builder {
       chunk_blocks[k] = BlocksOf(pipe_.stages[static_cast<size_t>(order_.VirtualStage(p, int(k)))], *spec_.model);
       for (const Block& b : chunk_blocks[k]) {
         ++blocks_total;
-        if (b.kind == BlockKind::kMoeLayer || (b.kind == BlockKind::kMtpLayer && work_.mtp_moe)) ++moe_blocks;
+        if (IsMoe(b)) ++moe_blocks;
       }
     }
-    // Per-step data-parallel seconds: gathers and reductions, the dense
-    // groups' over every block, the expert groups' over the MoE blocks.
-    double gather_s = 0, reduce_s = 0, gather_moe_s = 0, reduce_moe_s = 0;
-    for (const CommOp& op : work_.ops) {
-      if (op.scope != CommOp::kPerStep) continue;
-      const bool gather = op.collective == Collective::kAllGather;
-      const bool expert = op.group == GroupKind::kEdp && moe_blocks > 0;
-      (gather ? (expert ? gather_moe_s : gather_s) : (expert ? reduce_moe_s : reduce_s)) += op.seconds_per_microbatch();
-    }
-    auto bucket_ns = [&](const Block& b, bool gather) {
-      const bool moe = b.kind == BlockKind::kMoeLayer || (b.kind == BlockKind::kMtpLayer && work_.mtp_moe);
-      double s = (gather ? gather_s : reduce_s) / std::max(1, blocks_total);
-      if (moe) s += (gather ? gather_moe_s : reduce_moe_s) / moe_blocks;
-      return ToSimNs(s);
+    // Per-step data-parallel traffic: the dense groups' over every block,
+    // the expert groups' over the MoE blocks (a stage without any: over
+    // every block too).
+    auto shares = [&](const Block& b) {
+      const double dense = 1.0 / std::max(1, blocks_total);
+      return std::make_pair(dense, moe_blocks == 0 ? dense : IsMoe(b) ? 1.0 / moe_blocks : 0.0);
     };
-    SimTask dp;
-    dp.kind = SimKind::kDp;
-    // Parameter all-gathers first: bucketed on the DP stream, or one
-    // blocking gather.
-    std::map<std::pair<int, int>, uint32_t> gather_bucket;  // (chunk, block) -> task
-    if (gather_s + gather_moe_s > 0) {
-      if (dp_buckets_) {
-        std::vector<std::pair<size_t, int>> chunks;
-        for (const auto& [chunk, at] : first_fwd) chunks.emplace_back(at, chunk);
-        std::sort(chunks.begin(), chunks.end());
-        dp.stream = SimStream::kDp;
-        dp.label = out_.graph.Label("dp_param_allgather_bucket");
-        for (const auto& [at, chunk] : chunks) {
-          const std::vector<Block>& blocks = chunk_blocks[static_cast<size_t>(chunk)];
-          for (size_t b = 0; b < blocks.size(); ++b) {
-            dp.work_ns = bucket_ns(blocks[b], true);
-            dp.chunk = static_cast<int16_t>(chunk);
-            dp.layer = blocks[b].layer;
-            if (dp.work_ns > 0) gather_bucket[{chunk, int(b)}] = out_.graph.Add(dp, {p});
-          }
+    // Parameter all-gathers first: bucketed on the DP stream before each
+    // block's first forward, or one blocking gather.
+    std::map<std::pair<int, int>, std::vector<uint32_t>> gather_bucket;  // (chunk, block) -> per lane
+    if (dp_buckets_) {
+      std::vector<std::pair<size_t, int>> chunks;
+      for (const auto& [chunk, at] : first_fwd) chunks.emplace_back(at, chunk);
+      std::sort(chunks.begin(), chunks.end());
+      for (const auto& [at, chunk] : chunks) {
+        const std::vector<Block>& blocks = chunk_blocks[static_cast<size_t>(chunk)];
+        for (size_t b = 0; b < blocks.size(); ++b) {
+          std::vector<uint32_t> last(lanes(), kNoTask);
+          const auto [dense, expert] = shares(blocks[b]);
+          AddDpTasks(true, SimStream::kDp, "dp_param_allgather_bucket", dense, expert, chunk, blocks[b].layer,
+                     nullptr, &last);
+          if (last.front() != kNoTask) gather_bucket[{chunk, int(b)}] = last;
         }
-      } else {
-        dp.stream = SimStream::kCompute;
-        dp.label = out_.graph.Label("dp_param_allgather");
-        dp.work_ns = ToSimNs(gather_s + gather_moe_s);
-        out_.graph.Add(dp, {p});
       }
+    } else {
+      AddDpTasks(true, SimStream::kCompute, "dp_param_allgather", 1, 1, -1, -1, nullptr, nullptr);
     }
-    std::vector<std::pair<std::vector<uint32_t>, std::pair<int, int>>> reduce_after;  // block exits, (chunk, block)
+    std::vector<std::pair<std::vector<std::vector<uint32_t>>, std::pair<int, int>>> reduce_after;
+    std::vector<size_t> stage_states;
     for (size_t i = 0; i < list.size(); ++i) {
       const PipelinePass& pass = list[i];
       // A pair: DualPipeV's marked pairs; with EP overlap also 1F1B's
@@ -308,29 +466,34 @@ class Builder {
       std::vector<PassState> states(count);
       for (size_t k = 0; k < count; ++k) {
         const PipelinePass& ps = list[i + k];
-        chains[k] = MakeChain(p, ps, paired, chunk_blocks[static_cast<size_t>(ps.chunk)]);
+        chains[k] = MakeChain(ps, paired, chunk_blocks[static_cast<size_t>(ps.chunk)]);
         states[k].pass = ps;
-        states[k].rank = p;
+        states[k].pipeline_rank = p;
         states[k].stage = order_.VirtualStage(p, ps.chunk);
       }
       std::vector<Chain*> ptrs;
       for (Chain& c : chains) ptrs.push_back(&c);
-      const std::vector<std::vector<uint32_t>> ids = Emit(p, ptrs);
+      const auto ids = Emit(ptrs);
       for (size_t k = 0; k < count; ++k) {
         PassState& st = states[k];
         const Chain& c = chains[k];
         const size_t index = i + k;
-        for (size_t j = 0; j < c.items.size(); ++j) {
-          if (c.items[j].after.empty()) st.entries.push_back(ids[k][j]);
+        st.entries.assign(lanes(), {});
+        st.done.assign(lanes(), {});
+        for (size_t lane = 0; lane < lanes(); ++lane) {
+          for (size_t j = 0; j < c.items.size(); ++j) {
+            if (c.items[j].after.empty()) st.entries[lane].push_back(ids[k][j][lane]);
+          }
+          for (int e : c.exits) st.done[lane].push_back(ids[k][static_cast<size_t>(e)][lane]);
         }
-        for (int e : c.exits) st.done.push_back(ids[k][static_cast<size_t>(e)]);
         // Data-parallel buckets of this chunk's first forward / last backward.
         const auto ff = first_fwd.find(st.pass.chunk);
         if (ff != first_fwd.end() && ff->second == index) {
           for (size_t b = 0; b < c.blocks.size(); ++b) {
             const auto g = gather_bucket.find({st.pass.chunk, int(b)});
-            if (g != gather_bucket.end() && c.blocks[b].entry >= 0) {
-              out_.graph.Depend(ids[k][static_cast<size_t>(c.blocks[b].entry)], g->second);
+            if (g == gather_bucket.end() || c.blocks[b].entry < 0) continue;
+            for (size_t lane = 0; lane < lanes(); ++lane) {
+              out_.graph.Depend(ids[k][static_cast<size_t>(c.blocks[b].entry)][lane], g->second[lane]);
             }
           }
         }
@@ -339,21 +502,31 @@ class Builder {
           // Backward walks the blocks in reverse: bucket b is block n-1-b.
           const size_t n = c.blocks.size();
           for (size_t b = 0; b < n; ++b) {
-            std::vector<uint32_t> exits;
-            for (int e : c.blocks[b].exits) exits.push_back(ids[k][static_cast<size_t>(e)]);
+            std::vector<std::vector<uint32_t>> exits(lanes());
+            for (size_t lane = 0; lane < lanes(); ++lane) {
+              for (int e : c.blocks[b].exits) exits[lane].push_back(ids[k][static_cast<size_t>(e)][lane]);
+            }
             reduce_after.push_back({std::move(exits), {st.pass.chunk, int(n - 1 - b)}});
           }
         }
         if (!c.items.empty()) {
-          PassRecord rec;
-          rec.rank = p;
-          rec.chunk = st.pass.chunk;
-          rec.virtual_stage = st.stage;
-          rec.microbatch = st.pass.microbatch;
-          rec.kind = st.pass.kind;
-          rec.first_task = *std::min_element(ids[k].begin(), ids[k].end());
-          rec.last_task = *std::max_element(ids[k].begin(), ids[k].end());
-          out_.passes.push_back(rec);
+          for (size_t lane = 0; lane < lanes(); ++lane) {
+            uint32_t first = kNoTask, last = 0;
+            for (const auto& item : ids[k]) {
+              first = std::min(first, item[lane]);
+              last = std::max(last, item[lane]);
+            }
+            PassRecord rec;
+            rec.rank = stage_.ranks[lane];
+            rec.pipeline_rank = p;
+            rec.chunk = st.pass.chunk;
+            rec.virtual_stage = st.stage;
+            rec.microbatch = st.pass.microbatch;
+            rec.kind = st.pass.kind;
+            rec.first_task = first;
+            rec.last_task = last;
+            out_.passes.push_back(rec);
+          }
         }
       }
       // Sends to the neighbouring virtual stage on another rank.
@@ -371,57 +544,54 @@ class Builder {
         send.chunk = static_cast<int16_t>(st.pass.chunk);
         send.work_ns = ToSimNs(st.pass.kind == PassKind::kForward ? send_fwd_s_ : send_bwd_s_);
         send.label = out_.graph.Label("pp_send_recv");
-        const uint32_t id = out_.graph.Add(send, {p});
-        for (uint32_t d : st.done) out_.graph.Depend(id, d);
-        st.exits = {id};
+        for (size_t lane = 0; lane < lanes(); ++lane) {
+          const uint32_t id = out_.graph.Add(send, {stage_.ranks[lane]});
+          for (uint32_t d : st.done[lane]) out_.graph.Depend(id, d);
+          st.exits[lane] = {id};
+        }
       }
       for (PassState& st : states) {
         index_[{int(st.pass.kind), st.pass.microbatch, st.stage}] = states_.size();
+        stage_states.push_back(states_.size());
         states_.push_back(std::move(st));
       }
       i += count - 1;
     }
     // Gradient reductions: a bucket per block after its last backward, in
     // the order they become ready, or one blocking reduction.
-    uint32_t last_dp = kNoTask;
-    if (reduce_s + reduce_moe_s > 0) {
-      if (dp_buckets_) {
-        dp.stream = SimStream::kDp;
-        dp.label = out_.graph.Label("dp_grad_reduce_bucket");
-        for (const auto& [exits, where] : reduce_after) {
-          dp.work_ns = bucket_ns(chunk_blocks[static_cast<size_t>(where.first)][static_cast<size_t>(where.second)], false);
-          if (dp.work_ns == 0) continue;
-          dp.chunk = static_cast<int16_t>(where.first);
-          dp.layer = chunk_blocks[static_cast<size_t>(where.first)][static_cast<size_t>(where.second)].layer;
-          last_dp = out_.graph.Add(dp, {p});
-          for (uint32_t e : exits) out_.graph.Depend(last_dp, e);
-        }
-      } else {
-        dp.stream = SimStream::kCompute;
-        dp.label = out_.graph.Label("dp_grad_reduce");
-        dp.work_ns = ToSimNs(reduce_s + reduce_moe_s);
-        dp.layer = -1;
-        dp.chunk = -1;
-        last_dp = out_.graph.Add(dp, {p});
+    std::vector<uint32_t> last_dp(lanes(), kNoTask);
+    if (dp_buckets_) {
+      for (const auto& [exits, where] : reduce_after) {
+        const Block& b = chunk_blocks[static_cast<size_t>(where.first)][static_cast<size_t>(where.second)];
+        const auto [dense, expert] = shares(b);
+        AddDpTasks(false, SimStream::kDp, "dp_grad_reduce_bucket", dense, expert, where.first, b.layer, &exits,
+                   &last_dp);
       }
+    } else {
+      AddDpTasks(false, SimStream::kCompute, "dp_grad_reduce", 1, 1, -1, -1, nullptr, &last_dp);
     }
     SimTask opt;
     opt.label = out_.graph.Label("optimizer_step");
     opt.work_ns = ToSimNs(static_cast<size_t>(p) < spec_.optimizer_s.size() ? spec_.optimizer_s[static_cast<size_t>(p)] : 0);
-    const uint32_t id = out_.graph.Add(opt, {p});
-    if (last_dp != kNoTask) out_.graph.Depend(id, last_dp);
-    // Everything on the rank's other streams ends before the step does.
-    for (const PassState& st : states_) {
-      if (st.rank == p) {
-        for (uint32_t e : st.exits) out_.graph.Depend(id, e);
+    for (size_t lane = 0; lane < lanes(); ++lane) {
+      const uint32_t id = out_.graph.Add(opt, {stage_.ranks[lane]});
+      if (last_dp[lane] != kNoTask) out_.graph.Depend(id, last_dp[lane]);
+      // Everything on the rank's other streams ends before the step does.
+      for (size_t s : stage_states) {
+        for (uint32_t e : states_[s].exits[lane]) out_.graph.Depend(id, e);
       }
+      out_.optimizer.push_back(id);
     }
-    out_.optimizer.push_back(id);
   }
 
-  // Cross-pass dependencies: a forward after the previous stage's forward
-  // (its send), a backward after the next stage's backward and its own
-  // stage's forward, a weight-gradient pass after its backward.
+  bool IsMoe(const Block& b) const {
+    return b.kind == BlockKind::kMoeLayer || (b.kind == BlockKind::kMtpLayer && work_.mtp_moe);
+  }
+
+  // Cross-pass dependencies, lane by lane (lane i of one stage with lane i
+  // of the next): a forward after the previous stage's forward (its send),
+  // a backward after the next stage's backward and its own stage's forward,
+  // a weight-gradient pass after its backward.
   void LinkPasses() {
     const int last = static_cast<int>(pipe_.stages.size()) - 1;
     auto find = [&](PassKind kind, int mb, int stage) -> const PassState* {
@@ -430,7 +600,7 @@ class Builder {
     };
     for (const PassState& st : states_) {
       std::vector<const PassState*> before;
-      std::vector<uint32_t> wait;
+      const PassState* own = nullptr;  // waited for directly (its own tasks, no send)
       const int mb = st.pass.microbatch;
       switch (st.pass.kind) {
         case PassKind::kForward:
@@ -440,23 +610,25 @@ class Builder {
           if (st.stage < last) before.push_back(find(PassKind::kBackward, mb, st.stage + 1));
           before.push_back(find(PassKind::kForward, mb, st.stage));
           break;
-        case PassKind::kWeightGrad:
-          if (const PassState* b = find(PassKind::kBackward, mb, st.stage)) {
-            wait = b->done;
+        case PassKind::kWeightGrad: own = find(PassKind::kBackward, mb, st.stage); break;
+      }
+      for (size_t lane = 0; lane < st.entries.size(); ++lane) {
+        std::vector<uint32_t> wait;
+        if (own) wait = own->done[lane];
+        for (const PassState* b : before) {
+          if (!b) continue;
+          // The same rank's pass is waited for directly; another's through its send.
+          const bool same = b->pipeline_rank == st.pipeline_rank;
+          const std::vector<uint32_t>& w = same ? b->done[lane] : b->exits[lane];
+          wait.insert(wait.end(), w.begin(), w.end());
+          if (!same && !w.empty() && w != b->done[lane] && !st.entries[lane].empty() &&
+              (!spec_.ranks || lane == 0)) {
+            out_.sends.push_back({w.front(), st.entries[lane].front()});
           }
-          break;
-      }
-      for (const PassState* b : before) {
-        if (!b) continue;
-        // The same rank's pass is waited for directly; another's through its send.
-        const std::vector<uint32_t>& w = b->rank == st.rank ? b->done : b->exits;
-        wait.insert(wait.end(), w.begin(), w.end());
-        if (b->rank != st.rank && !b->exits.empty() && b->exits != b->done && !st.entries.empty()) {
-          out_.sends.push_back({b->exits.front(), st.entries.front()});
         }
-      }
-      for (uint32_t e : st.entries) {
-        for (uint32_t w : wait) out_.graph.Depend(e, w);
+        for (uint32_t e : st.entries[lane]) {
+          for (uint32_t w : wait) out_.graph.Depend(e, w);
+        }
       }
     }
   }
@@ -468,6 +640,9 @@ class Builder {
   double send_fwd_s_ = 0, send_bwd_s_ = 0;
   bool ep_pairs_ = false;    // some EP op overlaps: 1F1B's steady F/B pairs run as pairs
   bool dp_buckets_ = false;  // the per-step data-parallel ops are bucketed
+  Stage stage_;
+  std::vector<double> scale_;
+  std::vector<int32_t> members_;
   StepGraph out_;
   std::vector<PassState> states_;
   std::map<std::tuple<int, int, int>, size_t> index_;

@@ -3,7 +3,10 @@
 // order of passes (sim/pipeline_order.h). The fast path: one simulated rank
 // per pipeline rank stands for every rank of its stage, which behave alike
 // when loads are balanced, so a collective inside a stage (TP, CP, EP, DP)
-// is a task of one member lasting the cost model's seconds for it.
+// is a task of one member lasting the cost model's seconds for it. The
+// whole path (StepGraphSpec::ranks): every rank, each collective a task of
+// its group's ranks; every rank of a stage walks the same items, so with
+// balanced loads the two paths give the same times.
 //
 // A pass (forward, backward or weight-gradient of one micro-batch on one
 // model chunk) walks the chunk's blocks (embedding, decoder layers, MTP
@@ -38,6 +41,8 @@
 #include "core/status.h"
 #include "costmodel/stage_work.h"
 #include "inputs/model.h"
+#include "planner/rank_map.h"
+#include "sim/expert_loads.h"
 #include "sim/pipeline_order.h"
 #include "sim/task_graph.h"
 
@@ -61,11 +66,21 @@ struct StepGraphSpec {
   const PipelineOrder* order = nullptr;
   OverlapSet overlap;
   std::vector<double> optimizer_s;    // per pipeline rank
+  // The whole path: every rank of the layout is a simulated rank (its
+  // global rank), its collectives tasks of their group's ranks, and with
+  // `loads` each EP rank's routed rows drawn per MoE layer and micro-batch:
+  // its routed experts' compute scales with its load over the costed one
+  // (StepWork::load_factor), and a group's all-to-alls last the costed time
+  // x its busiest member's load over the costed one (the all-to-all-v waits
+  // for its slowest member). Null: the fast path.
+  const RankMap* ranks = nullptr;
+  const ExpertLoadDraw* loads = nullptr;  // null: balanced (needs `ranks`)
 };
 
 // The tasks of one pass, for memory and reports.
 struct PassRecord {
-  int rank = 0;
+  int rank = 0;             // simulated rank (fast path: the pipeline rank)
+  int pipeline_rank = 0;
   int chunk = 0;
   int virtual_stage = 0;
   int microbatch = 0;
