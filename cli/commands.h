@@ -153,6 +153,7 @@ struct PlanOptions {
   bool why = false;                   // rejection counts, memory included
   int threads = 2;                    // [1, kMaxSearchThreads] (planner/search.h)
   std::optional<std::string> fix;     // --fix: only the layouts that agree with these keys
+  int simulate_top = 0;               // --simulate-top N: re-rank the best N by simulated step time
 };
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);
 

@@ -102,6 +102,9 @@ int main(int argc, char** argv) {
   AddInputFlags(plan_cmd, &plan.inputs);
   AddCalibrationFlags(plan_cmd, &plan.inputs.calibration, &plan.inputs.force_calibration);
   plan_cmd->add_option("--top", plan.top, "candidates to show and write")->capture_default_str();
+  plan_cmd->add_option("--simulate-top", plan.simulate_top,
+                       "simulate the best N and re-rank them by simulated step time")
+      ->type_name("N");
   plan_cmd->add_option("--objective", plan.objective, "throughput|memory")->capture_default_str();
   plan_cmd->add_flag("--json", plan.json, "print JSON (schema foldplan.plan/v1)");
   plan_cmd->add_option("-o,--output", plan.output, "write the plan (foldplan.plan/v1) to FILE");

@@ -7,6 +7,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
+#include "cli/simulate_command.h"
 #include "cli/output.h"
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"
@@ -177,6 +178,10 @@ Status CheckPlanFlags(const PlanOptions& o) {
     return Status::Error("--top: expected an integer in [1, " + std::to_string(kMaxTop) + "], found " +
                          std::to_string(o.top));
   }
+  if (o.simulate_top < 0 || o.simulate_top > kMaxTop) {
+    return Status::Error("--simulate-top: expected an integer in [0, " + std::to_string(kMaxTop) + "], found " +
+                         std::to_string(o.simulate_top));
+  }
   if (o.threads < 1 || o.threads > kMaxSearchThreads) {
     return Status::Error("--threads: expected an integer in [1, " + std::to_string(kMaxSearchThreads) +
                          "], found " + std::to_string(o.threads));
@@ -208,7 +213,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   WarnAboutCalibrationGpu(cost.comm_params(), in.cluster, err);
 
   SearchOptions search;
-  search.top = std::max(options.top, 2);  // the runner-up explains the winner
+  search.top = std::max({options.top, 2, options.simulate_top});  // the runner-up explains the winner
   search.threads = options.threads;
   const bool tty = ::isatty(2);
   const auto start = std::chrono::steady_clock::now();
@@ -244,9 +249,22 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   PlanFileContents contents{&cost, Name(objective), shown, &result.enumeration};
   contents.recipe = recipe ? &*recipe : nullptr;
   contents.recipe_rank = result.better_than_reference + 1;
+  std::optional<SimulatedRanking> ranking;
+  if (options.simulate_top > 0 && !evals.empty()) {
+    const std::vector<Evaluation> top(evals.begin(),
+                                      evals.begin() + std::min<size_t>(evals.size(), options.simulate_top));
+    auto r = RankBySimulation(cost, top);
+    if (!r.ok()) return Fail(err, r.status());
+    ranking = std::move(r).value();
+  }
   if (options.json || !options.output.empty()) {
     auto text = PlanFileJson(contents);
     if (!text.ok()) return Fail(err, text.status());
+    if (ranking) {
+      auto doc = nlohmann::ordered_json::parse(text.value());
+      doc["simulation"] = ranking->json;
+      text = doc.dump(1) + "\n";
+    }
     if (options.json) out << text.value();
     if (!options.output.empty()) {
       if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
@@ -268,6 +286,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (evals.size() > 1) out << "\nwhy it wins:\n" << "  the runner-up (" + ShortDegrees(evals[1].layout) + ", " + Options(evals[1].layout) +
                                ") takes " + Seconds(evals[1].step.step_time_s - evals[0].step.step_time_s) +
                                " longer per step:\n" + StepDifferences(evals[0], evals[1]);
+  if (ranking) out << "\n" << ranking->text;
   if (recipe) {
     out << "\n" << RecipeComparison(evals.front(), *recipe, result.better_than_reference,
                                    result.enumeration.legal_count);

@@ -233,6 +233,71 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
 
 }  // namespace
 
+Result<SimulatedRanking> RankBySimulation(const CostModel& model, const std::vector<Evaluation>& candidates) {
+  struct Row {
+    size_t analytical = 0;
+    double analytical_s = 0, simulated_s = 0, pipeline_s = 0, dp_s = 0, optimizer_s = 0;
+  };
+  std::vector<Row> rows;
+  for (size_t i = 0; i < candidates.size(); ++i) {
+    auto r = Simulate(model, candidates[i].layout);
+    if (!r.ok()) return r.status();
+    const StepBreakdown& a = candidates[i].step;
+    rows.push_back({i, a.step_time_s, r->step_time_s, r->pipeline_s - a.pipeline_s, r->dp_exposed_s - a.dp_exposed_s,
+                    r->optimizer_s - a.optimizer_s});
+  }
+  std::vector<size_t> order(rows.size());
+  for (size_t i = 0; i < order.size(); ++i) order[i] = i;
+  std::stable_sort(order.begin(), order.end(),
+                   [&](size_t x, size_t y) { return rows[x].simulated_s < rows[y].simulated_s; });
+  using Align = TextTable::Align;
+  TextTable t({"sim", "model", "layout", "model ms", "sim ms", "diff", "pipeline", "dp", "optimizer"},
+              {Align::kRight, Align::kRight, Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+               Align::kRight, Align::kRight});
+  SimulatedRanking out;
+  out.json = Json::array();
+  int moved = 0;
+  for (size_t k = 0; k < order.size(); ++k) {
+    const Row& row = rows[order[k]];
+    const Layout& l = candidates[row.analytical].layout;
+    moved += row.analytical != k;
+    auto ms = [](double s) { return (s >= 0 ? "+" : "") + Fixed(s * 1e3, 1); };
+    t.AddRow({std::to_string(k + 1), std::to_string(row.analytical + 1), ShortDegrees(l), Ms(row.analytical_s),
+              Ms(row.simulated_s), Fixed(100 * (row.simulated_s / row.analytical_s - 1), 1) + "%",
+              ms(row.pipeline_s), ms(row.dp_s), ms(row.optimizer_s)});
+    out.json.push_back({{"simulated_rank", k + 1},
+                        {"analytical_rank", row.analytical + 1},
+                        {"layout", FormatLayout(l)},
+                        {"analytical_step_time_s", row.analytical_s},
+                        {"simulated_step_time_s", row.simulated_s},
+                        {"difference_s", {{"pipeline", row.pipeline_s}, {"dp_exposed", row.dp_s},
+                                          {"optimizer", row.optimizer_s}}}});
+  }
+  out.text = "simulated re-ranking of the analytical top " + std::to_string(rows.size()) +
+             " (ms; the parts are simulated - analytical):\n" + t.Render("  ");
+  if (moved == 0) {
+    out.text += "  the simulator keeps the analytical order\n";
+  } else {
+    // Why the first disagreement: the parts that moved most.
+    for (size_t k = 0; k < order.size(); ++k) {
+      if (order[k] == k) continue;
+      const Row& a = rows[order[k]];
+      const Row& b = rows[k];
+      auto biggest = [](const Row& r) {
+        const double p = std::abs(r.pipeline_s), d = std::abs(r.dp_s), o = std::abs(r.optimizer_s);
+        return p >= d && p >= o ? std::string("its pipeline (fill, drain and sends as simulated)")
+               : d >= o         ? std::string("its data-parallel traffic (buckets as simulated)")
+                                : std::string("its optimizer step");
+      };
+      out.text += "  the orders disagree at " + std::to_string(k + 1) + ": the model's #" +
+                  std::to_string(a.analytical + 1) + " simulates faster than its #" + std::to_string(b.analytical + 1) +
+                  ", mostly through " + biggest(a) + " and " + biggest(b) + " respectively\n";
+      break;
+    }
+  }
+  return out;
+}
+
 int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err) {
   const bool from_plan = !options.plan.empty();
   if (from_plan == bool(options.layout)) {

@@ -8,7 +8,13 @@
 #include <ostream>
 #include <string>
 
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
 #include "cli/commands.h"
+#include "core/status.h"
+#include "costmodel/evaluate.h"
 
 namespace foldplan {
 
@@ -27,5 +33,17 @@ struct SimulateOptions {
   bool json = false;                  // --json: foldplan.simulation/v1
 };
 int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err);
+
+// `plan --simulate-top N`: the analytical top `candidates` (best first)
+// simulated and re-ranked by simulated step time, as a table that says
+// where the two orders disagree and which part of the step moved (the
+// pipeline, the data-parallel traffic outside it, the optimizer); `json`
+// receives the same as a list (analytical_rank, simulated_rank, layout,
+// both step times and the parts' differences).
+struct SimulatedRanking {
+  std::string text;
+  nlohmann::ordered_json json;
+};
+Result<SimulatedRanking> RankBySimulation(const CostModel& model, const std::vector<Evaluation>& candidates);
 
 }  // namespace foldplan
