@@ -341,4 +341,34 @@ CollectiveCost ForwardedAllToAllTime(double nvlink_bytes, double network_bytes, 
   return cost;
 }
 
+RankTraffic RankTrafficOf(Collective collective, double bytes, const GroupSpan& span) {
+  RankTraffic t;
+  const double n = span.gpus;
+  if (n < 2 || !(bytes > 0)) return t;
+  const double domains = std::max(1, span.domains);
+  const double g = std::max(1.0, n / domains);  // ranks per domain
+  const bool one_domain = span.inside_one_domain || domains <= 1;
+  switch (collective) {
+    case Collective::kAllGather:
+    case Collective::kReduceScatter:
+    case Collective::kAllReduce: {
+      const double ring = (collective == Collective::kAllReduce ? 2 : 1) * (n - 1) / n * bytes;
+      if (one_domain) {
+        t.nvlink_bytes = collective == Collective::kAllReduce ? std::min(ring, bytes) : ring;
+      } else {
+        t.network_bytes = ring / g;
+        t.nvlink_bytes = ring - t.network_bytes;
+      }
+      break;
+    }
+    case Collective::kAllToAll:
+    case Collective::kAllToAllV:
+      t.network_bytes = one_domain ? 0 : (n - g) / n * bytes;
+      t.nvlink_bytes = (std::min(g, n) - 1) / n * bytes;
+      break;
+    case Collective::kSendRecv: (one_domain ? t.nvlink_bytes : t.network_bytes) = bytes; break;
+  }
+  return t;
+}
+
 }  // namespace foldplan

@@ -67,6 +67,27 @@ CollectiveCost CollectiveTime(Collective collective, double bytes, const GroupSp
 CollectiveCost ForwardedAllToAllTime(double nvlink_bytes, double network_bytes, const GroupSpan& span,
                                      const CommParams& params, int groups_sharing_links = 1);
 
+// The bytes one member sends per call through its NVLink port and through
+// its NIC, by the data the algorithm moves (doc/cost-model-comm.md section
+// 3.6), on a group placed as `span` (n = span.gpus ranks over N =
+// span.domains domains, G = n / N per domain):
+//   all-gather, reduce-scatter  ring: (n - 1)/n x bytes out of each rank;
+//                               NCCL's rings cross the N domain boundaries
+//                               on every rank's NIC in turn, so 1/G of it
+//                               through the NIC, the rest over NVLink
+//   all-reduce                  ring: twice that (reduce-scatter + all-gather);
+//                               NVLS inside one domain: bytes over NVLink
+//   all-to-all(-v)              bytes/n to each peer: (n - G)/n x bytes to
+//                               other domains (NIC), (G - 1)/n x bytes over NVLink
+//   send/recv                   bytes, over the NIC unless both in one domain
+// A simulator uses it to share links between concurrent collectives
+// (sim/engine.h); alone, a collective takes CollectiveTime's seconds.
+struct RankTraffic {
+  double nvlink_bytes = 0;
+  double network_bytes = 0;
+};
+RankTraffic RankTrafficOf(Collective collective, double bytes, const GroupSpan& span);
+
 // Every candidate CollectiveTime chose among (one per applicable algorithm
 // and protocol), for tests, reports and "why this algorithm" questions.
 // Empty when nothing moves.

@@ -83,7 +83,9 @@ class PlanBuilder {
     const GroupPlacement& g = placement_.of(group);
     if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
     const CollectiveCost cost = CollectiveTime(collective, bytes, g.span, params_, g.groups_sharing_links);
-    return Push(kind, name, group, collective, bytes, scope, calls_fwd, calls_bwd, overlappable, cost);
+    CommOp* op = Push(kind, name, group, collective, bytes, scope, calls_fwd, calls_bwd, overlappable, cost);
+    op->traffic = RankTrafficOf(collective, bytes, g.span);
+    return op;
   }
 
   // A flex dispatcher op: `network_bytes` through the NIC and
@@ -98,6 +100,7 @@ class PlanBuilder {
     CommOp* op = Push(CommKind::kExpertParallel, name, group, Collective::kAllToAll, bytes, scope, calls_fwd,
                       calls_bwd, false, cost);
     op->network_bytes = network_bytes;
+    op->traffic = {nvlink_bytes, network_bytes};
     return op;
   }
 

@@ -75,6 +75,10 @@ struct CommOp {
   // SMs its kernels occupy while it runs (the flex dispatcher's); compute
   // running beside it gets the GPU's other SMs.
   int sms = 0;
+  // What one member sends per call through its NVLink port and its NIC
+  // (collective.h RankTrafficOf; a flex op: its NVLink and RDMA bytes), for
+  // a simulator that shares links between concurrent ops.
+  RankTraffic traffic;
 
   // Seconds of one forward and one backward call set: per micro-batch and
   // layer (or boundary), or per step for kPerStep.

@@ -1,9 +1,13 @@
 #include "sim/engine.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
+#include <memory>
+#include <unordered_map>
 
 #include "sim/event_queue.h"
+#include "sim/flow_network.h"
 
 namespace foldplan {
 namespace {
@@ -19,9 +23,27 @@ struct RankState {
   std::vector<uint16_t> sms;    // every running SM-holding kernel's SMs
 };
 
+// A member's bytes on one link, as solo nanoseconds left at a speed (its
+// max-min rate over its cap, at most 1).
+struct Flow {
+  uint32_t task = 0;
+  int32_t rank = 0;
+  FlowNetwork::FlowId id = 0;
+  double cap = 0;        // bytes/s alone
+  double left_ns = 0;    // solo nanoseconds of transfer left, as of `since`
+  double speed = 1;
+  SimNs since = 0;
+  SimNs finish = 0;
+};
+
 class Engine {
  public:
   explicit Engine(const TaskGraph& g) : g_(g), ranks_(static_cast<size_t>(g.ranks())) {
+    links_ = g.nvlink_bytes_per_s() > 0 || g.nic_bytes_per_s() > 0;
+    if (links_) {
+      nets_.resize(ranks_.size());
+      rank_flows_.resize(ranks_.size());
+    }
     const size_t n = g.size();
     run_.start_ns.assign(n, -1);
     run_.end_ns.assign(n, -1);
@@ -95,6 +117,119 @@ class Engine {
     return m;
   }
 
+  // ---- Link sharing -------------------------------------------------------
+
+  FlowNetwork& Net(int32_t rank) {
+    std::unique_ptr<FlowNetwork>& n = nets_[static_cast<size_t>(rank)];
+    if (!n) {
+      n = std::make_unique<FlowNetwork>();
+      n->AddResource(g_.nvlink_bytes_per_s() > 0 ? g_.nvlink_bytes_per_s() : 1e30);  // 0: NVLink
+      n->AddResource(g_.nic_bytes_per_s() > 0 ? g_.nic_bytes_per_s() : 1e30);        // 1: NIC
+    }
+    return *n;
+  }
+
+  static SimNs FinishAt(SimNs now, double left_ns, double speed) {
+    if (left_ns <= 0) return now;
+    const double t = std::ceil(left_ns / speed);
+    return t >= double(kMaxSimNs) ? kMaxSimNs : now + static_cast<SimNs>(t);
+  }
+
+  // Starts `id`'s flows; false when it has none (it then takes work_ns).
+  bool StartFlows(uint32_t id, const SimTask& t, SimNs now) {
+    if (!links_ || t.kind == SimKind::kCompute || t.work_ns == 0) return false;
+    const double solo_s = ToSeconds(t.work_ns);
+    const double rates[2] = {g_.nvlink_bytes_per_s(), g_.nic_bytes_per_s()};
+    const double bytes[2] = {t.nvlink_bytes, t.network_bytes};
+    std::vector<uint32_t>& mine = task_flows_[id];
+    const int32_t* members = g_.members(id);
+    for (uint32_t k = 0; k < t.member_count; ++k) {
+      for (int link = 0; link < 2; ++link) {
+        if (!(bytes[link] > 0) || !(rates[link] > 0)) continue;
+        Flow f;
+        f.task = id;
+        f.rank = members[k];
+        // Alone it reaches bytes / work_ns, never above the link's rate.
+        f.cap = std::min(double(bytes[link]) / solo_s, rates[link]);
+        f.id = Net(f.rank).AddFlow({FlowNetwork::ResourceId(link)}, f.cap);
+        f.left_ns = double(t.work_ns);
+        f.since = now;
+        f.finish = now + t.work_ns;
+        uint32_t slot;
+        if (!free_.empty()) {
+          slot = free_.back();
+          free_.pop_back();
+          flows_[slot] = f;
+        } else {
+          slot = static_cast<uint32_t>(flows_.size());
+          flows_.push_back(f);
+        }
+        mine.push_back(slot);
+        rank_flows_[static_cast<size_t>(f.rank)].push_back(slot);
+      }
+    }
+    if (mine.empty()) {
+      task_flows_.erase(id);
+      return false;
+    }
+    planned_[id] = now + t.work_ns;
+    for (uint32_t k = 0; k < t.member_count; ++k) touched_.push_back(members[k]);
+    return true;
+  }
+
+  // The flows on the touched ranks at their new rates, and their tasks'
+  // ends re-pushed where they moved.
+  void RetimeFlows(SimNs now) {
+    std::sort(touched_.begin(), touched_.end());
+    touched_.erase(std::unique(touched_.begin(), touched_.end()), touched_.end());
+    std::vector<uint32_t> tasks;
+    for (int32_t rank : touched_) {
+      FlowNetwork& net = Net(rank);
+      for (uint32_t fi : rank_flows_[static_cast<size_t>(rank)]) {
+        Flow& f = flows_[fi];
+        f.left_ns = std::max(0.0, f.left_ns - double(now - f.since) * f.speed);
+        f.since = now;
+        const double rate = net.Rate(f.id);
+        const double speed = rate >= f.cap * (1 - 1e-12) ? 1.0 : rate / f.cap;
+        if (speed != f.speed || f.finish < now) {
+          f.speed = speed;
+          f.finish = FinishAt(now, f.left_ns, speed);
+          tasks.push_back(f.task);
+        }
+      }
+    }
+    touched_.clear();
+    std::sort(tasks.begin(), tasks.end());
+    tasks.erase(std::unique(tasks.begin(), tasks.end()), tasks.end());
+    for (uint32_t id : tasks) {
+      SimNs end = now;
+      for (uint32_t fi : task_flows_[id]) end = std::max(end, flows_[fi].finish);
+      SimNs& planned = planned_[id];
+      if (end != planned) {
+        planned = end;
+        ++version_[id];
+        PushEnd(id, end);
+      }
+    }
+  }
+
+  void EndFlows(uint32_t id, SimNs now) {
+    const auto it = task_flows_.find(id);
+    if (it == task_flows_.end()) return;
+    if (now > run_.start_ns[id] + g_.task(id).work_ns) ++run_.slowed_by_links;
+    for (uint32_t fi : it->second) {
+      const Flow& f = flows_[fi];
+      Net(f.rank).RemoveFlow(f.id);
+      std::vector<uint32_t>& on = rank_flows_[static_cast<size_t>(f.rank)];
+      on.erase(std::find(on.begin(), on.end(), fi));
+      touched_.push_back(f.rank);
+      free_.push_back(fi);
+    }
+    task_flows_.erase(it);
+    planned_.erase(id);
+    RetimeFlows(now);
+  }
+
   void Start(uint32_t id, SimNs now) {
     const SimTask& t = g_.task(id);
     run_.start_ns[id] = now;
@@ -105,6 +240,9 @@ class Engine {
       r.remaining = t.work_ns;
       r.since = now;
       PushEnd(id, now + TimeFor(r, t.work_ns));
+    } else if (StartFlows(id, t, now)) {
+      PushEnd(id, now + t.work_ns);
+      RetimeFlows(now);
     } else {
       PushEnd(id, now + t.work_ns);
     }
@@ -123,6 +261,7 @@ class Engine {
     run_.end_ns[id] = now;
     run_.makespan_ns = std::max(run_.makespan_ns, now);
     ++version_[id];  // no later event of this task counts
+    EndFlows(id, now);
     const int32_t* members = g_.members(id);
     if (t.kind == SimKind::kCompute) ranks_[static_cast<size_t>(members[0])].compute = kNone;
     if (t.sms > 0) {
@@ -145,6 +284,18 @@ class Engine {
   EngineRun run_;
   std::vector<uint32_t> deps_left_, version_, succ_begin_, succ_;
   EventQueue queue_;
+  // Link sharing (when the graph has link rates): a flow network per rank
+  // (its NVLink port and NIC), the flows, which are on each rank and each
+  // task, and each flowing task's planned end; a finished flow's slot is
+  // reused.
+  bool links_ = false;
+  std::vector<std::unique_ptr<FlowNetwork>> nets_;
+  std::vector<Flow> flows_;
+  std::vector<std::vector<uint32_t>> rank_flows_;
+  std::unordered_map<uint32_t, std::vector<uint32_t>> task_flows_;
+  std::unordered_map<uint32_t, SimNs> planned_;
+  std::vector<int32_t> touched_;
+  std::vector<uint32_t> free_;
 };
 
 }  // namespace

@@ -1,11 +1,18 @@
 // The event loop: plays a TaskGraph out in integer nanoseconds. A task
 // starts at the first instant its dependencies and stream predecessors have
-// all ended; it ends when its work is done. Work runs at full rate, except
-// compute on a rank while communication kernels holding SMs run there: then
-// at (N - n) / N, n the most SMs any of them holds (re-timed when one starts
-// or ends). Ties are broken by the order events were pushed, so a run is
-// deterministic. Every task also records the dependency that released it
-// last (its critical predecessor), from which the critical path is read.
+// all ended; it ends when its work is done. Work runs at full rate, except:
+//   - compute on a rank while communication kernels holding SMs run there:
+//     at (N - n) / N, n the most SMs any of them holds;
+//   - communication, when the graph has link rates: each member's NVLink
+//     and NIC bytes are a flow on that rank's link, capped at the rate it
+//     reaches alone (its bytes over its work_ns, at most the link's rate),
+//     and the flows on one link share it max-min fairly (sim/flow_network.h);
+//     a task ends when its slowest member's flows are done, for all members.
+//     Alone, or with the links not full, a task takes its work_ns exactly.
+// Rates are recomputed whenever a task starts or ends. Ties are broken by
+// the order events were pushed, so a run is deterministic. Every task also
+// records the dependency that released it last (its critical predecessor),
+// from which the critical path is read.
 #pragma once
 
 #include <cstdint>
@@ -22,6 +29,7 @@ struct EngineRun {
   std::vector<uint32_t> critical_pred;
   SimNs makespan_ns = 0;
   uint64_t events = 0;  // events processed (for the benchmark's rate)
+  uint64_t slowed_by_links = 0;  // communication tasks that ended later than their work_ns
 };
 
 // Error when some task never starts (a dependency cycle: a bug in the graph

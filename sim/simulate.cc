@@ -175,8 +175,9 @@ OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedu
 
 Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, const PipelineOrder& order,
                                const OverlapSet& overlap, const std::vector<double>& optimizer_s, const RankMap* ranks,
-                               const ExpertLoadDraw* loads) {
+                               const ExpertLoadDraw* loads, bool share_links) {
   SimResult out;
+  out.share_links = share_links;
   out.whole = ranks != nullptr;
   out.schedule = order.schedule;
   out.overlap = overlap;
@@ -188,6 +189,7 @@ Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, con
   spec.optimizer_s = optimizer_s;
   spec.ranks = ranks;
   spec.loads = loads;
+  spec.share_links = share_links;
   auto graph = BuildStepGraph(spec);
   if (!graph.ok()) return graph.status();
   out.graph = std::move(graph).value();
@@ -197,6 +199,7 @@ Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, con
   const TaskGraph& g = out.graph.graph;
   out.tasks = g.size();
   out.events = out.run.events;
+  out.slowed_by_links = out.run.slowed_by_links;
   out.step_time_s = ToSeconds(out.run.makespan_ns);
 
   SimNs first_start = out.run.makespan_ns, pipeline_end = 0;
@@ -265,7 +268,7 @@ Result<SimResult> Simulate(const CostModel& model, const Layout& input, const Si
     }
   }
   auto sim = SimulateWork(work, spec, order.value(), ResolveOverlap(options.overlap, schedule), optimizer_s,
-                          rank_map ? &*rank_map : nullptr, loads ? &*loads : nullptr);
+                          rank_map ? &*rank_map : nullptr, loads ? &*loads : nullptr, options.share_links);
   if (!sim.ok()) return sim.status();
   SimResult out = std::move(sim).value();
   MemoryTimelines(model, layout, pipe, order.value(), out.graph, out.run, out.ranks);

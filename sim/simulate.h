@@ -48,6 +48,10 @@ struct SimOptions {
   LoadSpec imbalance;
   uint64_t seed = 0;
   bool whole = false;
+  // Concurrent communication on a rank shares its NVLink port and NIC
+  // max-min fairly (sim/engine.h); false: every op takes the cost model's
+  // seconds whatever runs beside it.
+  bool share_links = true;
 };
 
 struct SimRankStats {
@@ -103,6 +107,8 @@ struct SimResult {
   std::array<double, kSimKindCount> critical_s{};  // the critical path's time by kind
   uint64_t tasks = 0;
   uint64_t events = 0;
+  uint64_t slowed_by_links = 0;  // communication tasks the shared links made longer
+  bool share_links = false;
   Evaluation analytical;  // the cost model's evaluation of the same layout
   StepGraph graph;        // what ran, for the trace
   EngineRun run;
@@ -119,7 +125,8 @@ Result<SimResult> Simulate(const CostModel& model, const Layout& layout, const S
 // `ranks` (and `loads`): the whole path (sim/step_graph.h).
 Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, const PipelineOrder& order,
                                const OverlapSet& overlap, const std::vector<double>& optimizer_s,
-                               const RankMap* ranks = nullptr, const ExpertLoadDraw* loads = nullptr);
+                               const RankMap* ranks = nullptr, const ExpertLoadDraw* loads = nullptr,
+                               bool share_links = false);
 
 // The overlaps `options` resolve to under `schedule`.
 OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedule);

@@ -98,12 +98,17 @@ class Builder {
   explicit Builder(const StepGraphSpec& spec)
       : spec_(spec), work_(*spec.work), order_(*spec.order), pipe_(*spec.work->pipeline) {
     out_.graph = TaskGraph(spec.ranks ? spec.ranks->world() : work_.pp, work_.gpu_sms);
+    if (spec.share_links) out_.graph.SetLinkRates(work_.nvlink_bytes_per_s, work_.nic_bytes_per_s);
     for (const CommOp& op : work_.ops) {
       if (EpOverlapped(op)) ep_pairs_ = true;
       if (op.scope == CommOp::kPerStep && Concurrent(op)) dp_buckets_ = true;
       if (op.scope == CommOp::kPerStageBoundary) {
         send_fwd_s_ += op.calls_fwd * op.seconds_per_call;
         send_bwd_s_ += op.calls_bwd * op.seconds_per_call;
+        send_fwd_.nvlink_bytes += op.calls_fwd * op.traffic.nvlink_bytes;
+        send_fwd_.network_bytes += op.calls_fwd * op.traffic.network_bytes;
+        send_bwd_.nvlink_bytes += op.calls_bwd * op.traffic.nvlink_bytes;
+        send_bwd_.network_bytes += op.calls_bwd * op.traffic.network_bytes;
       }
     }
   }
@@ -206,11 +211,14 @@ class Builder {
       if (pass.kind != PassKind::kWeightGrad) {
         for (const CommOp& op : work_.ops) {
           if (!work_.Runs(op, b.kind)) continue;
-          const SimNs ns = ToSimNs((fwd ? op.calls_fwd : op.calls_bwd) * op.seconds_per_call);
+          const double calls = fwd ? op.calls_fwd : op.calls_bwd;
+          const SimNs ns = ToSimNs(calls * op.seconds_per_call);
           if (ns == 0) continue;
           Item it;
           it.task = base;
           it.task.work_ns = ns;
+          it.task.nvlink_bytes = static_cast<float>(calls * op.traffic.nvlink_bytes);
+          it.task.network_bytes = static_cast<float>(calls * op.traffic.network_bytes);
           it.task.kind = KindOf(op.kind);
           it.task.sms = static_cast<uint16_t>(std::max(0, op.sms));
           it.task.label = out_.graph.Label(op.name);
@@ -328,6 +336,8 @@ class Builder {
         double busiest = 0;
         for (int lane : g) busiest = std::max(busiest, (*scale)[size_t(lane)]);
         t.work_ns = ToSimNs(double(t.work_ns) * busiest * 1e-9);
+        t.nvlink_bytes = static_cast<float>(t.nvlink_bytes * busiest);
+        t.network_bytes = static_cast<float>(t.network_bytes * busiest);
       }
       members_.clear();
       for (int lane : g) members_.push_back(stage_.ranks[size_t(lane)]);
@@ -380,6 +390,9 @@ class Builder {
       const SimNs ns = ToSimNs(op.seconds_per_microbatch() * share);
       if (ns == 0) continue;
       SimTask t;
+      const double calls = (op.calls_fwd + op.calls_bwd) * share;
+      t.nvlink_bytes = static_cast<float>(calls * op.traffic.nvlink_bytes);
+      t.network_bytes = static_cast<float>(calls * op.traffic.network_bytes);
       t.kind = SimKind::kDp;
       t.stream = stream;
       t.chunk = static_cast<int16_t>(chunk);
@@ -542,7 +555,10 @@ class Builder {
         send.pass = PassOf(st.pass.kind);
         send.microbatch = st.pass.microbatch;
         send.chunk = static_cast<int16_t>(st.pass.chunk);
-        send.work_ns = ToSimNs(st.pass.kind == PassKind::kForward ? send_fwd_s_ : send_bwd_s_);
+        const bool forward = st.pass.kind == PassKind::kForward;
+        send.work_ns = ToSimNs(forward ? send_fwd_s_ : send_bwd_s_);
+        send.nvlink_bytes = static_cast<float>((forward ? send_fwd_ : send_bwd_).nvlink_bytes);
+        send.network_bytes = static_cast<float>((forward ? send_fwd_ : send_bwd_).network_bytes);
         send.label = out_.graph.Label("pp_send_recv");
         for (size_t lane = 0; lane < lanes(); ++lane) {
           const uint32_t id = out_.graph.Add(send, {stage_.ranks[lane]});
@@ -638,6 +654,7 @@ class Builder {
   const PipelineOrder& order_;
   const PipelineDescription& pipe_;
   double send_fwd_s_ = 0, send_bwd_s_ = 0;
+  RankTraffic send_fwd_, send_bwd_;  // one crossing's bytes, each way
   bool ep_pairs_ = false;    // some EP op overlaps: 1F1B's steady F/B pairs run as pairs
   bool dp_buckets_ = false;  // the per-step data-parallel ops are bucketed
   Stage stage_;

@@ -75,6 +75,10 @@ struct StepGraphSpec {
   // for its slowest member). Null: the fast path.
   const RankMap* ranks = nullptr;
   const ExpertLoadDraw* loads = nullptr;  // null: balanced (needs `ranks`)
+  // Concurrent communication on a rank shares its NVLink port and NIC
+  // (StepWork's link rates; sim/engine.h): false, each op takes the cost
+  // model's seconds whatever runs beside it.
+  bool share_links = false;
 };
 
 // The tasks of one pass, for memory and reports.

@@ -48,6 +48,11 @@ struct SimTask {
   int32_t layer = -1;        // decoder layer (0-based); -1: none
   int16_t chunk = -1;        // model chunk on its rank; -1: none
   uint32_t label = 0;        // TaskGraph::label(label): op or block name
+  // Communication: what each member sends through its NVLink port and its
+  // NIC while it runs (costmodel/collective.h RankTrafficOf). With the
+  // graph's link rates set, concurrent tasks share those links (sim/engine.h).
+  float nvlink_bytes = 0;
+  float network_bytes = 0;
   // Set by TaskGraph::Add.
   uint32_t first_member = 0;
   uint32_t member_count = 0;
@@ -66,6 +71,16 @@ class TaskGraph {
   // A label index for `name` (the same index for the same name).
   uint32_t Label(const std::string& name);
 
+  // Per simulated rank: its NVLink port's and its NIC share's achieved
+  // bytes per second, shared by the communication running on it; 0 (the
+  // default): every task takes its work_ns whatever runs beside it.
+  void SetLinkRates(double nvlink_bytes_per_s, double nic_bytes_per_s) {
+    nvlink_bytes_per_s_ = nvlink_bytes_per_s;
+    nic_bytes_per_s_ = nic_bytes_per_s;
+  }
+  double nvlink_bytes_per_s() const { return nvlink_bytes_per_s_; }
+  double nic_bytes_per_s() const { return nic_bytes_per_s_; }
+
   int ranks() const { return ranks_; }
   int gpu_sms() const { return gpu_sms_; }
   size_t size() const { return tasks_.size(); }
@@ -81,6 +96,7 @@ class TaskGraph {
 
   int ranks_;
   int gpu_sms_;
+  double nvlink_bytes_per_s_ = 0, nic_bytes_per_s_ = 0;
   std::vector<SimTask> tasks_;
   std::vector<int32_t> members_;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;
