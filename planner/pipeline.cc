@@ -140,14 +140,6 @@ std::vector<int> LayersPerVirtualStage(const Layout& l, const ModelSpec& model, 
 
 }  // namespace
 
-const char* Name(PipelineSchedule schedule) {
-  switch (schedule) {
-    case PipelineSchedule::k1F1B: return "1f1b";
-    case PipelineSchedule::kInterleaved1F1B: return "interleaved-1f1b";
-  }
-  return "?";
-}
-
 PipelineSchedule ScheduleOf(const Layout& layout) {
   return layout.vpp > 1 ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::k1F1B;
 }
