@@ -140,9 +140,7 @@ std::vector<int> LayersPerVirtualStage(const Layout& l, const ModelSpec& model, 
 
 }  // namespace
 
-PipelineSchedule ScheduleOf(const Layout& layout) {
-  return layout.vpp > 1 ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::k1F1B;
-}
+PipelineSchedule ScheduleOf(const Layout& layout) { return layout.schedule_or_default(); }
 
 const BlockWeights& WeightsOrDefault(const BlockWeights* weights) {
   static const BlockWeights kDefaults;

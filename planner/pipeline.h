@@ -65,7 +65,8 @@ struct PipelineDescription {
   int boundaries() const { return pp * vpp - 1; }
 };
 
-// The schedule a layout runs: interleaved 1F1B when vpp > 1, else 1F1B.
+// The schedule a layout runs: layout.schedule_or_default(), the one it
+// names, else interleaved 1F1B when vpp > 1, else 1F1B.
 PipelineSchedule ScheduleOf(const Layout& layout);
 
 // Relative cost of one block of each kind, forward and backward of one
