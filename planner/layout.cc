@@ -7,6 +7,7 @@
 #include "core/formats.h"
 #include "inputs/checked_product.h"
 #include "inputs/model.h"
+#include "planner/pipeline.h"
 #include "planner/pipeline_layout.h"
 
 namespace foldplan {
@@ -203,8 +204,8 @@ Result<LayoutPins> ParseLayoutPins(const std::string& text) {
 
 int Layout::layers_on_stage(int p) const {
   int layers = 0;
-  for (size_t v = static_cast<size_t>(p); v < stage_layers.size(); v += static_cast<size_t>(pp)) {
-    layers += stage_layers[v];
+  for (size_t c = 0; c < stage_layers.size(); ++c) {
+    if (PipelineRankOf(schedule_or_default(), pp, static_cast<int>(c)) == p) layers += stage_layers[c];
   }
   return layers;
 }

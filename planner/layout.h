@@ -58,10 +58,10 @@ struct Layout {
   // The pipeline schedule named (schedule=, or the job's first candidate);
   // unset: the implied one, DefaultSchedule(vpp).
   std::optional<PipelineSchedule> schedule;
-  // Decoder layers per virtual pipeline stage, pp * vpp entries in Megatron's
-  // order (virtual stage v*pp + p runs on pipeline rank p). Filled from the
-  // pipeline description (planner/pipeline.h) or by enumeration; may be
-  // empty until then.
+  // Decoder layers per virtual pipeline stage, pp * vpp entries in model
+  // order (the pipeline rank of each: planner/pipeline.h's PipelineRankOf).
+  // Filled from the pipeline description (planner/pipeline.h) or by
+  // enumeration; may be empty until then.
   std::vector<int> stage_layers;
   // MTP layers per virtual stage, given by a pp_layout with m; empty: every
   // MTP layer on the last stage, before the loss.

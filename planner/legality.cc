@@ -131,7 +131,7 @@ void CheckModelRules(const Layout& l, const ModelSpec& m, const JobSpec& job, co
     Status s = CheckStages(l.stage_layers, l.stage_mtp, m, l.pp, l.vpp);
     if (!s.ok()) Add(out, Rule::kPipelineSplit, s.message());
   } else {
-    auto split = ChooseStageLayers(m, l.pp, l.vpp, weights);
+    auto split = ChooseStageLayers(m, l.pp, l.vpp, weights, l.schedule);
     if (!split.ok()) Add(out, Rule::kPipelineSplit, split.status().message());
   }
   if (std::string why = rules::A2aOverlapProblem(m, l); !why.empty()) Add(out, Rule::kA2aOverlapNeeds, why);

@@ -229,3 +229,14 @@ TEST_CASE("a layout without schedule= takes the job's first schedule candidate; 
   CHECK_FALSE(pins->empty());
 }
 
+TEST_CASE("layers_on_stage sums the stages the schedule puts on the rank") {
+  // 8 stages on pp 4: under DualPipeV rank 0 holds stages 0 and 7, under
+  // interleaved 1F1B stages 0 and 4.
+  auto parsed = ParseLayout("pp=4,vpp=2,stages=1/2/3/4/5/6/7/8,schedule=dualpipev", 4);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.status().message());
+  Layout l = parsed.value();
+  CHECK(l.layers_on_stage(0) == 1 + 8);
+  CHECK(l.layers_on_stage(3) == 4 + 5);
+  l.schedule.reset();
+  CHECK(l.layers_on_stage(0) == 1 + 5);
+}
