@@ -74,17 +74,6 @@ Result<std::vector<int>> ParseRanks(const std::string& text, int pp) {
   return ranks;
 }
 
-// TEMP until sched-plumbing lands its PipelineScheduleNamed.
-std::optional<PipelineSchedule> PipelineScheduleNamed(const std::string& n) {
-  for (PipelineSchedule s : {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B, PipelineSchedule::kGPipe,
-                             PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV}) {
-    if (n == Name(s)) return s;
-  }
-  if (n == "interleaved") return PipelineSchedule::kInterleaved1F1B;
-  if (n == "zb") return PipelineSchedule::kZeroBubbleH1;
-  return std::nullopt;
-}
-
 const char* OnOff(const std::optional<bool>& v) { return !v ? "as planned" : *v ? "on" : "off"; }
 
 Json Breakdown(double step, double tokens, double mfu, double flops_per_token, double pipeline, double bubble,
@@ -308,7 +297,7 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   if (!options.schedule.empty()) {
     schedule = PipelineScheduleNamed(options.schedule);
     if (!schedule) {
-      return Usage(err, Status::Error("--schedule: expected 1f1b, interleaved, gpipe, zb or dualpipev, got '" +
+      return Usage(err, Status::Error("--schedule: expected " + PipelineScheduleChoices() + ", got '" +
                                       options.schedule + "'"));
     }
   }
@@ -344,6 +333,7 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
     if (!parsed.ok()) return Fail(err, parsed.status());
     layout = parsed.value();
   }
+  if (schedule) layout.schedule = *schedule;  // --schedule is the layout's schedule= key
   auto model = CostModel::Create(cluster, model_spec, job, use);
   if (!model.ok()) return Fail(err, model.status());
   const std::vector<Violation> violations = CheckLayout(layout, model.value()->legality());
@@ -352,7 +342,6 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   if (!ranks.ok()) return Usage(err, ranks.status());
   WarnAboutCalibrationGpu(model.value()->comm_params(), cluster, err);
   SimOptions sim;
-  sim.schedule = schedule;
   sim.overlap = overlap.value();
   sim.imbalance = imbalance.value();
   sim.seed = options.seed;

@@ -628,7 +628,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
     if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
     units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
-    const TablesHeld tables = params_.Tables(pp, held);
+    const TablesHeld tables = params_.Tables(held);
     units.Add(l.table_unit, 0, tables.input + tables.output);
     t.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
     t.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
@@ -679,15 +679,20 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     b[kFlexBuffersIdx] = l.flex_nvl + l.flex_rdma;
   }
 
-  const bool tied_group = m.tied_embeddings && pp > 1 && (first || last);
+  // The tie group joins the embedding's rank and the loss's; none when one
+  // rank holds both (pp 1, or DualPipeV's V).
+  const bool tied_group = m.tied_embeddings && first != last;
   // The embedding group between the first stage and an MTP stage
   // (synchronising the MTP's embedding copy), unless the tie group is it.
   const bool mtp_group =
       pp > 1 && !tied_group && ((mtp > 0 && !first) || (first && l.mtp_off_first));
   t.collectives = l.collectives + (has_moe ? l.moe_collectives : 0) + (tied_group ? 1 : 0) +
                   (mtp_group ? 1 : 0);
+  // Pipeline neighbours: ranks stage - 1 and stage + 1 where they exist,
+  // under every schedule (under DualPipeV's V both of rank 0's stages
+  // border rank 1, both of rank pp - 1's rank pp - 2).
   t.p2p_peers = l.p2p_peers + (has_moe ? l.moe_p2p_peers : 0) +
-                (first ? 0 : 1) + (last ? 0 : 1);  // pipeline neighbours
+                (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
   b[kNcclBuffersIdx] =
       t.collectives * a_.nccl_collective_channels * a_.nccl_collective_connection_bytes +
       t.p2p_peers * a_.nccl_p2p_channels_per_peer * a_.nccl_p2p_buffer_bytes;
@@ -726,7 +731,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
   out.fits = out.peak_gib() <= hbm_gib_;
   const bool fp8 = IsFp8(layout.precision);
   const bool has_moe = t.bytes[kDispatchBuffersIdx] > 0;
-  const TablesHeld tables = params_.Tables(std::max(1, layout.pp), t.count);
+  const TablesHeld tables = params_.Tables(t.count);
 
   std::array<std::string, kMemoryTermCount> notes;
   const std::string sharding =

@@ -31,15 +31,17 @@ RankParamCounter::RankParamCounter(const ModelSpec& m) {
   mtp_moe = m.is_moe() && m.mtp_layer_is_moe();
 }
 
-TablesHeld RankParamCounter::Tables(int pp, const PipelineRank& held) const {
+TablesHeld RankParamCounter::Tables(const PipelineRank& held) const {
   TablesHeld t;
   const bool tied = embeddings.output_layer <= 0;
   if (held.embedding) t.input = 1;
   if (held.loss) {
     if (!tied) {
       t.output = 1;
-    } else if (pp > 1) {
-      t.input += 1;  // tied: the last stage holds its own copy of the table
+    } else if (!held.embedding) {
+      // Tied: the loss stage holds its own copy of the table, unless the
+      // embedding is on its rank too (pp 1, or DualPipeV's V).
+      t.input += 1;
     }
   }
   if (held.mtp_layers > 0) {
@@ -57,7 +59,6 @@ TablesHeld RankParamCounter::Tables(int pp, const PipelineRank& held) const {
 StageParams RankParamCounter::OnRank(const Layout& layout, const PipelineRank& held) const {
   const double tp = std::max(1, layout.tp);
   const double expert_shards = double(std::max(1, layout.ep)) * std::max(1, layout.etp);
-  const int pp = std::max(1, layout.pp);
   // MTP layers count as decoder layers of the last layer's kind.
   const double mtp = held.mtp_layers;
   const double moe = held.moe_layers + (mtp_moe ? mtp : 0);
@@ -69,7 +70,7 @@ StageParams RankParamCounter::OnRank(const Layout& layout, const PipelineRank& h
   p.expert = moe * moe_layer_experts / expert_shards;
   p.gemm = dense * (dense_layer_tp / tp + layer_gemm_replicated) +
            moe * (moe_layer_tp / tp + layer_gemm_replicated) + p.expert + mtp * mtp_projection / tp;
-  const TablesHeld tables = Tables(pp, held);
+  const TablesHeld tables = Tables(held);
   // Vocab-parallel tables; learned positions (replicated) go with each
   // input-table copy that embeds tokens (not a tied loss-stage copy).
   p.dense += tables.input * double(embeddings.input_embedding) / tp +

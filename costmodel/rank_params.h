@@ -47,7 +47,7 @@ struct RankParamCounter {
   // The largest dense and the largest expert share of any pipeline rank of
   // `pipeline` (each from the rank holding it; gemm unset).
   StageParams Largest(const Layout& layout, const PipelineDescription& pipeline) const;
-  TablesHeld Tables(int pp, const PipelineRank& held) const;
+  TablesHeld Tables(const PipelineRank& held) const;
 
   // One unit on one rank (FSDP gathers and reduces unit by unit):
   double DenseLayer(int tp) const;        // a dense decoder layer

@@ -135,6 +135,7 @@ std::vector<RepeatedCandidate> RepeatedCandidates(const JobSpec& j) {
   AddRepeats("tp_overlap", j.tp_overlap, false, &out);
   AddRepeats("cp_styles", j.cp_styles, true, &out);
   AddRepeats("vpp", j.vpp, false, &out);
+  AddRepeats("pipeline_schedules", j.pipeline_schedules, true, &out);
   AddRepeats("orders", j.orders, true, &out);
   return out;
 }

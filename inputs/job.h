@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "inputs/pipeline_schedule.h"
 
 namespace foldplan {
 
@@ -114,6 +115,10 @@ struct JobSpec {
   std::vector<Recompute> recompute = {Recompute::None(), Recompute::Selective(), Recompute::Full()};
   std::vector<CpStyle> cp_styles = {CpStyle::kUlysses};
   std::vector<int> vpp = {1, 2, 4};         // virtual pipeline sizes to consider
+  // Pipeline schedules to consider; empty: each layout's implied one
+  // (DefaultSchedule(vpp)), which keeps the search space of a job that
+  // names none.
+  std::vector<PipelineSchedule> pipeline_schedules;
   // Megatron order strings to consider (fastest axis first).
   std::vector<std::string> orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"};
   std::vector<Dispatcher> dispatchers = {Dispatcher::kAllToAll};

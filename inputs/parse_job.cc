@@ -55,6 +55,10 @@ std::pair<std::optional<Dispatcher>, std::string> DispatcherOf(const std::string
   const auto d = ParseDispatcher(text);
   return {d, d ? "" : "not a dispatcher"};
 }
+std::pair<std::optional<PipelineSchedule>, std::string> PipelineScheduleOf(const std::string& text) {
+  const auto s = PipelineScheduleNamed(text);
+  return {s, s ? "" : "not a pipeline schedule"};
+}
 std::pair<std::optional<Recompute>, std::string> RecomputeOf(const std::string& text) {
   Result<Recompute> r = ParseRecompute(text);
   if (!r.ok()) return {std::nullopt, r.status().message()};
@@ -104,6 +108,9 @@ void ReadChoices(CheckedObject& root, JobSpec& j) {
   j.cp_styles.clear();
   for (const auto& s : cp) j.cp_styles.push_back(ParseCpStyle(s));
   j.vpp = IntListField(root, "vpp", 1, kMaxVpp, j.vpp);
+  j.pipeline_schedules = ReadNamed(root, "pipeline_schedules", "pipeline schedules",
+                                   "one of " + PipelineScheduleChoices(), false, j.pipeline_schedules,
+                                   PipelineScheduleOf);
 }
 
 void ReadMoeOptions(CheckedObject& root, JobSpec& j) {

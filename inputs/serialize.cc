@@ -124,6 +124,12 @@ json ToJson(const JobSpec& j) {
       {"gpus_per_domain", j.gpus_per_domain},
   };
   if (j.mtp_layers) out["mtp_layers"] = *j.mtp_layers;
+  // Absent when empty (each layout's implied schedule), as a file that names none.
+  if (!j.pipeline_schedules.empty()) {
+    json schedules = json::array();
+    for (PipelineSchedule s : j.pipeline_schedules) schedules.push_back(Name(s));
+    out["pipeline_schedules"] = schedules;
+  }
   return out;
 }
 

@@ -67,6 +67,10 @@ class Search {
       a2a_overlap_ = OneOf(job_.a2a_overlap, [](bool overlap) { return !overlap; });
     }
     for (Dispatcher d : dispatchers_) has_hybridep_ |= d == Dispatcher::kHybridEP;
+    // No schedule listed: one candidate per vpp, the implied schedule, left
+    // unnamed so that layouts print as they always have.
+    schedules_.assign(job_.pipeline_schedules.begin(), job_.pipeline_schedules.end());
+    if (schedules_.empty()) schedules_.push_back(std::nullopt);
     for (Precision p : job_.precisions) precision_ok_.push_back(rules::PrecisionProblem(ctx.cluster->gpu, p).empty());
   }
 
@@ -157,7 +161,7 @@ class Search {
     stage_ = world / pp;
     divisors_ = Divisors(stage_);
     orders_ = DistinctOrders(job_.orders, pp);
-    return VppValues(pp).size() * LeavesBelowVpp();
+    return VppValues(pp).size() * schedules_.size() * LeavesBelowVpp();
   }
 
   void Reject(Rule rule, uint64_t n) {
@@ -183,7 +187,7 @@ class Search {
       l->pp_layout_given = pins_.pp_layout;
       return CheckStages(l->stage_layers, l->stage_mtp, model_, l->pp, l->vpp).ok();
     }
-    auto split = ChooseStageLayers(model_, l->pp, l->vpp, weights_);
+    auto split = ChooseStageLayers(model_, l->pp, l->vpp, weights_, l->schedule);
     if (!split.ok()) return false;
     l->stage_layers = std::move(split).value();
     return true;
@@ -196,15 +200,20 @@ class Search {
     l.pp = pp;
     for (int vpp : VppValues(pp)) {
       l.vpp = vpp;
-      if (vpp > 1 && pp == 1) {
-        Reject(Rule::kVppNeedsPp, LeavesBelowVpp());
-        continue;
+      // The schedule decides which rank holds which stage, so the chosen
+      // stages; its own rule waits for the micro-batches (SearchMbs).
+      for (const std::optional<PipelineSchedule>& schedule : schedules_) {
+        l.schedule = schedule;
+        if (vpp > 1 && pp == 1) {
+          Reject(Rule::kVppNeedsPp, LeavesBelowVpp());
+          continue;
+        }
+        if (!StagesFor(&l)) {
+          Reject(Rule::kPipelineSplit, LeavesBelowVpp());
+          continue;
+        }
+        for (int tp : TpValues()) SearchTp(l, tp);
       }
-      if (!StagesFor(&l)) {
-        Reject(Rule::kPipelineSplit, LeavesBelowVpp());
-        continue;
-      }
-      for (int tp : TpValues()) SearchTp(l, tp);
     }
   }
 
@@ -274,6 +283,10 @@ class Search {
       }
       if (!rules::InterleavedMicrobatches(job_.global_batch, l)) {
         Reject(Rule::kInterleavedMicrobatches, LeavesBelowMbs());
+        continue;
+      }
+      if (!rules::ScheduleFits(job_.global_batch, l)) {
+        Reject(Rule::kScheduleNeeds, LeavesBelowMbs());
         continue;
       }
       for (const auto& order : orders_) {
@@ -362,6 +375,7 @@ class Search {
   BlockWeights weights_;
   std::vector<Dispatcher> dispatchers_;
   std::vector<bool> a2a_overlap_;
+  std::vector<std::optional<PipelineSchedule>> schedules_;  // unset: the implied one
   bool has_hybridep_ = false;       // HybridEP among dispatchers_
   std::vector<bool> precision_ok_;  // per job precision: the GPU runs it
   int stage_ = 1;                   // G = world / pp
@@ -401,6 +415,7 @@ JobSpec PinnedJob(const JobSpec& job, const LayoutPins& pins) {
   if (pins.precision) out.precisions = {*pins.precision};
   if (pins.fsdp) out.fsdp = {*pins.fsdp};
   if (pins.tp_overlap) out.tp_overlap = {*pins.tp_overlap};
+  if (pins.schedule) out.pipeline_schedules = {*pins.schedule};
   return out;
 }
 

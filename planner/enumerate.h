@@ -1,8 +1,10 @@
 // Enumeration of every legal layout of (cluster, model, job).
 //
 // The candidate space: world W = job.world_size (or every GPU); for each pp
-// dividing W, each vpp in job.vpp, tp and cp dividing G = W/pp, each CP
-// style in job.cp_styles (one when cp == 1), ep and etp dividing G (a dense
+// dividing W, each vpp in job.vpp, each pipeline schedule in
+// job.pipeline_schedules (none listed: the implied one, left unnamed), tp
+// and cp dividing G = W/pp, each CP style in job.cp_styles (one when
+// cp == 1), ep and etp dividing G (a dense
 // model: ep 1, etp = tp), each micro-batch size, each order in job.orders
 // (one per distinct rank map when pp == 1), and each combination of the
 // job's recipe candidates: recompute, dispatcher and EP overlap (for a dense
@@ -51,7 +53,7 @@ struct Enumeration {
 Enumeration EnumerateLayouts(const LegalityContext& ctx, const EnumerateOptions& options = {});
 
 // The job whose candidate lists hold only the pinned options (mbs, vpp,
-// order, cp_style, recompute, dispatcher, overlaps, precision, FSDP) and
+// schedule, order, cp_style, recompute, dispatcher, overlaps, precision, FSDP) and
 // whose world is the pinned one; the degree, placement and stage pins stay
 // with EnumerateOptions::pins.
 JobSpec PinnedJob(const JobSpec& job, const LayoutPins& pins);

@@ -117,6 +117,12 @@ const char* Fp8Recipe(Precision p) {
 
 // What Megatron cannot run as planned, or "".
 std::string Inexpressible(const Layout& l, const ExportContext& ctx) {
+  // Megatron-Core runs 1F1B, and interleaved 1F1B from the vpp flags below.
+  const PipelineSchedule schedule = l.schedule_or_default();
+  if (schedule != PipelineSchedule::k1F1B && schedule != PipelineSchedule::kInterleaved1F1B) {
+    return std::string("its pipeline schedules are 1f1b and interleaved-1f1b (from the virtual-pipeline flags); "
+                       "it has no flag for ") + Name(schedule);
+  }
   if (l.cp > 1 && l.cp_style == CpStyle::kUlysses && ctx.model) {
     const int kv_local = ctx.model->kv_heads / l.tp;
     if (kv_local % l.cp != 0) {

@@ -7,6 +7,8 @@
 // The output is a plain Python dict of degrees and mesh shapes, not calls
 // into OLMo-core: its config class names and fields vary between versions,
 // so the comments name where the numbers go instead of inventing an API.
+// Its pipeline schedules are torch.distributed.pipelining's, named so; one
+// torch has no name for is refused.
 #include <string>
 #include <vector>
 
@@ -47,6 +49,8 @@ Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx)
     return Refuse(
         "its folded MoE path has no expert tensor parallelism (etp must be 1, this layout has etp " +
         Str(l.etp) + ")");
+  if (!export_util::TorchPipelineSchedule(l.schedule_or_default()))
+    return Refuse(export_util::NoTorchScheduleReason(l.schedule_or_default(), "OLMo-core"));
   for (const auto& [kind, theirs] : OlmoCoreGroups(l)) {
     const std::string mismatch =
         export_util::DescribeGroupMismatch(Name(kind), map.groups(kind), theirs, "OLMo-core");
@@ -67,6 +71,9 @@ Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx)
   out += "olmo_core_parallelism = {\n";
   out += "    \"world_size\": " + Str(l.world) + ",\n";
   out += "    \"pp\": " + Str(l.pp) + ",\n";
+  if (l.pp > 1)
+    out += "    \"pp_schedule\": \"" + std::string(export_util::TorchPipelineSchedule(l.schedule_or_default())) +
+           "\",  # torch.distributed.pipelining's name; the schedule type's spelling is per version\n";
   out += "    \"dp\": " + Str(l.dp) + ",  # data loader shards by dp; dense grads reduce over dp x cp\n";
   out += "    \"cp\": " + Str(l.cp) + ",\n";
   out += "    \"cp_style\": \"" + std::string(Name(l.cp_style)) + "\",\n";

@@ -117,6 +117,8 @@ Result<std::string> ExportRankMapJson(const RankMap& map, const ExportContext& c
   root["order"] = l.order;
   root["cp_style"] = Name(l.cp_style);
   root["recompute"] = Name(l.recompute);
+  // Only a named schedule other than the implied one (vpp says that one).
+  if (const auto schedule = l.non_default_schedule()) root["schedule"] = Name(*schedule);
   if (!l.stage_layers.empty()) root["stage_layers"] = l.stage_layers;
   if (ctx.cluster) {
     const ClusterSpec& c = *ctx.cluster;

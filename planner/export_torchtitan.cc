@@ -18,8 +18,11 @@ Status Refuse(const std::string& why) {
   return Status::Error("torchtitan cannot express this layout: " + why);
 }
 
-// Degree restrictions torchtitan's ParallelDims asserts, with the reason.
+// Degree restrictions torchtitan's ParallelDims asserts, and the pipeline
+// schedules it has, with the reason.
 Status CheckDegrees(const Layout& l) {
+  if (!export_util::TorchPipelineSchedule(l.schedule_or_default()))
+    return Refuse(export_util::NoTorchScheduleReason(l.schedule_or_default(), "torchtitan"));
   if (l.cp > 1 && l.cp_style == CpStyle::kUlysses)
     return Refuse("its context parallelism is ring attention only, this layout uses Ulysses CP " + Str(l.cp));
   if (l.ep == 1) {
@@ -105,7 +108,8 @@ Result<std::string> ExportTorchtitan(const RankMap& map, const ExportContext& ct
   out += "expert_parallel_degree = " + Str(l.ep) + "\n";
   out += "expert_tensor_parallel_degree = " + Str(l.ep == 1 ? 1 : l.etp) + "\n";
   if (l.pp > 1) {
-    out += std::string("pipeline_parallel_schedule = \"") + (l.vpp > 1 ? "Interleaved1F1B" : "1F1B") + "\"\n";
+    out += std::string("pipeline_parallel_schedule = \"") + export_util::TorchPipelineSchedule(l.schedule_or_default()) +
+           "\"\n";
     out += "pipeline_parallel_microbatch_size = " + Str(l.mbs) + "\n";
   }
   return out;

@@ -150,4 +150,25 @@ std::string PlacementNote(const RankMap& map, const std::string& comment) {
   return out.str();
 }
 
+const char* TorchPipelineSchedule(PipelineSchedule schedule) {
+  switch (schedule) {
+    case PipelineSchedule::k1F1B: return "1F1B";
+    case PipelineSchedule::kInterleaved1F1B: return "Interleaved1F1B";
+    case PipelineSchedule::kGPipe: return "GPipe";
+    case PipelineSchedule::kDualPipeV: return "DualPipeV";
+    case PipelineSchedule::kZeroBubbleH1: break;
+  }
+  return nullptr;
+}
+
+std::string NoTorchScheduleReason(PipelineSchedule schedule, const std::string& trainer) {
+  std::string names;
+  for (PipelineSchedule s : kAllPipelineSchedules) {
+    if (const char* name = TorchPipelineSchedule(s)) names += (names.empty() ? "" : ", ") + std::string(name);
+  }
+  return std::string("its pipeline schedules are torch.distributed.pipelining's, and none runs ") + Name(schedule) +
+         " with one stage per rank (its zero-bubble schedules, InterleavedZeroBubble and ZBVZeroBubble, run "
+         "several); of foldplan's schedules " + trainer + " runs " + names;
+}
+
 }  // namespace foldplan::export_util

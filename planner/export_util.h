@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "inputs/pipeline_schedule.h"
 #include "planner/rank_generator.h"
 #include "planner/rank_map.h"
 
@@ -37,5 +38,14 @@ std::string PrettyJson(const nlohmann::ordered_json& value);
 // Comment lines (each starting with `comment`) saying that the layout's
 // packed placement must be applied by the launcher; empty for linear.
 std::string PlacementNote(const RankMap& map, const std::string& comment);
+
+// torch.distributed.pipelining's schedule class name, as torchtitan's
+// pipeline_parallel_schedule and OLMo-core take it ("GPipe", "1F1B",
+// "Interleaved1F1B", "DualPipeV"), or null for a schedule it has none for:
+// ZB-H1 (its zero-bubble schedules run several stages per rank).
+const char* TorchPipelineSchedule(PipelineSchedule schedule);
+// Why `trainer` cannot run `schedule` when TorchPipelineSchedule has no
+// name for it, listing the ones it has.
+std::string NoTorchScheduleReason(PipelineSchedule schedule, const std::string& trainer);
 
 }  // namespace foldplan::export_util

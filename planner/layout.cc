@@ -7,6 +7,7 @@
 #include "core/formats.h"
 #include "inputs/checked_product.h"
 #include "inputs/model.h"
+#include "planner/pipeline.h"
 #include "planner/pipeline_layout.h"
 
 namespace foldplan {
@@ -97,7 +98,7 @@ constexpr std::pair<const char*, Placement> kPlacements[] = {{"linear", Placemen
 
 constexpr const char* kKeys =
     "tp, cp, pp, ep, etp, dp, edp, vpp, mbs, order, cp_style, recompute, placement, dispatcher, "
-    "a2a_overlap, precision, fsdp, tp_overlap, stages, pp_layout, world";
+    "a2a_overlap, precision, fsdp, tp_overlap, schedule, stages, pp_layout, world";
 
 // One key=value into `pins`.
 Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pins) {
@@ -137,6 +138,12 @@ Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pin
     const auto p = ParsePrecision(value);
     if (!p) return Status::Error("layout: precision=" + value + ": expected one of " + PrecisionChoices());
     pins->precision = *p;
+  } else if (key == "schedule") {
+    const auto schedule = PipelineScheduleNamed(value);
+    if (!schedule) {
+      return Status::Error("layout: schedule=" + value + ": expected one of " + PipelineScheduleChoices());
+    }
+    pins->schedule = *schedule;
   } else if (key == "stages") {
     if (pins->pp_layout) return Status::Error("layout: give stages= or pp_layout=, not both");
     auto s = ParseStages(value);
@@ -160,7 +167,7 @@ Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pin
 bool LayoutPins::empty() const {
   return !world && !pp && !vpp && !dp && !cp && !tp && !ep && !etp && !edp && !mbs && !order && !cp_style &&
          !recompute && !placement && !dispatcher && !a2a_overlap && !precision && !fsdp && !tp_overlap &&
-         !stages;
+         !schedule && !stages;
 }
 
 Result<LayoutPins> ParseLayoutPins(const std::string& text) {
@@ -197,10 +204,15 @@ Result<LayoutPins> ParseLayoutPins(const std::string& text) {
 
 int Layout::layers_on_stage(int p) const {
   int layers = 0;
-  for (size_t v = static_cast<size_t>(p); v < stage_layers.size(); v += static_cast<size_t>(pp)) {
-    layers += stage_layers[v];
+  for (size_t c = 0; c < stage_layers.size(); ++c) {
+    if (PipelineRankOf(schedule_or_default(), pp, static_cast<int>(c)) == p) layers += stage_layers[c];
   }
   return layers;
+}
+
+std::optional<PipelineSchedule> Layout::non_default_schedule() const {
+  if (schedule && *schedule != DefaultSchedule(vpp)) return schedule;
+  return std::nullopt;
 }
 
 Result<Layout> ParseLayout(const std::string& text, int default_world, const JobSpec* job) {
@@ -223,6 +235,7 @@ Result<Layout> LayoutFromPins(const LayoutPins& k, int default_world, const JobS
     layout.precision = job->precisions.front();
     layout.fsdp = job->fsdp.front();
     layout.tp_overlap = job->tp_overlap.front();
+    if (!job->pipeline_schedules.empty()) layout.schedule = job->pipeline_schedules.front();
   }
   layout.pp = k.pp.value_or(1);
   layout.vpp = k.vpp.value_or(layout.vpp);
@@ -240,6 +253,7 @@ Result<Layout> LayoutFromPins(const LayoutPins& k, int default_world, const JobS
   layout.precision = k.precision.value_or(layout.precision);
   layout.fsdp = k.fsdp.value_or(layout.fsdp);
   layout.tp_overlap = k.tp_overlap.value_or(layout.tp_overlap);
+  if (k.schedule) layout.schedule = k.schedule;
   if (k.stages) {
     layout.stage_layers = *k.stages;
     layout.explicit_stages = true;
@@ -298,7 +312,9 @@ Result<Layout> LayoutFromPins(const LayoutPins& k, int default_world, const JobS
 std::string FormatLayout(const Layout& l) {
   std::ostringstream s;
   s << "tp=" << l.tp << ",cp=" << l.cp << ",dp=" << l.dp << ",pp=" << l.pp << ",ep=" << l.ep
-    << ",etp=" << l.etp << ",edp=" << l.edp << ",vpp=" << l.vpp << ",mbs=" << l.mbs
+    << ",etp=" << l.etp << ",edp=" << l.edp << ",vpp=" << l.vpp;
+  if (const auto schedule = l.non_default_schedule()) s << ",schedule=" << Name(*schedule);
+  s << ",mbs=" << l.mbs
     << ",order=" << l.order << ",cp_style=" << Name(l.cp_style)
     << ",recompute=" << Name(l.recompute) << ",placement=" << Name(l.placement)
     << ",dispatcher=" << Name(l.dispatcher) << ",a2a_overlap=" << (l.a2a_overlap ? 1 : 0)
@@ -316,6 +332,7 @@ std::string FormatLayout(const Layout& l) {
 std::string ShortRecipe(const Layout& l) {
   std::string out;
   auto add = [&](const std::string& word) { out += (out.empty() ? "" : " ") + word; };
+  if (const auto schedule = l.non_default_schedule()) add(Name(*schedule));
   if (l.dispatcher != Dispatcher::kAllToAll) add(Name(l.dispatcher));
   if (l.a2a_overlap) add("a2a-overlap");
   if (l.precision != Precision::kBF16) add(Name(l.precision));

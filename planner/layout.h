@@ -8,9 +8,10 @@
 //   [,order=tp-cp-ep-dp-pp][,cp_style=ulysses|ring][,recompute=R]
 //   [,placement=linear|packed][,dispatcher=alltoall|allgather|deepep|hybridep]
 //   [,a2a_overlap=0|1][,precision=P][,fsdp=0|1][,tp_overlap=0|1]
-//   [,stages=4/8/.../5 | pp_layout=Et|(tt|)*30L][,world=N]
+//   [,schedule=S][,stages=4/8/.../5 | pp_layout=Et|(tt|)*30L][,world=N]
 // with dp and edp derived from the world size when omitted (R: none,
-// selective, full or '+'-joined modules; P: inputs/job.h's recipes).
+// selective, full or '+'-joined modules; P: inputs/job.h's recipes; S:
+// inputs/pipeline_schedule.h's names, the implied one when omitted).
 #pragma once
 
 #include <optional>
@@ -54,10 +55,13 @@ struct Layout {
   Precision precision = Precision::kBF16;
   bool fsdp = false;         // --use-megatron-fsdp (else the distributed optimizer)
   bool tp_overlap = false;   // --tp-comm-overlap
-  // Decoder layers per virtual pipeline stage, pp * vpp entries in Megatron's
-  // order (virtual stage v*pp + p runs on pipeline rank p). Filled from the
-  // pipeline description (planner/pipeline.h) or by enumeration; may be
-  // empty until then.
+  // The pipeline schedule named (schedule=, or the job's first candidate);
+  // unset: the implied one, DefaultSchedule(vpp).
+  std::optional<PipelineSchedule> schedule;
+  // Decoder layers per virtual pipeline stage, pp * vpp entries in model
+  // order (the pipeline rank of each: planner/pipeline.h's PipelineRankOf).
+  // Filled from the pipeline description (planner/pipeline.h) or by
+  // enumeration; may be empty until then.
   std::vector<int> stage_layers;
   // MTP layers per virtual stage, given by a pp_layout with m; empty: every
   // MTP layer on the last stage, before the loss.
@@ -67,6 +71,12 @@ struct Layout {
   bool pp_layout_given = false;  // given as pp_layout= (printed back so)
 
   int stage_size() const { return tp * cp * dp; }  // G
+  // The schedule the layout runs: the one named, else the implied one.
+  PipelineSchedule schedule_or_default() const { return schedule.value_or(DefaultSchedule(vpp)); }
+  // The schedule when it is named and is not the implied one, else unset:
+  // the canonical text and the layout JSON print only this, so a layout
+  // that names no schedule (or its implied one) prints as it always has.
+  std::optional<PipelineSchedule> non_default_schedule() const;
   // Layers held by pipeline rank p (sum over its virtual stages).
   int layers_on_stage(int p) const;
   bool operator==(const Layout&) const = default;
@@ -87,6 +97,7 @@ struct LayoutPins {
   std::optional<Precision> precision;
   std::optional<bool> fsdp;
   std::optional<bool> tp_overlap;
+  std::optional<PipelineSchedule> schedule;
   std::optional<std::vector<int>> stages;      // stages=: decoder layers per virtual stage
   std::optional<std::vector<int>> stage_mtp;   // pp_layout=: MTP layers per virtual stage
   bool pp_layout = false;                      // the stages came from pp_layout=
@@ -113,7 +124,8 @@ std::string FormatLayout(const Layout& layout);
 // Short form for tables: "tp2 cp1 dp8 pp8 | ep8 etp1 edp2" (pp8x2 with vpp 2).
 std::string ShortDegrees(const Layout& layout);
 // The recipe options that differ from the defaults, for tables:
-// "deepep a2a-overlap mxfp8 fsdp tp-overlap"; "" when none does.
+// "dualpipev deepep a2a-overlap mxfp8 fsdp tp-overlap" (the schedule when
+// it is not the implied one); "" when none does.
 std::string ShortRecipe(const Layout& layout);
 
 }  // namespace foldplan

@@ -36,6 +36,8 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
     {Rule::kMicrobatchesCoverPp, "microbatches_cover_pp", "1F1B: micro-batches >= pp"},
     {Rule::kInterleavedMicrobatches, "interleaved_microbatches",
      "interleaved 1F1B (vpp > 1): micro-batches % pp == 0"},
+    {Rule::kScheduleNeeds, "schedule_needs",
+     "1f1b, gpipe: vpp 1; zb-h1: pp > 1, vpp 1; interleaved-1f1b: vpp > 1; dualpipev: pp > 1, vpp 2, m >= 2pp"},
     {Rule::kOrderValid, "order_valid",
      "order: tokens from tp,cp,ep,dp,pp, none repeated, every axis of size > 1 present"},
     {Rule::kOrderPpStride, "order_pp_stride",
@@ -131,7 +133,7 @@ void CheckModelRules(const Layout& l, const ModelSpec& m, const JobSpec& job, co
     Status s = CheckStages(l.stage_layers, l.stage_mtp, m, l.pp, l.vpp);
     if (!s.ok()) Add(out, Rule::kPipelineSplit, s.message());
   } else {
-    auto split = ChooseStageLayers(m, l.pp, l.vpp, weights);
+    auto split = ChooseStageLayers(m, l.pp, l.vpp, weights, l.schedule);
     if (!split.ok()) Add(out, Rule::kPipelineSplit, split.status().message());
   }
   if (std::string why = rules::A2aOverlapProblem(m, l); !why.empty()) Add(out, Rule::kA2aOverlapNeeds, why);
@@ -186,6 +188,31 @@ A2aIssue A2aOverlapIssue(const ModelSpec& m, const Layout& l) {
   return A2aIssue::kNone;
 }
 
+// The first need of the layout's pipeline schedule it lacks
+// (ScheduleProblem words each).
+enum class ScheduleIssue { kNone, kOneChunk, kNeedsPp, kInterleaves, kTwoChunks, kMicrobatches };
+ScheduleIssue ScheduleIssueOf(int global_batch, const Layout& l) {
+  switch (ScheduleOf(l)) {
+    case PipelineSchedule::k1F1B:
+    case PipelineSchedule::kGPipe:
+      return l.vpp == 1 ? ScheduleIssue::kNone : ScheduleIssue::kOneChunk;
+    case PipelineSchedule::kZeroBubbleH1:
+      if (l.pp < 2) return ScheduleIssue::kNeedsPp;
+      return l.vpp == 1 ? ScheduleIssue::kNone : ScheduleIssue::kOneChunk;
+    case PipelineSchedule::kInterleaved1F1B:
+      return l.vpp > 1 ? ScheduleIssue::kNone : ScheduleIssue::kInterleaves;
+    case PipelineSchedule::kDualPipeV:
+      if (l.pp < 2) return ScheduleIssue::kNeedsPp;
+      if (l.vpp != 2) return ScheduleIssue::kTwoChunks;
+      if (global_batch > 0 && rules::BatchDivides(global_batch, l) &&
+          rules::MicroBatches(global_batch, l) < 2LL * l.pp) {
+        return ScheduleIssue::kMicrobatches;
+      }
+      return ScheduleIssue::kNone;
+  }
+  return ScheduleIssue::kNone;
+}
+
 void CheckSequenceRules(const Layout& l, int seq, std::vector<Violation>* out) {
   if (!rules::SeqDividesCp(seq, l)) {
     Add(out, Rule::kSeqDividesCp,
@@ -213,6 +240,14 @@ void CheckBatchRules(const Layout& l, int global_batch, std::vector<Violation>* 
   if (!rules::InterleavedMicrobatches(global_batch, l)) {
     Add(out, Rule::kInterleavedMicrobatches,
         Str(micro) + " micro-batches % pp " + Str(l.pp) + " != 0 (interleaved 1F1B)");
+  }
+}
+
+void CheckScheduleRule(const Layout& l, const JobSpec* job, std::vector<Violation>* out) {
+  // Without a job the micro-batches are unknown (0): only the degrees are checked.
+  const int global_batch = job ? job->global_batch : 0;
+  if (std::string why = rules::ScheduleProblem(global_batch, l); !why.empty()) {
+    Add(out, Rule::kScheduleNeeds, why);
   }
 }
 
@@ -245,7 +280,29 @@ bool BatchDivides(int global_batch, const Layout& l) { return global_batch % (1L
 long long MicroBatches(int global_batch, const Layout& l) { return global_batch / (1LL * l.dp * l.mbs); }
 bool MicrobatchesCoverPp(int global_batch, const Layout& l) { return MicroBatches(global_batch, l) >= l.pp; }
 bool InterleavedMicrobatches(int global_batch, const Layout& l) {
-  return l.vpp == 1 || MicroBatches(global_batch, l) % l.pp == 0;
+  return ScheduleOf(l) != PipelineSchedule::kInterleaved1F1B || l.vpp == 1 ||
+         MicroBatches(global_batch, l) % l.pp == 0;
+}
+bool ScheduleFits(int global_batch, const Layout& l) {
+  return ScheduleIssueOf(global_batch, l) == ScheduleIssue::kNone;
+}
+std::string ScheduleProblem(int global_batch, const Layout& l) {
+  const std::string name = Name(ScheduleOf(l));
+  switch (ScheduleIssueOf(global_batch, l)) {
+    case ScheduleIssue::kNone: return "";
+    case ScheduleIssue::kOneChunk:
+      return name + " runs one model chunk per rank: it needs vpp 1, this layout has vpp " + Str(l.vpp);
+    case ScheduleIssue::kNeedsPp: return name + " needs pp > 1, this layout has pp " + Str(l.pp);
+    case ScheduleIssue::kInterleaves:
+      return name + " interleaves model chunks: it needs vpp > 1, this layout has vpp " + Str(l.vpp);
+    case ScheduleIssue::kTwoChunks:
+      return name + " runs exactly two model chunks per rank (the V): it needs vpp 2, this layout has vpp " +
+             Str(l.vpp);
+    case ScheduleIssue::kMicrobatches:
+      return name + " needs at least 2 pp = " + Str(2LL * l.pp) + " micro-batches for its steady phase, " +
+             "this layout has " + Str(MicroBatches(global_batch, l));
+  }
+  return "";
 }
 std::string PrecisionProblem(const GpuSpec& gpu, Precision p) {
   if (!IsFp8(p)) return "";
@@ -356,6 +413,7 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
     Add(&out, Rule::kExpertProduct, "etp*ep*edp = " + product(expert) + " != world/pp = " + Str(stage));
   }
   if (ctx.job) CheckBatchRules(l, ctx.job->global_batch, &out);
+  CheckScheduleRule(l, ctx.job, &out);
   for (auto& v : CheckOrder(l)) out.push_back(std::move(v));
   if (l.placement == Placement::kPacked && ctx.cluster) {
     // Packing that cannot apply (a block larger than a domain) stays linear.

@@ -36,6 +36,7 @@ enum class Rule {
   kBatchDivides,              // global_batch % (dp * mbs) == 0
   kMicrobatchesCoverPp,       // 1F1B: micro-batches >= pp
   kInterleavedMicrobatches,   // interleaved 1F1B: micro-batches % pp == 0
+  kScheduleNeeds,             // the pipeline schedule's pp, vpp and micro-batches (rules::ScheduleProblem)
   kOrderValid,                // order string: known tokens, none repeated, none missing of size > 1
   kOrderPpStride,             // order ends with pp, or pp == 1, or edp == dp
   kPlacementFits,             // a packed placement fits in the cluster's NVLink domains
@@ -45,7 +46,7 @@ enum class Rule {
   kTpOverlapNeedsTp,          // TP communication overlap needs tp > 1
   kFitsMemory,                // peak memory per GPU <= HBM; judged by the cost model during search
 };
-inline constexpr int kRuleCount = 27;
+inline constexpr int kRuleCount = 28;
 
 struct RuleInfo {
   Rule rule;
@@ -91,7 +92,13 @@ bool EtpDividesExpertFfn(const ModelSpec& m, int etp);
 bool BatchDivides(int global_batch, const Layout& l);
 long long MicroBatches(int global_batch, const Layout& l);         // needs BatchDivides
 bool MicrobatchesCoverPp(int global_batch, const Layout& l);
-bool InterleavedMicrobatches(int global_batch, const Layout& l);
+bool InterleavedMicrobatches(int global_batch, const Layout& l);   // only under interleaved 1F1B
+// "" when the layout has what its pipeline schedule (ScheduleOf) needs (the
+// schedule_needs statement: model chunks per rank, pp, and DualPipeV's 2 pp
+// micro-batches, checked only when global_batch > 0 and BatchDivides),
+// else what it lacks, naming the schedule.
+std::string ScheduleProblem(int global_batch, const Layout& l);
+bool ScheduleFits(int global_batch, const Layout& l);              // ScheduleProblem(...).empty(), fast
 // "" when the GPU runs the recipe, else why not.
 std::string PrecisionProblem(const GpuSpec& gpu, Precision precision);
 // "" when the layout may overlap its EP all-to-all (Megatron's

@@ -12,27 +12,36 @@ namespace {
 
 std::string Str(long long v) { return std::to_string(v); }
 
+// The pipeline rank of each of `stages` virtual stages.
+std::vector<int> RanksOfStages(PipelineSchedule schedule, int pp, size_t stages) {
+  std::vector<int> rank_of(stages);
+  for (size_t c = 0; c < stages; ++c) rank_of[c] = PipelineRankOf(schedule, pp, static_cast<int>(c));
+  return rank_of;
+}
+
 // Weight of each pipeline rank under `stages` (decoder layers per virtual
-// stage, summing to the model's layers): each layer by its kind, the
-// embedding on stage 0, the loss and every MTP layer on the last.
+// stage, summing to the model's layers; stage c on rank rank_of[c]): each
+// layer by its kind, the embedding on stage 0, the loss and every MTP layer
+// on the last.
 std::vector<double> RankWeights(const std::vector<int>& stages, const ModelSpec& model, int pp,
-                                const BlockWeights& w) {
+                                const std::vector<int>& rank_of, const BlockWeights& w) {
   std::vector<double> rank(static_cast<size_t>(pp), 0.0);
   int first = 0;
   for (size_t c = 0; c < stages.size(); ++c) {
     const int moe = model.moe_layers_below(first + stages[c]) - model.moe_layers_below(first);
-    double& r = rank[c % static_cast<size_t>(pp)];
+    double& r = rank[static_cast<size_t>(rank_of[c])];
     r += moe * w.moe_layer + (stages[c] - moe) * w.dense_layer;
     first += stages[c];
   }
-  rank.front() += w.embedding;
-  rank[(stages.size() - 1) % static_cast<size_t>(pp)] += w.loss + model.mtp_layers * w.mtp_layer;
+  rank[static_cast<size_t>(rank_of.front())] += w.embedding;
+  rank[static_cast<size_t>(rank_of.back())] += w.loss + model.mtp_layers * w.mtp_layer;
   return rank;
 }
 
 // Weight of the heaviest pipeline rank under `stages`.
-double HeaviestRank(const std::vector<int>& stages, const ModelSpec& model, int pp, const BlockWeights& w) {
-  const std::vector<double> rank = RankWeights(stages, model, pp, w);
+double HeaviestRank(const std::vector<int>& stages, const ModelSpec& model, int pp, const std::vector<int>& rank_of,
+                    const BlockWeights& w) {
+  const std::vector<double> rank = RankWeights(stages, model, pp, rank_of, w);
   return *std::max_element(rank.begin(), rank.end());
 }
 
@@ -43,7 +52,8 @@ int MinLayers(size_t c, size_t stages) { return (c == 0 || c + 1 == stages) ? 0 
 // Greedy balance: ranks, then each rank's chunks, take one layer at a time
 // where it adds least to the heaviest (layers weighed at their mean), then
 // single layers move from the heaviest rank while that lightens it.
-Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const BlockWeights& w) {
+Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, PipelineSchedule schedule,
+                                  const BlockWeights& w) {
   const size_t stages = static_cast<size_t>(pp) * static_cast<size_t>(vpp);
   // Refused before anything the size of `stages` is built: every stage but
   // the first and last needs a layer.
@@ -52,6 +62,9 @@ Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const
                          " virtual stages (" + Str(pp) + " x " + Str(vpp) +
                          "): every stage but the first and last needs a layer");
   }
+  const std::vector<int> rank_of = RanksOfStages(schedule, pp, stages);
+  std::vector<std::vector<size_t>> stages_of(static_cast<size_t>(pp));  // each rank's, ascending
+  for (size_t c = 0; c < stages; ++c) stages_of[static_cast<size_t>(rank_of[c])].push_back(c);
   std::vector<int> out(stages);
   int minimum = 0;
   for (size_t c = 0; c < stages; ++c) minimum += out[c] = MinLayers(c, stages);
@@ -64,7 +77,7 @@ Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const
   auto stage_weight = [&](size_t c) { return extra[c] + out[c] * mean; };
   auto rank_weight = [&](int p) {
     double sum = 0;
-    for (size_t c = static_cast<size_t>(p); c < stages; c += static_cast<size_t>(pp)) sum += stage_weight(c);
+    for (size_t c : stages_of[static_cast<size_t>(p)]) sum += stage_weight(c);
     return sum;
   };
   for (int left = model.layers - minimum; left > 0; --left) {
@@ -72,8 +85,9 @@ Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const
     for (int p = 1; p < pp; ++p) {
       if (rank_weight(p) < rank_weight(best_rank)) best_rank = p;
     }
-    size_t best = static_cast<size_t>(best_rank);
-    for (size_t c = best + static_cast<size_t>(pp); c < stages; c += static_cast<size_t>(pp)) {
+    const std::vector<size_t>& own = stages_of[static_cast<size_t>(best_rank)];
+    size_t best = own.front();
+    for (size_t c : own) {
       if (stage_weight(c) < stage_weight(best)) best = c;
     }
     ++out[best];
@@ -85,17 +99,16 @@ Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const
   constexpr int kMaxMoves = 256;
   constexpr size_t kTries = 4;  // stages tried on each side
   auto ranks_by_weight = [&] {
-    const std::vector<double> rank = RankWeights(out, model, pp, w);
+    const std::vector<double> rank = RankWeights(out, model, pp, rank_of, w);
     const auto [lo, hi] = std::minmax_element(rank.begin(), rank.end());
     return std::pair<size_t, size_t>(size_t(hi - rank.begin()), size_t(lo - rank.begin()));
   };
-  double heaviest = HeaviestRank(out, model, pp, w);
+  double heaviest = HeaviestRank(out, model, pp, rank_of, w);
   for (int move = 0; move < kMaxMoves; ++move) {
     const auto [heavy, light] = ranks_by_weight();
     if (heavy == light) break;
     auto chunks = [&](size_t p, bool most) {
-      std::vector<size_t> c;
-      for (size_t i = p; i < stages; i += static_cast<size_t>(pp)) c.push_back(i);
+      std::vector<size_t> c = stages_of[p];
       std::stable_sort(c.begin(), c.end(), [&](size_t a, size_t b) { return most ? out[a] > out[b] : out[a] < out[b]; });
       if (c.size() > kTries) c.resize(kTries);
       return c;
@@ -106,7 +119,7 @@ Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const
       for (size_t to : chunks(light, false)) {
         --out[from];
         ++out[to];
-        const double h = HeaviestRank(out, model, pp, w);
+        const double h = HeaviestRank(out, model, pp, rank_of, w);
         if (h < heaviest * (1 - 1e-12)) {
           heaviest = h;
           moved = true;
@@ -123,14 +136,14 @@ Result<std::vector<int>> Balanced(const ModelSpec& model, int pp, int vpp, const
 
 // Layers per virtual stage by the rules of the header.
 std::vector<int> LayersPerVirtualStage(const Layout& l, const ModelSpec& model, int pp, int vpp,
-                                       const BlockWeights& weights) {
+                                       PipelineSchedule schedule, const BlockWeights& weights) {
   const int stages = pp * vpp;  // at most the largest world (CheckedProduct in ParseLayout)
   // Summed in 64 bits: stage lists that overflow an int must not pass for the model's layers.
   if (static_cast<int>(l.stage_layers.size()) == stages &&
       std::accumulate(l.stage_layers.begin(), l.stage_layers.end(), int64_t{0}) == model.layers) {
     return l.stage_layers;
   }
-  if (Result<std::vector<int>> chosen = ChooseStageLayers(model, pp, vpp, weights); chosen.ok()) {
+  if (Result<std::vector<int>> chosen = ChooseStageLayers(model, pp, vpp, weights, schedule); chosen.ok()) {
     return std::move(chosen).value();
   }
   std::vector<int> even(static_cast<size_t>(stages), model.layers / stages);
@@ -140,20 +153,13 @@ std::vector<int> LayersPerVirtualStage(const Layout& l, const ModelSpec& model, 
 
 }  // namespace
 
-const char* Name(PipelineSchedule schedule) {
-  switch (schedule) {
-    case PipelineSchedule::k1F1B: return "1f1b";
-    case PipelineSchedule::kInterleaved1F1B: return "interleaved-1f1b";
-    case PipelineSchedule::kGPipe: return "gpipe";
-    case PipelineSchedule::kZeroBubbleH1: return "zb-h1";
-    case PipelineSchedule::kDualPipeV: return "dualpipev";
-  }
-  return "?";
+int PipelineRankOf(PipelineSchedule schedule, int pp, int c) {
+  const int p = c % pp;
+  // DualPipeV's odd chunks run back up the ranks.
+  return schedule == PipelineSchedule::kDualPipeV && (c / pp) % 2 == 1 ? pp - 1 - p : p;
 }
 
-PipelineSchedule ScheduleOf(const Layout& layout) {
-  return layout.vpp > 1 ? PipelineSchedule::kInterleaved1F1B : PipelineSchedule::k1F1B;
-}
+PipelineSchedule ScheduleOf(const Layout& layout) { return layout.schedule_or_default(); }
 
 const BlockWeights& WeightsOrDefault(const BlockWeights* weights) {
   static const BlockWeights kDefaults;
@@ -164,16 +170,19 @@ bool NeedsChosenLayout(int layers, int pp, int vpp) {
   return layers % (int64_t{std::max(1, pp)} * std::max(1, vpp)) != 0;
 }
 
-Result<std::vector<int>> ChooseStageLayers(const ModelSpec& model, int pp, int vpp, const BlockWeights& weights) {
+Result<std::vector<int>> ChooseStageLayers(const ModelSpec& model, int pp, int vpp, const BlockWeights& weights,
+                                           std::optional<PipelineSchedule> schedule) {
   if (model.layers < 1 || pp < 1 || vpp < 1) return Status::Error("ChooseStageLayers: bad arguments");
   if (!NeedsChosenLayout(model.layers, pp, vpp)) {
     return std::vector<int>(static_cast<size_t>(pp * vpp), model.layers / (pp * vpp));
   }
-  Result<std::vector<int>> balanced = Balanced(model, pp, vpp, weights);
+  const PipelineSchedule runs = schedule.value_or(DefaultSchedule(vpp));
+  Result<std::vector<int>> balanced = Balanced(model, pp, vpp, runs, weights);
   Result<std::vector<int>> megatron = SplitLayers(model.layers, pp, vpp);
   if (!balanced.ok()) return megatron.ok() ? megatron : balanced;
-  if (megatron.ok() && HeaviestRank(*megatron, model, pp, weights) <=
-                           HeaviestRank(*balanced, model, pp, weights) * (1 + 1e-12)) {
+  const std::vector<int> rank_of = RanksOfStages(runs, pp, balanced->size());
+  if (megatron.ok() && HeaviestRank(*megatron, model, pp, rank_of, weights) <=
+                           HeaviestRank(*balanced, model, pp, rank_of, weights) * (1 + 1e-12)) {
     return megatron;
   }
   return balanced;
@@ -216,13 +225,19 @@ std::vector<int> PipelineDescription::StageMtp() const {
 
 std::string PipelineDescription::LayoutText() const { return FormatPipelineLayout(StageLayers(), StageMtp()); }
 
+int PipelineDescription::boundaries() const {
+  int crossings = 0;
+  for (size_t c = 1; c < stages.size(); ++c) crossings += stages[c].pipeline_rank != stages[c - 1].pipeline_rank;
+  return crossings;
+}
+
 PipelineDescription DescribePipeline(const Layout& layout, const ModelSpec& model, const BlockWeights* weights) {
   PipelineDescription d;
   d.pp = std::max(1, layout.pp);
   d.vpp = std::max(1, layout.vpp);
   d.schedule = ScheduleOf(layout);
   const std::vector<int> layers =
-      LayersPerVirtualStage(layout, model, d.pp, d.vpp, WeightsOrDefault(weights));
+      LayersPerVirtualStage(layout, model, d.pp, d.vpp, d.schedule, WeightsOrDefault(weights));
   // MTP layers where the layout's m put them, else on the last stage.
   const bool mtp_given = layout.stage_mtp.size() == layers.size() &&
                          std::accumulate(layout.stage_mtp.begin(), layout.stage_mtp.end(), int64_t{0}) == model.mtp_layers &&
@@ -233,7 +248,7 @@ PipelineDescription DescribePipeline(const Layout& layout, const ModelSpec& mode
   for (size_t c = 0; c < layers.size(); ++c) {
     VirtualStage& s = d.stages[c];
     s.index = static_cast<int>(c);
-    s.pipeline_rank = s.index % d.pp;
+    s.pipeline_rank = PipelineRankOf(d.schedule, d.pp, s.index);
     s.chunk = s.index / d.pp;
     s.first_layer = first;
     s.layers = layers[c];

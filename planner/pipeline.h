@@ -7,26 +7,37 @@
 //    ChooseStageLayers below, else, for a layout whose layers cannot fill
 //    its stages (illegal anyway), an even spread, so that its costs still
 //    mean something next to the violation;
-//  - virtual stage c (Megatron's order) runs on pipeline rank c % pp as its
-//    model chunk c / pp, and holds the next stage_layers[c] layers;
+//  - virtual stage c (model order) runs on pipeline rank PipelineRankOf
+//    (schedule, pp, c) as its model chunk c / pp, and holds the next
+//    stage_layers[c] layers: rank c % pp (Megatron's order) under every
+//    schedule but DualPipeV, whose second chunk runs back up the ranks (the
+//    V: rank 0 holds the first and the last stage);
 //  - the embedding is on virtual stage 0; the output layer and loss on the
 //    last one; MTP layers where the layout's pp_layout puts them (its m),
 //    else on the last stage before the loss (Megatron's default).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "core/status.h"
 #include "inputs/model.h"
 #include "planner/layout.h"
-#include "planner/pipeline_schedule.h"
+#include "inputs/pipeline_schedule.h"
 
 namespace foldplan {
 
+// The pipeline rank that runs virtual stage c (0 <= c < pp x vpp, model
+// order) under `schedule`: c % pp, except under DualPipeV, where the chunks
+// alternate direction (c % pp on even chunks c / pp, pp - 1 - c % pp on odd
+// ones: with its two chunks the V, stages 0..2pp-1 on ranks 0..pp-1, pp-1..0).
+// Every consumer of "which rank holds stage c" asks this.
+int PipelineRankOf(PipelineSchedule schedule, int pp, int c);
+
 struct VirtualStage {
-  int index = 0;          // c, in Megatron's order
-  int pipeline_rank = 0;  // c % pp
+  int index = 0;          // c, in model order (Megatron's)
+  int pipeline_rank = 0;  // PipelineRankOf(schedule, pp, c)
   int chunk = 0;          // c / pp: the model chunk it is on its rank
   int first_layer = 0;    // its first decoder layer (0-based)
   int layers = 0;         // decoder layers
@@ -61,11 +72,14 @@ struct PipelineDescription {
   // Megatron's --pipeline-model-parallel-layout for this pipeline
   // ("Et|(tt|)*30mL"), canonical (planner/pipeline_layout.h).
   std::string LayoutText() const;
-  // Stage boundaries a micro-batch crosses each way: pp x vpp - 1.
-  int boundaries() const { return pp * vpp - 1; }
+  // Stage boundaries a micro-batch crosses each way between two pipeline
+  // ranks: pp x vpp - 1 (pp > 1), DualPipeV's 2 pp - 2 (its turn at rank
+  // pp - 1 stays on the rank).
+  int boundaries() const;
 };
 
-// The schedule a layout runs: interleaved 1F1B when vpp > 1, else 1F1B.
+// The schedule a layout runs: layout.schedule_or_default(), the one it
+// names, else interleaved 1F1B when vpp > 1, else 1F1B.
 PipelineSchedule ScheduleOf(const Layout& layout);
 
 // Relative cost of one block of each kind, forward and backward of one
@@ -85,13 +99,15 @@ const BlockWeights& WeightsOrDefault(const BlockWeights* weights);
 
 // Where the layers go when a layout does not say. Layers that divide over
 // pp x vpp: evenly (Megatron's default). Otherwise the best legal layout:
-// the one whose heaviest pipeline rank, counting embedding, loss and the
-// model's MTP layers by `weights`, is lightest, among Megatron's first/last
-// split (pipeline_split.h) and a greedy balance of every rank (each
-// virtual stage holds at least one layer, but the first may hold only the
-// embedding and the last only the loss); the first/last split wins ties.
-// Error when the layers cannot fill the stages.
-Result<std::vector<int>> ChooseStageLayers(const ModelSpec& model, int pp, int vpp, const BlockWeights& weights);
+// the one whose heaviest pipeline rank (the stages `schedule` puts on it,
+// PipelineRankOf; unset: DefaultSchedule(vpp)), counting embedding, loss
+// and the model's MTP layers by `weights`, is lightest, among Megatron's
+// first/last split (pipeline_split.h) and a greedy balance of every rank
+// (each virtual stage holds at least one layer, but the first may hold only
+// the embedding and the last only the loss); the first/last split wins
+// ties. Error when the layers cannot fill the stages.
+Result<std::vector<int>> ChooseStageLayers(const ModelSpec& model, int pp, int vpp, const BlockWeights& weights,
+                                           std::optional<PipelineSchedule> schedule = std::nullopt);
 // Whether layers over pp x vpp need a chosen layout (do not divide evenly).
 bool NeedsChosenLayout(int layers, int pp, int vpp);
 

@@ -240,10 +240,14 @@ Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, con
 }
 
 Result<SimResult> Simulate(const CostModel& model, const Layout& input, const SimOptions& options) {
-  Evaluation analytical = model.Evaluate(input);
+  // A schedule asked for is the layout's: its pipeline (DualPipeV's V), its
+  // analytical step and its memory follow it.
+  Layout with_schedule = input;
+  if (options.schedule) with_schedule.schedule = *options.schedule;
+  Evaluation analytical = model.Evaluate(with_schedule);
   const Layout& layout = analytical.layout;
   const PipelineDescription& pipe = analytical.pipeline;
-  const PipelineSchedule schedule = options.schedule.value_or(pipe.schedule);
+  const PipelineSchedule schedule = pipe.schedule;
   const JobSpec& job = *model.context().job;
   auto order = BuildPipelineOrder(schedule, std::max(1, layout.pp), std::max(1, layout.vpp),
                                   MicroBatchesPerStep(job, layout));

@@ -40,7 +40,7 @@ struct OverlapOptions {
 };
 
 struct SimOptions {
-  std::optional<PipelineSchedule> schedule;  // unset: the layout's
+  std::optional<PipelineSchedule> schedule;  // unset: the layout's (schedule=, else the one vpp implies)
   OverlapOptions overlap;
   // Routing imbalance (sim/expert_loads.h); unbalanced loads simulate every
   // rank (the whole path), balanced ones one per pipeline rank unless

@@ -260,6 +260,31 @@ TEST_CASE("bad job recipe fields name the field") {
         "edited.json: /precision/2: expected no repeated values, found \"fp8-tensorwise\" again");
 }
 
+TEST_CASE("job pipeline_schedules: names and aliases, each once") {
+  json j = Shipped("jobs", "default");
+  j["pipeline_schedules"] = {"1f1b", "zb", "dualpipev", "interleaved"};
+  auto job = ParseJob(j, "edited.json");
+  REQUIRE_MESSAGE(job.ok(), job.status().message());
+  CHECK(job->pipeline_schedules ==
+        std::vector<PipelineSchedule>{PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1,
+                                      PipelineSchedule::kDualPipeV, PipelineSchedule::kInterleaved1F1B});
+}
+
+TEST_CASE("bad job pipeline_schedules name the JSON pointer and the accepted names") {
+  CHECK(JobError([](json& j) { j["pipeline_schedules"] = {"1f1b", "dualpipe"}; }) ==
+        "edited.json: /pipeline_schedules/1: expected one of 1f1b, interleaved-1f1b (alias interleaved), gpipe, "
+        "zb-h1 (alias zb), dualpipev, found the string \"dualpipe\" (not a pipeline schedule)");
+  CHECK(JobError([](json& j) { j["pipeline_schedules"] = {"zb-h1", "zb"}; }) ==
+        "edited.json: /pipeline_schedules/1: expected no repeated values, found \"zb-h1\" again");
+  CHECK(JobError([](json& j) { j["pipeline_schedules"] = "1f1b"; }) ==
+        "edited.json: /pipeline_schedules: expected a non-empty list of pipeline schedules, found the string "
+        "\"1f1b\"");
+  CHECK(JobError([](json& j) { j["pipeline_schedules"] = json::array(); }) ==
+        "edited.json: /pipeline_schedules: expected a non-empty list of pipeline schedules, found an array []");
+  CHECK(JobError([](json& j) { j["pipeline_schedules"] = {1}; }) ==
+        "edited.json: /pipeline_schedules/0: expected pipeline schedules, found 1");
+}
+
 TEST_CASE("job fields left out take the documented defaults") {
   auto j = ParseJob(json{{"schema", "foldplan.job/v1"}, {"seq_len", 8192}, {"global_batch", 64}},
                     "minimal.json");
@@ -273,6 +298,7 @@ TEST_CASE("job fields left out take the documented defaults") {
   CHECK(j->cp_styles == defaults.cp_styles);
   CHECK(j->vpp == defaults.vpp);
   CHECK(j->orders == defaults.orders);
+  CHECK(j->pipeline_schedules.empty());  // each layout's implied schedule
   CHECK(j->routing_imbalance == defaults.routing_imbalance);
   CHECK(j->distributed_optimizer == defaults.distributed_optimizer);
 }

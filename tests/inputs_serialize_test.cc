@@ -42,3 +42,14 @@ TEST_CASE("every shipped input round-trips through ToJson") {
     }
   }
 }
+
+TEST_CASE("a job's pipeline schedules round-trip; a job that names none writes no field") {
+  JobSpec job;
+  CHECK_FALSE(ToJson(job).contains("pipeline_schedules"));
+  job.pipeline_schedules = {PipelineSchedule::kDualPipeV, PipelineSchedule::kZeroBubbleH1};
+  const nlohmann::json first = ToJson(job);
+  CHECK(first["pipeline_schedules"] == nlohmann::json{"dualpipev", "zb-h1"});
+  auto back = ParseJob(first, "round-trip");
+  REQUIRE_MESSAGE(back.ok(), back.status().message());
+  CHECK(back->pipeline_schedules == job.pipeline_schedules);
+}

@@ -58,7 +58,11 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
   for (int pp : Divisors(world)) {
     if (!agrees(pins.pp, pp)) continue;
     const int g = world / pp;
-    for (int vpp : job.vpp) {
+    std::vector<std::optional<PipelineSchedule>> schedules(job.pipeline_schedules.begin(),
+                                                           job.pipeline_schedules.end());
+    if (schedules.empty()) schedules.push_back(std::nullopt);  // the implied one (enumerate.h)
+    for (int vpp : job.vpp)
+    for (const std::optional<PipelineSchedule>& schedule : schedules) {
       // Pinned stages agree only with their own pp x vpp.
       if (pins.stages && static_cast<int>(pins.stages->size()) != pp * vpp) continue;
       for (int tp : Divisors(g)) {
@@ -95,7 +99,7 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
                     l.edp = g % (ep * etp) == 0 ? g / (ep * etp) : 0;
                     l.cp_style = style, l.mbs = mbs, l.order = order, l.recompute = rc;
                     l.dispatcher = d, l.a2a_overlap = overlap, l.precision = precision;
-                    l.fsdp = fsdp, l.tp_overlap = tp_overlap;
+                    l.fsdp = fsdp, l.tp_overlap = tp_overlap, l.schedule = schedule;
                     if (l.dp == 0) l.dp = 1;    // any wrong value: dense_product catches it
                     if (l.edp == 0) l.edp = 1;  // likewise expert_product
                     if (pins.stages) {
@@ -103,7 +107,8 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
                       l.stage_mtp = pins.stage_mtp.value_or(std::vector<int>{});
                       l.explicit_stages = true;
                       l.pp_layout_given = pins.pp_layout;
-                    } else if (auto split = ChooseStageLayers(model, pp, vpp, BlockWeights{}); split.ok()) {
+                    } else if (auto split = ChooseStageLayers(model, pp, vpp, BlockWeights{}, schedule);
+                               split.ok()) {
                       l.stage_layers = split.value();
                     }
                     Tally(l, ctx, &out);
@@ -208,6 +213,59 @@ TEST_CASE("enumeration equals a brute force with every recipe option a candidate
   for (Rule r : {Rule::kPrecisionSupported, Rule::kHybridEpInDomain, Rule::kA2aOverlapNeeds, Rule::kTpOverlapNeedsTp}) {
     CHECK_MESSAGE(e.rejected[static_cast<size_t>(r)] > 0, Name(r));
   }
+}
+
+TEST_CASE("enumeration equals a brute force with every pipeline schedule a candidate") {
+  // 30 layers do not divide over pp 4 x vpp 2: DualPipeV's chosen stages
+  // differ from interleaved 1F1B's. 48 GPUs, global batch 96: some pp and
+  // dp leave fewer than 2 pp micro-batches, which DualPipeV refuses.
+  ClusterSpec cluster = MakeCluster(6);
+  ModelSpec model = MakeDense();
+  model.layers = 30;
+  JobSpec job = MakeJob();
+  job.global_batch = 96;
+  job.vpp = {1, 2, 3};
+  job.pipeline_schedules.assign(kAllPipelineSchedules.begin(), kAllPipelineSchedules.end());
+  CompareWithBruteForce(cluster, model, job);
+  const Enumeration e = EnumerateLayouts({&cluster, &model, &job});
+  CHECK(e.rejected[static_cast<size_t>(Rule::kScheduleNeeds)] > 0);
+  std::set<PipelineSchedule> legal;
+  for (const Layout& l : e.legal) {
+    REQUIRE(l.schedule);
+    legal.insert(*l.schedule);
+  }
+  CHECK(legal.size() == kAllPipelineSchedules.size());
+}
+
+TEST_CASE("a job's schedule candidates multiply the candidates; none listed keeps the implied schedule unnamed") {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();  // vpp 1 and 2
+  const Enumeration implied = EnumerateLayouts({&cluster, &model, &job});
+  for (const Layout& l : implied.legal) CHECK_FALSE(l.schedule);
+  CHECK(implied.rejected[static_cast<size_t>(Rule::kScheduleNeeds)] == 0);
+
+  // Listing the implied schedules of vpp 1 and 2 keeps the same legal
+  // layouts (now naming their schedule) and rejects the pairs that do not
+  // fit: 1f1b with vpp 2, interleaved-1f1b with vpp 1.
+  job.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B};
+  const Enumeration both = EnumerateLayouts({&cluster, &model, &job});
+  CHECK(both.candidates == 2 * implied.candidates);
+  CHECK(both.legal_count == implied.legal_count);
+  CHECK(both.rejected[static_cast<size_t>(Rule::kScheduleNeeds)] > 0);
+  std::set<std::string> texts, implied_texts;
+  for (const Layout& l : both.legal) {
+    REQUIRE(l.schedule);
+    CHECK(*l.schedule == DefaultSchedule(l.vpp));
+    texts.insert(FormatLayout(l));
+  }
+  for (const Layout& l : implied.legal) implied_texts.insert(FormatLayout(l));
+  CHECK(texts == implied_texts);  // an implied schedule named prints as before
+
+  // A pin narrows the list like the other options.
+  LayoutPins pins;
+  pins.schedule = PipelineSchedule::kDualPipeV;
+  CHECK(PinnedJob(job, pins).pipeline_schedules == std::vector<PipelineSchedule>{PipelineSchedule::kDualPipeV});
 }
 
 TEST_CASE("a dense model enumerates alike whatever order the job lists EP overlap and dispatchers in") {

@@ -299,5 +299,61 @@ TEST_CASE("export olmo-core: tp = etp = 1 and pp outermost only") {
   }
 }
 
+// A layout of 16 ranks, pp 2, that torchtitan and OLMo-core accept (ring
+// CP or none, tp 1), under `schedule` with the vpp it needs.
+Layout Scheduled(PipelineSchedule schedule) {
+  Layout l = MakeLayout(16, 1, 1, 2, 4, 1);
+  l.vpp = schedule == PipelineSchedule::kInterleaved1F1B || schedule == PipelineSchedule::kDualPipeV ? 2 : 1;
+  l.schedule = schedule;
+  l.stage_layers.assign(static_cast<size_t>(l.pp * l.vpp), 2);
+  return l;
+}
+
+TEST_CASE("export torchtitan names each schedule as torch.distributed.pipelining does, and refuses zb-h1") {
+  const std::pair<PipelineSchedule, const char*> expected[] = {{PipelineSchedule::k1F1B, "1F1B"},
+                                                               {PipelineSchedule::kInterleaved1F1B, "Interleaved1F1B"},
+                                                               {PipelineSchedule::kGPipe, "GPipe"},
+                                                               {PipelineSchedule::kDualPipeV, "DualPipeV"}};
+  for (const auto& [schedule, name] : expected) {
+    CAPTURE(Name(schedule));
+    CHECK(Contains(Export(Build(Scheduled(schedule)), ExportFormat::kTorchtitan),
+                   "pipeline_parallel_schedule = \"" + std::string(name) + "\"\n"));
+  }
+  const std::string why = Refusal(Build(Scheduled(PipelineSchedule::kZeroBubbleH1)), ExportFormat::kTorchtitan);
+  CHECK(Contains(why, "torchtitan cannot express this layout"));
+  CHECK(Contains(why, "none runs zb-h1 with one stage per rank"));
+  CHECK(Contains(why, "torchtitan runs 1F1B, Interleaved1F1B, GPipe, DualPipeV"));
+}
+
+TEST_CASE("export olmo-core names the schedule with pp > 1 and refuses zb-h1") {
+  CHECK(Contains(Export(Build(Scheduled(PipelineSchedule::kDualPipeV)), ExportFormat::kOlmoCore),
+                 "\"pp_schedule\": \"DualPipeV\","));
+  CHECK(Contains(Refusal(Build(Scheduled(PipelineSchedule::kZeroBubbleH1)), ExportFormat::kOlmoCore),
+                 "none runs zb-h1"));
+}
+
+TEST_CASE("export megatron runs 1f1b and interleaved-1f1b and refuses the schedules it has no flag for") {
+  CHECK(Contains(Export(Build(Scheduled(PipelineSchedule::k1F1B)), ExportFormat::kMegatron),
+                 "--pipeline-model-parallel-size 2"));
+  CHECK(Contains(Export(Build(Scheduled(PipelineSchedule::kInterleaved1F1B)), ExportFormat::kMegatron),
+                 "--pipeline-model-parallel-size 2"));
+  for (PipelineSchedule s : {PipelineSchedule::kGPipe, PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV}) {
+    const std::string why = Refusal(Build(Scheduled(s)), ExportFormat::kMegatron);
+    CHECK(Contains(why, "megatron cannot express this layout"));
+    CHECK(Contains(why, std::string("it has no flag for ") + Name(s)));
+  }
+}
+
+TEST_CASE("export rankmap carries a schedule only when the layout names one other than its implied one") {
+  CHECK_FALSE(nlohmann::json::parse(Export(Build(MakeLayout(16, 1, 1, 2, 4, 1)), ExportFormat::kRankMap))
+                  .contains("schedule"));
+  CHECK_FALSE(nlohmann::json::parse(Export(Build(Scheduled(PipelineSchedule::k1F1B)), ExportFormat::kRankMap))
+                  .contains("schedule"));
+  const nlohmann::json j =
+      nlohmann::json::parse(Export(Build(Scheduled(PipelineSchedule::kDualPipeV)), ExportFormat::kRankMap));
+  CHECK(j["schedule"] == "dualpipev");
+  CHECK(Contains(j["layout"].get<std::string>(), ",schedule=dualpipev,"));
+}
+
 }  // namespace
 }  // namespace foldplan

@@ -180,3 +180,63 @@ TEST_CASE("vpp, mbs and stage counts take the ranges of the job and model files"
         "layout: stages=4097/1: expected layer counts in [1, 4096] separated by '/'");
   CHECK(ParseLayoutPins("vpp=1024,mbs=65536").ok());
 }
+
+TEST_CASE("schedule= names a pipeline schedule; the text prints it only when it is not the implied one") {
+  auto l = ParseLayout("tp=1,pp=4,vpp=2,ep=8,etp=1,schedule=dualpipev", 64);
+  REQUIRE_MESSAGE(l.ok(), l.status().message());
+  CHECK(l->schedule == PipelineSchedule::kDualPipeV);
+  CHECK(l->schedule_or_default() == PipelineSchedule::kDualPipeV);
+  const std::string text = FormatLayout(l.value());
+  CHECK(text.find(",vpp=2,schedule=dualpipev,mbs=1,") != std::string::npos);
+  CHECK(ShortRecipe(l.value()) == "dualpipev");
+  auto again = ParseLayout(text, 0);
+  REQUIRE(again.ok());
+  CHECK(again.value() == l.value());
+
+  // The implied schedule, named or not, prints as a layout that names none.
+  auto implied = ParseLayout("tp=1,pp=4,vpp=2,ep=8,etp=1", 64);
+  auto named = ParseLayout("tp=1,pp=4,vpp=2,ep=8,etp=1,schedule=interleaved", 64);
+  REQUIRE(implied.ok());
+  REQUIRE(named.ok());
+  CHECK_FALSE(implied->schedule);
+  CHECK(implied->schedule_or_default() == PipelineSchedule::kInterleaved1F1B);
+  CHECK(named->schedule == PipelineSchedule::kInterleaved1F1B);
+  CHECK(FormatLayout(named.value()) == FormatLayout(implied.value()));
+  CHECK(FormatLayout(implied.value()).find("schedule") == std::string::npos);
+  CHECK(ShortRecipe(named.value()).empty());
+  CHECK(ParseLayout("tp=1,pp=4,ep=8,etp=1,schedule=zb", 64)->schedule == PipelineSchedule::kZeroBubbleH1);
+}
+
+TEST_CASE("an unknown schedule is refused with the accepted names") {
+  auto l = ParseLayout("tp=1,pp=4,schedule=dualpipe", 64);
+  REQUIRE_FALSE(l.ok());
+  CHECK(l.status().message() ==
+        "layout: schedule=dualpipe: expected one of 1f1b, interleaved-1f1b (alias interleaved), gpipe, zb-h1 "
+        "(alias zb), dualpipev");
+}
+
+TEST_CASE("a layout without schedule= takes the job's first schedule candidate; pins record it") {
+  JobSpec job;
+  job.vpp = {2};
+  job.pipeline_schedules = {PipelineSchedule::kDualPipeV, PipelineSchedule::kInterleaved1F1B};
+  CHECK(ParseLayout("tp=1,pp=4,ep=8", 64, &job)->schedule == PipelineSchedule::kDualPipeV);
+  CHECK(ParseLayout("tp=1,pp=4,ep=8,schedule=interleaved-1f1b", 64, &job)->schedule ==
+        PipelineSchedule::kInterleaved1F1B);
+  CHECK_FALSE(ParseLayout("tp=1,pp=4,ep=8", 64)->schedule);  // no job: the implied one
+  auto pins = ParseLayoutPins("schedule=gpipe");
+  REQUIRE(pins.ok());
+  CHECK(pins->schedule == PipelineSchedule::kGPipe);
+  CHECK_FALSE(pins->empty());
+}
+
+TEST_CASE("layers_on_stage sums the stages the schedule puts on the rank") {
+  // 8 stages on pp 4: under DualPipeV rank 0 holds stages 0 and 7, under
+  // interleaved 1F1B stages 0 and 4.
+  auto parsed = ParseLayout("pp=4,vpp=2,stages=1/2/3/4/5/6/7/8,schedule=dualpipev", 4);
+  REQUIRE_MESSAGE(parsed.ok(), parsed.status().message());
+  Layout l = parsed.value();
+  CHECK(l.layers_on_stage(0) == 1 + 8);
+  CHECK(l.layers_on_stage(3) == 4 + 5);
+  l.schedule.reset();
+  CHECK(l.layers_on_stage(0) == 1 + 5);
+}

@@ -165,6 +165,46 @@ TEST_CASE("interleaved 1F1B wants micro-batches % pp == 0") {
   CHECK_FALSE(c.Breaks("tp=2,pp=4,vpp=2,ep=8,etp=1", Rule::kInterleavedMicrobatches));
 }
 
+TEST_CASE("schedule_needs: each schedule's model chunks per rank, pp and micro-batches") {
+  Case c;  // global batch 64; tp 4, pp 4: dp 8, 8 micro-batches
+  auto detail = [&](const std::string& text) {
+    for (const Violation& v : c.Check(text)) {
+      if (v.rule == Rule::kScheduleNeeds) return v.detail;
+    }
+    return std::string();
+  };
+  for (const char* legal :
+       {"tp=4,pp=4,ep=8,etp=1", "tp=4,pp=4,vpp=2,ep=8,etp=1", "tp=4,pp=4,ep=8,etp=1,schedule=1f1b",
+        "tp=4,pp=4,ep=8,etp=1,schedule=gpipe", "tp=4,ep=8,etp=1,schedule=gpipe", "tp=4,pp=4,ep=8,etp=1,schedule=zb-h1",
+        "tp=4,pp=4,vpp=2,ep=8,etp=1,schedule=interleaved-1f1b", "tp=4,pp=4,vpp=2,ep=8,etp=1,schedule=dualpipev"}) {
+    CAPTURE(legal);
+    CHECK(c.Check(legal).empty());
+  }
+  CHECK(detail("tp=4,pp=4,vpp=2,ep=8,etp=1,schedule=1f1b") ==
+        "1f1b runs one model chunk per rank: it needs vpp 1, this layout has vpp 2");
+  CHECK(detail("tp=4,pp=4,vpp=2,ep=8,etp=1,schedule=gpipe") ==
+        "gpipe runs one model chunk per rank: it needs vpp 1, this layout has vpp 2");
+  CHECK(detail("tp=4,ep=8,etp=1,schedule=zb-h1") == "zb-h1 needs pp > 1, this layout has pp 1");
+  CHECK(detail("tp=4,pp=4,vpp=2,ep=8,etp=1,schedule=zb-h1") ==
+        "zb-h1 runs one model chunk per rank: it needs vpp 1, this layout has vpp 2");
+  CHECK(detail("tp=4,pp=4,ep=8,etp=1,schedule=interleaved") ==
+        "interleaved-1f1b interleaves model chunks: it needs vpp > 1, this layout has vpp 1");
+  CHECK(detail("tp=4,pp=4,vpp=4,ep=8,etp=1,schedule=dualpipev") ==
+        "dualpipev runs exactly two model chunks per rank (the V): it needs vpp 2, this layout has vpp 4");
+  CHECK(detail("tp=4,vpp=2,ep=8,etp=1,schedule=dualpipev") == "dualpipev needs pp > 1, this layout has pp 1");
+  // tp 2, pp 4: dp 16, 4 micro-batches >= pp, but DualPipeV's steady phase needs 8.
+  CHECK(detail("tp=2,pp=4,vpp=2,ep=8,etp=1,schedule=dualpipev") ==
+        "dualpipev needs at least 2 pp = 8 micro-batches for its steady phase, this layout has 4");
+  CHECK(detail("tp=2,pp=4,vpp=2,ep=8,etp=1").empty());  // the implied interleaved 1F1B needs no more
+}
+
+TEST_CASE("interleaved_microbatches binds interleaved 1F1B only, not DualPipeV's two chunks") {
+  Case c;
+  c.job.global_batch = 80;  // tp 4, pp 4: dp 8, 10 micro-batches: >= 2 pp, but 10 % 4 != 0
+  CHECK(c.Breaks("tp=4,pp=4,vpp=2,ep=8,etp=1", Rule::kInterleavedMicrobatches));
+  CHECK(c.Check("tp=4,pp=4,vpp=2,ep=8,etp=1,schedule=dualpipev").empty());
+}
+
 TEST_CASE("order_valid") {
   Case c;
   CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-cp-ep-dp-pp", Rule::kOrderValid));
@@ -279,6 +319,10 @@ TEST_CASE("a2a_overlap_needs: Megatron's checks for --overlap-moe-expert-paralle
   CHECK(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,dispatcher=allgather", Rule::kA2aOverlapNeeds));
   CHECK(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,recompute=full", Rule::kA2aOverlapNeeds));
   CHECK_FALSE(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,dispatcher=deepep", Rule::kA2aOverlapNeeds));
+  // DualPipeV overlaps one micro-batch's forward with another's backward on
+  // its two chunks: vpp 2, so EP overlap is allowed; ZB-H1's one chunk is not.
+  CHECK_FALSE(c.Breaks("tp=1,pp=4,vpp=2,ep=8,etp=1,a2a_overlap=1,schedule=dualpipev", Rule::kA2aOverlapNeeds));
+  CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,a2a_overlap=1,schedule=zb-h1", Rule::kA2aOverlapNeeds));
 }
 
 TEST_CASE("tp_overlap_needs_tp") {

@@ -2,6 +2,8 @@
 // which layers, embedding and loss, and which pipeline rank runs it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 #include "fixtures.h"
 #include "planner/pipeline.h"
 
@@ -170,4 +172,69 @@ TEST_CASE("more virtual stages than a model can fill are refused before any is b
   // The most a model can fill: one layer per stage, the first and last empty.
   CHECK(ChooseStageLayers(m, 63, 1, WeightsOrDefault(nullptr)).ok());
   CHECK_FALSE(ChooseStageLayers(m, 64, 1, WeightsOrDefault(nullptr)).ok());
+}
+
+TEST_CASE("PipelineRankOf: c % pp under every schedule but DualPipeV, whose second chunk runs back") {
+  for (PipelineSchedule s : kAllPipelineSchedules) {
+    if (s == PipelineSchedule::kDualPipeV) continue;
+    for (int c = 0; c < 12; ++c) CHECK(PipelineRankOf(s, 4, c) == c % 4);
+  }
+  std::vector<int> v;
+  for (int c = 0; c < 8; ++c) v.push_back(PipelineRankOf(PipelineSchedule::kDualPipeV, 4, c));
+  CHECK(v == std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0});
+  CHECK(PipelineRankOf(PipelineSchedule::kDualPipeV, 1, 1) == 0);
+}
+
+TEST_CASE("DualPipeV on pp 4: stages 0..7 on ranks 0,1,2,3,3,2,1,0; the embedding and the loss on rank 0") {
+  Layout l = MakeLayout(64, 1, 1, 4, 8, 1);
+  l.vpp = 2;
+  l.schedule = PipelineSchedule::kDualPipeV;
+  const PipelineDescription d = DescribePipeline(l, MakeMixtral());  // 32 layers: 4 per stage
+  CHECK(d.schedule == PipelineSchedule::kDualPipeV);
+  REQUIRE(d.stages.size() == 8);
+  std::vector<int> rank, chunk;
+  for (const VirtualStage& s : d.stages) {
+    rank.push_back(s.pipeline_rank);
+    chunk.push_back(s.chunk);
+  }
+  CHECK(rank == std::vector<int>{0, 1, 2, 3, 3, 2, 1, 0});
+  CHECK(chunk == std::vector<int>{0, 0, 0, 0, 1, 1, 1, 1});
+  CHECK(d.stages[7].first_layer == 28);  // model order: the last stage holds the last layers
+  CHECK(d.ranks[0].embedding);
+  CHECK(d.ranks[0].loss);
+  for (int p = 1; p < 4; ++p) {
+    CHECK_FALSE(d.ranks[static_cast<size_t>(p)].embedding);
+    CHECK_FALSE(d.ranks[static_cast<size_t>(p)].loss);
+  }
+  for (const PipelineRank& r : d.ranks) CHECK(r.layers == 8);
+  // The turn at rank 3 (stage 3 to stage 4) stays on the rank.
+  CHECK(d.boundaries() == 6);
+  l.schedule.reset();  // the implied interleaved 1F1B: 7 crossings, the loss on rank 3
+  CHECK(DescribePipeline(l, MakeMixtral()).boundaries() == 7);
+  CHECK(DescribePipeline(l, MakeMixtral()).ranks[3].loss);
+}
+
+TEST_CASE("a chosen DualPipeV layout weighs the embedding and the loss together on rank 0") {
+  // 30 layers on pp 4 x vpp 2 do not divide. Embedding 1 and loss 2 layers'
+  // weight, both on rank 0 under the V: 30 + 3 = 33 over 4 ranks, so the
+  // heaviest rank weighs at least 9; the chosen layout reaches it, and gives
+  // rank 0 the fewest layers.
+  ModelSpec m = MakeMixtral();
+  m.layers = 30;
+  BlockWeights w;
+  w.embedding = 1;
+  w.loss = 2;
+  auto chosen = ChooseStageLayers(m, 4, 2, w, PipelineSchedule::kDualPipeV);
+  REQUIRE_MESSAGE(chosen.ok(), chosen.status().message());
+  Layout l = MakeLayout(64, 1, 1, 4, 8, 1);
+  l.vpp = 2;
+  l.schedule = PipelineSchedule::kDualPipeV;
+  l.stage_layers = chosen.value();
+  const PipelineDescription d = DescribePipeline(l, m, &w);
+  double heaviest = 0;
+  for (const PipelineRank& r : d.ranks) {
+    heaviest = std::max(heaviest, r.layers + (r.embedding ? w.embedding : 0) + (r.loss ? w.loss : 0));
+  }
+  CHECK(heaviest == 9);
+  for (int p = 1; p < 4; ++p) CHECK(d.ranks[0].layers < d.ranks[static_cast<size_t>(p)].layers);
 }
