@@ -111,3 +111,85 @@ TEST_CASE("same-time events keep the order they were pushed: two runs give the s
   CHECK(r1->end_ns == r2->end_ns);
   CHECK(r1->critical_pred == r2->critical_pred);
 }
+
+namespace {
+
+// A communication task sending `share` of a 1e9 B/s NIC alone for `ns`:
+// share x 1e9 B/s x ns bytes through the NIC.
+SimTask NicTask(SimNs ns, double share, SimStream stream) {
+  SimTask t = Comm(ns, stream);
+  t.network_bytes = static_cast<float>(share * 1e9 * double(ns) * 1e-9);
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("tasks that fit on a link together take their own time") {
+  // Two transfers each needing 40% of the NIC: 80% together, so neither is
+  // slowed; both end at 1000 ns.
+  TaskGraph g(1, 100);
+  g.SetLinkRates(1e9, 1e9);
+  const uint32_t a = g.Add(NicTask(1000, 0.4, SimStream::kEp), {0});
+  const uint32_t b = g.Add(NicTask(1000, 0.4, SimStream::kDp), {0});
+  auto run = RunTaskGraph(g);
+  REQUIRE(run.ok());
+  CHECK(run->end_ns[a] == 1000);
+  CHECK(run->end_ns[b] == 1000);
+  CHECK(run->slowed_by_links == 0);
+}
+
+TEST_CASE("tasks that overfill a link share it max-min fairly") {
+  // Two transfers each needing 60% of the NIC (caps 0.6 C): 120% > C, so
+  // each gets C / 2, 5/6 of its solo rate: 1000 ns of solo work take 1200.
+  TaskGraph g(1, 100);
+  g.SetLinkRates(1e9, 1e9);
+  const uint32_t a = g.Add(NicTask(1000, 0.6, SimStream::kEp), {0});
+  const uint32_t b = g.Add(NicTask(1000, 0.6, SimStream::kDp), {0});
+  auto run = RunTaskGraph(g);
+  REQUIRE(run.ok());
+  CHECK(run->end_ns[a] == 1200);
+  CHECK(run->end_ns[b] == 1200);
+  CHECK(run->slowed_by_links == 2);
+  // Without link rates each takes its own 1000 ns.
+  TaskGraph h(1, 100);
+  h.Add(NicTask(1000, 0.6, SimStream::kEp), {0});
+  h.Add(NicTask(1000, 0.6, SimStream::kDp), {0});
+  auto free = RunTaskGraph(h);
+  REQUIRE(free.ok());
+  CHECK(free->makespan_ns == 1000);
+}
+
+TEST_CASE("a transfer that starts later shares the link from then on") {
+  // A (60%, 1000 ns) runs alone from 0 to 500: 500 ns of its work done.
+  // B (60%, 1000 ns) starts at 500 after a 500 ns compute; both at 5/6:
+  // A's 500 ns left take 600, A ends at 1100, by when B has done
+  // 600 x 5/6 = 500; B's other 500 run alone at full rate: B ends at 1600.
+  TaskGraph g(1, 100);
+  g.SetLinkRates(1e9, 1e9);
+  const uint32_t a = g.Add(NicTask(1000, 0.6, SimStream::kEp), {0});
+  g.Add(Compute(500), {0});
+  const uint32_t b = g.Add(NicTask(1000, 0.6, SimStream::kCompute), {0});
+  auto run = RunTaskGraph(g);
+  REQUIRE(run.ok());
+  CHECK(run->start_ns[b] == 500);
+  CHECK(run->end_ns[a] == 1100);
+  CHECK(run->end_ns[b] == 1600);
+}
+
+TEST_CASE("a collective ends when its slowest member's link is done, for every member") {
+  // Ranks 0 and 1 run a collective needing 60% of each NIC for 1000 ns;
+  // rank 0 also runs another 60% transfer then. Rank 0's flows get 5/6 of
+  // their rate, rank 1's their full rate: the collective ends at 1200 on
+  // both, when rank 0's share is through.
+  TaskGraph g(2, 100);
+  g.SetLinkRates(1e9, 1e9);
+  const uint32_t coll = g.Add(NicTask(1000, 0.6, SimStream::kEp), {0, 1});
+  const uint32_t other = g.Add(NicTask(1000, 0.6, SimStream::kDp), {0});
+  const uint32_t after = g.Add(Compute(1), {1});
+  g.Depend(after, coll);
+  auto run = RunTaskGraph(g);
+  REQUIRE(run.ok());
+  CHECK(run->end_ns[coll] == 1200);
+  CHECK(run->end_ns[other] == 1200);
+  CHECK(run->start_ns[after] == 1200);
+}
