@@ -68,8 +68,8 @@ CollectiveCost ForwardedAllToAllTime(double nvlink_bytes, double network_bytes, 
                                      const CommParams& params, int groups_sharing_links = 1);
 
 // The bytes one member sends per call through its NVLink port and through
-// its NIC, by the data the algorithm moves (doc/cost-model-comm.md section
-// 3.6), on a group placed as `span` (n = span.gpus ranks over N =
+// its NIC, by the data the algorithm moves (doc/cost-model-comm.md
+// "Per-rank traffic"), on a group placed as `span` (n = span.gpus ranks over N =
 // span.domains domains, G = n / N per domain):
 //   all-gather, reduce-scatter  ring: (n - 1)/n x bytes out of each rank;
 //                               NCCL's rings cross the N domain boundaries

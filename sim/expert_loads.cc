@@ -59,7 +59,13 @@ Result<double> Parameter(const std::string& text, const std::string& name, doubl
 }  // namespace
 
 Result<LoadSpec> LoadExpertLoadsFile(const std::string& path) {
-  auto doc = ParseJsonFile(path);
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParseExpertLoads(text.value(), path);
+}
+
+Result<LoadSpec> ParseExpertLoads(const std::string& text, const std::string& path) {
+  auto doc = ParseJsonText(text, path);
   if (!doc.ok()) return doc.status();
   JsonErrors errors(path);
   CheckedObject root(doc.value(), "", &errors);

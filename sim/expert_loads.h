@@ -52,6 +52,8 @@ Result<LoadSpec> ParseLoadSpec(const std::string& text);
 // The file form alone (a histogram of `experts` entries is checked by
 // ExpertLoadDraw::Create against the model).
 Result<LoadSpec> LoadExpertLoadsFile(const std::string& path);
+// The same from the file's text (`path` names it in errors).
+Result<LoadSpec> ParseExpertLoads(const std::string& text, const std::string& path);
 
 class ExpertLoadDraw {
  public:

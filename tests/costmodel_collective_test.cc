@@ -500,5 +500,34 @@ TEST_CASE("the shipped example calibration restates the defaults") {
   CHECK(loaded->fits.empty());
 }
 
+TEST_CASE("per-rank traffic: what a member sends through its NVLink port and its NIC") {
+  // 16 ranks over 2 nodes of 8 (G = 8 per domain), 1.6 GB:
+  //   all-gather (ring): 15/16 x 1.6 GB = 1.5 GB leave each rank, 1/8 of it
+  //     (0.1875 GB) through the NIC, 1.3125 GB over NVLink;
+  //   all-reduce (ring): twice that;
+  //   all-to-all: 1.6/16 = 0.1 GB to each peer, 8 peers in the other node
+  //     (0.8 GB through the NIC), 7 others in its own (0.7 GB over NVLink);
+  //   send/recv across nodes: all 1.6 GB through the NIC.
+  const Topology topo = MustBuild(Dgx(2));
+  const GroupSpan span = SpanOf(topo, 0, 16);
+  const double b = 1.6e9;
+  const RankTraffic ag = RankTrafficOf(Collective::kAllGather, b, span);
+  CHECK(ag.network_bytes == doctest::Approx(0.1875e9));
+  CHECK(ag.nvlink_bytes == doctest::Approx(1.3125e9));
+  const RankTraffic ar = RankTrafficOf(Collective::kAllReduce, b, span);
+  CHECK(ar.network_bytes == doctest::Approx(2 * 0.1875e9));
+  CHECK(ar.nvlink_bytes == doctest::Approx(2 * 1.3125e9));
+  const RankTraffic a2a = RankTrafficOf(Collective::kAllToAll, b, span);
+  CHECK(a2a.network_bytes == doctest::Approx(0.8e9));
+  CHECK(a2a.nvlink_bytes == doctest::Approx(0.7e9));
+  CHECK(RankTrafficOf(Collective::kSendRecv, b, span).network_bytes == doctest::Approx(b));
+  // Inside one node everything stays on NVLink; an all-reduce there is NVLS,
+  // the buffer once.
+  const GroupSpan node = SpanOf(topo, 0, 8);
+  CHECK(RankTrafficOf(Collective::kAllToAll, b, node).network_bytes == 0);
+  CHECK(RankTrafficOf(Collective::kAllGather, b, node).nvlink_bytes == doctest::Approx(7.0 / 8 * b));
+  CHECK(RankTrafficOf(Collective::kAllReduce, b, node).nvlink_bytes == doctest::Approx(b));
+}
+
 }  // namespace
 }  // namespace foldplan
