@@ -28,6 +28,7 @@ struct RankState {
 struct Flow {
   uint32_t task = 0;
   int32_t rank = 0;
+  int link = 0;          // 0: NVLink, 1: NIC
   FlowNetwork::FlowId id = 0;
   double cap = 0;        // bytes/s alone
   double left_ns = 0;    // solo nanoseconds of transfer left, as of `since`
@@ -43,6 +44,7 @@ class Engine {
     if (links_) {
       nets_.resize(ranks_.size());
       rank_flows_.resize(ranks_.size());
+      run_.link_bytes.assign(ranks_.size() * 2, 0.0);
     }
     const size_t n = g.size();
     run_.start_ns.assign(n, -1);
@@ -149,6 +151,7 @@ class Engine {
         Flow f;
         f.task = id;
         f.rank = members[k];
+        f.link = link;
         // Alone it reaches bytes / work_ns, never above the link's rate.
         f.cap = std::min(double(bytes[link]) / solo_s, rates[link]);
         f.id = Net(f.rank).AddFlow({FlowNetwork::ResourceId(link)}, f.cap);
@@ -187,8 +190,7 @@ class Engine {
       FlowNetwork& net = Net(rank);
       for (uint32_t fi : rank_flows_[static_cast<size_t>(rank)]) {
         Flow& f = flows_[fi];
-        f.left_ns = std::max(0.0, f.left_ns - double(now - f.since) * f.speed);
-        f.since = now;
+        Carry(f, now);
         const double rate = net.Rate(f.id);
         const double speed = rate >= f.cap * (1 - 1e-12) ? 1.0 : rate / f.cap;
         if (speed != f.speed || f.finish < now) {
@@ -213,12 +215,21 @@ class Engine {
     }
   }
 
+  // A flow's progress up to `now` at its speed, and the bytes it carried.
+  void Carry(Flow& f, SimNs now) {
+    const double done_ns = std::min(f.left_ns, double(now - f.since) * f.speed);
+    f.left_ns -= done_ns;
+    f.since = now;
+    run_.link_bytes[size_t(f.rank) * 2 + f.link] += done_ns * 1e-9 * f.cap;
+  }
+
   void EndFlows(uint32_t id, SimNs now) {
     const auto it = task_flows_.find(id);
     if (it == task_flows_.end()) return;
     if (now > run_.start_ns[id] + g_.task(id).work_ns) ++run_.slowed_by_links;
     for (uint32_t fi : it->second) {
-      const Flow& f = flows_[fi];
+      Flow& f = flows_[fi];
+      Carry(f, now);
       Net(f.rank).RemoveFlow(f.id);
       std::vector<uint32_t>& on = rank_flows_[static_cast<size_t>(f.rank)];
       on.erase(std::find(on.begin(), on.end(), fi));

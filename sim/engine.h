@@ -30,6 +30,10 @@ struct EngineRun {
   SimNs makespan_ns = 0;
   uint64_t events = 0;  // events processed (for the benchmark's rate)
   uint64_t slowed_by_links = 0;  // communication tasks that ended later than their work_ns
+  // With link rates: the bytes each rank's links carried, ranks x 2 (its
+  // NVLink port, then its NIC): the rates integrated over time, which must
+  // come to the bytes the tasks sent (a conservation test).
+  std::vector<double> link_bytes;
 };
 
 // Error when some task never starts (a dependency cycle: a bug in the graph

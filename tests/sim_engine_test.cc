@@ -193,3 +193,34 @@ TEST_CASE("a collective ends when its slowest member's link is done, for every m
   CHECK(run->end_ns[other] == 1200);
   CHECK(run->start_ns[after] == 1200);
 }
+
+TEST_CASE("bytes are conserved: each rank's links carry what its tasks sent") {
+  // Rates integrated over time must come to the bytes each task sent
+  // through each link (a transfer whose bytes exceed its link's rate over
+  // its time is capped at the link's rate: sent = min(bytes, rate x time)),
+  // however the tasks overlap: a seeded jumble of transfers on 3 ranks.
+  TaskGraph g(3, 100);
+  g.SetLinkRates(2e9, 1e9);
+  std::vector<double> sent(6, 0.0);
+  uint64_t state = 11;
+  for (int i = 0; i < 300; ++i) {
+    state = state * 6364136223846793005ULL + 1442695040888963407ULL;
+    const int rank = static_cast<int>((state >> 33) % 3);
+    const SimNs ns = 100 + static_cast<SimNs>((state >> 20) % 900);
+    const double share = 0.1 + double((state >> 40) % 80) / 100;  // of each link alone
+    SimTask t = Comm(ns, static_cast<SimStream>(1 + (state >> 50) % 5));
+    t.nvlink_bytes = static_cast<float>(share * 2e9 * double(ns) * 1e-9);
+    t.network_bytes = static_cast<float>(share * 1e9 * double(ns) * 1e-9);
+    if (i % 7 == 0) g.Add(Compute(static_cast<SimNs>((state >> 10) % 500)), {rank});
+    g.Add(t, {rank});
+    sent[size_t(rank) * 2] += t.nvlink_bytes;
+    sent[size_t(rank) * 2 + 1] += t.network_bytes;
+  }
+  auto run = RunTaskGraph(g);
+  REQUIRE(run.ok());
+  CHECK(run->slowed_by_links > 0);
+  for (size_t i = 0; i < sent.size(); ++i) {
+    CAPTURE(i);
+    CHECK(run->link_bytes[i] == doctest::Approx(sent[i]).epsilon(1e-6));
+  }
+}

@@ -413,3 +413,23 @@ TEST_CASE("shared links: concurrent communication can only lengthen the step, an
   CHECK(c->step_time_s == d->step_time_s);
   CHECK(c->slowed_by_links == 0);
 }
+
+TEST_CASE("DualPipeV: the simulated memory in flight is the memory model's, pp + 1/2 stages on every rank") {
+  // DualPipeV's order keeps 2 pp + 1 chunks alive at its peak on every rank
+  // (sim/pipeline_order.h), each half a stage's layers: pp + 1/2 stage
+  // equivalents, InflightMicrobatches' count, on the V's pipeline (within
+  // 2%: the simulator weighs a chunk by its layers, which differ by one
+  // where they do not split evenly over the chunks).
+  Shipped f;
+  auto l = ParseLayout("tp=2,cp=1,pp=4,vpp=2,ep=8,etp=1,schedule=dualpipev", f.cluster.total_gpus(), &f.job);
+  REQUIRE(l.ok());
+  auto r = Simulate(*f.cost, l.value());
+  REQUIRE(r.ok());
+  CHECK(r->schedule == PipelineSchedule::kDualPipeV);
+  CHECK(r->overlap.ep == true);
+  for (const SimRankStats& st : r->ranks) {
+    CAPTURE(st.pipeline_rank);
+    CHECK(st.model_inflight_microbatches == doctest::Approx(4.5));
+    CHECK(st.peak_inflight_microbatches == doctest::Approx(st.model_inflight_microbatches).epsilon(0.02));
+  }
+}
