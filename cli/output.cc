@@ -1,5 +1,7 @@
 #include "cli/output.h"
 
+#include <cstdio>
+
 #include "core/atomic_file.h"
 
 namespace foldplan {
@@ -23,6 +25,12 @@ Status WriteOrPrint(const std::string& text, const std::string& path, std::ostre
   Status s = WriteFileAtomically(path, text);
   if (s.ok()) err << "wrote " << path << "\n";
   return s;
+}
+
+std::string Fixed(double v, int digits) {
+  char buf[64];
+  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
+  return buf;
 }
 
 }  // namespace foldplan

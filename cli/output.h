@@ -16,6 +16,9 @@ int Fail(std::ostream& err, const Status& status);
 // exclude each other).
 int Usage(std::ostream& err, const Status& status);
 
+// `v` with `digits` decimals ("%.*f"), for tables.
+std::string Fixed(double v, int digits);
+
 // Writes `text` to `path` atomically and says so on `err`; with an empty
 // path prints it to `out` instead.
 Status WriteOrPrint(const std::string& text, const std::string& path, std::ostream& out,

@@ -21,11 +21,6 @@ namespace {
 
 using Align = TextTable::Align;
 
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 
 std::string Seconds(double s) {
   if (s >= 1) return Fixed(s, 2) + " s";

@@ -17,11 +17,6 @@ namespace {
 
 using Json = nlohmann::ordered_json;
 
-std::string Fixed(double v, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, v);
-  return buf;
-}
 std::string Ms(double s) { return Fixed(s * 1e3, 1); }
 
 // "--overlap tp=0,ep=1" (keys tp, cp, ep, dp, pp; values 0 or 1), "all", "none".
