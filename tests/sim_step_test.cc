@@ -187,7 +187,7 @@ struct Shipped {
   ModelSpec model = LoadModel("mixtral-8x22b").value();
   JobSpec job = [] {
     JobSpec j = LoadJob("default").value();
-    j.global_batch = 256;
+    j.global_batch = 128;
     return j;
   }();
   std::unique_ptr<CostModel> cost = std::move(CostModel::Create(cluster, model, job)).value();
