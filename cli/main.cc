@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("--schedule", simulate.schedule,
                            "pipeline schedule: 1f1b, interleaved, gpipe, zb or dualpipev (default: the layout's)");
   simulate_cmd->add_option("--overlap", simulate.overlap,
-                           "overlaps: all, none or KEY=0|1 joined by commas, keys tp, cp, ep, dp, pp "
+                           "overlaps: all, none or KEY=0|1 joined by commas, keys tp, cp, ep, dp, pp, shared "
                            "(default: the layout's recipe)")
       ->type_name("LIST");
   simulate_cmd->add_option("--imbalance", simulate.imbalance,

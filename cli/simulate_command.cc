@@ -25,7 +25,7 @@ Result<OverlapOptions> ParseOverlap(const std::string& text) {
   if (text.empty()) return o;
   if (text == "all" || text == "none") {
     const bool v = text == "all";
-    o.tp = o.cp = o.ep = o.dp = o.pp = v;
+    o.tp = o.cp = o.ep = o.dp = o.pp = o.shared = v;
     return o;
   }
   size_t at = 0;
@@ -39,9 +39,10 @@ Result<OverlapOptions> ParseOverlap(const std::string& text) {
                                 : key == "ep" ? &o.ep
                                 : key == "dp" ? &o.dp
                                 : key == "pp" ? &o.pp
+                                : key == "shared" ? &o.shared
                                               : nullptr;
     if (!slot || (value != "0" && value != "1")) {
-      return Status::Error("--overlap: expected all, none or KEY=0|1 joined by commas (keys tp, cp, ep, dp, pp), got '" +
+      return Status::Error("--overlap: expected all, none or KEY=0|1 joined by commas (keys tp, cp, ep, dp, pp, shared), got '" +
                            item + "'");
     }
     *slot = value == "1";
@@ -88,7 +89,8 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
   j["layout"] = layout_text;
   j["schedule"] = Name(r.schedule);
   j["overlap"] = {{"tp", OnOff(r.overlap.tp)}, {"cp", OnOff(r.overlap.cp)}, {"ep", OnOff(r.overlap.ep)},
-                  {"dp", OnOff(r.overlap.dp)}, {"pp", r.overlap.pp ? "on" : "off"}};
+                  {"dp", OnOff(r.overlap.dp)}, {"pp", r.overlap.pp ? "on" : "off"},
+                  {"shared", r.overlap.shared ? "on" : "off"}};
   double bubble_s = r.bubble_fraction * r.pipeline_s;
   j["simulated"] = Breakdown(r.step_time_s, r.tokens_per_s, r.mfu, a.model_flops_per_token, r.pipeline_s, bubble_s,
                              r.dp_exposed_s, r.optimizer_s);
@@ -154,7 +156,7 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
   const StepBreakdown& a = r.analytical.step;
   std::string out = "layout " + layout_text + "\nschedule " + Name(r.schedule) + ", overlap tp " + OnOff(r.overlap.tp) +
                     ", cp " + OnOff(r.overlap.cp) + ", ep " + OnOff(r.overlap.ep) + ", dp " + OnOff(r.overlap.dp) +
-                    ", pp " + (r.overlap.pp ? "on" : "off") + "\n\n";
+                    ", pp " + (r.overlap.pp ? "on" : "off") + ", shared " + (r.overlap.shared ? "on" : "off") + "\n\n";
   using Align = TextTable::Align;
   TextTable t({"", "simulated", "analytical"}, {Align::kLeft, Align::kRight, Align::kRight});
   t.AddRow({"step time (ms)", Ms(r.step_time_s), Ms(a.step_time_s)});

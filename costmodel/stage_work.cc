@@ -72,6 +72,10 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
                          moe.routed_experts.bwd_s + moe.expert_activation.bwd_s, 0, moe.routed_experts.fwd_s};
   w.routed[static_cast<size_t>(BlockKind::kMoeLayer)] = routed;
   if (w.mtp_moe) w.routed[static_cast<size_t>(BlockKind::kMtpLayer)] = routed;
+  const BlockCost shared{moe.shared_experts.fwd_s + moe.shared_activation.fwd_s,
+                         moe.shared_experts.bwd_s + moe.shared_activation.bwd_s, 0, moe.shared_experts.fwd_s};
+  w.shared[static_cast<size_t>(BlockKind::kMoeLayer)] = shared;
+  if (w.mtp_moe) w.shared[static_cast<size_t>(BlockKind::kMtpLayer)] = shared;
 
   w.ranks.resize(pipeline.ranks.size());
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {

@@ -107,6 +107,10 @@ struct StepWork {
   // ExpertLoadFactor). A simulator that draws each rank's load scales it.
   std::array<BlockCost, kBlockKindCount> routed;
   double load_factor = 1;
+  // Of each block's cost, the shared experts' (their GEMMs, activation and
+  // gate), which Megatron's --moe-shared-expert-overlap runs beside the
+  // token dispatch.
+  std::array<BlockCost, kBlockKindCount> shared;
   bool mtp_moe = false;  // an MTP module's decoder layer is a MoE layer (the model's last layer is)
   int gpu_sms = 132;     // the GPU's SMs (GpuSpec::sms), for compute beside SM-using kernels
   // What one GPU's links carry, achieved (CommParams): its NVLink port per
@@ -117,6 +121,7 @@ struct StepWork {
 
   const BlockCost& cost(BlockKind kind) const { return block[static_cast<size_t>(kind)]; }
   const BlockCost& routed_cost(BlockKind kind) const { return routed[static_cast<size_t>(kind)]; }
+  const BlockCost& shared_cost(BlockKind kind) const { return shared[static_cast<size_t>(kind)]; }
   bool Runs(const CommOp& op, BlockKind kind) const { return RunsInBlock(op, kind, mtp_moe); }
 };
 

@@ -170,6 +170,7 @@ OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedu
   if (!o.ep && schedule == PipelineSchedule::kDualPipeV) o.ep = true;
   o.pp = options.pp.value_or(schedule == PipelineSchedule::kInterleaved1F1B ||
                              schedule == PipelineSchedule::kDualPipeV);
+  o.shared = options.shared.value_or(false);
   return o;
 }
 

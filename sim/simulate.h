@@ -13,6 +13,8 @@
 //       distributed optimizer's overlap); FSDP's per-layer ops beside their block
 //   pp  pipeline sends beside compute: interleaved (overlap_p2p_comm) and DualPipeV;
 //       1F1B, GPipe and ZB-H1 block on them
+//   shared  shared experts on a side stream beside the token dispatch
+//       (--moe-shared-expert-overlap): off, as no layout key sets it
 // With every overlap off, balanced routing and the cost model's collective
 // times, a 1F1B or interleaved step differs from the analytical one only
 // where the analytical formula simplifies (doc/simulator.md "Against the
@@ -37,6 +39,7 @@ namespace foldplan {
 
 struct OverlapOptions {
   std::optional<bool> tp, cp, ep, dp, pp;  // unset: the recipe's (above)
+  std::optional<bool> shared;               // shared experts beside the dispatch; unset: off
 };
 
 struct SimOptions {

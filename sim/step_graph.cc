@@ -190,16 +190,17 @@ class Builder {
     if (!fwd) std::reverse(order.begin(), order.end());
     for (const Block& b : order) {
       const BlockCost& cost = work_.cost(b.kind);
-      const BlockCost& routed = work_.routed_cost(b.kind);
-      double compute_s = cost.forward_s, routed_s = routed.forward_s;
-      if (pass.kind == PassKind::kBackward) {
-        const bool split = order_.split_backward;
-        compute_s = cost.backward_s + cost.recompute_s - (split ? cost.weight_grad_s : 0);
-        routed_s = routed.backward_s + routed.recompute_s - (split ? routed.weight_grad_s : 0);
-      } else if (pass.kind == PassKind::kWeightGrad) {
-        compute_s = cost.weight_grad_s;
-        routed_s = routed.weight_grad_s;
-      }
+      // The pass's share of a block cost: forward, backward (without its
+      // weight gradients when the schedule runs them apart) or those.
+      auto of = [&](const BlockCost& c) {
+        if (pass.kind == PassKind::kBackward) {
+          return c.backward_s + c.recompute_s - (order_.split_backward ? c.weight_grad_s : 0);
+        }
+        return pass.kind == PassKind::kWeightGrad ? c.weight_grad_s : c.forward_s;
+      };
+      const double compute_s = of(cost), routed_s = of(work_.routed_cost(b.kind));
+      const double shared_s = spec_.overlap.shared && pass.kind != PassKind::kWeightGrad
+                                  ? of(work_.shared_cost(b.kind)) : 0;
       SimTask base;
       base.pass = PassOf(pass.kind);
       base.microbatch = pass.microbatch;
@@ -246,7 +247,9 @@ class Builder {
       // ops (the remainder on the first ones, so they sum exactly); the
       // routed experts' part runs after the first all-to-all.
       const SimNs routed_ns = ToSimNs(routed_s);
-      const SimNs compute_ns = std::max<SimNs>(0, ToSimNs(compute_s) - routed_ns);
+      // Shared experts beside the dispatch: only where there is one.
+      const SimNs shared_ns = routed_segment > 0 ? ToSimNs(shared_s) : 0;
+      const SimNs compute_ns = std::max<SimNs>(0, ToSimNs(compute_s) - routed_ns - shared_ns);
       const SimNs segments = SimNs(seq_ops.size()) + 1;
       if (routed_segment >= size_t(segments)) routed_segment = size_t(segments) - 1;
       BlockMark mark;
@@ -270,9 +273,20 @@ class Builder {
           cursor = {i};
         }
         if (s + 1 < segments) {
-          const int i = push(std::move(seq_ops[static_cast<size_t>(s)]), cursor);
+          Item op = std::move(seq_ops[static_cast<size_t>(s)]);
+          const bool beside_shared = shared_ns > 0 && size_t(s) + 1 == routed_segment;
+          if (beside_shared) op.task.stream = SimStream::kEp;
+          const int i = push(std::move(op), cursor);
           if (mark.entry < 0 && c.items[static_cast<size_t>(i)].task.stream == SimStream::kCompute) mark.entry = i;
-          cursor = {i};
+          if (beside_shared) {
+            Item seg;
+            seg.task = base;
+            seg.task.work_ns = shared_ns;
+            seg.task.label = out_.graph.Label("shared_experts");
+            cursor = {i, push(std::move(seg), cursor)};
+          } else {
+            cursor = {i};
+          }
         }
       }
       mark.exits = cursor;

@@ -23,6 +23,9 @@
 //     (1F1B's steady state, DualPipeV's pairs) runs its all-to-alls on the
 //     EP stream while the other pass's compute runs, on the SMs the
 //     dispatcher's kernels leave (the engine slows it).
+// With shared-expert overlap, a MoE block's dispatch all-to-all runs on the
+// EP stream while its shared experts compute; the routed experts wait for
+// both.
 // Pipeline sends follow each forward (to the next virtual stage) and
 // backward (to the previous one) whose neighbour is on another rank: on the
 // compute stream (1F1B: Megatron's blocking p2p) or on the PP stream beside
@@ -58,6 +61,7 @@ struct OverlapSet {
   std::optional<bool> ep;  // EP all-to-alls of paired passes beside the other pass
   std::optional<bool> dp;  // bucketed gradient reductions and parameter gathers; FSDP's per-layer ops
   bool pp = false;         // pipeline sends on the PP stream
+  bool shared = false;     // shared experts beside the token dispatch (--moe-shared-expert-overlap)
 };
 
 struct StepGraphSpec {

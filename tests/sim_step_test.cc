@@ -433,3 +433,29 @@ TEST_CASE("DualPipeV: the simulated memory in flight is the memory model's, pp +
     CHECK(st.peak_inflight_microbatches == doctest::Approx(st.model_inflight_microbatches).epsilon(0.02));
   }
 }
+
+TEST_CASE("shared-expert overlap: the shared experts run beside the dispatch, each MoE layer min(shared, dispatch) shorter") {
+  // In a MoE block the dispatch all-to-all (d) and the shared experts'
+  // compute (e) run one after the other, d + e; side by side max(d, e):
+  // every MoE block of every pass is min(d, e) shorter, so the step is
+  // shorter and no rank computes less.
+  const ClusterSpec cluster = LoadCluster("h100-dgx-16n").value();
+  const ModelSpec model = LoadModel("qwen2-57b-a14b").value();
+  JobSpec job = LoadJob("default").value();
+  job.global_batch = 128;
+  auto cost = CostModel::Create(cluster, model, job);
+  REQUIRE(cost.ok());
+  auto l = ParseLayout("tp=2,cp=1,pp=4,ep=8,etp=1", cluster.total_gpus(), &job);
+  REQUIRE(l.ok());
+  SimOptions off, on;
+  on.overlap.shared = true;
+  auto a = Simulate(*cost.value(), l.value(), off), b = Simulate(*cost.value(), l.value(), on);
+  REQUIRE(a.ok());
+  REQUIRE(b.ok());
+  CHECK(b->overlap.shared);
+  CHECK(b->step_time_s < a->step_time_s);
+  for (size_t p = 0; p < a->ranks.size(); ++p) {
+    CHECK(b->ranks[p].compute_s == doctest::Approx(a->ranks[p].compute_s).epsilon(1e-6));
+    CHECK(b->ranks[p].exposed_s[size_t(SimKind::kEp)] < a->ranks[p].exposed_s[size_t(SimKind::kEp)]);
+  }
+}
