@@ -368,6 +368,15 @@ RankTraffic RankTrafficOf(Collective collective, double bytes, const GroupSpan& 
       break;
     case Collective::kSendRecv: (one_domain ? t.nvlink_bytes : t.network_bytes) = bytes; break;
   }
+  const double units = std::max(1, span.scalable_units);
+  if (span.crosses_spine && units > 1 && t.network_bytes > 0) {
+    switch (collective) {
+      case Collective::kAllToAll:
+      case Collective::kAllToAllV: t.spine_bytes = std::min(t.network_bytes, (1 - 1 / units) * bytes); break;
+      case Collective::kSendRecv: t.spine_bytes = t.network_bytes; break;
+      default: t.spine_bytes = t.network_bytes * std::min(1.0, units / domains); break;
+    }
+  }
   return t;
 }
 

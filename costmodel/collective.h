@@ -82,9 +82,14 @@ CollectiveCost ForwardedAllToAllTime(double nvlink_bytes, double network_bytes, 
 //   send/recv                   bytes, over the NIC unless both in one domain
 // A simulator uses it to share links between concurrent collectives
 // (sim/engine.h); alone, a collective takes CollectiveTime's seconds.
+// Of the NIC bytes, `spine_bytes` leave the rank's scalable unit (S =
+// span.scalable_units > 1): a ring crosses S of its N domain boundaries
+// between units (S/N of them), an all-to-all sends (1 - 1/S) x bytes to
+// other units, a send/recv all of it when the group crosses the spine.
 struct RankTraffic {
   double nvlink_bytes = 0;
   double network_bytes = 0;
+  double spine_bytes = 0;  // of network_bytes
 };
 RankTraffic RankTrafficOf(Collective collective, double bytes, const GroupSpan& span);
 

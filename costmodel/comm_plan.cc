@@ -100,7 +100,10 @@ class PlanBuilder {
     CommOp* op = Push(CommKind::kExpertParallel, name, group, Collective::kAllToAll, bytes, scope, calls_fwd,
                       calls_bwd, false, cost);
     op->network_bytes = network_bytes;
-    op->traffic = {nvlink_bytes, network_bytes};
+    op->traffic = {nvlink_bytes, network_bytes, 0};
+    // The RDMA copies to other units' domains cross the spine; the flex
+    // model costs them all at the spine's rate when the group crosses it.
+    if (g.span.crosses_spine) op->traffic.spine_bytes = network_bytes;
     return op;
   }
 

@@ -163,7 +163,9 @@ StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeli
                                 std::move(ops), MicroBatchesPerStep(job_, layout));
   work.load_factor = ExpertLoadFactor(job_, layout.ep);
   work.nvlink_bytes_per_s = comm_.nvlink_gb_per_s() * 1e9;
-  work.nic_bytes_per_s = comm_.network_gb_per_s() * 1e9 * comm_.nics_per_node / std::max(1, cluster_.gpus_per_node);
+  const double nic_share = double(comm_.nics_per_node) / std::max(1, cluster_.gpus_per_node);
+  work.nic_bytes_per_s = comm_.network_gb_per_s() * 1e9 * nic_share;
+  work.spine_bytes_per_s = comm_.spine_gb_per_s() * 1e9 * nic_share;
   return work;
 }
 

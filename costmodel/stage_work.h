@@ -114,10 +114,12 @@ struct StepWork {
   bool mtp_moe = false;  // an MTP module's decoder layer is a MoE layer (the model's last layer is)
   int gpu_sms = 132;     // the GPU's SMs (GpuSpec::sms), for compute beside SM-using kernels
   // What one GPU's links carry, achieved (CommParams): its NVLink port per
-  // direction and its share of its node's NICs; 0: links not shared (work
-  // assembled by hand). Set by CostModel::Work.
+  // direction, its share of its node's NICs and of its leaf's uplinks to
+  // the spine; 0: links not shared (work assembled by hand). Set by
+  // CostModel::Work.
   double nvlink_bytes_per_s = 0;
   double nic_bytes_per_s = 0;
+  double spine_bytes_per_s = 0;  // its NIC share's share of the leaf's uplinks (spine oversubscription)
 
   const BlockCost& cost(BlockKind kind) const { return block[static_cast<size_t>(kind)]; }
   const BlockCost& routed_cost(BlockKind kind) const { return routed[static_cast<size_t>(kind)]; }

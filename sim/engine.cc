@@ -28,7 +28,7 @@ struct RankState {
 struct Flow {
   uint32_t task = 0;
   int32_t rank = 0;
-  int link = 0;          // 0: NVLink, 1: NIC
+  int link = 0;          // 0: NVLink, 1: NIC (inside the unit), 2: NIC and the uplink share
   FlowNetwork::FlowId id = 0;
   double cap = 0;        // bytes/s alone
   double left_ns = 0;    // solo nanoseconds of transfer left, as of `since`
@@ -40,11 +40,11 @@ struct Flow {
 class Engine {
  public:
   explicit Engine(const TaskGraph& g) : g_(g), ranks_(static_cast<size_t>(g.ranks())) {
-    links_ = g.nvlink_bytes_per_s() > 0 || g.nic_bytes_per_s() > 0;
+    links_ = g.nvlink_bytes_per_s() > 0 || g.nic_bytes_per_s() > 0 || g.spine_bytes_per_s() > 0;
     if (links_) {
       nets_.resize(ranks_.size());
       rank_flows_.resize(ranks_.size());
-      run_.link_bytes.assign(ranks_.size() * 2, 0.0);
+      run_.link_bytes.assign(ranks_.size() * 3, 0.0);
     }
     const size_t n = g.size();
     run_.start_ns.assign(n, -1);
@@ -127,6 +127,7 @@ class Engine {
       n = std::make_unique<FlowNetwork>();
       n->AddResource(g_.nvlink_bytes_per_s() > 0 ? g_.nvlink_bytes_per_s() : 1e30);  // 0: NVLink
       n->AddResource(g_.nic_bytes_per_s() > 0 ? g_.nic_bytes_per_s() : 1e30);        // 1: NIC
+      n->AddResource(g_.spine_bytes_per_s() > 0 ? g_.spine_bytes_per_s() : 1e30);    // 2: uplink share
     }
     return *n;
   }
@@ -141,12 +142,17 @@ class Engine {
   bool StartFlows(uint32_t id, const SimTask& t, SimNs now) {
     if (!links_ || t.kind == SimKind::kCompute || t.work_ns == 0) return false;
     const double solo_s = ToSeconds(t.work_ns);
-    const double rates[2] = {g_.nvlink_bytes_per_s(), g_.nic_bytes_per_s()};
-    const double bytes[2] = {t.nvlink_bytes, t.network_bytes};
+    // Three flows a member: NVLink; the NIC bytes that stay in the unit;
+    // those that leave it, over the NIC and the uplink share. Each is capped
+    // at its bytes over the solo time, and at its tightest link's rate.
+    const double spine = g_.spine_bytes_per_s() > 0 ? std::min<double>(t.spine_bytes, t.network_bytes) : 0;
+    const double bytes[3] = {t.nvlink_bytes, t.network_bytes - spine, spine};
+    const double rates[3] = {g_.nvlink_bytes_per_s(), g_.nic_bytes_per_s(),
+                             std::min(g_.nic_bytes_per_s() > 0 ? g_.nic_bytes_per_s() : 1e30, g_.spine_bytes_per_s())};
     std::vector<uint32_t>& mine = task_flows_[id];
     const int32_t* members = g_.members(id);
     for (uint32_t k = 0; k < t.member_count; ++k) {
-      for (int link = 0; link < 2; ++link) {
+      for (int link = 0; link < 3; ++link) {
         if (!(bytes[link] > 0) || !(rates[link] > 0)) continue;
         Flow f;
         f.task = id;
@@ -154,7 +160,9 @@ class Engine {
         f.link = link;
         // Alone it reaches bytes / work_ns, never above the link's rate.
         f.cap = std::min(double(bytes[link]) / solo_s, rates[link]);
-        f.id = Net(f.rank).AddFlow({FlowNetwork::ResourceId(link)}, f.cap);
+        std::vector<FlowNetwork::ResourceId> route = {FlowNetwork::ResourceId(link)};
+        if (link == 2) route = {1, 2};  // leaving the unit: through the NIC too
+        f.id = Net(f.rank).AddFlow(route, f.cap);
         f.left_ns = double(t.work_ns);
         f.since = now;
         f.finish = now + t.work_ns;
@@ -220,7 +228,9 @@ class Engine {
     const double done_ns = std::min(f.left_ns, double(now - f.since) * f.speed);
     f.left_ns -= done_ns;
     f.since = now;
-    run_.link_bytes[size_t(f.rank) * 2 + f.link] += done_ns * 1e-9 * f.cap;
+    const double bytes = done_ns * 1e-9 * f.cap;
+    run_.link_bytes[size_t(f.rank) * 3 + size_t(f.link == 0 ? 0 : 1)] += bytes;
+    if (f.link == 2) run_.link_bytes[size_t(f.rank) * 3 + 2] += bytes;
   }
 
   void EndFlows(uint32_t id, SimNs now) {

@@ -4,9 +4,11 @@
 //   - compute on a rank while communication kernels holding SMs run there:
 //     at (N - n) / N, n the most SMs any of them holds;
 //   - communication, when the graph has link rates: each member's NVLink
-//     and NIC bytes are a flow on that rank's link, capped at the rate it
-//     reaches alone (its bytes over its work_ns, at most the link's rate),
-//     and the flows on one link share it max-min fairly (sim/flow_network.h);
+//     bytes, NIC bytes that stay in its scalable unit, and NIC bytes that
+//     leave it (through its share of the leaf's uplinks too) are flows,
+//     each capped at the rate it reaches alone (its bytes over its work_ns,
+//     at most its links' rate); the flows on one link share it max-min
+//     fairly (sim/flow_network.h);
 //     a task ends when its slowest member's flows are done, for all members.
 //     Alone, or with the links not full, a task takes its work_ns exactly.
 // Rates are recomputed whenever a task starts or ends. Ties are broken by
@@ -30,9 +32,9 @@ struct EngineRun {
   SimNs makespan_ns = 0;
   uint64_t events = 0;  // events processed (for the benchmark's rate)
   uint64_t slowed_by_links = 0;  // communication tasks that ended later than their work_ns
-  // With link rates: the bytes each rank's links carried, ranks x 2 (its
-  // NVLink port, then its NIC): the rates integrated over time, which must
-  // come to the bytes the tasks sent (a conservation test).
+  // With link rates: the bytes each rank's links carried, ranks x 3 (its
+  // NVLink port, its NIC, its uplink share): the rates integrated over
+  // time, which must come to the bytes the tasks sent (a conservation test).
   std::vector<double> link_bytes;
 };
 

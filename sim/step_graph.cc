@@ -98,7 +98,9 @@ class Builder {
   explicit Builder(const StepGraphSpec& spec)
       : spec_(spec), work_(*spec.work), order_(*spec.order), pipe_(*spec.work->pipeline) {
     out_.graph = TaskGraph(spec.ranks ? spec.ranks->world() : work_.pp, work_.gpu_sms);
-    if (spec.share_links) out_.graph.SetLinkRates(work_.nvlink_bytes_per_s, work_.nic_bytes_per_s);
+    if (spec.share_links) {
+      out_.graph.SetLinkRates(work_.nvlink_bytes_per_s, work_.nic_bytes_per_s, work_.spine_bytes_per_s);
+    }
     for (const CommOp& op : work_.ops) {
       if (EpOverlapped(op)) ep_pairs_ = true;
       if (op.scope == CommOp::kPerStep && Concurrent(op)) dp_buckets_ = true;
@@ -107,8 +109,10 @@ class Builder {
         send_bwd_s_ += op.calls_bwd * op.seconds_per_call;
         send_fwd_.nvlink_bytes += op.calls_fwd * op.traffic.nvlink_bytes;
         send_fwd_.network_bytes += op.calls_fwd * op.traffic.network_bytes;
+        send_fwd_.spine_bytes += op.calls_fwd * op.traffic.spine_bytes;
         send_bwd_.nvlink_bytes += op.calls_bwd * op.traffic.nvlink_bytes;
         send_bwd_.network_bytes += op.calls_bwd * op.traffic.network_bytes;
+        send_bwd_.spine_bytes += op.calls_bwd * op.traffic.spine_bytes;
       }
     }
   }
@@ -220,6 +224,7 @@ class Builder {
           it.task.work_ns = ns;
           it.task.nvlink_bytes = static_cast<float>(calls * op.traffic.nvlink_bytes);
           it.task.network_bytes = static_cast<float>(calls * op.traffic.network_bytes);
+          it.task.spine_bytes = static_cast<float>(calls * op.traffic.spine_bytes);
           it.task.kind = KindOf(op.kind);
           it.task.sms = static_cast<uint16_t>(std::max(0, op.sms));
           it.task.label = out_.graph.Label(op.name);
@@ -352,6 +357,7 @@ class Builder {
         t.work_ns = ToSimNs(double(t.work_ns) * busiest * 1e-9);
         t.nvlink_bytes = static_cast<float>(t.nvlink_bytes * busiest);
         t.network_bytes = static_cast<float>(t.network_bytes * busiest);
+        t.spine_bytes = static_cast<float>(t.spine_bytes * busiest);
       }
       members_.clear();
       for (int lane : g) members_.push_back(stage_.ranks[size_t(lane)]);
@@ -573,6 +579,7 @@ class Builder {
         send.work_ns = ToSimNs(forward ? send_fwd_s_ : send_bwd_s_);
         send.nvlink_bytes = static_cast<float>((forward ? send_fwd_ : send_bwd_).nvlink_bytes);
         send.network_bytes = static_cast<float>((forward ? send_fwd_ : send_bwd_).network_bytes);
+        send.spine_bytes = static_cast<float>((forward ? send_fwd_ : send_bwd_).spine_bytes);
         send.label = out_.graph.Label("pp_send_recv");
         for (size_t lane = 0; lane < lanes(); ++lane) {
           const uint32_t id = out_.graph.Add(send, {stage_.ranks[lane]});

@@ -53,6 +53,7 @@ struct SimTask {
   // graph's link rates set, concurrent tasks share those links (sim/engine.h).
   float nvlink_bytes = 0;
   float network_bytes = 0;
+  float spine_bytes = 0;  // of network_bytes, those that leave the scalable unit
   // Set by TaskGraph::Add.
   uint32_t first_member = 0;
   uint32_t member_count = 0;
@@ -74,12 +75,17 @@ class TaskGraph {
   // Per simulated rank: its NVLink port's and its NIC share's achieved
   // bytes per second, shared by the communication running on it; 0 (the
   // default): every task takes its work_ns whatever runs beside it.
-  void SetLinkRates(double nvlink_bytes_per_s, double nic_bytes_per_s) {
+  // The third, its share of its leaf's uplinks (its NIC share over the
+  // spine oversubscription: every GPU of a unit sends alike), carries the
+  // bytes that leave the unit, which pass its NIC too.
+  void SetLinkRates(double nvlink_bytes_per_s, double nic_bytes_per_s, double spine_bytes_per_s = 0) {
     nvlink_bytes_per_s_ = nvlink_bytes_per_s;
     nic_bytes_per_s_ = nic_bytes_per_s;
+    spine_bytes_per_s_ = spine_bytes_per_s;
   }
   double nvlink_bytes_per_s() const { return nvlink_bytes_per_s_; }
   double nic_bytes_per_s() const { return nic_bytes_per_s_; }
+  double spine_bytes_per_s() const { return spine_bytes_per_s_; }
 
   int ranks() const { return ranks_; }
   int gpu_sms() const { return gpu_sms_; }
@@ -96,7 +102,7 @@ class TaskGraph {
 
   int ranks_;
   int gpu_sms_;
-  double nvlink_bytes_per_s_ = 0, nic_bytes_per_s_ = 0;
+  double nvlink_bytes_per_s_ = 0, nic_bytes_per_s_ = 0, spine_bytes_per_s_ = 0;
   std::vector<SimTask> tasks_;
   std::vector<int32_t> members_;
   std::vector<std::pair<uint32_t, uint32_t>> edges_;

@@ -527,6 +527,18 @@ TEST_CASE("per-rank traffic: what a member sends through its NVLink port and its
   CHECK(RankTrafficOf(Collective::kAllToAll, b, node).network_bytes == 0);
   CHECK(RankTrafficOf(Collective::kAllGather, b, node).nvlink_bytes == doctest::Approx(7.0 / 8 * b));
   CHECK(RankTrafficOf(Collective::kAllReduce, b, node).nvlink_bytes == doctest::Approx(b));
+  // Inside one scalable unit nothing crosses the spine; 64 nodes in units of
+  // 32 (S = 2): an all-to-all over 512 ranks sends half its bytes to the
+  // other unit, a ring over 64 domains crosses 2 of its 64 boundaries
+  // between units, 2/64 of its NIC bytes.
+  CHECK(a2a.spine_bytes == 0);
+  const Topology big = MustBuild(Dgx(64));
+  const GroupSpan two_units = SpanOf(big, 0, 512);
+  REQUIRE(two_units.scalable_units == 2);
+  const RankTraffic wide = RankTrafficOf(Collective::kAllToAll, b, two_units);
+  CHECK(wide.spine_bytes == doctest::Approx(0.5 * b));
+  const RankTraffic ring = RankTrafficOf(Collective::kAllGather, b, two_units);
+  CHECK(ring.spine_bytes == doctest::Approx(ring.network_bytes * 2 / 64));
 }
 
 }  // namespace

@@ -201,7 +201,7 @@ TEST_CASE("bytes are conserved: each rank's links carry what its tasks sent") {
   // however the tasks overlap: a seeded jumble of transfers on 3 ranks.
   TaskGraph g(3, 100);
   g.SetLinkRates(2e9, 1e9);
-  std::vector<double> sent(6, 0.0);
+  std::vector<double> sent(9, 0.0);
   uint64_t state = 11;
   for (int i = 0; i < 300; ++i) {
     state = state * 6364136223846793005ULL + 1442695040888963407ULL;
@@ -213,8 +213,8 @@ TEST_CASE("bytes are conserved: each rank's links carry what its tasks sent") {
     t.network_bytes = static_cast<float>(share * 1e9 * double(ns) * 1e-9);
     if (i % 7 == 0) g.Add(Compute(static_cast<SimNs>((state >> 10) % 500)), {rank});
     g.Add(t, {rank});
-    sent[size_t(rank) * 2] += t.nvlink_bytes;
-    sent[size_t(rank) * 2 + 1] += t.network_bytes;
+    sent[size_t(rank) * 3] += t.nvlink_bytes;
+    sent[size_t(rank) * 3 + 1] += t.network_bytes;
   }
   auto run = RunTaskGraph(g);
   REQUIRE(run.ok());
@@ -222,5 +222,29 @@ TEST_CASE("bytes are conserved: each rank's links carry what its tasks sent") {
   for (size_t i = 0; i < sent.size(); ++i) {
     CAPTURE(i);
     CHECK(run->link_bytes[i] == doctest::Approx(sent[i]).epsilon(1e-6));
+  }
+}
+
+TEST_CASE("bytes that leave the unit share the leaf's uplinks, and the NIC too") {
+  // NIC 1e9 B/s, the GPU's uplink share 0.25e9 (oversubscription 4). Two
+  // transfers each sending 20% of the NIC's rate alone, all of it across
+  // the spine: 0.4e9 > 0.25e9, so each gets 0.125e9, 5/8 of its rate:
+  // 1000 ns take 1600. Kept inside the unit they fit on the NIC: 1000.
+  for (bool across : {true, false}) {
+    CAPTURE(across);
+    TaskGraph g(1, 100);
+    g.SetLinkRates(1e9, 1e9, 0.25e9);
+    SimTask t = NicTask(1000, 0.2, SimStream::kEp);
+    if (across) t.spine_bytes = t.network_bytes;
+    const uint32_t a = g.Add(t, {0});
+    t.stream = SimStream::kDp;
+    const uint32_t b = g.Add(t, {0});
+    auto run = RunTaskGraph(g);
+    REQUIRE(run.ok());
+    CHECK(run->end_ns[a] == (across ? 1600 : 1000));
+    CHECK(run->end_ns[b] == (across ? 1600 : 1000));
+    // Conservation: the NIC carried both, the uplink share what crossed.
+    CHECK(run->link_bytes[1] == doctest::Approx(2 * 200.0));
+    CHECK(run->link_bytes[2] == doctest::Approx(across ? 400.0 : 0.0));
   }
 }
