@@ -13,6 +13,7 @@
 #include "inputs/measurements.h"
 #include "inputs/recipe.h"
 #include "planner/layout.h"
+#include "sim/expert_loads.h"
 #include "topology/topology.h"
 
 namespace foldplan {
@@ -77,9 +78,15 @@ Result<std::string> CheckOne(const std::string& path) {
     return schema + ", " + std::to_string(params->fits.size()) + " fits" +
            (params->calibrated_gpu.empty() ? "" : ", measured on " + params->calibrated_gpu);
   }
+  if (schema == kExpertLoadsSchema) {
+    auto loads = LoadExpertLoadsFile(path);
+    if (!loads.ok()) return loads.status();
+    return std::string(kExpertLoadsSchema) + ", " + std::to_string(loads->histogram.size()) + " experts";
+  }
   return Status::Error(path + ": /schema: expected one of \"" + kClusterSchema + "\", \"" + kModelSchema +
                        "\", \"" + kJobSchema + "\", \"" + kRecipeSchema + "\", \"" + kMeasurementsSchema +
-                       "\", \"" + kCalibrationSchema + "\", \"" + kCalibrationSchemaV1 + "\", found " +
+                       "\", \"" + kCalibrationSchema + "\", \"" + kCalibrationSchemaV1 + "\", \"" +
+                       kExpertLoadsSchema + "\", found " +
                        (schema_field == doc.end() || !doc.is_object() ? std::string("no schema")
                                                                       : DescribeJsonValue(*schema_field)));
 }

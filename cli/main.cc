@@ -63,7 +63,7 @@ int main(int argc, char** argv) {
   list_cmd->add_flag("--json", list.json, "print JSON");
 
   foldplan::CheckOptions check;
-  auto* check_cmd = app.add_subcommand("check", "check input files (cluster, model, job, recipe, measurements, calibration) without running anything");
+  auto* check_cmd = app.add_subcommand("check", "check input files (cluster, model, job, recipe, measurements, calibration, expert loads) without running anything");
   check_cmd->add_option("files", check.files, "the files; each one's \"schema\" says what it is")->required();
 
   foldplan::TopoOptions topo;

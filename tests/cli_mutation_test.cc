@@ -174,7 +174,8 @@ TEST_CASE("foldplan check refuses a file of no known schema at /schema, and goes
   CHECK(run.exit_code == 1);
   CHECK(run.err == "foldplan: " + file + ": /schema: expected one of \"foldplan.cluster/v1\", \"foldplan.model/v1\", "
                    "\"foldplan.job/v1\", \"foldplan.recipe/v1\", \"foldplan.measurements/v1\", "
-                   "\"foldplan.calibration/v2\", \"foldplan.calibration/v1\", found the string \"foldplan.plan/v1\"\n");
+                   "\"foldplan.calibration/v2\", \"foldplan.calibration/v1\", \"foldplan.expert-loads/v1\", found the string "
+                   "\"foldplan.plan/v1\"\n");
   CHECK(run.out == "data/jobs/default.json: valid foldplan.job/v1\n");
   fs::remove(file);
 }
