@@ -74,6 +74,8 @@ void MemoryTimelines(const CostModel& model, const Layout& layout, const Pipelin
   const double dense_layer = mem.LayerActivationBytes(layout, false, layout.recompute);
   const double moe_layer = mem.LayerActivationBytes(layout, true, layout.recompute);
   std::map<int, MemoryBreakdown> by_stage;
+  std::vector<std::vector<uint32_t>> by_rank(static_cast<size_t>(sg.graph.ranks()));  // each rank's passes
+  for (uint32_t i = 0; i < sg.passes.size(); ++i) by_rank[static_cast<size_t>(sg.passes[i].rank)].push_back(i);
   for (SimRankStats& st : ranks) {
     const int p = st.pipeline_rank;
     auto at = by_stage.find(p);
@@ -93,8 +95,8 @@ void MemoryTimelines(const CostModel& model, const Layout& layout, const Pipelin
     }
     const double per_microbatch = b.inflight_microbatches > 0 ? activations / b.inflight_microbatches : 0;
     std::vector<std::pair<SimNs, double>> changes;  // (time, stage-equivalents)
-    for (const PassRecord& r : sg.passes) {
-      if (r.rank != st.rank) continue;
+    for (uint32_t pi : by_rank[static_cast<size_t>(st.rank)]) {
+      const PassRecord& r = sg.passes[pi];
       const double w = total > 0 ? share[static_cast<size_t>(r.chunk)] / total : 1.0 / order.vpp;
       const bool frees = order.split_backward ? r.kind == PassKind::kWeightGrad : r.kind == PassKind::kBackward;
       if (r.kind == PassKind::kForward) changes.push_back({run.end_ns[r.last_task], w});
