@@ -48,10 +48,12 @@
 # Every run is bounded (timeout(1), $limit_s seconds) so that a hang fails
 # the case instead of stalling CI.
 set -u
-# Under the sanitizer build (make sanitize): Open MPI unloads its plug-ins
-# before LeakSanitizer reports, so their frames lose their names; unwinding
-# fully at allocation time keeps the frames of libopen-pal and friends that
-# tests/sanitizer/lsan.supp names. Harmless without a sanitizer.
+# Under the sanitizer build (make sanitize): Open MPI is built without frame
+# pointers, so the fast unwinder loses the frames of libopen-pal and friends
+# that tests/sanitizer/lsan.supp names (an allocation through vasprintf, or
+# in a plug-in unloaded before LeakSanitizer reports: CTest preloads
+# tests/sanitizer/keep_dsos.cc so that none is); unwinding fully at
+# allocation time keeps them. Harmless without a sanitizer.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 case_name=$1 foldbench=$2 mpirun=$3 datadir=$4 workdir=$5
 command -v timeout >/dev/null 2>&1 || { echo "FAIL: needs timeout(1)"; exit 1; }
