@@ -2,7 +2,10 @@
 # foldbench end to end under mpirun (CTest runs this; see CMakeLists.txt).
 #   validate_foldbench.sh CASE FOLDBENCH MPIRUN DATADIR WORKDIR
 # Plans (DATADIR): pp2_cp2_ep4 (PP2, DP2 x CP2 for attention, EP4 for
-# experts) and tp2_cp2_ep2_etp2 (TP2 x CP2, EP2 x ETP2), 8 ranks each.
+# experts) and tp2_cp2_ep2_etp2 (TP2 x CP2, EP2 x ETP2), 8 ranks each; and
+# cp2_ep2 (2 ranks, cut to what foldbench reads) for the cases that test
+# foldbench's arguments only, which no rank count changes: a run costs
+# about a second per rank under the sanitizers.
 # CASE ok:          pp2_cp2_ep4: ulysses, dispatch, pack and a short sweep verified,
 #                   exit 0, measurements JSON written
 # CASE etp2:        tp2_cp2_ep2_etp2: ulysses and dispatch (with the all-gather-v
@@ -18,7 +21,7 @@
 #                   saying "run with -np 8"
 # CASE bad_args:    an unknown op, an unknown flag, a bad flag value, and
 #                   compute without the nccl backend, are refused before
-#                   anything runs: exit 2 + message
+#                   anything runs, by both ranks of cp2_ep2: exit 2 + message
 # Malformed plans (small files in DATADIR holding only what foldbench reads)
 # are refused on every rank before any collective: exit 1 + a message naming
 # the file and the JSON pointer, no crash:
@@ -31,8 +34,9 @@
 #                      5 twice, 6 never); a plan file that is not there
 # CASE rank_dies:   rank 3 kills itself (--die-rank) in a timed iteration: the
 #                   job must end non-zero, well within a bound, not hang
-# CASE timeout_values: --timeout 1e30, inf and 0 run (1e30 and inf fired the
-#                   watchdog at once); nan and -1 are usage errors (exit 2)
+# CASE timeout_values: cp2_ep2: --timeout 1e30, inf and 0 run (1e30 and inf
+#                   fired the watchdog at once); nan and -1 are usage errors
+#                   (exit 2)
 # CASE timeout_off: --timeout 0 with a hung rank: no watchdog fires, so only
 #                   this script's own bound ends the job
 # CASE no_memory:   a sweep size of 1 TiB is refused by the free-memory check
@@ -140,16 +144,16 @@ case "$case_name" in
     expect_out "pp2_cp2_ep4.plan.json: the plan is for 8 ranks but MPI started 4; run with -np 8" "no world-size message"
     ;;
   bad_args)
-    run 8 pp2_cp2_ep4 --ops ulysses,nope; rc=$?
+    run 2 cp2_ep2 --ops ulysses,nope; rc=$?
     expect_exit 2 "an unknown op was not refused"
     expect_out 'foldbench: --ops: unknown op "nope"; known ops: ulysses, dispatch, sweep, compute' "no unknown-op message"
-    run 8 pp2_cp2_ep4 --ops compute; rc=$?
+    run 2 cp2_ep2 --ops compute; rc=$?
     expect_exit 2 "compute on the mpi backend was not refused"
     expect_out "it needs --backend nccl" "no compute-backend message"
-    run 8 pp2_cp2_ep4 --ops ulysses --no-such-flag 1; rc=$?
+    run 2 cp2_ep2 --ops ulysses --no-such-flag 1; rc=$?
     expect_exit 2 "an unknown flag was not refused"
     expect_out "foldbench: --no-such-flag: unknown flag" "no unknown-flag message"
-    run 8 pp2_cp2_ep4 --ops ulysses --iters zero; rc=$?
+    run 2 cp2_ep2 --ops ulysses --iters zero; rc=$?
     expect_exit 2 "a bad flag value was not refused"
     expect_out 'foldbench: --iters: expected an integer >= 1, found "zero"' "no bad-value message"
     ;;
@@ -195,12 +199,12 @@ case "$case_name" in
     ;;
   timeout_values)
     for t in 1e30 inf 0; do
-      run 8 pp2_cp2_ep4 --ops ulysses --timeout "$t"; rc=$?
+      run 2 cp2_ep2 --ops ulysses --timeout "$t"; rc=$?
       expect_exit 0 "--timeout $t"
       if grep -q "did not finish within" "$out"; then fail "--timeout $t: the watchdog fired"; fi
     done
     for t in nan -1; do
-      run 8 pp2_cp2_ep4 --ops ulysses --timeout "$t"; rc=$?
+      run 2 cp2_ep2 --ops ulysses --timeout "$t"; rc=$?
       expect_exit 2 "--timeout $t was not refused"
       grep -q "foldbench: --timeout: expected a number >= 0, found \"$t\"" "$out" ||
         fail "--timeout $t: no message"
