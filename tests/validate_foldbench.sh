@@ -87,6 +87,12 @@ run() {  # run NP PLAN [extra foldbench args]
 }
 
 fail() { echo "FAIL: $*"; exit 1; }
+no_kill_wait() {  # for the 2-rank cases, whose ranks all end by themselves
+  # When a rank of a 1- or 2-rank job exits non-zero, Open MPI's mpirun
+  # waits odls_base_sigkill_timeout (1 s) before SIGTERM and again before
+  # SIGKILL, though the ranks are gone: 2 s of every usage error here.
+  export OMPI_MCA_odls_base_sigkill_timeout=0
+}
 expect_exit() {  # expect_exit CODE WHAT: the last run's exit status
   [ "$rc" -eq "$1" ] || fail "$2 (expected exit $1, got $rc)"
 }
@@ -144,6 +150,7 @@ case "$case_name" in
     expect_out "pp2_cp2_ep4.plan.json: the plan is for 8 ranks but MPI started 4; run with -np 8" "no world-size message"
     ;;
   bad_args)
+    no_kill_wait
     run 2 cp2_ep2 --ops ulysses,nope; rc=$?
     expect_exit 2 "an unknown op was not refused"
     expect_out 'foldbench: --ops: unknown op "nope"; known ops: ulysses, dispatch, sweep, compute' "no unknown-op message"
@@ -198,6 +205,7 @@ case "$case_name" in
     expect_out "foldbench: rank 3: --die-rank: killing this rank in timed iteration 1 of op ulysses" "rank 3 did not die where asked"
     ;;
   timeout_values)
+    no_kill_wait
     for t in 1e30 inf 0; do
       run 2 cp2_ep2 --ops ulysses --timeout "$t"; rc=$?
       expect_exit 0 "--timeout $t"
