@@ -4,9 +4,14 @@
 # short run of every fuzz target. `make fuzz` fuzzes for long (FUZZ_SECONDS).
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
-PACKAGES = cmake g++ make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev \
+PACKAGES = cmake ninja-build g++ make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev \
            doctest-dev libopenmpi-dev openmpi-bin libbenchmark-dev clang libclang-rt-dev
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
+# A new build folder is configured for Ninja: unlike CMake's Makefiles it
+# compiles a target's files while the libraries it links are still being
+# built, and checks an up-to-date build at once. A folder already configured
+# keeps its generator (cmake refuses to switch one).
+GENERATOR = $(if $(wildcard $(1)/CMakeCache.txt),,-G Ninja)
 
 SAN_BUILD ?= build-sanitize
 FUZZ_SECONDS ?= 600
@@ -33,7 +38,7 @@ test: build
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 build: deps
-	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release
+	cmake -S . -B $(BUILD) $(call GENERATOR,$(BUILD)) -DCMAKE_BUILD_TYPE=Release
 	cmake --build $(BUILD) -j $(JOBS)
 
 # Installs only the Debian packages that are missing.
@@ -47,7 +52,7 @@ deps:
 
 # One clang build serves the sanitized suite and the fuzz targets.
 sanitize-build: deps
-	CXX=clang++ cmake -S . -B $(SAN_BUILD) -DCMAKE_BUILD_TYPE=Debug \
+	CXX=clang++ cmake -S . -B $(SAN_BUILD) $(call GENERATOR,$(SAN_BUILD)) -DCMAKE_BUILD_TYPE=Debug \
 	  -DCMAKE_CXX_FLAGS_DEBUG="-O1 -gline-tables-only" -DFOLDPLAN_FUZZ=ON -DFOLDPLAN_BUILD_BENCH=OFF
 	cmake --build $(SAN_BUILD) -j $(JOBS)
 

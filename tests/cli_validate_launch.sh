@@ -6,10 +6,12 @@
 # foldbench flags after --. Expects exit 0, the printed command on stderr,
 # foldbench's correctness line on stdout and the measurements file.
 set -u
-# Under the sanitizer build (make sanitize): Open MPI unloads its plug-ins
-# before LeakSanitizer reports, so their frames lose their names; unwinding
-# fully at allocation time keeps the frames of libopen-pal and friends that
-# tests/sanitizer/lsan.supp names. Harmless without a sanitizer.
+# Under the sanitizer build (make sanitize): Open MPI is built without frame
+# pointers, so the fast unwinder loses the frames of libopen-pal and friends
+# that tests/sanitizer/lsan.supp names (an allocation through vasprintf, or
+# in a plug-in unloaded before LeakSanitizer reports: CTest preloads
+# tests/sanitizer/keep_dsos.cc so that none is); unwinding fully at
+# allocation time keeps them. Harmless without a sanitizer.
 export ASAN_OPTIONS="${ASAN_OPTIONS:+$ASAN_OPTIONS:}fast_unwind_on_malloc=0"
 foldplan=$1 plan=$2 workdir=$3
 out="$workdir/cli_validate_launch.out"

@@ -23,11 +23,14 @@ struct BruteForce {
   std::set<std::string> legal;
 };
 
-void Tally(const Layout& l, const LegalityContext& ctx, BruteForce* out) {
+// Counts one candidate; returns its violations (CheckLayout is most of the
+// brute force's time, under the sanitizers above all: called once).
+std::vector<Violation> Tally(const Layout& l, const LegalityContext& ctx, BruteForce* out) {
   ++out->candidates;
   auto v = CheckLayout(l, ctx);
   if (v.empty()) out->legal.insert(FormatLayout(l));
   else ++out->rejected[static_cast<size_t>(v.front().rule)];
+  return v;
 }
 
 // Every candidate of the documented space, built one by one; `pins` keeps
@@ -65,6 +68,13 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
     for (const std::optional<PipelineSchedule>& schedule : schedules) {
       // Pinned stages agree only with their own pp x vpp.
       if (pins.stages && static_cast<int>(pins.stages->size()) != pp * vpp) continue;
+      // The split depends on (pp, vpp, schedule) only.
+      std::vector<int> chosen_split;
+      if (!pins.stages) {
+        if (auto split = ChooseStageLayers(model, pp, vpp, BlockWeights{}, schedule); split.ok()) {
+          chosen_split = split.value();
+        }
+      }
       for (int tp : Divisors(g)) {
         if (!agrees(pins.tp, tp)) continue;
         for (int cp : Divisors(g)) {
@@ -107,14 +117,12 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
                       l.stage_mtp = pins.stage_mtp.value_or(std::vector<int>{});
                       l.explicit_stages = true;
                       l.pp_layout_given = pins.pp_layout;
-                    } else if (auto split = ChooseStageLayers(model, pp, vpp, BlockWeights{}, schedule);
-                               split.ok()) {
-                      l.stage_layers = split.value();
+                    } else {
+                      l.stage_layers = chosen_split;
                     }
-                    Tally(l, ctx, &out);
+                    const auto v = Tally(l, ctx, &out);
                     // A packed variant exists where it would move ranks and the
                     // linear version passes every rule before placement.
-                    const auto v = CheckLayout(l, ctx);
                     if (v.empty() || v.front().rule >= Rule::kPlacementFits) {
                       const int block = HeavyBlock(l);
                       const int dom = ctx.cluster->nvlink_domain_gpus;
