@@ -314,7 +314,10 @@ TEST_CASE("export torchtitan names each schedule as torch.distributed.pipelining
                                                                {PipelineSchedule::kInterleaved1F1B, "Interleaved1F1B"},
                                                                {PipelineSchedule::kGPipe, "GPipe"},
                                                                {PipelineSchedule::kDualPipeV, "DualPipeV"}};
-  for (const auto& [schedule, name] : expected) {
+  // Not a structured binding: CAPTURE's lambda cannot name one before clang 16.
+  for (const auto& e : expected) {
+    const PipelineSchedule schedule = e.first;
+    const char* name = e.second;
     CAPTURE(Name(schedule));
     CHECK(Contains(Export(Build(Scheduled(schedule)), ExportFormat::kTorchtitan),
                    "pipeline_parallel_schedule = \"" + std::string(name) + "\"\n"));
