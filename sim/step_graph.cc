@@ -21,16 +21,7 @@ SimKind KindOf(CommKind kind) {
   return SimKind::kTp;
 }
 
-SimStream StreamOf(CommKind kind) {
-  switch (kind) {
-    case CommKind::kTensorParallel: return SimStream::kTp;
-    case CommKind::kContextParallel: return SimStream::kCp;
-    case CommKind::kExpertParallel: return SimStream::kEp;
-    case CommKind::kPipeline: return SimStream::kPp;
-    case CommKind::kDataParallel: return SimStream::kDp;
-  }
-  return SimStream::kTp;
-}
+SimStream StreamOf(CommKind kind) { return StreamOfKind(KindOf(kind)); }
 
 SimPass PassOf(PassKind kind) {
   switch (kind) {

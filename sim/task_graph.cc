@@ -8,17 +8,8 @@ namespace {
 constexpr uint32_t kNone = std::numeric_limits<uint32_t>::max();
 }  // namespace
 
-const char* Name(SimStream stream) {
-  switch (stream) {
-    case SimStream::kCompute: return "compute";
-    case SimStream::kTp: return "tp";
-    case SimStream::kCp: return "cp";
-    case SimStream::kEp: return "ep";
-    case SimStream::kDp: return "dp";
-    case SimStream::kPp: return "pp";
-  }
-  return "?";
-}
+// The streams are named after the kinds of work they carry (the same order).
+const char* Name(SimStream stream) { return Name(static_cast<SimKind>(stream)); }
 
 const char* Name(SimKind kind) {
   switch (kind) {

@@ -23,6 +23,7 @@
 
 namespace foldplan {
 
+// One per SimKind, in the same order (a kind's own stream: StreamOfKind).
 enum class SimStream : uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp };
 inline constexpr int kSimStreamCount = 6;
 const char* Name(SimStream stream);  // "compute", "tp", "cp", "ep", "dp", "pp"
@@ -31,6 +32,7 @@ const char* Name(SimStream stream);  // "compute", "tp", "cp", "ep", "dp", "pp"
 enum class SimKind : uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp };
 inline constexpr int kSimKindCount = 6;
 const char* Name(SimKind kind);  // "compute", "tp", "cp", "ep", "dp", "pp"
+inline SimStream StreamOfKind(SimKind kind) { return static_cast<SimStream>(kind); }
 
 // The pass a task belongs to, for labels and memory.
 enum class SimPass : uint8_t { kForward, kBackward, kWeightGrad, kStep };
