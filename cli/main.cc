@@ -5,6 +5,7 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/calibrate_command.h"
+#include "cli/cli_docs.h"
 #include "cli/commands.h"
 #include "cli/compare_command.h"
 #include "cli/simulate_command.h"
@@ -56,7 +57,7 @@ void AddCalibrationFlags(CLI::App* cmd, std::string* calibration, bool* force_ca
 int main(int argc, char** argv) {
   CLI::App app{"foldplan: parallel-folding layout planner for MoE training"};
   app.require_subcommand(1);
-  app.set_version_flag("--version", "foldplan 0.1.0");
+  app.set_version_flag("--version", foldplan::kVersionText);
 
   foldplan::ListOptions list;
   auto* list_cmd = app.add_subcommand("list", "show the shipped clusters, models and jobs");
@@ -235,6 +236,10 @@ int main(int argc, char** argv) {
   AddCalibrationFlags(compare_cmd, &compare.calibration, &compare.force_calibration);
   compare_cmd->add_flag("--json", compare.json, "print JSON (schema foldplan.comparison/v1)");
 
+  auto* man_cmd = app.add_subcommand("man", "print the man page (groff), generated from these definitions");
+  auto* completion_cmd = app.add_subcommand("completion", "print a bash completion script for foldplan");
+  foldplan::FinishCliDefinition(app);
+
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
@@ -254,5 +259,7 @@ int main(int argc, char** argv) {
   if (*calibrate_cmd) return foldplan::RunCalibrate(calibrate, std::cout, std::cerr);
   if (*collective_cmd) return foldplan::RunCollective(collective, std::cout, std::cerr);
   if (*compare_cmd) return foldplan::RunCompare(compare, std::cout, std::cerr);
+  if (*man_cmd) return foldplan::WriteManPage(app, std::cout), 0;
+  if (*completion_cmd) return foldplan::WriteBashCompletion(app, std::cout), 0;
   return 2;
 }
