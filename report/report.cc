@@ -32,7 +32,7 @@ p.caption{font-size:13px;color:#4a5566;margin:4px 0 10px;max-width:1100px}
 p.note{font-size:13px;color:#8a4b00;background:#fff4e0;padding:4px 8px;border-radius:4px;display:inline-block}
 table{border-collapse:collapse;font-size:12.5px;margin-top:8px}
 th,td{padding:3px 10px;border-bottom:1px solid #e3e7ee;text-align:left}
-td.num{text-align:right;font-variant-numeric:tabular-nums}
+td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 th{background:#f4f6f9}
 code{font-family:"DejaVu Sans Mono",monospace;font-size:12px}
 svg text{fill:#1f2733}

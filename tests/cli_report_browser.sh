@@ -3,16 +3,16 @@
 #   cli_report_browser.sh FOLDPLAN SOURCE_DIR BUILD_DIR
 # Builds a report from the fixture plan tests/data/validate/pp2_cp2_ep4.plan.json
 # with the matching foldbench measurements and a `simulate --json` of the
-# plan, and one from a plan made here with `foldplan plan -o` (packed
-# placement: idle GPUs), then for each: injects a harness (first in <head>:
+# plan, and one from a plan searched here with `foldplan plan -o` (48 of the
+# cluster's 128 GPUs: 80 idle) with its simulation, then for each: injects a harness (first in <head>:
 # records window errors and console.error; last in <body>: measures every
 # <svg>, counts the rank cells) and checks, from chromium --dump-dom, that
-#   every SVG is present with a non-zero rendered size (and the five or
-#     seven expected ones are there),
+#   every SVG is present with a non-zero rendered size (and the seven or
+#     six expected ones are there),
 #   every rank 0..world-1 has exactly one cell in the map, every idle GPU one,
 #   the page logged no error (harness and chromium's console log);
 # and that the page itself loads nothing: no script, no src/href, no url().
-# A screenshot of the full report lands in BUILD_DIR/report_screenshot.png.
+# A screenshot of the searched plan's report lands in BUILD_DIR/report_screenshot.png.
 # Installs chromium with apt-get when missing and possible (CI runs as
 # root on Debian); without it the test is skipped (exit 77).
 set -u
@@ -36,12 +36,14 @@ plan="$src/tests/data/validate/pp2_cp2_ep4.plan.json"
 "$foldplan" simulate --plan "$plan" --json >"$work/sim.json" || fail "simulate --json failed"
 "$foldplan" report --plan "$plan" --measurements "$src/tests/data/inputs/measurements_pp2_cp2_ep4.json" \
   --simulation "$work/sim.json" -o "$work/full.html" || fail "report (fixture plan) failed"
-"$foldplan" plan --cluster h100-dgx-16n --model mixtral-8x7b --gpus 48 --fix placement=packed,ep=16 --top 12 \
-  -o "$work/packed.plan.json" >/dev/null || fail "plan -o failed"
-"$foldplan" report --plan "$work/packed.plan.json" --color-by ep -o "$work/packed.html" || fail "report (packed) failed"
+"$foldplan" plan --cluster h100-dgx-16n --model mixtral-8x7b --gpus 48 --top 12 \
+  -o "$work/searched.plan.json" >/dev/null || fail "plan -o failed"
+"$foldplan" simulate --plan "$work/searched.plan.json" --json >"$work/searched.sim.json" || fail "simulate --json failed"
+"$foldplan" report --plan "$work/searched.plan.json" --simulation "$work/searched.sim.json" --color-by dp \
+  -o "$work/searched.html" || fail "report (searched plan) failed"
 
 # A script, a source or a link in the page itself would need the network or break "self-contained".
-for page in full packed; do
+for page in full searched; do
   if grep -Eq '<script|src=|href=|url\(["'"'"']?[a-z]+:|@import' "$work/$page.html"; then
     fail "$page.html loads something: $(grep -Eo '<script|src=[^ ]*|href=[^ ]*|url\([^)]*\)|@import' "$work/$page.html" | head -3)"
   fi
@@ -50,13 +52,13 @@ done
 HEAD='<script>window.__errors=[];window.addEventListener("error",function(e){window.__errors.push("error: "+e.message)});(function(){var c=console.error;console.error=function(){window.__errors.push("console.error: "+Array.prototype.join.call(arguments," "));c.apply(console,arguments)}})();</script>'
 TAIL='<script>(function(){var r={errors:window.__errors,svgs:[],ranks:{},idle:0,zero_cells:0};document.querySelectorAll("svg").forEach(function(s){var b=s.getBoundingClientRect();r.svgs.push({cls:s.getAttribute("class"),w:b.width,h:b.height})});document.querySelectorAll("svg.rankmap [data-rank]").forEach(function(e){var k=e.getAttribute("data-rank");r.ranks[k]=(r.ranks[k]||0)+1;var b=e.getBoundingClientRect();if(!(b.width>0&&b.height>0))r.zero_cells++});r.idle=document.querySelectorAll("svg.rankmap [data-idle]").length;var p=document.createElement("pre");p.id="foldplan-test-result";p.textContent=JSON.stringify(r);document.body.appendChild(p)})();</script>'
 
-run_browser() {  # page.html, then chromium's extra flags
-  page=$1; shift
+run_browser() {  # FILE.html, then chromium's extra flags
+  file=$1; shift
   timeout 60 "$browser" --headless=new --no-sandbox --disable-gpu --no-first-run --disable-extensions \
-    --user-data-dir="$work/profile" --enable-logging=stderr --v=0 "$@" "file://$page"
+    --user-data-dir="$work/profile" --enable-logging=stderr --v=0 "$@" "file://$file"
 }
 
-for page in full packed; do
+for page in full searched; do
   probe="$work/$page.probe.html"
   python3 - "$work/$page.html" "$probe" "$HEAD" "$TAIL" <<'PY' || fail "cannot inject the harness into $page.html"
 import sys
@@ -70,7 +72,7 @@ PY
   run_browser "$probe" --dump-dom >"$work/$page.dom.html" 2>"$work/$page.chromium.log" ||
     { cat "$work/$page.chromium.log"; fail "chromium --dump-dom failed on $page"; }
   echo "$page: chromium rendered in $(( $(date +%s) - start )) s"
-  if [ "$page" = full ]; then expect_svgs=7 expect_plan=$plan; else expect_svgs=5 expect_plan=$work/packed.plan.json; fi
+  if [ "$page" = full ]; then expect_svgs=7 expect_plan=$plan; else expect_svgs=6 expect_plan=$work/searched.plan.json; fi
   python3 - "$work/$page.dom.html" "$expect_plan" "$expect_svgs" "$work/$page.chromium.log" <<'PY' || fail "$page: checks failed"
 import html, json, re, sys
 dom, plan_path, expect_svgs, log = sys.argv[1], sys.argv[2], int(sys.argv[3]), sys.argv[4]
@@ -109,7 +111,7 @@ sys.exit(1 if problems else 0)
 PY
 done
 
-run_browser "$work/full.html" --screenshot="$build/report_screenshot.png" --window-size=1400,2400 --hide-scrollbars \
+run_browser "$work/searched.html" --screenshot="$build/report_screenshot.png" --window-size=1400,2400 --hide-scrollbars \
   >"$work/screenshot.log" 2>&1 || { cat "$work/screenshot.log"; fail "chromium --screenshot failed"; }
 [ -s "$build/report_screenshot.png" ] || fail "no screenshot written"
 echo "screenshot: $build/report_screenshot.png"
