@@ -100,6 +100,7 @@ const std::vector<CliExample>& CliExamples() {
       {"calibrate", "foldplan calibrate --nccl-tests all_reduce:all_reduce.log -o calibration.json", false},
       {"collective", "foldplan collective --op all_to_all --ranks 16 --bytes 1M:256M"},
       {"compare", "foldplan compare --plan plan.json --measurements measurements.json", false},
+      {"report", "foldplan report --plan plan.json -o report.html"},
       {"man", "foldplan man > foldplan.1"},
       {"completion", "foldplan completion > foldplan.bash"},
   };

@@ -8,6 +8,7 @@
 #include "cli/cli_docs.h"
 #include "cli/commands.h"
 #include "cli/compare_command.h"
+#include "cli/report_command.h"
 #include "cli/simulate_command.h"
 #include "cli/validate_command.h"
 
@@ -236,6 +237,23 @@ int main(int argc, char** argv) {
   AddCalibrationFlags(compare_cmd, &compare.calibration, &compare.force_calibration);
   compare_cmd->add_flag("--json", compare.json, "print JSON (schema foldplan.comparison/v1)");
 
+  foldplan::ReportCommandOptions report;
+  auto* report_cmd = app.add_subcommand(
+      "report", "a plan as one self-contained HTML page: rank map, candidates, breakdowns, measurements, simulation");
+  report_cmd->add_option("--plan", report.plan, "the foldplan.plan/v1 file (plan -o)")->type_name("FILE")->required();
+  report_cmd->add_option("--measurements", report.measurements,
+                         "foldbench's foldplan.measurements/v1 output for the plan's best layout")
+      ->type_name("FILE");
+  report_cmd->add_option("--simulation", report.simulation, "simulate --json output (foldplan.simulation/v1)")
+      ->type_name("FILE");
+  report_cmd->add_option("--color-by", report.color_by,
+                         "group kind colouring the rank map: tp, cp, dp, ep, edp or pp "
+                         "(default: the largest of ep, tp, cp; dp when all are 1)")
+      ->type_name("KIND");
+  report_cmd->add_option("--max-gpus", report.max_gpus, "GPUs drawn in the rank map at most (whole domains)")
+      ->capture_default_str();
+  report_cmd->add_option("-o,--output", report.output, "the HTML file to write")->type_name("FILE")->required();
+
   auto* man_cmd = app.add_subcommand("man", "print the man page (groff), generated from these definitions");
   auto* completion_cmd = app.add_subcommand("completion", "print a bash completion script for foldplan");
   foldplan::FinishCliDefinition(app);
@@ -259,6 +277,7 @@ int main(int argc, char** argv) {
   if (*calibrate_cmd) return foldplan::RunCalibrate(calibrate, std::cout, std::cerr);
   if (*collective_cmd) return foldplan::RunCollective(collective, std::cout, std::cerr);
   if (*compare_cmd) return foldplan::RunCompare(compare, std::cout, std::cerr);
+  if (*report_cmd) return foldplan::RunReport(report, std::cout, std::cerr);
   if (*man_cmd) return foldplan::WriteManPage(app, std::cout), 0;
   if (*completion_cmd) return foldplan::WriteBashCompletion(app, std::cout), 0;
   return 2;

@@ -1,0 +1,33 @@
+#include "cli/report_command.h"
+
+#include "cli/output.h"
+#include "report/rank_map_svg.h"
+#include "report/report.h"
+
+namespace foldplan {
+
+int RunReport(const ReportCommandOptions& options, std::ostream& out, std::ostream& err) {
+  if (options.plan.empty()) return Usage(err, Status::Error("report needs --plan FILE (a foldplan.plan/v1 file)"));
+  if (options.output.empty()) return Usage(err, Status::Error("report needs -o FILE (the HTML page to write)"));
+  ReportOptions o;
+  o.plan = options.plan;
+  o.measurements = options.measurements;
+  o.simulation = options.simulation;
+  if (!options.color_by.empty()) {
+    o.color_by = ColorKindNamed(options.color_by);
+    if (!o.color_by) {
+      return Usage(err, Status::Error("--color-by: expected one of tp, cp, dp, ep, edp, pp, got '" +
+                                      options.color_by + "'"));
+    }
+  }
+  if (options.max_gpus < 1) {
+    return Usage(err, Status::Error("--max-gpus: expected at least 1, got " + std::to_string(options.max_gpus)));
+  }
+  o.max_gpus = options.max_gpus;
+  auto html = BuildReportHtml(o);
+  if (!html.ok()) return Fail(err, html.status());
+  if (Status s = WriteOrPrint(html.value(), options.output, out, err); !s.ok()) return Fail(err, s);
+  return 0;
+}
+
+}  // namespace foldplan

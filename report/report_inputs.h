@@ -1,0 +1,81 @@
+// What the report reads besides the plan's inputs: the plan file's ranked
+// candidates as written (costmodel/plan_file.h CandidateJson: step time,
+// breakdown, memory terms, communication by kind) and the simulator's
+// `foldplan.simulation/v1` output (cli/simulate_command.cc, doc/formats.md),
+// of which the report uses the step times, the critical path and the memory
+// timelines. Both read with core/json_check.h: an error names the file and
+// the JSON pointer. Fields the report does not draw are not checked, so a
+// newer writer's additions do not break it.
+#pragma once
+
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/status.h"
+
+namespace foldplan {
+
+struct CommKindSeconds {
+  std::string name;
+  double total_s = 0, exposed_s = 0;
+};
+
+struct MemoryTermGib {
+  std::string name;
+  double gib = 0;
+  std::string note;
+};
+
+// /candidates/N of a foldplan.plan/v1 file.
+struct PlanCandidate {
+  std::string layout;  // layout/text
+  double step_time_s = 0, tokens_per_s = 0, mfu = 0;
+  // step/...
+  long long microbatches = 0;
+  double stage_compute_s = 0, stage_exposed_comm_s = 0, stage_time_s = 0;
+  double pipeline_s = 0, bubble_s = 0, dp_exposed_s = 0, optimizer_s = 0;
+  // memory/...
+  double peak_gib = 0, hbm_gib = 0;
+  bool fits = false;
+  int worst_stage = 0;
+  std::vector<MemoryTermGib> memory_terms;  // in the file's order
+  std::vector<CommKindSeconds> comm;        // in the file's order
+  int violations = 0;
+};
+
+struct PlanSummary {
+  std::string objective;
+  std::string cluster, model, job;  // /inputs/*/name
+  std::vector<PlanCandidate> candidates;  // best first
+};
+
+// At most this many candidates are read (a plan keeps its top N, 10 by default).
+inline constexpr size_t kMaxReportCandidates = 10000;
+Result<PlanSummary> ReadPlanSummary(const std::string& path);
+
+struct SimSegment {
+  int rank = 0;
+  std::string pass;  // F, B, W, step
+  int microbatch = -1;
+  double start_s = 0, duration_s = 0;
+  std::vector<std::pair<std::string, double>> by_kind_s;
+};
+
+struct SimMemory {
+  int rank = 0, pipeline_rank = 0;
+  double peak_bytes = 0, model_peak_bytes = 0;
+  std::vector<std::pair<double, double>> points;  // (seconds, bytes)
+};
+
+struct SimulationSummary {
+  std::string layout, schedule;
+  double simulated_step_s = 0, analytical_step_s = 0;
+  double simulated_bubble_fraction = 0;
+  std::vector<SimSegment> critical_path;
+  std::vector<SimMemory> memory;
+};
+
+Result<SimulationSummary> ReadSimulation(const std::string& path);
+
+}  // namespace foldplan

@@ -1,0 +1,65 @@
+// `foldplan report` end to end: the page is written and self-contained;
+// usage errors exit 2; bad inputs exit 1 naming the file and the field.
+#include <doctest/doctest.h>
+
+#include <fstream>
+#include <string>
+
+#include "tests/cli_run.h"
+
+namespace foldplan {
+namespace {
+
+using testing::RunFoldplan;
+using testing::Slurp;
+
+const std::string kPlan = " --plan tests/data/validate/pp2_cp2_ep4.plan.json";
+
+size_t Count(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
+  return n;
+}
+
+TEST_CASE("cli report: the fixture plan with its measurements makes one page, every rank once, nothing loaded") {
+  const std::string out = "/tmp/foldplan_cli_report_test.html";
+  const auto run = RunFoldplan("report" + kPlan + " --measurements tests/data/inputs/measurements_pp2_cp2_ep4.json -o " + out);
+  REQUIRE_MESSAGE(run.exit_code == 0, run.err);
+  CHECK(run.err.find("wrote " + out) != std::string::npos);
+  const std::string html = Slurp(out);
+  // 8 ranks on a 16-node cluster of 8 GPUs: 8 rank cells, 120 idle.
+  for (int r = 0; r < 8; ++r) CHECK(Count(html, "data-rank=\"" + std::to_string(r) + "\"") == 1);
+  CHECK(Count(html, "data-rank=") == 8);
+  CHECK(Count(html, "data-idle=") == 120);
+  // rank map, scatter, step bar, memory bar, predicted-vs-measured.
+  CHECK(Count(html, "<svg ") == 5);
+  CHECK(html.find("<script") == std::string::npos);
+  CHECK(html.find("href=") == std::string::npos);
+  CHECK(html.find("src=") == std::string::npos);
+  CHECK(html.find("Measured against predicted") != std::string::npos);
+}
+
+TEST_CASE("cli report: usage errors exit 2") {
+  const auto no_output = RunFoldplan("report" + kPlan);
+  CHECK(no_output.exit_code == 2);
+  const auto bad_kind = RunFoldplan("report" + kPlan + " --color-by tp_ep -o /tmp/foldplan_cli_report_x.html");
+  CHECK(bad_kind.exit_code == 2);
+  CHECK(bad_kind.err.find("--color-by: expected one of tp, cp, dp, ep, edp, pp, got 'tp_ep'") != std::string::npos);
+  const auto bad_max = RunFoldplan("report" + kPlan + " --max-gpus 0 -o /tmp/foldplan_cli_report_x.html");
+  CHECK(bad_max.exit_code == 2);
+}
+
+TEST_CASE("cli report: measurements of another layout and a bad simulation file exit 1 naming them") {
+  const auto other = RunFoldplan("report --plan tests/data/validate/tp2_cp2_ep2_etp2.plan.json "
+                                 "--measurements tests/data/inputs/measurements_pp2_cp2_ep4.json -o /tmp/foldplan_cli_report_x.html");
+  CHECK(other.exit_code == 1);
+  CHECK(other.err.find("measurements_pp2_cp2_ep4.json was measured for layout") != std::string::npos);
+  const std::string sim = "/tmp/foldplan_cli_report_sim.json";
+  std::ofstream(sim) << R"({"schema": "foldplan.simulation/v1", "layout": "x", "schedule": "1f1b"})";
+  const auto bad = RunFoldplan("report" + kPlan + " --simulation " + sim + " -o /tmp/foldplan_cli_report_x.html");
+  CHECK(bad.exit_code == 1);
+  CHECK(bad.err.find(sim + ": /simulated") != std::string::npos);
+}
+
+}  // namespace
+}  // namespace foldplan
