@@ -10,7 +10,9 @@
 #include "costmodel/evaluate.h"
 #include "core/text_table.h"
 #include "inputs/loader.h"
+#include "costmodel/plan_file.h"
 #include "planner/enumerate.h"
+#include "planner/launch_files.h"
 #include "planner/layout_json.h"
 #include "planner/legality.h"
 #include "planner/pipeline.h"
@@ -545,10 +547,36 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
 }
 
 int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) {
-  auto format = ParseExportFormat(options.format);
-  if (!format.ok()) return Usage(err, format.status());
-  if (!options.layout && options.inputs.recipe.empty()) {
-    return Usage(err, Status::Error("ranks needs --layout (or --recipe, whose layout it exports)"));
+  // A launcher format (planner/launch_files.h), else a trainer export.
+  const std::optional<LaunchFormat> launch = LaunchFormatNamed(options.format);
+  Result<ExportFormat> format = ExportFormat{};
+  if (!launch) {
+    format = ParseExportFormat(options.format);
+    if (!format.ok()) {
+      return Usage(err, Status::Error(format.status().message() + "; or a launcher format, " +
+                                      kLaunchFormatChoices + ", with --hosts FILE"));
+    }
+  }
+  if (launch && options.hosts.empty()) {
+    return Usage(err, Status::Error(std::string("--format ") + Name(*launch) +
+                                    " needs --hosts FILE: the host names, one per line in node order"));
+  }
+  if (!launch && !options.hosts.empty()) {
+    return Usage(err, Status::Error(std::string("--hosts is for the launcher formats (") + kLaunchFormatChoices +
+                                    "), not --format " + options.format));
+  }
+  const bool from_plan = !options.plan.empty();
+  if (options.candidate && !from_plan) return Usage(err, Status::Error("--candidate needs --plan FILE"));
+  if (options.candidate && *options.candidate < 0) {
+    return Usage(err, Status::Error("--candidate: expected 0 (the best) or more, found " +
+                                    std::to_string(*options.candidate)));
+  }
+  if (from_plan && (options.layout || !options.inputs.recipe.empty() || options.world_size)) {
+    return Usage(err, Status::Error("--plan with --layout, --recipe or --world-size: the plan names its inputs and "
+                                    "layouts (choose one with --candidate N)"));
+  }
+  if (!options.layout && options.inputs.recipe.empty() && !from_plan) {
+    return Usage(err, Status::Error("ranks needs --layout (or --recipe, whose layout it exports, or --plan FILE)"));
   }
   if (options.world_size && !options.inputs.recipe.empty()) {
     return Usage(err, Status::Error("--world-size with --recipe: the recipe names its cluster and GPUs"));
@@ -562,7 +590,15 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   JobSpec j;
   std::optional<ModelSpec> model;
   std::string layout_text = options.layout.value_or("");
-  if (!options.inputs.recipe.empty()) {
+  if (from_plan) {
+    // The plan's own inputs, as written (simulate --plan reads them so too).
+    auto plan = LoadPlanFile(options.plan, options.candidate.value_or(0));
+    if (!plan.ok()) return Fail(err, plan.status());
+    cluster = plan->cluster;
+    j = plan->job;
+    model = plan->model;
+    layout_text = plan->layout_text;
+  } else if (!options.inputs.recipe.empty()) {
     // A recipe names everything: cluster, GPUs, model, job and its layout.
     auto in = LoadInputs(options.inputs);
     if (!in.ok()) return Fail(err, in.status());
@@ -611,6 +647,19 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   if (!model) {
     err << "note: no --model: the model's rules were not checked (heads, KV heads and FFN widths divisible by "
            "tp, Ulysses heads by cp, experts by ep, expert FFN by etp, the pipeline split)\n";
+  }
+  if (launch) {
+    auto hosts = ReadHostList(options.hosts);
+    if (!hosts.ok()) return Fail(err, hosts.status());
+    const LaunchPlacement placement = LaunchPlacementOf(map.value());
+    auto assignment = AssignHosts(placement, hosts.value(), options.hosts);
+    if (!assignment.ok()) return Fail(err, assignment.status());
+    auto text = LaunchFileText(assignment.value(), placement, *launch);
+    if (!text.ok()) return Fail(err, text.status());
+    if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
+    err << "note: run it as "
+        << LaunchHint(assignment.value(), *launch, options.output.empty() ? "FILE" : options.output) << "\n";
+    return 0;
   }
   const ExportContext export_ctx{&cluster, model ? &*model : nullptr, &j};
   auto text = ExportRankMap(map.value(), format.value(), export_ctx);

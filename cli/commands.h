@@ -141,6 +141,13 @@ struct RanksOptions {
   std::optional<int> world_size;      // --world-size: generic cluster of N GPUs, [1, kMaxWorldSize]
   bool model_given = false;           // --model given: run the model's legality rules
   std::string output;                 // -o FILE; "" = stdout
+  // The launcher formats (openmpi-rankfile|slurm|hostfile|env,
+  // planner/launch_files.h) need --hosts FILE: host names in node order.
+  std::string hosts;
+  // --plan FILE [--candidate N]: a foldplan.plan/v1 file's inputs and its
+  // candidate N (0: the best) instead of --layout and the input flags.
+  std::string plan;
+  std::optional<int> candidate;
 };
 int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err);
 

@@ -91,13 +91,24 @@ int main(int argc, char** argv) {
   ranks_cmd->add_option("--recipe", ranks.inputs.recipe,
                         "export a shipped recipe's layout (foldplan list) on its cluster, model and job")
       ->type_name("NAME");
-  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core")
+  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core, or a launcher file (--hosts): openmpi-rankfile|slurm|hostfile|env")
       ->capture_default_str();
   auto* world = ranks_cmd->add_option("--world-size", ranks.world_size,
                                       "a generic cluster of N GPUs, 8 per node (instead of --cluster)");
   world->excludes(ranks_cmd->get_option("--cluster"));
   world->excludes(ranks_cmd->get_option("--nodes"));
   ranks_cmd->add_option("-o,--output", ranks.output, "write to FILE (atomically) instead of stdout");
+  ranks_cmd->add_option("--hosts", ranks.hosts,
+                        "host names, one per line in node order (the launcher formats: openmpi-rankfile, slurm, "
+                        "hostfile, env)")
+      ->type_name("FILE");
+  auto* ranks_plan = ranks_cmd->add_option("--plan", ranks.plan, "or a foldplan.plan/v1 file: its inputs and a candidate")
+                         ->type_name("FILE");
+  for (const char* flag : {"--layout", "--recipe", "--world-size", "--cluster", "--model", "--job"})
+    ranks_plan->excludes(ranks_cmd->get_option(flag));
+  ranks_cmd->add_option("--candidate", ranks.candidate, "the plan's candidate (0: the best)")
+      ->type_name("N")
+      ->needs(ranks_plan);
 
   foldplan::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand("plan", "search every legal layout and rank them by the cost model");
@@ -181,6 +192,12 @@ int main(int argc, char** argv) {
                            "more launcher flags, split on spaces, e.g. \"--hostfile hosts\"")
       ->type_name("ARGS");
   validate_cmd->add_flag("--dry-run", validate.dry_run, "print the command on stdout and run nothing");
+  validate_cmd->add_option("--candidate", validate.candidate,
+                           "the plan's candidate (default 0, the best); its plan is written beside -o")
+      ->type_name("N");
+  validate_cmd->add_option("--hosts", validate.hosts,
+                           "host names, one per line in node order: ranks go on their planned hosts (a rankfile)")
+      ->type_name("FILE");
   validate_cmd->add_option("foldbench-args", validate.foldbench_args,
                            "after --: more foldbench flags, e.g. -- --max-seq 512 --iters 3")
       ->type_name("");
@@ -188,7 +205,8 @@ int main(int argc, char** argv) {
       "Flags for foldbench go after -- (doc/validate.md lists them). foldbench is\n"
       "$FOLDBENCH if set, else the foldbench next to foldplan. Open MPI gets\n"
       "--allow-run-as-root when run as root and --oversubscribe when the ranks outnumber\n"
-      "this machine's cores. Exit status is foldbench's: 0 every element right, 1 an\n"
+      "this machine's cores and no hosts are named (--hosts, --hostfile). A placement that\n"
+      "is not linear, or --hosts, gets an Open MPI --rankfile (doc/validate.md). Exit status is foldbench's: 0 every element right, 1 an\n"
       "invalid plan, 2 usage, 3 a run-time failure (a wrong element among them).");
 
   foldplan::CalibrateCliOptions calibrate;

@@ -20,8 +20,12 @@
 #include <sstream>
 #include <thread>
 
+#include "core/atomic_file.h"
 #include "core/formats.h"
 #include "core/json_check.h"
+#include "costmodel/evaluate.h"
+#include "costmodel/plan_file.h"
+#include "planner/launch_files.h"
 
 extern char** environ;
 
@@ -230,7 +234,111 @@ Result<int> SpawnAndWait(const std::vector<std::string>& argv, std::ostream& err
   return Status::Error(argv[0] + ": unexpected wait status " + std::to_string(status));
 }
 
+// Flags by which the user names the hosts: the slot counts are theirs then.
+bool NamesHosts(const std::vector<std::string>& launcher_args) {
+  return Contains(launcher_args, {"--hostfile", "-hostfile", "--machinefile", "-machinefile", "--default-hostfile",
+                                  "-default-hostfile", "--host", "-host", "-H"});
+}
+
+bool NamesRankfile(const std::vector<std::string>& launcher_args) {
+  return Contains(launcher_args, {"--rankfile", "-rankfile", "-rf"});
+}
+
+// Each rank's place as the file foldbench reads records it
+// (/rank_map/placement in a plan, /placement in a rank map), and whether
+// rank r is on GPU r throughout.
+struct FilePlacement {
+  LaunchPlacement launch;
+  bool linear = true;
+};
+
+Result<FilePlacement> ReadPlacement(const std::string& path) {
+  auto world = ReadPlanWorldSize(path);
+  if (!world.ok()) return world.status();
+  auto doc = ParseJsonFile(path);
+  if (!doc.ok()) return doc.status();
+  JsonErrors errors(path);
+  CheckedObject root(doc.value(), "", &errors);
+  const bool plan = root.String("schema") == kPlanSchema;
+  CheckedObject map = plan ? root.Object("rank_map") : root;
+  if (!errors.empty()) return errors.status();
+  CheckedObject placement = map.Object("placement");
+  FilePlacement out;
+  out.launch.layout_text = map.String("layout", "?");
+  if (!errors.empty()) return errors.status();
+  out.launch.placement = placement.String("kind", "?");
+  const std::vector<int64_t> gpu = placement.IntList("gpu", 0, kMaxWorldSize);
+  const std::vector<int64_t> node = placement.IntList("node", 0, kMaxWorldSize);
+  const std::vector<int64_t> local = placement.IntList("local_gpu", 0, kMaxWorldSize);
+  if (!errors.empty()) return errors.status();
+  for (const auto& [key, list] : {std::pair{"gpu", &gpu}, std::pair{"node", &node}, std::pair{"local_gpu", &local}}) {
+    if (static_cast<int>(list->size()) != world.value()) {
+      errors.Add(placement.Pointer(key), "expected " + std::to_string(world.value()) + " entries (the world size), found " +
+                                             std::to_string(list->size()));
+    }
+  }
+  if (!errors.empty()) return errors.status();
+  for (int r = 0; r < world.value(); ++r) {
+    out.launch.ranks.push_back({static_cast<int>(node[r]), static_cast<int>(local[r])});
+    out.linear = out.linear && gpu[r] == r;
+  }
+  return out;
+}
+
 }  // namespace
+
+Result<LaunchFiles> PrepareLaunchFiles(const ValidateOptions& o, const std::string& prefix,
+                                       const std::string& local_host) {
+  LaunchFiles files;
+  files.plan = o.plan;
+  if (o.candidate) {
+    if (*o.candidate < 0) return Status::Error("--candidate: expected 0 (the best) or more");
+    // foldbench reads the plan's rank map, which is the best candidate's:
+    // candidate N gets a plan of its own, made as `explain -o` makes one.
+    auto plan = LoadPlanFile(o.plan, *o.candidate);
+    if (!plan.ok()) return plan.status();
+    auto model = CostModel::Create(plan->cluster, plan->model, plan->job);
+    if (!model.ok()) return model.status();
+    const Evaluation e = model.value()->Evaluate(plan->layout);
+    PlanFileContents contents{model.value().get(), "explain", {e}, nullptr};
+    auto text = PlanFileJson(contents);
+    if (!text.ok()) return text.status();
+    files.plan = prefix + "candidate-" + std::to_string(*o.candidate) + ".plan.json";
+    if (Status s = WriteFileAtomically(files.plan, text.value()); !s.ok()) return s;
+  }
+  const std::vector<std::string> launcher_args = SplitOnSpaces(o.mpirun_args);
+  if (NamesRankfile(launcher_args)) {
+    if (!o.hosts.empty()) return Status::Error("--hosts and a --rankfile in --mpirun-args: give one of them");
+    return files;  // the user's rankfile places the ranks
+  }
+  auto placement = ReadPlacement(files.plan);
+  if (!placement.ok()) return placement.status();
+  std::vector<std::string> hosts;
+  std::string hosts_file = o.hosts;
+  if (o.hosts.empty()) {
+    if (placement->linear) return files;  // what the launcher does unasked
+    const int nodes = NodesUsed(placement->launch);
+    if (nodes > 1) {
+      files.notes = "foldplan: warning: " + files.plan + " places its ranks non-linearly (placement " +
+                    placement->launch.placement + ") on " + std::to_string(nodes) +
+                    " nodes; without --hosts FILE the launcher places them linearly, not on their planned nodes\n";
+      return files;
+    }
+    hosts = {local_host};
+    hosts_file = "this host";
+  } else {
+    auto read = ReadHostList(o.hosts);
+    if (!read.ok()) return read.status();
+    hosts = std::move(read).value();
+  }
+  auto assignment = AssignHosts(placement->launch, hosts, hosts_file);
+  if (!assignment.ok()) return assignment.status();
+  auto text = LaunchFileText(assignment.value(), placement->launch, LaunchFormat::kOpenMpiRankfile);
+  if (!text.ok()) return text.status();
+  files.rankfile = prefix + "rankfile";
+  if (Status s = WriteFileAtomically(files.rankfile, text.value()); !s.ok()) return s;
+  return files;
+}
 
 Result<int> ReadPlanWorldSize(const std::string& path) {
   auto doc = ParseJsonFile(path);
@@ -295,12 +403,14 @@ Result<LaunchEnvironment> DetectLaunchEnvironment(const ValidateOptions& options
 }
 
 Result<std::vector<std::string>> BuildValidateCommand(const ValidateOptions& o,
-                                                      const LaunchEnvironment& env) {
+                                                      const LaunchEnvironment& env,
+                                                      const LaunchFiles* files) {
   if (o.plan.empty()) return Status::Error("--plan FILE is required");
   if (o.backend && *o.backend != "mpi" && *o.backend != "nccl") {
     return Status::Error("--backend " + *o.backend + ": expected mpi or nccl");
   }
   if (o.np && *o.np < 1) return Status::Error("--np: expected a positive integer");
+  if (o.candidate && *o.candidate < 0) return Status::Error("--candidate: expected 0 (the best) or more");
 
   // Flags after `--` go to foldbench as given, except those validate owns.
   const auto& extra = o.foldbench_args;
@@ -346,11 +456,15 @@ Result<std::vector<std::string>> BuildValidateCommand(const ValidateOptions& o,
   if (env.open_mpi && env.root && !Contains(launcher_args, {"--allow-run-as-root", "-allow-run-as-root"})) {
     cmd.push_back("--allow-run-as-root");
   }
-  if (env.open_mpi && np > env.cores && !Contains(launcher_args, {"--oversubscribe", "-oversubscribe"})) {
+  // Named hosts bring their own slot counts: oversubscribing them is the user's call.
+  const bool hosts_named = !o.hosts.empty() || NamesHosts(launcher_args);
+  if (env.open_mpi && np > env.cores && !hosts_named &&
+      !Contains(launcher_args, {"--oversubscribe", "-oversubscribe"})) {
     cmd.push_back("--oversubscribe");
   }
   cmd.insert(cmd.end(), launcher_args.begin(), launcher_args.end());
-  cmd.insert(cmd.end(), {"-np", std::to_string(np), env.foldbench, "--plan", o.plan});
+  if (files && !files->rankfile.empty()) cmd.insert(cmd.end(), {"--rankfile", files->rankfile});
+  cmd.insert(cmd.end(), {"-np", std::to_string(np), env.foldbench, "--plan", files ? files->plan : o.plan});
   if (o.backend) cmd.insert(cmd.end(), {"--backend", *o.backend});
   if (!o.ops.empty()) cmd.insert(cmd.end(), {"--ops", o.ops});
   if (!o.output.empty()) cmd.insert(cmd.end(), {"-o", o.output});
@@ -384,10 +498,50 @@ int RunValidate(const ValidateOptions& options, std::ostream& out, std::ostream&
     auto cmd = BuildValidateCommand(options, stand_in);
     return Refuse(err, cmd.ok() ? env.status() : cmd.status(), options);
   }
-  auto cmd = BuildValidateCommand(options, env.value());
-  if (!cmd.ok()) return Refuse(err, cmd.status(), options);
+  // Flags and plan first, before any file is written.
+  if (auto checked = BuildValidateCommand(options, env.value()); !checked.ok()) {
+    return Refuse(err, checked.status(), options);
+  }
+  // The launch files go beside -o, else into a directory of their own,
+  // removed after a run (kept after --dry-run: the printed command names them).
+  std::string temp_dir;
+  std::string prefix = options.output + ".";
+  if (options.output.empty()) {
+    char dir[] = "/tmp/foldplan-validate-XXXXXX";
+    if (::mkdtemp(dir) == nullptr) {
+      return Refuse(err, Status::Error(std::string("cannot create a directory under /tmp: ") + std::strerror(errno)),
+                    options);
+    }
+    temp_dir = dir;
+    prefix = temp_dir + "/";
+  }
+  char host[256] = {};
+  if (::gethostname(host, sizeof host - 1) != 0 || host[0] == '\0') std::strcpy(host, "localhost");
+  auto files = PrepareLaunchFiles(options, prefix, host);
+  auto clean = [&] {
+    if (temp_dir.empty() || !files.ok()) return;
+    for (const std::string& f : {files->rankfile, options.candidate ? files->plan : std::string()}) {
+      if (!f.empty()) ::unlink(f.c_str());
+    }
+    ::rmdir(temp_dir.c_str());
+  };
+  if (!files.ok()) {
+    if (!temp_dir.empty()) ::rmdir(temp_dir.c_str());
+    return Refuse(err, files.status(), options);
+  }
+  err << files->notes;
+  auto cmd = BuildValidateCommand(options, env.value(), &files.value());
+  if (!cmd.ok()) {
+    clean();
+    return Refuse(err, cmd.status(), options);
+  }
   const std::string line = ShellJoin(cmd.value());
   if (options.dry_run) {
+    if (!temp_dir.empty() && (options.candidate || !files->rankfile.empty())) {
+      err << "foldplan: the printed command's files are kept in " << temp_dir << "\n";
+    } else if (!temp_dir.empty()) {
+      ::rmdir(temp_dir.c_str());
+    }
     if (!env->launcher_found) {
       err << "foldplan: warning: cannot run " << env->mpirun
           << " --version here, so no Open MPI flags were added\n";
@@ -402,6 +556,7 @@ int RunValidate(const ValidateOptions& options, std::ostream& out, std::ostream&
   std::cerr.flush();
   std::fflush(nullptr);
   auto code = SpawnAndWait(cmd.value(), err);
+  clean();
   if (!code.ok()) return Refuse(err, code.status(), options);
   return code.value();
 }

@@ -28,6 +28,12 @@ struct ValidateOptions {
   std::string mpirun_args;             // --mpirun-args "...": launcher flags, split on spaces
   std::vector<std::string> foldbench_args;  // after `--`: more foldbench flags, passed as given
   bool dry_run = false;                // print the command, run nothing
+  // --candidate N: the plan's candidate N (a plan file only); foldbench
+  // reads a one-candidate plan of it written beside -o (or in a temp dir).
+  std::optional<int> candidate;
+  // --hosts FILE: host names in node order (planner/launch_files.h); the
+  // ranks then go on their planned hosts through a rankfile.
+  std::string hosts;
 };
 
 // What the command depends on besides the options; DetectLaunchEnvironment
@@ -58,14 +64,35 @@ std::string DefaultLauncher();
 // `LAUNCHER --version`). Fails only when foldbench is not found.
 Result<LaunchEnvironment> DetectLaunchEnvironment(const ValidateOptions& options);
 
+// What validate writes for the launcher besides the options' files.
+struct LaunchFiles {
+  std::string plan;      // the file foldbench reads: --plan, or candidate N's plan
+  std::string rankfile;  // Open MPI rankfile; "" when none is needed
+  std::string notes;     // warnings for stderr ("" or lines ending in \n)
+};
+// Writes candidate N's plan (with --candidate; PlanFileJson of the plan's
+// inputs and that layout, as `explain -o` would) and a rankfile when the
+// placement needs one: when --hosts is given (ranks on the named hosts), or
+// the placement is not linear (rank r not on GPU r) and spans one node (the
+// host `local_host`). A non-linear placement over several nodes without
+// --hosts gets no rankfile and a note saying so. Files are `prefix` +
+// "candidate-N.plan.json" and `prefix` + "rankfile". A --rankfile in
+// --mpirun-args is the user's: none is written.
+Result<LaunchFiles> PrepareLaunchFiles(const ValidateOptions& options, const std::string& prefix,
+                                       const std::string& local_host);
+
 // The launcher's argv:
 //   MPIRUN [--allow-run-as-root] [--oversubscribe] [--mpirun-args...] -np N
 //     FOLDBENCH --plan FILE [--backend B] [--ops LIST] [-o FILE] [args after --]
 // --allow-run-as-root and --oversubscribe are Open MPI's and added only for
-// it: the first as root, the second when N exceeds env.cores; neither twice.
+// it: the first as root, the second when N exceeds env.cores and the user
+// named no hosts (--hosts, or --hostfile/--machinefile in --mpirun-args);
+// neither twice. With `files`: foldbench gets files->plan and the launcher
+// --rankfile files->rankfile when there is one.
 // Reads the plan (for N) but runs nothing.
 Result<std::vector<std::string>> BuildValidateCommand(const ValidateOptions& options,
-                                                      const LaunchEnvironment& env);
+                                                      const LaunchEnvironment& env,
+                                                      const LaunchFiles* files = nullptr);
 
 // POSIX shell quoting: `word` unchanged when it needs none, else in single quotes.
 std::string ShellQuote(const std::string& word);

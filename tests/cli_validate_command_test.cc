@@ -10,6 +10,8 @@
 #include <string>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "cli/validate_command.h"
 
 using foldplan::BuildValidateCommand;
@@ -311,4 +313,124 @@ TEST_CASE("foldplan validate prints the command, runs it, and returns its exit s
   ::unsetenv("FAKE_EXIT");
   ::unsetenv("FOLDBENCH");
   std::remove(launcher.c_str());
+}
+
+namespace {
+
+// EP 64 packed on two GB200 NVL72 racks: ranks 64-127 on nodes 18-33, so
+// rank 64 is on GPU 72, not 64 (not linear). Written as a rank map file.
+std::string PackedRankMap() {
+  const std::string path = TempFile("packed.rankmap.json", "");
+  auto r = RunFoldplan("ranks --cluster gb200-nvl72-4r --gpus 128 --layout tp=1,pp=1,ep=64,etp=1,placement=packed "
+                       "--format rankmap -o " + path);
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  return path;
+}
+
+std::string HostList(int n) {
+  std::string text;
+  for (int i = 0; i < n; ++i) text += "node" + std::to_string(i) + "\n";
+  return TempFile("hosts" + std::to_string(n), text);
+}
+
+// Open MPI on a 2-core machine: 128 ranks outnumber its cores.
+LaunchEnvironment SmallOpenMpi() {
+  LaunchEnvironment env = PlainEnv();
+  env.open_mpi = true;
+  env.cores = 2;
+  return env;
+}
+
+}  // namespace
+
+TEST_CASE("a packed plan with --hosts gets a rankfile on the planned hosts, and no --oversubscribe") {
+  ValidateOptions o = Options(PackedRankMap());
+  o.hosts = HostList(34);
+  const std::string prefix = TempFile("packed.", "");
+  auto files = foldplan::PrepareLaunchFiles(o, prefix, "thishost");
+  REQUIRE_MESSAGE(files.ok(), files.status().message());
+  CHECK(files->plan == o.plan);
+  CHECK(files->rankfile == prefix + "rankfile");
+  const std::string rankfile = foldplan::testing::Slurp(files->rankfile);
+  CHECK(Has(rankfile, "\nrank 63=node15 slot=3\nrank 64=node18 slot=0\n"));
+  auto cmd = BuildValidateCommand(o, SmallOpenMpi(), &files.value());
+  REQUIRE(cmd.ok());
+  const std::string line = foldplan::ShellJoin(cmd.value());
+  CHECK(Has(line, "mpirun --rankfile " + prefix + "rankfile -np 128 /opt/fp/bin/foldbench --plan " + o.plan));
+  CHECK(!Has(line, "--oversubscribe"));  // --hosts names the hosts and their slots
+  for (const std::string& f : {o.plan, o.hosts, files->rankfile, prefix}) std::remove(f.c_str());
+}
+
+TEST_CASE("a non-linear plan spanning nodes without --hosts gets no rankfile and a warning") {
+  ValidateOptions o = Options(PackedRankMap());
+  auto files = foldplan::PrepareLaunchFiles(o, "/tmp/unused-", "thishost");
+  REQUIRE(files.ok());
+  CHECK(files->rankfile.empty());
+  CHECK(Has(files->notes, "on 34 nodes; without --hosts FILE the launcher places them linearly"));
+  std::remove(o.plan.c_str());
+}
+
+TEST_CASE("a linear plan needs no rankfile; --hosts gives one anyway, on the named host") {
+  ValidateOptions o = Options();
+  auto none = foldplan::PrepareLaunchFiles(o, "/tmp/unused-", "thishost");
+  REQUIRE(none.ok());
+  CHECK(none->rankfile.empty());
+  CHECK(none->notes.empty());
+  o.hosts = HostList(1);  // the 8 ranks of kPlan sit on node 0
+  const std::string prefix = TempFile("linear.", "");
+  auto files = foldplan::PrepareLaunchFiles(o, prefix, "thishost");
+  REQUIRE_MESSAGE(files.ok(), files.status().message());
+  CHECK(Has(foldplan::testing::Slurp(files->rankfile), "\nrank 7=node0 slot=7\n"));
+  for (const std::string& f : {o.hosts, files->rankfile, prefix}) std::remove(f.c_str());
+}
+
+TEST_CASE("a hostfile in --mpirun-args stops the automatic --oversubscribe") {
+  ValidateOptions o = Options();  // 8 ranks on 2 cores
+  auto cmd = BuildValidateCommand(o, SmallOpenMpi());
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value()[1] == "--oversubscribe");
+  for (const char* flag : {"--hostfile h", "-hostfile h", "--machinefile h", "--host a,b"}) {
+    o.mpirun_args = flag;
+    cmd = BuildValidateCommand(o, SmallOpenMpi());
+    REQUIRE(cmd.ok());
+    CHECK_MESSAGE(!Has(foldplan::ShellJoin(cmd.value()), "--oversubscribe"), flag);
+  }
+}
+
+TEST_CASE("--candidate writes that candidate's plan for foldbench; past the list is an error") {
+  ValidateOptions o = Options();
+  o.candidate = 0;
+  const std::string prefix = TempFile("cand.", "");
+  auto files = foldplan::PrepareLaunchFiles(o, prefix, "thishost");
+  REQUIRE_MESSAGE(files.ok(), files.status().message());
+  CHECK(files->plan == prefix + "candidate-0.plan.json");
+  // The written plan's rank map is the original's best candidate's.
+  const auto written = nlohmann::json::parse(foldplan::testing::Slurp(files->plan));
+  const auto original = nlohmann::json::parse(foldplan::testing::Slurp(kPlan));
+  CHECK(written["rank_map"]["groups"] == original["rank_map"]["groups"]);
+  CHECK(written["candidates"].size() == 1);
+  auto cmd = BuildValidateCommand(o, PlainEnv(), &files.value());
+  REQUIRE(cmd.ok());
+  CHECK(cmd.value().back() == files->plan);
+  o.candidate = 1;
+  auto past = foldplan::PrepareLaunchFiles(o, prefix, "thishost");
+  REQUIRE_FALSE(past.ok());
+  CHECK(Has(past.status().message(), "/candidates"));
+  o.candidate = -1;
+  CHECK(Has(Error(o), "--candidate: expected 0"));
+  for (const std::string& f : {files->plan, prefix}) std::remove(f.c_str());
+}
+
+TEST_CASE("foldplan validate --dry-run shows the rankfile of a packed plan") {
+  const std::string plan = PackedRankMap();
+  const std::string hosts = HostList(34);
+  const std::string out = TempFile("m.json", "");
+  ::setenv("FOLDBENCH", "/bin/true", 1);
+  auto r = RunFoldplan("validate --plan " + plan + " --hosts " + hosts + " -o " + out + " --dry-run");
+  ::unsetenv("FOLDBENCH");
+  CHECK(r.exit_code == 0);
+  CHECK(Has(r.out, " --rankfile " + out + ".rankfile -np 128 /bin/true --plan " + plan));
+  CHECK(!Has(r.out, "--oversubscribe"));
+  CHECK(Has(foldplan::testing::Slurp(out + ".rankfile"), "rank 127=node33 slot=3\n"));
+  for (const std::string& f : {plan, hosts, out, out + ".rankfile"}) std::remove(f.c_str());
 }
