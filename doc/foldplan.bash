@@ -7,7 +7,7 @@ _foldplan() {
     case ${COMP_WORDS[i]} in -*) ;; *) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "list check topo enumerate ranks plan simulate explain validate calibrate collective compare man completion --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "list check topo enumerate ranks plan simulate explain validate calibrate collective compare report man completion --help --version" -- "$cur"))
     return
   fi
   local opts= files= choices=
@@ -33,9 +33,9 @@ _foldplan() {
       esac
       ;;
     ranks)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --layout --recipe --format --world-size -o --output --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --layout --recipe --format --world-size -o --output --hosts --plan --candidate --help"
       case $prev in
-        -o|--output) files=1 ;;
+        -o|--output|--hosts|--plan) files=1 ;;
         --format) choices="rankmap megatron torch torchtitan olmo-core" ;;
       esac
       ;;
@@ -59,9 +59,9 @@ _foldplan() {
       esac
       ;;
     validate)
-      opts="--plan --np --backend --ops -o --output --mpirun --mpirun-args --dry-run --help"
+      opts="--plan --np --backend --ops -o --output --mpirun --mpirun-args --dry-run --candidate --hosts --help"
       case $prev in
-        --plan|-o|--output|--mpirun) files=1 ;;
+        --plan|-o|--output|--mpirun|--hosts) files=1 ;;
         --backend) choices="mpi nccl" ;;
       esac
       ;;
@@ -82,6 +82,12 @@ _foldplan() {
       opts="--plan --measurements --calibration --force-calibration --json --help"
       case $prev in
         --plan|--measurements|--calibration) files=1 ;;
+      esac
+      ;;
+    report)
+      opts="--plan --measurements --simulation --color-by --max-gpus -o --output --help"
+      case $prev in
+        --plan|--measurements|--simulation|-o|--output) files=1 ;;
       esac
       ;;
     man)
