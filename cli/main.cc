@@ -89,7 +89,7 @@ int main(int argc, char** argv) {
   ranks_cmd->add_option("--recipe", ranks.inputs.recipe,
                         "export a shipped recipe's layout (foldplan list) on its cluster, model and job")
       ->type_name("NAME");
-  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core")
+  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core|jax|maxtext")
       ->capture_default_str();
   auto* world = ranks_cmd->add_option("--world-size", ranks.world_size,
                                       "a generic cluster of N GPUs, 8 per node (instead of --cluster)");
