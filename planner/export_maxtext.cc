@@ -79,7 +79,11 @@ Result<std::string> ExportMaxText(const RankMap& map, const ExportContext& ctx) 
          " (MaxText's expert axis is a batch axis of the dense layers).\n";
   out += "# ICI: inside an NVLink domain of " + Str(s.granule_ranks) + " ranks; DCN: across " + Str(s.granules) +
          (s.granules == 1 ? " domain" : " domains") + ". Other mesh axes stay at 1.\n";
-  out += export_util::PlacementNote(map, "#");
+  const std::string placement_note = export_util::PlacementNote(map, "#");
+  out += placement_note;
+  if (!placement_note.empty() && map.idle_gpus() > 0)
+    out += "# MaxText meshes every device JAX sees: expose only the rank map's GPUs to it (e.g.\n"
+           "# CUDA_VISIBLE_DEVICES per node), so that the idle ones stay out of the mesh.\n";
   if (l.cp > 1)
     out += l.cp_style == CpStyle::kRing
                ? "# Context parallelism: ring attention (set your MaxText's ring strategy where it has one).\n"
