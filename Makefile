@@ -5,7 +5,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc 2>/dev/null || echo 2)
 PACKAGES = cmake ninja-build g++ make libboost-graph-dev nlohmann-json3-dev libcli11-dev libeigen3-dev \
-           doctest-dev libopenmpi-dev openmpi-bin libbenchmark-dev clang libclang-rt-dev chromium
+           doctest-dev libopenmpi-dev openmpi-bin libbenchmark-dev clang libclang-rt-dev chromium python3 python3-yaml
 SUDO = $(shell [ "$$(id -u)" = 0 ] || echo sudo)
 # A new build folder is configured for Ninja: unlike CMake's Makefiles it
 # compiles a target's files while the libraries it links are still being

@@ -91,7 +91,7 @@ int main(int argc, char** argv) {
   ranks_cmd->add_option("--recipe", ranks.inputs.recipe,
                         "export a shipped recipe's layout (foldplan list) on its cluster, model and job")
       ->type_name("NAME");
-  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core, or a launcher file (--hosts): openmpi-rankfile|slurm|hostfile|env")
+  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core|jax|maxtext, or a launcher file (--hosts): openmpi-rankfile|slurm|hostfile|env")
       ->capture_default_str();
   auto* world = ranks_cmd->add_option("--world-size", ranks.world_size,
                                       "a generic cluster of N GPUs, 8 per node (instead of --cluster)");

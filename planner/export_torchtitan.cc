@@ -3,6 +3,10 @@
 // row-major, pp outermost; EP is no world-size factor but borrows the
 // innermost ranks of dp_shard x cp (x tp when etp = 1). Its groups are
 // recomputed here and compared with the map's; any difference is a refusal.
+// Recompute becomes [activation_checkpoint]: full -> "full", any module set
+// -> "selective" with selective_ac_option "op" (torchtitan's op-level policy
+// is its own, not Megatron's modules; the comment lists foldplan's).
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -89,15 +93,25 @@ Result<std::string> ExportTorchtitan(const RankMap& map, const ExportContext& ct
              Str(ctx.job->global_batch) + " / dp " + Str(l.dp) + ")";
     out += "\n";
   }
-  if (l.vpp > 1) {
-    out += "# vpp " + Str(l.vpp) + ": torchtitan must build pp*vpp = " + Str(l.pp * l.vpp) +
-           " stages; it derives them from pipeline_parallel_layers_per_stage\n";
-    out += "# (counting the embedding and output as layers by default), so set that per your version";
-    if (!l.stage_layers.empty()) {
-      out += "; foldplan's split:";
-      for (int n : l.stage_layers) out.append(" ").append(Str(n));
-    }
+  // An even split of decoder layers is one pipeline_parallel_layers_per_stage;
+  // an uneven one has no torchtitan key, so it is only a comment.
+  const bool even_split =
+      !l.stage_layers.empty() &&
+      std::all_of(l.stage_layers.begin(), l.stage_layers.end(), [&](int n) { return n == l.stage_layers[0]; });
+  if (l.pp > 1 && !l.stage_layers.empty()) {
+    out += "# Stages: pp*vpp = " + Str(l.pp * l.vpp) + " virtual stages of decoder layers, foldplan's split:";
+    for (int n : l.stage_layers) out.append(" ").append(Str(n));
     out += ".\n";
+    if (even_split)
+      out += "# torchtitan counts the embedding and the output as one layer each by default\n"
+             "# (pipeline_parallel_first_stage_less_layers / _last_stage_less_layers = 1): set both to 0\n"
+             "# where your version has them, so that its stages hold exactly these layers.\n";
+    else
+      out += "# The split is uneven: torchtitan takes it as module names per stage\n"
+             "# (pipeline_parallel_module_fqns_per_model_part), not as a layer count.\n";
+  } else if (l.vpp > 1) {
+    out += "# vpp " + Str(l.vpp) + ": torchtitan must build pp*vpp = " + Str(l.pp * l.vpp) +
+           " stages (set pipeline_parallel_layers_per_stage once the model's layers are known).\n";
   }
   out += "[parallelism]\n";
   out += "data_parallel_replicate_degree = 1\n";
@@ -111,6 +125,19 @@ Result<std::string> ExportTorchtitan(const RankMap& map, const ExportContext& ct
     out += std::string("pipeline_parallel_schedule = \"") + export_util::TorchPipelineSchedule(l.schedule_or_default()) +
            "\"\n";
     out += "pipeline_parallel_microbatch_size = " + Str(l.mbs) + "\n";
+    if (even_split) out += "pipeline_parallel_layers_per_stage = " + Str(l.stage_layers[0]) + "\n";
+  }
+  out += "\n[activation_checkpoint]\n";
+  if (l.recompute.full()) {
+    out += "mode = \"full\"\n";
+  } else if (l.recompute.selective()) {
+    out += "# foldplan recomputes " + Name(l.recompute) +
+           " (Megatron modules); torchtitan's selective AC picks ops by its own policy\n";
+    out += "# (\"op\": saves matmul and attention outputs, recomputes the rest), the closest it has.\n";
+    out += "mode = \"selective\"\n";
+    out += "selective_ac_option = \"op\"\n";
+  } else {
+    out += "mode = \"none\"\n";
   }
   return out;
 }

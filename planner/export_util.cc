@@ -172,3 +172,131 @@ std::string NoTorchScheduleReason(PipelineSchedule schedule, const std::string& 
 }
 
 }  // namespace foldplan::export_util
+
+namespace foldplan::export_util {
+
+namespace {
+
+constexpr const char* kDenseNames[] = {"pp", "dp", "cp", "tp"};
+constexpr const char* kExpertNames[] = {"pp", "edp", "ep", "etp"};
+
+struct Digit {
+  int index;  // DenseAxis or ExpertAxis value
+  int size;
+  int stride;
+};
+
+}  // namespace
+
+Result<std::vector<FoldedMeshAxis>> BuildFoldedMesh(const Layout& layout) {
+  auto gens = MakeFoldedGenerators(layout);
+  if (!gens.ok()) return gens.status();
+  const RankGenerator& d = gens.value().dense;
+  const RankGenerator& e = gens.value().expert;
+  const std::vector<Digit> dense = {{0, d.Size("pp"), d.Stride("pp")},
+                                    {1, d.Size("dp"), d.Stride("dp")},
+                                    {2, d.Size("cp"), d.Stride("cp")},
+                                    {3, d.Size("tp"), d.Stride("tp")}};
+  const std::vector<Digit> expert = {{0, e.Size("pp"), e.Stride("pp")},
+                                     {1, e.Size("dp"), e.Stride("dp")},
+                                     {2, e.Size("ep"), e.Stride("ep")},
+                                     {3, e.Size("tp"), e.Stride("tp")}};
+  // Every stride where a digit of either view starts or ends.
+  std::vector<std::pair<long long, std::string>> cuts = {{1, "rank"}, {layout.world, "world"}};
+  auto add_cuts = [&cuts](const std::vector<Digit>& digits, const char* const* names) {
+    for (const Digit& g : digits) {
+      if (g.size <= 1) continue;
+      cuts.push_back({g.stride, names[g.index]});
+      cuts.push_back({static_cast<long long>(g.stride) * g.size, names[g.index]});
+    }
+  };
+  add_cuts(dense, kDenseNames);
+  add_cuts(expert, kExpertNames);
+  std::sort(cuts.begin(), cuts.end());
+  for (size_t i = 1; i < cuts.size(); ++i) {
+    if (cuts[i].first % cuts[i - 1].first != 0)
+      return Status::Error("a mesh needs every degree of both views to be a product of mesh axes, but " +
+                           cuts[i - 1].second + "'s digit boundary at rank stride " +
+                           std::to_string(cuts[i - 1].first) + " and " + cuts[i].second +
+                           "'s at stride " + std::to_string(cuts[i].first) +
+                           " do not nest (neither divides the other): the " + "expert view's ep/etp/edp "
+                           "cut across the dense view's tp/cp/dp (or the other way round)");
+  }
+  auto owner = [](const std::vector<Digit>& digits, long long stride) {
+    for (const Digit& g : digits)
+      if (g.size > 1 && g.stride <= stride && stride < static_cast<long long>(g.stride) * g.size) return g.index;
+    return 0;
+  };
+  std::vector<FoldedMeshAxis> axes;
+  for (size_t i = 1; i < cuts.size(); ++i) {
+    if (cuts[i].first == cuts[i - 1].first) continue;
+    FoldedMeshAxis a;
+    a.stride = static_cast<int>(cuts[i - 1].first);
+    a.size = static_cast<int>(cuts[i].first / cuts[i - 1].first);
+    a.dense = static_cast<DenseAxis>(owner(dense, a.stride));
+    a.expert = static_cast<ExpertAxis>(owner(expert, a.stride));
+    a.name = a.dense == DenseAxis::kPp
+                 ? "pp"
+                 : std::string(kDenseNames[static_cast<int>(a.dense)]) + "_" + kExpertNames[static_cast<int>(a.expert)];
+    axes.push_back(a);
+  }
+  if (axes.empty()) axes.push_back(FoldedMeshAxis{"pp", 1, 1, DenseAxis::kPp, ExpertAxis::kPp});  // world 1
+  std::reverse(axes.begin(), axes.end());  // slowest first
+  return axes;
+}
+
+std::string MeshGroupMismatch(const RankMap& map, const std::vector<int>& shape,
+                              const std::vector<std::pair<GroupKind, std::vector<bool>>>& varying,
+                              const std::string& their_name) {
+  for (const auto& kv : varying) {
+    const std::string m =
+        DescribeGroupMismatch(Name(kv.first), map.groups(kv.first), RowMajorMeshGroups(shape, kv.second), their_name);
+    if (!m.empty()) return m;
+  }
+  return "";
+}
+
+Result<IciDcnSplit> SplitIciDcn(const RankMap& map, const std::vector<int>& shape) {
+  IciDcnSplit split;
+  const int w = map.world();
+  // Granules: the NVLink domains in the order their ranks come.
+  int granule_ranks = 0;
+  while (granule_ranks < w && map.place(granule_ranks).domain == map.place(0).domain) ++granule_ranks;
+  if (w % granule_ranks != 0)
+    return Status::Error("its NVLink domains hold unequal numbers of ranks (" + std::to_string(granule_ranks) +
+                         " in the first, world " + std::to_string(w) + ")");
+  for (int r = 0; r < w; ++r) {
+    const PhysicalPlace& p = map.place(r);
+    const PhysicalPlace& first = map.place(r - r % granule_ranks);
+    if (p.domain != first.domain || (r % granule_ranks && p.gpu <= map.place(r - 1).gpu) ||
+        (r >= granule_ranks && r % granule_ranks == 0 && p.domain <= map.place(r - 1).domain))
+      return Status::Error("rank " + std::to_string(r) + " (GPU " + std::to_string(p.gpu) + ", NVLink domain " +
+                           std::to_string(p.domain) + ") breaks the device order a hybrid mesh assumes: blocks of " +
+                           std::to_string(granule_ranks) + " consecutive ranks per domain, in GPU order");
+  }
+  split.granule_ranks = granule_ranks;
+  split.granules = w / granule_ranks;
+  // One process per node: the granule is a process exactly when a domain's
+  // ranks share a node (else JAX's slice_index names the domain).
+  split.domain_is_node = map.place(0).node == map.place(granule_ranks - 1).node;
+  split.ici.assign(shape.size(), 1);
+  split.dcn = shape;
+  long long rest = granule_ranks;  // ranks still to place in the ICI part, innermost axes first
+  for (int k = static_cast<int>(shape.size()) - 1; k >= 0 && rest > 1; --k) {
+    if (rest % shape[k] == 0) {
+      split.ici[k] = shape[k];
+      rest /= shape[k];
+    } else if (shape[k] % rest == 0) {
+      split.ici[k] = static_cast<int>(rest);
+      rest = 1;
+    } else {
+      return Status::Error("an NVLink domain holds " + std::to_string(granule_ranks) +
+                           " ranks, which is no product of the mesh's innermost axes (an axis of " +
+                           std::to_string(shape[k]) + " cuts it)");
+    }
+    split.dcn[k] = shape[k] / split.ici[k];
+  }
+  return split;
+}
+
+}  // namespace foldplan::export_util

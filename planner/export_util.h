@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "core/status.h"
 #include "inputs/pipeline_schedule.h"
 #include "planner/rank_generator.h"
 #include "planner/rank_map.h"
@@ -47,5 +48,48 @@ const char* TorchPipelineSchedule(PipelineSchedule schedule);
 // Why `trainer` cannot run `schedule` when TorchPipelineSchedule has no
 // name for it, listing the ones it has.
 std::string NoTorchScheduleReason(PipelineSchedule schedule, const std::string& trainer);
+
+// One mesh realising both views of the folding (JAX, MaxText): rank
+// digits cut at every stride of both views. Axes are listed slowest first
+// (row-major: the mesh element at flat index i is rank i); each axis is a
+// run of consecutive rank digits lying inside one dense axis and one expert
+// axis, so every dense and expert degree is a product of mesh axes.
+enum class DenseAxis { kPp, kDp, kCp, kTp };
+enum class ExpertAxis { kPp, kEdp, kEp, kEtp };
+struct FoldedMeshAxis {
+  std::string name;  // "pp", else "<dense>_<expert>": "tp_etp", "cp_ep", "dp_edp", ...
+  int size = 1;
+  int stride = 1;  // rank stride of the axis' first digit
+  DenseAxis dense = DenseAxis::kPp;
+  ExpertAxis expert = ExpertAxis::kPp;
+};
+// Refuses, naming the two strides that do not nest, when the dense digits
+// (tp, cp, dp, pp) and expert digits (etp, ep, edp, pp) of a rank cut it at
+// strides that do not divide one another: then some degree of one view is
+// no product of mesh axes.
+Result<std::vector<FoldedMeshAxis>> BuildFoldedMesh(const Layout& layout);
+
+// Empty when, for every group kind listed, the groups of a row-major mesh of
+// `shape` along the axes marked in `varying[kind]` equal the map's;
+// otherwise DescribeGroupMismatch's sentence for the first kind that differs.
+std::string MeshGroupMismatch(const RankMap& map, const std::vector<int>& shape,
+                              const std::vector<std::pair<GroupKind, std::vector<bool>>>& varying,
+                              const std::string& their_name);
+
+// The ICI x DCN split of a row-major mesh (slowest axis first) as
+// jax.experimental.mesh_utils.create_hybrid_device_mesh builds it: the
+// granules (NVLink domains holding ranks) in order, each holding the same
+// number of consecutive ranks, rank order equal to GPU order inside each,
+// and the granule's ranks a product of the mesh's innermost axes (at most
+// one axis split, its ICI part inner). ici[k] * dcn[k] == shape[k].
+struct IciDcnSplit {
+  std::vector<int> ici, dcn;
+  int granule_ranks = 0;  // ranks per NVLink domain used
+  int granules = 1;
+  bool domain_is_node = true;  // a domain's ranks share a node: granule = process (process_is_granule)
+};
+// The error says which condition fails (for MaxText a refusal; for the jax
+// export a reason to build the mesh from the rank order instead).
+Result<IciDcnSplit> SplitIciDcn(const RankMap& map, const std::vector<int>& shape);
 
 }  // namespace foldplan::export_util

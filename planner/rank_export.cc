@@ -17,6 +17,8 @@ const char* Name(ExportFormat format) {
     case ExportFormat::kTorch: return "torch";
     case ExportFormat::kTorchtitan: return "torchtitan";
     case ExportFormat::kOlmoCore: return "olmo-core";
+    case ExportFormat::kJax: return "jax";
+    case ExportFormat::kMaxText: return "maxtext";
   }
   return "?";
 }
@@ -311,6 +313,8 @@ Result<std::string> ExportRankMap(const RankMap& map, ExportFormat format, const
     case ExportFormat::kTorch: return ExportTorch(map, ctx);
     case ExportFormat::kTorchtitan: return ExportTorchtitan(map, ctx);
     case ExportFormat::kOlmoCore: return ExportOlmoCore(map, ctx);
+    case ExportFormat::kJax: return ExportJax(map, ctx);
+    case ExportFormat::kMaxText: return ExportMaxText(map, ctx);
   }
   return Status::Error("unknown export format");
 }

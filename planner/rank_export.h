@@ -3,7 +3,9 @@
 //   megatron    Megatron-LM command-line arguments
 //   torch       a Python snippet building torch DeviceMeshes from the real rank arrays
 //   torchtitan  torchtitan [parallelism] TOML settings
-//   olmo-core   OLMo-core folded-MoE degrees and mesh shapes (Python dict)
+//   olmo-core   a Python snippet building OLMo-core's parallelism configs
+//   jax         a Python snippet building one jax.sharding.Mesh and PartitionSpecs
+//   maxtext     MaxText ici_*/dcn_*_parallelism YAML settings
 // A trainer that cannot express the layout gets a refusal: a Status error
 // whose message says why. Before any export the map's invariants are checked
 // (CheckRankMapInvariants); a violation is a bug and is reported as an error.
@@ -21,10 +23,11 @@
 
 namespace foldplan {
 
-enum class ExportFormat { kRankMap, kMegatron, kTorch, kTorchtitan, kOlmoCore };
-inline constexpr int kExportFormatCount = 5;
+enum class ExportFormat { kRankMap, kMegatron, kTorch, kTorchtitan, kOlmoCore, kJax, kMaxText };
+inline constexpr int kExportFormatCount = 7;
 
-const char* Name(ExportFormat format);  // "rankmap", "megatron", "torch", "torchtitan", "olmo-core"
+// "rankmap", "megatron", "torch", "torchtitan", "olmo-core", "jax", "maxtext"
+const char* Name(ExportFormat format);
 // Accepts the names above; the error lists them.
 Result<ExportFormat> ParseExportFormat(std::string_view text);
 
@@ -56,5 +59,7 @@ Result<std::vector<std::string>> MegatronArgs(const RankMap& map, const ExportCo
 Result<std::string> ExportTorch(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportTorchtitan(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx);
+Result<std::string> ExportJax(const RankMap& map, const ExportContext& ctx);
+Result<std::string> ExportMaxText(const RankMap& map, const ExportContext& ctx);
 
 }  // namespace foldplan

@@ -63,6 +63,19 @@ TEST_CASE("ranks --format torch") {
   CheckGolden("ranks_w16_torch.txt", r.out);
 }
 
+TEST_CASE("ranks --format jax") {
+  auto r = RunFoldplan("ranks --world-size 16 --layout tp=2,cp=2,pp=2,ep=4,etp=1 --format jax");
+  CHECK(r.exit_code == 0);
+  CheckGolden("ranks_w16_jax.txt", r.out);
+}
+
+TEST_CASE("ranks --format maxtext") {
+  // tp 1 and ep within dp: a layout MaxText's fixed axis order can hold.
+  auto r = RunFoldplan("ranks --world-size 16 --layout tp=1,cp=1,pp=2,ep=4,etp=1,fsdp=true --format maxtext");
+  CHECK(r.exit_code == 0);
+  CheckGolden("ranks_w16_maxtext.txt", r.out);
+}
+
 TEST_CASE("ranks with --model checks the model's rules") {
   auto r = RunFoldplan("ranks --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=16,etp=1 --format megatron");
   CHECK(r.exit_code == 1);

@@ -1,5 +1,6 @@
 // Rank-map exports: the foldplan.rankmap/v1 JSON round trip, Megatron
-// arguments, torch, torchtitan and OLMo-core, and each refusal's reason.
+// arguments, torch, torchtitan, OLMo-core, JAX and MaxText, and each
+// refusal's reason. (tests/export_parse_check.py parses the trainer formats.)
 #include <doctest/doctest.h>
 
 #include <nlohmann/json.hpp>
@@ -60,7 +61,7 @@ TEST_CASE("export: format names") {
   }
   Result<ExportFormat> bad = ParseExportFormat("deepspeed");
   REQUIRE_FALSE(bad.ok());
-  CHECK(Contains(bad.status().message(), "rankmap, megatron, torch, torchtitan, olmo-core"));
+  CHECK(Contains(bad.status().message(), "rankmap, megatron, torch, torchtitan, olmo-core, jax, maxtext"));
 }
 
 TEST_CASE("export rankmap: valid JSON that round-trips every group") {
@@ -279,23 +280,104 @@ TEST_CASE("export torchtitan: expressible layouts and refusals") {
   }
 }
 
-TEST_CASE("export olmo-core: tp = etp = 1 and pp outermost only") {
-  SUBCASE("expressible") {
+TEST_CASE("export olmo-core: its configs for tp, cp, ep, pp and recompute; etp > 1 and pp inner refused") {
+  SUBCASE("tp 2 and Ulysses cp 2 become TransformerTensorParallelConfig and .ulysses") {
     const ModelSpec model = Moe(8, 16);
-    const std::string py =
-        Export(Build(MakeLayout(16, 1, 2, 2, 4, 1)), ExportFormat::kOlmoCore, {nullptr, &model, nullptr});
-    CHECK(Contains(py, "olmo_core_parallelism = {"));
-    CHECK(Contains(py, "\"moe_mesh\": {\"dims\": [\"pp\", \"ep_dp\", \"ep_mp\"], \"shape\": [2, 2, 4]}"));
-    CHECK(Contains(py, "\"local_experts\": 4"));
+    Layout l = MakeLayout(16, 2, 2, 2, 4, 1);  // dp 2, edp 2
+    l.recompute = Recompute::Full();
+    const std::string py = Export(Build(l), ExportFormat::kOlmoCore, {nullptr, &model, nullptr});
+    CHECK(Contains(py, "from olmo_core.train.train_module.transformer.config import (\n"));
+    CHECK(Contains(py, "tp_config = TransformerTensorParallelConfig(degree=2)\n"));
+    CHECK(Contains(py, "cp_config = TransformerContextParallelConfig.ulysses(degree=2)"));
+    CHECK(Contains(py, "ep_config = TransformerExpertParallelConfig(degree=4)  # 4 local experts; ep_dp 2\n"));
+    CHECK(Contains(py, "degree=2, schedule=PipelineScheduleType.single_1F1B"));
+    CHECK(Contains(py, "dp_config = TransformerDataParallelConfig(name=DataParallelType.ddp)\n"));
+    CHECK(Contains(py, "mode=TransformerActivationCheckpointingMode.full"));
   }
-  SUBCASE("tp > 1 is refused") {
-    const std::string why = Refusal(Build(MakeLayout(16, 2, 2, 2, 4, 1)), ExportFormat::kOlmoCore);
+  SUBCASE("ring cp is zig-zag; fsdp shards over dp; selective recompute names modules") {
+    Layout l = MakeLayout(16, 1, 2, 2, 4, 1);  // dp 4
+    l.cp_style = CpStyle::kRing;
+    l.fsdp = true;
+    l.recompute = Recompute::Selective().With(RecomputeModule::kLayernorm);
+    const std::string py = Export(Build(l), ExportFormat::kOlmoCore);
+    CHECK(Contains(py, "cp_config = TransformerContextParallelConfig.zig_zag(degree=2)\n"));
+    CHECK(Contains(py, "name=DataParallelType.fsdp, num_replicas=1, shard_degree=4)"));
+    CHECK(Contains(py, "mode=TransformerActivationCheckpointingMode.selected_modules"));
+    CHECK(Contains(py, "modules=[\"blocks.*.attention\", \"blocks.*.attention_norm\", \"blocks.*.feed_forward_norm\"])"));
+  }
+  SUBCASE("etp > 1 is refused naming the expert config") {
+    const std::string why = Refusal(Build(MakeLayout(16, 2, 1, 2, 4, 2)), ExportFormat::kOlmoCore);
     CHECK(Contains(why, "olmo-core cannot express this layout"));
-    CHECK(Contains(why, "no tensor parallelism (tp must be 1, this layout has tp 2)"));
+    CHECK(Contains(why, "TransformerExpertParallelConfig has only a degree"));
   }
   SUBCASE("pp-dp order with pp > 1 is refused") {
     Layout l = MakeLayout(16, 1, 1, 2, 1, 1, kPpDpOrder);
     CHECK(Contains(Refusal(Build(l), ExportFormat::kOlmoCore), "pp outermost"));
+  }
+}
+
+TEST_CASE("export torchtitan: recompute becomes [activation_checkpoint] and an even split a layer count") {
+  Layout l = MakeLayout(16, 1, 1, 2, 4, 1);
+  CHECK(Contains(Export(Build(l), ExportFormat::kTorchtitan), "[activation_checkpoint]\nmode = \"none\"\n"));
+  l.recompute = Recompute::Full();
+  CHECK(Contains(Export(Build(l), ExportFormat::kTorchtitan), "mode = \"full\"\n"));
+  l.recompute = Recompute::Selective();
+  l.stage_layers = {6, 6};
+  std::string toml = Export(Build(l), ExportFormat::kTorchtitan);
+  CHECK(Contains(toml, "mode = \"selective\"\nselective_ac_option = \"op\"\n"));
+  CHECK(Contains(toml, "pipeline_parallel_layers_per_stage = 6\n"));
+  l.stage_layers = {5, 7};  // uneven: only a comment
+  toml = Export(Build(l), ExportFormat::kTorchtitan);
+  CHECK_FALSE(Contains(toml, "pipeline_parallel_layers_per_stage ="));
+  CHECK(Contains(toml, "foldplan's split: 5 7."));
+}
+
+TEST_CASE("export jax: one mesh whose axes are both views' rank digits") {
+  SUBCASE("tp2 cp2 pp2 | ep4 etp1: ep is the product of the tp and cp digits") {
+    // Dense digits (fastest first) tp 2, cp 2, dp 2, pp 2; expert etp 1, ep 4,
+    // edp 2, pp 2: cuts at strides 1, 2, 4, 8, 16 give four axes of 2 and
+    // ep = tp_ep x cp_ep. Two 8-GPU domains: pp across (DCN), the rest inside.
+    const std::string py = Export(Build(MakeLayout(16, 2, 2, 2, 4, 1)), ExportFormat::kJax);
+    CHECK(Contains(py, "axis_names = (\"pp\", \"dp_edp\", \"cp_ep\", \"tp_ep\")\n"));
+    CHECK(Contains(py, "mesh_shape = (2, 2, 2, 2)\n"));
+    CHECK(Contains(py, "ici_shape = (1, 2, 2, 2)\ndcn_shape = (2, 1, 1, 1)\n"));
+    CHECK(Contains(py, "EP = (\"cp_ep\", \"tp_ep\")\n"));
+    CHECK(Contains(py, "TP = \"tp_ep\"\n"));
+    CHECK(Contains(py, "expert_w_in = P(EP, None, ETP)"));
+  }
+  SUBCASE("digits that do not nest are refused") {
+    // tp 2 ends at stride 2, ep 3 ends (edp starts) at stride 3: ep is no product of mesh axes.
+    Result<RankMap> m = BuildRankMap(MakeLayout(12, 2, 1, 1, 3, 1), testing::MakeCluster(2));
+    REQUIRE(m.ok());
+    const std::string why = Refusal(m.value(), ExportFormat::kJax);
+    CHECK(Contains(why, "jax cannot express this layout"));
+    CHECK(Contains(why, "tp's digit boundary at rank stride 2 and edp's at stride 3 do not nest"));
+  }
+}
+
+TEST_CASE("export maxtext: ici and dcn settings whose products are the degrees") {
+  SUBCASE("ep folds dp: dp 8 = fsdp 2 x expert 4, pp across nodes") {
+    Layout l = MakeLayout(16, 1, 1, 2, 4, 1);
+    l.fsdp = true;
+    const std::string y = Export(Build(l), ExportFormat::kMaxText);
+    CHECK(Contains(y, "ici_fsdp_parallelism: 2\n"));
+    CHECK(Contains(y, "ici_expert_parallelism: 4\n"));
+    CHECK(Contains(y, "ici_pipeline_parallelism: 1\n"));
+    CHECK(Contains(y, "dcn_pipeline_parallelism: 2\n"));
+  }
+  SUBCASE("etp != tp is refused") {
+    CHECK(Contains(Refusal(Build(MakeLayout(16, 2, 1, 2, 4, 1)), ExportFormat::kMaxText), "etp must equal tp 2"));
+  }
+  SUBCASE("ep over cp is refused: MaxText's expert axis holds no context rank") {
+    Layout l = MakeLayout(16, 1, 2, 2, 4, 1);  // dp 4, ep 4 = cp 2 x 2 of dp
+    const std::string why = Refusal(Build(l), ExportFormat::kMaxText);
+    CHECK(Contains(why, "maxtext cannot express this layout"));
+    CHECK(Contains(why, "groups differ"));
+  }
+  SUBCASE("data outside stage: pure dp with pp > 1 needs pp inside dp") {
+    CHECK(Contains(Refusal(Build(MakeLayout(16, 2, 1, 2, 1, 2)), ExportFormat::kMaxText), "data outside stage"));
+    CHECK(Contains(Export(Build(MakeLayout(16, 2, 1, 2, 1, 2, kPpDpOrder)), ExportFormat::kMaxText),
+                   "ici_data_parallelism: 2\n"));
   }
 }
 
@@ -328,11 +410,15 @@ TEST_CASE("export torchtitan names each schedule as torch.distributed.pipelining
   CHECK(Contains(why, "torchtitan runs 1F1B, Interleaved1F1B, GPipe, DualPipeV"));
 }
 
-TEST_CASE("export olmo-core names the schedule with pp > 1 and refuses zb-h1") {
-  CHECK(Contains(Export(Build(Scheduled(PipelineSchedule::kDualPipeV)), ExportFormat::kOlmoCore),
-                 "\"pp_schedule\": \"DualPipeV\","));
-  CHECK(Contains(Refusal(Build(Scheduled(PipelineSchedule::kZeroBubbleH1)), ExportFormat::kOlmoCore),
-                 "none runs zb-h1"));
+TEST_CASE("export olmo-core names PipelineScheduleType's member and refuses dualpipev and zb-h1") {
+  const std::string py = Export(Build(Scheduled(PipelineSchedule::kInterleaved1F1B)), ExportFormat::kOlmoCore);
+  CHECK(Contains(py, "schedule=PipelineScheduleType.interleaved_1F1B"));
+  CHECK(Contains(py, "split_points=[2, 4, 6]"));  // stages of 2 layers: first layer of stages 1..3
+  CHECK(Contains(Export(Build(Scheduled(PipelineSchedule::kGPipe)), ExportFormat::kOlmoCore),
+                 "schedule=PipelineScheduleType.gpipe"));
+  for (PipelineSchedule s : {PipelineSchedule::kDualPipeV, PipelineSchedule::kZeroBubbleH1})
+    CHECK(Contains(Refusal(Build(Scheduled(s)), ExportFormat::kOlmoCore),
+                   std::string("PipelineScheduleType has no ") + Name(s)));
 }
 
 TEST_CASE("export megatron runs 1f1b and interleaved-1f1b and refuses the schedules it has no flag for") {
