@@ -36,7 +36,7 @@ _foldplan() {
       opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --layout --recipe --format --world-size -o --output --hosts --plan --candidate --help"
       case $prev in
         -o|--output|--hosts|--plan) files=1 ;;
-        --format) choices="rankmap megatron torch torchtitan olmo-core" ;;
+        --format) choices="rankmap megatron torch torchtitan olmo-core jax maxtext" ;;
       esac
       ;;
     plan)
