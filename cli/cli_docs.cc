@@ -40,16 +40,17 @@ bool TakesFile(const CLI::Option& opt) {
          type.find("LOG") != std::string::npos;
 }
 
-// The choices a help text lists as "a|b|c" at its start (how every
-// enumerated flag here is described), or none.
+// The choices a help text lists as "a|b|c" at its start or after ": " (how
+// every enumerated flag here is described: "rankmap|megatron|..., or a
+// launcher file (--hosts): openmpi-rankfile|slurm|..."), or none.
 std::vector<std::string> ListedChoices(const CLI::Option& opt) {
-  static const std::regex kChoices("^([a-z0-9][a-z0-9_-]*(\\|[a-z0-9][a-z0-9_-]*)+)");
-  std::smatch m;
+  static const std::regex kChoices("(^|: )([a-z0-9][a-z0-9_-]*(\\|[a-z0-9][a-z0-9_-]*)+)");
   const std::string description = opt.get_description();
   std::vector<std::string> out;
-  if (!std::regex_search(description, m, kChoices)) return out;
-  std::stringstream words(m[1].str());
-  for (std::string w; std::getline(words, w, '|');) out.push_back(w);
+  for (std::sregex_iterator it(description.begin(), description.end(), kChoices), end; it != end; ++it) {
+    std::stringstream words((*it)[2].str());
+    for (std::string w; std::getline(words, w, '|');) out.push_back(w);
+  }
   return out;
 }
 
@@ -93,7 +94,8 @@ const std::vector<CliExample>& CliExamples() {
       {"topo", "foldplan topo --cluster gb200-nvl72-4r"},
       {"enumerate", "foldplan enumerate --model mixtral-8x7b --fix tp=2 --limit 10"},
       {"plan", "foldplan plan --model mixtral-8x7b --top 5 -o plan.json"},
-      {"explain", "foldplan explain --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1"},
+      {"explain", "foldplan explain --plan plan.json --candidate 1"},
+      {"diff", "foldplan diff --plan plan.json --candidates 0,1"},
       {"simulate", "foldplan simulate --plan plan.json --trace trace.json"},
       {"ranks", "foldplan ranks --world-size 16 --layout tp=2,cp=1,pp=2,ep=4,etp=1 --format megatron"},
       {"validate", "foldplan validate --plan plan.json --dry-run"},

@@ -1,5 +1,6 @@
 #include "cli/commands.h"
 #include "cli/output.h"
+#include "cli/csv.h"
 
 #include <algorithm>
 
@@ -246,6 +247,16 @@ Result<LayoutPins> ParsePins(const std::optional<std::string>& fix) {
   return pins;
 }
 
+Result<TableFormat> ParseTableFormat(const std::string& format, bool json_flag) {
+  const std::optional<TableFormat> f = format == "text"   ? std::optional(TableFormat::kText)
+                                       : format == "json" ? std::optional(TableFormat::kJson)
+                                       : format == "csv"  ? std::optional(TableFormat::kCsv)
+                                                          : std::nullopt;
+  if (!f) return Status::Error("--format: expected text, json or csv, found \"" + format + "\"");
+  if (json_flag && *f == TableFormat::kCsv) return Status::Error("--json with --format csv: give one of them");
+  return json_flag ? TableFormat::kJson : *f;
+}
+
 Status CheckLayoutText(const std::optional<std::string>& layout) {
   if (!layout) return Status();
   Result<LayoutPins> pins = ParseLayoutPins(*layout);
@@ -453,6 +464,27 @@ int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
   return 0;
 }
 
+namespace {
+
+// enumerate --format csv (doc/formats.md, "CSV"): the first `limit` layouts
+// (0: all), one record each, the columns of the text table.
+std::string EnumerationCsv(const std::vector<Layout>& layouts, int limit) {
+  std::string out = CsvRecord({"index", "layout", "tp", "cp", "dp", "pp", "vpp", "ep", "etp", "edp", "mbs", "order",
+                               "cp_style", "recompute", "placement", "dispatcher", "precision", "recipe",
+                               "layers_per_stage"});
+  for (size_t i = 0; i < layouts.size() && (limit == 0 || i < static_cast<size_t>(limit)); ++i) {
+    const Layout& l = layouts[i];
+    out += CsvRecord({std::to_string(i + 1), FormatLayout(l), std::to_string(l.tp), std::to_string(l.cp),
+                      std::to_string(l.dp), std::to_string(l.pp), std::to_string(l.vpp), std::to_string(l.ep),
+                      std::to_string(l.etp), std::to_string(l.edp), std::to_string(l.mbs), l.order, Name(l.cp_style),
+                      Name(l.recompute), Name(l.placement), Name(l.dispatcher), Name(l.precision), ShortRecipe(l),
+                      StagesText(l)});
+  }
+  return out;
+}
+
+}  // namespace
+
 int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ostream& err) {
   if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
   if (options.limit < 0) {
@@ -460,6 +492,9 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
                                     std::to_string(options.limit)));
   }
   if (Status s = CheckLayoutText(options.layout); !s.ok()) return Usage(err, s);
+  auto format = ParseTableFormat(options.format, options.json);
+  if (!format.ok()) return Usage(err, format.status());
+  const bool json_out = format.value() == TableFormat::kJson;
   auto pins = ParsePins(options.fix);
   if (!pins.ok()) return Usage(err, pins.status());
   auto inputs = LoadInputs(options.inputs);
@@ -474,7 +509,9 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
   if (options.layout) {
     auto layout = ResolveLayout(*options.layout, WorldOf(in.cluster, in.job), ctx);
     if (!layout.ok()) return Fail(err, layout.status());
-    if (options.json) {
+    if (format.value() == TableFormat::kCsv) {
+      out << EnumerationCsv({layout.value()}, 0);
+    } else if (json_out) {
       out << json{{"schema", kEnumerationSchema}, {"inputs", InputsJson(in)},
                   {"legal", true}, {"layout", LayoutToJson(layout.value())}}.dump(2) << "\n";
     } else {
@@ -491,7 +528,11 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
   EnumerateOptions enumerate;
   enumerate.pins = &*pins;
   const Enumeration e = EnumerateLayouts(ctx, enumerate);
-  if (options.json) {
+  if (format.value() == TableFormat::kCsv) {
+    out << EnumerationCsv(e.legal, options.limit);
+    return 0;
+  }
+  if (json_out) {
     json rejected = json::object();
     for (int r = 0; r < kRuleCount; ++r) rejected[Name(Rule(r))] = e.rejected[r];
     json layouts = json::array();

@@ -102,6 +102,13 @@ Status CheckLayoutText(const std::optional<std::string>& layout);
 
 // Limits of the commands' own flags (doc/formats.md, Command-line values).
 inline constexpr int kMaxTop = 10000;  // plan --top in [1, this]: candidates costed in full and written
+inline constexpr double kMaxMemoryGib = 1 << 20;  // plan --max-mem-gib in (0, this], --headroom-gib in [0, this]
+inline constexpr int kMaxWorldSizes = 64;         // plan --gpus-range: at most this many world sizes
+
+// --format of plan and enumerate: text (the default), json (also --json)
+// or csv (cli/csv.h); --json with --format csv is a usage error.
+enum class TableFormat { kText, kJson, kCsv };
+Result<TableFormat> ParseTableFormat(const std::string& format, bool json_flag);
 
 struct ListOptions {
   bool json = false;
@@ -131,6 +138,7 @@ struct EnumerateOptionsCli {
   int limit = 40;                     // layouts shown in the text table; 0 = all; >= 0
   std::optional<std::string> layout;  // check this one layout instead of enumerating
   std::optional<std::string> fix;     // --fix: only the layouts that agree with these keys
+  std::string format = "text";        // --format text|json|csv (--json is json)
 };
 int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ostream& err);
 
@@ -161,6 +169,13 @@ struct PlanOptions {
   int threads = 2;                    // [1, kMaxSearchThreads] (planner/search.h)
   std::optional<std::string> fix;     // --fix: only the layouts that agree with these keys
   int simulate_top = 0;               // --simulate-top N: re-rank the best N by simulated step time
+  std::string format = "text";        // --format text|json|csv (--json is json)
+  bool distinct = false;              // --distinct: one candidate per bit-equal score (planner/search.h)
+  std::optional<double> max_mem_gib;  // --max-mem-gib X: only layouts whose peak is <= X GiB
+  std::optional<double> headroom_gib; // --headroom-gib X: only layouts with >= X GiB of HBM to spare
+  // --gpus-range A:B (A, 2A, 4A, ... <= B, and B), A:B:S (A, A+S, ... <= B)
+  // or a list N,M,...: the search at each world size, the best of each.
+  std::string gpus_range;
 };
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err);
 
@@ -170,6 +185,8 @@ struct ExplainOptions {
   bool json = false;
   std::string output;                 // -o plan.json holding just this layout
   bool allow_oom = false;             // -o writes (and exit 0) even when the layout does not fit in memory
+  std::string plan;                   // --plan FILE: a foldplan.plan/v1 file's inputs and
+  int candidate = 0;                  //   candidate N (0: the best) instead of --layout
 };
 int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err);
 

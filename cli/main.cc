@@ -8,6 +8,7 @@
 #include "cli/cli_docs.h"
 #include "cli/commands.h"
 #include "cli/compare_command.h"
+#include "cli/diff_command.h"
 #include "cli/report_command.h"
 #include "cli/simulate_command.h"
 #include "cli/validate_command.h"
@@ -82,6 +83,7 @@ int main(int argc, char** argv) {
   enum_cmd->add_option("--layout", enumerate.layout, "check one layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1");
   enum_cmd->add_option("--fix", enumerate.fix, "only layouts that agree with these layout keys, e.g. tp=2,pp=8")
       ->type_name("KEYS");
+  enum_cmd->add_option("--format", enumerate.format, "text|json|csv (--json is json)")->capture_default_str();
 
   foldplan::RanksOptions ranks;
   auto* ranks_cmd = app.add_subcommand("ranks", "export a layout's rank map");
@@ -128,6 +130,16 @@ int main(int argc, char** argv) {
       ->type_name("NAME");
   plan_cmd->add_option("--fix", plan.fix, "search only layouts that agree with these layout keys, e.g. tp=2,pp=8,ep=32")
       ->type_name("KEYS");
+  plan_cmd->add_option("--format", plan.format, "text|json|csv (--json is json)")->capture_default_str();
+  plan_cmd->add_flag("--distinct", plan.distinct,
+                     "show layouts of equal objective, step time and peak memory once, with their count");
+  plan_cmd->add_option("--max-mem-gib", plan.max_mem_gib, "only layouts whose peak memory is at most X GiB")
+      ->type_name("X");
+  plan_cmd->add_option("--headroom-gib", plan.headroom_gib, "only layouts that leave at least X GiB of HBM free")
+      ->type_name("X");
+  plan_cmd->add_option("--gpus-range", plan.gpus_range,
+                       "search each world size: A:B (A, 2A, 4A, ... and B), A:B:STEP or N,M,...; the best of each")
+      ->type_name("SIZES");
 
   foldplan::SimulateOptions simulate;
   auto* simulate_cmd = app.add_subcommand("simulate", "play one layout's training step out as events, beside the analytical model");
@@ -169,6 +181,20 @@ int main(int argc, char** argv) {
   explain_cmd->add_option("-o,--output", explain.output, "write a foldplan.plan/v1 file holding this layout");
   explain_cmd->add_flag("--allow-oom", explain.allow_oom,
                         "accept a layout that does not fit in memory: -o writes its plan and the exit status is 0");
+  explain_cmd->add_option("--plan", explain.plan, "or a foldplan.plan/v1 file: its inputs and a candidate")
+      ->type_name("FILE");
+  explain_cmd->add_option("--candidate", explain.candidate, "the plan's candidate (0: the best)")->type_name("N");
+
+  foldplan::DiffOptions diff;
+  auto* diff_cmd = app.add_subcommand("diff", "two layouts' costs side by side and what explains the gap");
+  AddInputFlags(diff_cmd, &diff.inputs);
+  AddCalibrationFlags(diff_cmd, &diff.inputs.calibration, &diff.inputs.force_calibration);
+  diff_cmd->add_option("--layout", diff.layouts, "give it twice: layout A, then layout B")->type_name("LAYOUT");
+  diff_cmd->add_option("--plan", diff.plan, "or a foldplan.plan/v1 file: its inputs and two candidates")
+      ->type_name("FILE");
+  diff_cmd->add_option("--candidates", diff.candidates, "the plan's two candidates, I,J (0: the best; default 0,1)")
+      ->type_name("I,J");
+  diff_cmd->add_flag("--json", diff.json, "print JSON (schema foldplan.diff/v1)");
 
   foldplan::ValidateOptions validate;
   auto* validate_cmd = app.add_subcommand(
@@ -290,6 +316,7 @@ int main(int argc, char** argv) {
   if (*ranks_cmd) return foldplan::RunRanks(ranks, std::cout, std::cerr);
   if (*plan_cmd) return foldplan::RunPlan(plan, std::cout, std::cerr);
   if (*explain_cmd) return foldplan::RunExplain(explain, std::cout, std::cerr);
+  if (*diff_cmd) return foldplan::RunDiff(diff, std::cout, std::cerr);
   if (*simulate_cmd) return foldplan::RunSimulate(simulate, std::cout, std::cerr);
   if (*validate_cmd) return foldplan::RunValidate(validate, std::cout, std::cerr);
   if (*calibrate_cmd) return foldplan::RunCalibrate(calibrate, std::cout, std::cerr);

@@ -1,17 +1,25 @@
 // `foldplan plan` and `foldplan explain`: the cost model wired to the search.
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
+#include <climits>
+#include <numeric>
 #include <cstdio>
+#include <cstdlib>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/commands.h"
 #include "cli/simulate_command.h"
 #include "cli/output.h"
+#include "cli/csv.h"
+#include "cli/plan_text.h"
+#include "core/formats.h"
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/plan_file.h"
+#include "planner/enumerate.h"
 #include "planner/legality.h"
 #include "planner/pipeline_split.h"
 #include "planner/search.h"
@@ -22,98 +30,48 @@ namespace {
 using Align = TextTable::Align;
 
 
-std::string Seconds(double s) {
-  if (s >= 1) return Fixed(s, 2) + " s";
-  if (s >= 1e-3) return Fixed(s * 1e3, 1) + " ms";
-  return Fixed(s * 1e6, 0) + " us";
-}
-
-std::string Options(const Layout& l) {
-  std::string out = "mbs" + std::to_string(l.mbs) + " " + Name(l.recompute);
-  if (l.cp > 1) out += std::string(" ") + Name(l.cp_style);
-  if (l.order != kDefaultOrder) out += " " + l.order;
-  if (l.placement != Placement::kLinear) out += std::string(" ") + Name(l.placement);
-  const std::string recipe = ShortRecipe(l);
-  return recipe.empty() ? out : out + " " + recipe;
-}
-
-// The largest exposed communication kinds, "ep_dispatch 12 ms, tp_ag 3 ms".
-std::string TopExposed(const Evaluation& e, size_t n) {
-  std::vector<CommKindCost> kinds = e.comm;
-  std::sort(kinds.begin(), kinds.end(),
-            [](const auto& a, const auto& b) { return a.exposed_s > b.exposed_s; });
-  std::string out;
-  for (size_t i = 0; i < kinds.size() && i < n; ++i) {
-    if (kinds[i].exposed_s <= 0) break;
-    out += (out.empty() ? "" : ", ") + kinds[i].name + " " + Seconds(kinds[i].exposed_s);
+// `same` (with --distinct): how many layouts each row stands for.
+std::string CandidatesTable(const std::vector<Evaluation>& evals, const std::vector<uint64_t>* same) {
+  std::vector<std::string> head = {"#", "degrees", "options", "step", "tokens/s", "MFU", "mem GiB", "exposed comm per step"};
+  std::vector<Align> align = {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
+                              Align::kRight, Align::kRight, Align::kLeft};
+  if (same) {
+    head.insert(head.begin() + 3, "same cost");
+    align.insert(align.begin() + 3, Align::kRight);
   }
-  return out.empty() ? "-" : out;
-}
-
-std::string CandidatesTable(const std::vector<Evaluation>& evals) {
-  TextTable table({"#", "degrees", "options", "step", "tokens/s", "MFU", "mem GiB", "exposed comm per step"},
-                  {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
-                   Align::kRight, Align::kRight, Align::kLeft});
+  TextTable table(head, align);
   for (size_t i = 0; i < evals.size(); ++i) {
     const Evaluation& e = evals[i];
-    table.AddRow({std::to_string(i + 1), ShortDegrees(e.layout), Options(e.layout), Seconds(e.step.step_time_s),
-                  WithCommas(static_cast<unsigned long long>(e.step.tokens_per_s)),
-                  Fixed(100 * e.step.mfu, 1) + "%", Fixed(e.memory.peak_gib(), 1), TopExposed(e, 3)});
+    std::vector<std::string> row = {std::to_string(i + 1), ShortDegrees(e.layout), OptionsText(e.layout),
+                                    Seconds(e.step.step_time_s),
+                                    WithCommas(static_cast<unsigned long long>(e.step.tokens_per_s)),
+                                    Fixed(100 * e.step.mfu, 1) + "%", Fixed(e.memory.peak_gib(), 1), TopExposed(e, 3)};
+    if (same) row.insert(row.begin() + 3, "x" + WithCommas((*same)[i]));
+    table.AddRow(row);
   }
   return table.Render("  ");
 }
 
-std::string Breakdown(const Evaluation& e) {
-  const StepBreakdown& s = e.step;
-  std::string out;
-  out += "  layout       " + FormatLayout(e.layout) + "\n";
-  out += "  step         " + Seconds(s.step_time_s) + " = pipeline " + Seconds(s.pipeline_s) +
-         " (of which bubble " + Seconds(s.bubble_s) + ") + exposed data-parallel " +
-         Seconds(s.dp_exposed_s) + " + optimizer " + Seconds(s.optimizer_s) + "\n";
-  out += "  pipeline     " + std::string(Name(e.pipeline.schedule)) + ", " + e.pipeline.LayoutText() +
-         (e.pipeline_chosen ? " (chosen: the layers do not divide over pp x vpp)" : "") + "\n";
-  out += "  per micro-batch on stage " + std::to_string(s.slowest_stage) + ": compute " +
-         Seconds(s.stage_compute_s) + " + exposed communication " + Seconds(s.stage_exposed_comm_s) +
-         ", " + std::to_string(s.microbatches) + " micro-batches\n";
-  out += "  throughput   " + WithCommas(static_cast<unsigned long long>(s.tokens_per_s)) +
-         " tokens/s, MFU " + Fixed(100 * s.mfu, 1) + "% (" + Fixed(s.model_flops_per_token / 1e9, 2) +
-         " GFLOP per token, causal attention; " + Fixed(100 * s.mfu_full_attention, 1) +
-         "% counting full attention as Megatron did before core v0.12; see doc/cost-model.md)\n";
-  TextTable comm({"communication", "total per step", "exposed"}, {Align::kLeft, Align::kRight, Align::kRight});
-  for (const auto& c : e.comm) comm.AddRow({c.name, Seconds(c.total_s), Seconds(c.exposed_s)});
-  out += "\n" + comm.Render("  ");
-  TextTable mem({"memory (stage " + std::to_string(e.memory.worst_stage) + ")", "GiB", "how"},
-                {Align::kLeft, Align::kRight, Align::kLeft});
-  for (const auto& t : e.memory.terms) {
-    if (t.bytes == 0) continue;
-    mem.AddRow({t.name, Fixed(t.bytes / kBytesPerGiB, 2), t.note});
+// The plan's candidates as CSV (doc/formats.md, "CSV"): one record each,
+// the numbers those of the plan file's candidates.
+std::string CandidatesCsv(const std::vector<Evaluation>& evals, const std::vector<uint64_t>& same) {
+  std::string out = CsvRecord({"rank", "layout", "tp", "cp", "dp", "pp", "vpp", "ep", "etp", "edp", "mbs", "order",
+                               "cp_style", "recompute", "placement", "dispatcher", "precision", "equivalent_layouts",
+                               "step_time_s", "tokens_per_s", "mfu", "peak_gib", "fits", "pipeline_s", "bubble_s",
+                               "dp_exposed_s", "optimizer_s", "microbatches"});
+  for (size_t i = 0; i < evals.size(); ++i) {
+    const Evaluation& e = evals[i];
+    const Layout& l = e.layout;
+    out += CsvRecord({std::to_string(i + 1), FormatLayout(l), std::to_string(l.tp), std::to_string(l.cp),
+                      std::to_string(l.dp), std::to_string(l.pp), std::to_string(l.vpp), std::to_string(l.ep),
+                      std::to_string(l.etp), std::to_string(l.edp), std::to_string(l.mbs), l.order,
+                      Name(l.cp_style), Name(l.recompute), Name(l.placement), Name(l.dispatcher),
+                      Name(l.precision), std::to_string(same[i]), CsvNumber(e.step.step_time_s),
+                      CsvNumber(e.step.tokens_per_s), CsvNumber(e.step.mfu), CsvNumber(e.memory.peak_gib()),
+                      e.memory.fits ? "true" : "false", CsvNumber(e.step.pipeline_s), CsvNumber(e.step.bubble_s),
+                      CsvNumber(e.step.dp_exposed_s), CsvNumber(e.step.optimizer_s),
+                      std::to_string(e.step.microbatches)});
   }
-  mem.AddRow({"peak", Fixed(e.memory.peak_gib(), 2),
-              std::string(e.memory.fits ? "fits" : "DOES NOT FIT") + " in " + Fixed(e.memory.hbm_gib, 1) + " GiB"});
-  out += "\n" + mem.Render("  ");
-  return out;
-}
-
-// Why `a` beats `b`: the components of the step that differ, largest first,
-// and both peaks.
-std::string StepDifferences(const Evaluation& a, const Evaluation& b) {
-  std::vector<std::pair<std::string, double>> deltas = {
-      {"compute per micro-batch x micro-batches",
-       (b.step.stage_compute_s * b.step.microbatches) - (a.step.stage_compute_s * a.step.microbatches)},
-      {"exposed communication in the pipeline",
-       (b.step.stage_exposed_comm_s * b.step.microbatches) - (a.step.stage_exposed_comm_s * a.step.microbatches)},
-      {"pipeline bubble", b.step.bubble_s - a.step.bubble_s},
-      {"exposed data-parallel traffic", b.step.dp_exposed_s - a.step.dp_exposed_s},
-      {"optimizer step", b.step.optimizer_s - a.step.optimizer_s},
-  };
-  std::sort(deltas.begin(), deltas.end(),
-            [](const auto& x, const auto& y) { return std::abs(x.second) > std::abs(y.second); });
-  std::string out;
-  for (const auto& [what, d] : deltas) {
-    if (std::abs(d) < 1e-6) continue;
-    out += "    " + std::string(d > 0 ? "+" : "-") + Seconds(std::abs(d)) + "  " + what + "\n";
-  }
-  out += "  peak memory " + Fixed(a.memory.peak_gib(), 1) + " GiB vs " + Fixed(b.memory.peak_gib(), 1) + " GiB\n";
   return out;
 }
 
@@ -128,7 +86,7 @@ void WarnAboutRecipe(const Inputs& in, std::ostream& err) {
 
 // How the search's best compares with the recipe's own layout.
 std::string RecipeComparison(const Evaluation& best, const Evaluation& recipe, uint64_t better, uint64_t fitting) {
-  std::string out = "the recipe's layout (" + ShortDegrees(recipe.layout) + ", " + Options(recipe.layout) + "):\n";
+  std::string out = "the recipe's layout (" + ShortDegrees(recipe.layout) + ", " + OptionsText(recipe.layout) + "):\n";
   if (!recipe.violations.empty()) {
     out += "  is illegal here:\n";
     for (const auto& v : recipe.violations) out += "    " + std::string(Name(v.rule)) + ": " + v.detail + "\n";
@@ -147,7 +105,7 @@ std::string RecipeComparison(const Evaluation& best, const Evaluation& recipe, u
     out += "  it is the best layout found\n";
   } else if (gain > 0) {
     out += "  the best layout is " + Fixed(100 * gain, 1) + "% faster (" + Seconds(best.step.step_time_s) +
-           " vs " + Seconds(recipe.step.step_time_s) + " per step, " + Seconds(recipe.step.step_time_s - best.step.step_time_s) + " less):\n" + StepDifferences(best, recipe);
+           " vs " + Seconds(recipe.step.step_time_s) + " per step, " + Seconds(recipe.step.step_time_s - best.step.step_time_s) + " less):\n" + StepDifferencesText(best, recipe);
   } else {
     out += "  it is faster than every fitting layout of the search (" + Seconds(recipe.step.step_time_s) +
            " vs " + Seconds(best.step.step_time_s) + ")\n";
@@ -162,6 +120,104 @@ std::string MegatronText(const Layout& layout, const Inputs& in) {
   std::string line;
   for (const std::string& a : args.value()) line += (line.empty() ? "" : " ") + a;
   return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line):\n  " + line + "\n";
+}
+
+// --gpus-range: "A:B" is A, 2A, 4A, ... up to B, and B (world sizes double
+// as layouts' degrees do; B is asked for); "A:B:S" is A, A+S, ... up to B;
+// "N,M,..." those sizes. Sizes in [1, kMaxWorldSize], ascending, at most
+// kMaxWorldSizes of them.
+Result<std::vector<int>> ParseGpusRange(const std::string& text) {
+  const auto bad = [&](const std::string& why) {
+    return Status::Error("--gpus-range " + text + ": " + why +
+                         " (expected A:B, A:B:STEP or a list N,M,... of GPU counts)");
+  };
+  auto number = [](const std::string& item) -> std::optional<int64_t> {
+    if (item.empty() || item.size() > 9 || item.find_first_not_of("0123456789") != std::string::npos) return std::nullopt;
+    const int64_t v = std::stoll(item);
+    if (v < 1 || v > kMaxWorldSize) return std::nullopt;
+    return v;
+  };
+  std::vector<std::string> items;
+  const char sep = text.find(':') != std::string::npos ? ':' : ',';
+  for (size_t at = 0; at <= text.size();) {
+    const size_t end = std::min(text.find(sep, at), text.size());
+    items.push_back(text.substr(at, end - at));
+    at = end + 1;
+  }
+  std::vector<int64_t> values;
+  for (const std::string& item : items) {
+    const auto v = number(item);
+    if (!v) return bad("\"" + item + "\" is not a GPU count in [1, " + std::to_string(kMaxWorldSize) + "]");
+    values.push_back(*v);
+  }
+  std::vector<int> sizes;
+  if (sep == ':') {
+    if (values.size() < 2 || values.size() > 3) return bad("a range has two or three parts");
+    const int64_t lo = values[0], hi = values[1];
+    if (lo > hi) return bad("the start is above the end");
+    for (int64_t n = lo; n <= hi && sizes.size() <= kMaxWorldSizes; n = values.size() == 3 ? n + values[2] : 2 * n) {
+      sizes.push_back(static_cast<int>(n));
+    }
+    if (sizes.back() != hi && values.size() == 2) sizes.push_back(static_cast<int>(hi));
+  } else {
+    for (int64_t v : values) {
+      if (!sizes.empty() && v <= sizes.back()) return bad("list the sizes ascending, each once");
+      sizes.push_back(static_cast<int>(v));
+    }
+  }
+  if (sizes.size() > static_cast<size_t>(kMaxWorldSizes)) {
+    return bad("more than " + std::to_string(kMaxWorldSizes) + " sizes");
+  }
+  return sizes;
+}
+
+// When no layout is legal, whether the global batch is what rules them all
+// out: the layouts legal but for the batch rules (the job re-enumerated
+// with a global batch every dp x mbs divides into a multiple of every
+// pipeline's needs) are the candidates; a warning when the job's batch is
+// below dp x mbs for every one of them, or gives fewer micro-batches than
+// pp for every one of them. Each names the flag to change.
+std::vector<std::string> UnrealisticJobWarnings(const CostModel& cost, const LayoutPins& pins) {
+  const LegalityContext ctx = cost.legality();
+  const JobSpec& job = *ctx.job;
+  const int64_t world = ctx.job->world_size > 0 ? ctx.job->world_size : ctx.cluster->total_gpus();
+  int64_t mbs_lcm = 1;
+  for (int m : job.micro_batch_sizes) mbs_lcm = std::lcm(mbs_lcm, int64_t{m});
+  const int64_t relaxed_batch = world * world * mbs_lcm;
+  if (relaxed_batch > kMaxGlobalBatch) return {};  // too large to enumerate with; say nothing
+  JobSpec relaxed = job;
+  relaxed.global_batch = static_cast<int>(relaxed_batch);
+  LegalityContext relaxed_ctx = ctx;
+  relaxed_ctx.job = &relaxed;
+  EnumerateOptions enumerate;
+  enumerate.pins = &pins;
+  const Enumeration e = EnumerateLayouts(relaxed_ctx, enumerate);
+  if (e.legal.empty()) return {};  // something else rules every layout out
+  const int64_t batch = job.global_batch;
+  int64_t least_dp_mbs = INT64_MAX, least_pp = INT64_MAX, least_batch_for_pp = INT64_MAX;
+  bool dp_fits = false, pp_fed = false;
+  for (const Layout& l : e.legal) {
+    const int64_t dp_mbs = int64_t{l.dp} * l.mbs;
+    least_dp_mbs = std::min(least_dp_mbs, dp_mbs);
+    if (dp_mbs > batch) continue;
+    dp_fits = true;
+    pp_fed |= batch / dp_mbs >= l.pp;
+    least_pp = std::min(least_pp, int64_t{l.pp});
+    least_batch_for_pp = std::min(least_batch_for_pp, dp_mbs * l.pp);
+  }
+  const std::string on = " on " + std::to_string(world) + " GPUs";
+  if (!dp_fits) {
+    return {"warning: the global batch, " + std::to_string(batch) + " sequences, is fewer than the data-parallel ranks" +
+            on + " can use: every layout legal but for the batch needs dp x mbs >= " + std::to_string(least_dp_mbs) +
+            "; raise --global-batch to at least " + std::to_string(least_dp_mbs) + " or plan fewer --gpus"};
+  }
+  if (!pp_fed) {
+    return {"warning: the global batch, " + std::to_string(batch) + " sequences, gives fewer micro-batches than" +
+            " pipeline stages for every pp" + on + " (the fewest stages a layout can have is " +
+            std::to_string(least_pp) + "); raise --global-batch to at least " + std::to_string(least_batch_for_pp) +
+            ", plan fewer --gpus, or pin a pipeline with --fix pp=..."};
+  }
+  return {};
 }
 
 // plan's own flags on their own (usage errors).
@@ -181,7 +237,46 @@ Status CheckPlanFlags(const PlanOptions& o) {
     return Status::Error("--threads: expected an integer in [1, " + std::to_string(kMaxSearchThreads) +
                          "], found " + std::to_string(o.threads));
   }
+  if (auto f = ParseTableFormat(o.format, o.json); !f.ok()) return f.status();
+  // Memory limits: a number of GiB a GPU could have (kMaxMemoryGib).
+  if (o.max_mem_gib && !(*o.max_mem_gib > 0 && *o.max_mem_gib <= kMaxMemoryGib)) {
+    return Status::Error("--max-mem-gib: expected a number of GiB in (0, " + Fixed(kMaxMemoryGib, 0) + "]");
+  }
+  if (o.headroom_gib && !(*o.headroom_gib >= 0 && *o.headroom_gib <= kMaxMemoryGib)) {
+    return Status::Error("--headroom-gib: expected a number of GiB in [0, " + Fixed(kMaxMemoryGib, 0) + "]");
+  }
+  if (!o.gpus_range.empty()) {
+    const std::pair<bool, const char*> excluded[] = {{o.inputs.gpus.has_value(), "--gpus"},
+                                                     {!o.inputs.recipe.empty(), "--recipe"},
+                                                     {!o.output.empty(), "-o"},
+                                                     {o.simulate_top > 0, "--simulate-top"}};
+    for (const auto& [given, flag] : excluded) {
+      if (given) return Status::Error(std::string(flag) + " with --gpus-range: the range plans several world sizes");
+    }
+    if (auto sizes = ParseGpusRange(o.gpus_range); !sizes.ok()) return sizes.status();
+  }
   return CheckInputFlags(o.inputs);
+}
+
+// The peak a layout may reach under --max-mem-gib and --headroom-gib (the
+// lower of the two), or none; `hbm_gib` is the GPU's memory.
+Result<std::optional<double>> MemoryLimit(const PlanOptions& o, double hbm_gib) {
+  std::optional<double> limit = o.max_mem_gib;
+  if (o.headroom_gib) {
+    if (*o.headroom_gib >= hbm_gib) {
+      return Status::Error("--headroom-gib " + Fixed(*o.headroom_gib, 1) + ": the GPU has only " +
+                           Fixed(hbm_gib, 1) + " GiB");
+    }
+    limit = std::min(limit.value_or(hbm_gib), hbm_gib - *o.headroom_gib);
+  }
+  return limit;
+}
+
+std::string MemoryLimitText(const PlanOptions& o, double limit_gib) {
+  std::string flags;
+  if (o.max_mem_gib) flags = "--max-mem-gib " + Fixed(*o.max_mem_gib, 1);
+  if (o.headroom_gib) flags += (flags.empty() ? "" : ", ") + std::string("--headroom-gib ") + Fixed(*o.headroom_gib, 1);
+  return "peak " + Fixed(limit_gib, 1) + " GiB (" + flags + ")";
 }
 
 // "peak 91.3 GiB on stage 2 > 79.6 GiB of HBM", for an explained layout that does not fit.
@@ -192,8 +287,147 @@ std::string OomText(const Evaluation& e) {
 
 }  // namespace
 
+namespace {
+
+// One world size of --gpus-range: the best layout, or why there is none.
+struct SizeResult {
+  int gpus = 0;
+  std::optional<Evaluation> best;
+  uint64_t legal = 0;  // legal and fitting (and under the memory limit)
+  uint64_t equivalents = 1;
+};
+
+// plan --gpus-range: a search per size, the best of each side by side and
+// the best per GPU marked. Sizes the cluster cannot hold are usage errors.
+int RunPlanSizes(const PlanOptions& options, TableFormat format, std::ostream& out, std::ostream& err) {
+  const std::vector<int> sizes = ParseGpusRange(options.gpus_range).value();  // checked by CheckPlanFlags
+  auto pins = ParsePins(options.fix);
+  if (!pins.ok()) return Usage(err, pins.status());
+  const Objective objective = options.objective == "memory" ? Objective::kMemory : Objective::kThroughput;
+  std::vector<SizeResult> results;
+  std::optional<Inputs> first;
+  for (int gpus : sizes) {
+    PlanOptions at = options;
+    at.inputs.gpus = gpus;
+    auto inputs = LoadInputs(at.inputs);
+    if (!inputs.ok()) return Fail(err, inputs.status());
+    Inputs in = inputs.value();
+    if (gpus > in.cluster.total_gpus()) {
+      return Usage(err, Status::Error("--gpus-range " + options.gpus_range + ": " + std::to_string(gpus) +
+                                      " GPUs is more than cluster " + in.cluster.name + " holds (" +
+                                      std::to_string(in.cluster.total_gpus()) + ")"));
+    }
+    in.job = PinnedJob(in.job, *pins);
+    auto model = CostModel::Create(in.cluster, in.model, in.job, in.calibration_use);
+    if (!model.ok()) return Fail(err, model.status());
+    const CostModel& cost = *model.value();
+    if (!first) WarnAboutCalibrationGpu(cost.comm_params(), in.cluster, err);
+    auto limit = MemoryLimit(options, in.cluster.gpu.hbm_gib);
+    if (!limit.ok()) return Usage(err, limit.status());
+    SearchOptions search;
+    search.top = 1;
+    search.threads = options.threads;
+    search.pins = &*pins;
+    search.max_peak_memory_gib = limit.value();
+    search.distinct = options.distinct;
+    const CostScorer scorer(cost, objective);
+    SearchResult r = SearchLayouts(cost.legality(), scorer, search);
+    if (!r.status.ok()) return Fail(err, r.status);
+    SizeResult size{gpus, std::nullopt, r.enumeration.legal_count - r.over_memory_limit, 1};
+    if (!r.best.empty()) {
+      size.best = cost.Evaluate(r.best.front().layout);
+      size.equivalents = r.best.front().equivalents;
+    }
+    if (r.enumeration.legal.empty()) {
+      for (const std::string& w : UnrealisticJobWarnings(cost, *pins)) err << w << "\n";
+    }
+    if (!first) first = in;
+    results.push_back(std::move(size));
+  }
+  // The best per GPU: the most tokens/s per GPU (ties: the smaller world).
+  std::optional<size_t> best_per_gpu;
+  for (size_t i = 0; i < results.size(); ++i) {
+    if (!results[i].best) continue;
+    const double per_gpu = results[i].best->step.tokens_per_s / results[i].gpus;
+    if (!best_per_gpu || per_gpu > results[*best_per_gpu].best->step.tokens_per_s / results[*best_per_gpu].gpus) {
+      best_per_gpu = i;
+    }
+  }
+  if (format == TableFormat::kJson) {
+    nlohmann::ordered_json sizes_json = nlohmann::ordered_json::array();
+    for (size_t i = 0; i < results.size(); ++i) {
+      const SizeResult& r = results[i];
+      nlohmann::ordered_json j = {{"gpus", r.gpus}, {"legal_and_fitting", r.legal}};
+      if (r.best) {
+        j["best"] = CandidateJson(*r.best);
+        j["tokens_per_s_per_gpu"] = r.best->step.tokens_per_s / r.gpus;
+        j["equivalent_layouts"] = r.equivalents;
+      } else {
+        j["best"] = nullptr;
+      }
+      j["best_per_gpu"] = best_per_gpu == i;
+      sizes_json.push_back(j);
+    }
+    out << nlohmann::ordered_json{{"schema", kWorldSizesSchema},
+                                  {"objective", Name(objective)},
+                                  {"cluster", first->cluster.name},
+                                  {"model", first->model.name},
+                                  {"job", first->job.name},
+                                  {"sizes", sizes_json}}
+               .dump(1)
+        << "\n";
+    return best_per_gpu ? 0 : 1;
+  }
+  if (format == TableFormat::kCsv) {
+    out << CsvRecord({"gpus", "layout", "step_time_s", "tokens_per_s", "tokens_per_s_per_gpu", "mfu", "peak_gib",
+                      "best_per_gpu"});
+    for (size_t i = 0; i < results.size(); ++i) {
+      const SizeResult& r = results[i];
+      if (!r.best) {
+        out << CsvRecord({std::to_string(r.gpus), "", "", "", "", "", "", "false"});
+        continue;
+      }
+      const StepBreakdown& st = r.best->step;
+      out << CsvRecord({std::to_string(r.gpus), FormatLayout(r.best->layout), CsvNumber(st.step_time_s),
+                        CsvNumber(st.tokens_per_s), CsvNumber(st.tokens_per_s / r.gpus), CsvNumber(st.mfu),
+                        CsvNumber(r.best->memory.peak_gib()), best_per_gpu == i ? "true" : "false"});
+    }
+    return best_per_gpu ? 0 : 1;
+  }
+  const Inputs& in = *first;
+  out << "cluster " << in.cluster.name << " (" << in.cluster.total_gpus() << " x " << in.cluster.gpu.name
+      << "), model " << in.model.name << ", job " << in.job.name << " (seq " << in.job.seq_len << ", global batch "
+      << in.job.global_batch << "); objective " << Name(objective) << ", the best layout at each world size\n\n";
+  TextTable table({"GPUs", "degrees", "options", "step", "tokens/s", "tokens/s per GPU", "MFU", "mem GiB", ""},
+                  {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
+                   Align::kRight, Align::kRight, Align::kLeft});
+  for (size_t i = 0; i < results.size(); ++i) {
+    const SizeResult& r = results[i];
+    if (!r.best) {
+      table.AddRow({std::to_string(r.gpus), "no legal layout fits", "", "", "", "", "", "", ""});
+      continue;
+    }
+    const Evaluation& e = *r.best;
+    table.AddRow({std::to_string(r.gpus), ShortDegrees(e.layout), OptionsText(e.layout), Seconds(e.step.step_time_s),
+                  WithCommas(static_cast<unsigned long long>(e.step.tokens_per_s)),
+                  WithCommas(static_cast<unsigned long long>(e.step.tokens_per_s / r.gpus)),
+                  Fixed(100 * e.step.mfu, 1) + "%", Fixed(e.memory.peak_gib(), 1),
+                  best_per_gpu == i ? "<- best per GPU" : ""});
+  }
+  out << table.Render("  ");
+  if (!best_per_gpu) {
+    out << "no legal layout fits at any size; `foldplan enumerate --why` and `foldplan explain` show why\n";
+    return 1;
+  }
+  return 0;
+}
+
+}  // namespace
+
 int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (Status s = CheckPlanFlags(options); !s.ok()) return Usage(err, s);
+  const TableFormat format = ParseTableFormat(options.format, options.json).value();  // checked above
+  if (!options.gpus_range.empty()) return RunPlanSizes(options, format, out, err);
   auto pins = ParsePins(options.fix);
   if (!pins.ok()) return Usage(err, pins.status());
   const Objective objective = options.objective == "memory" ? Objective::kMemory : Objective::kThroughput;
@@ -205,11 +439,15 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   auto model = CostModel::Create(in.cluster, in.model, in.job, in.calibration_use);
   if (!model.ok()) return Fail(err, model.status());
   const CostModel& cost = *model.value();
+  auto limit = MemoryLimit(options, in.cluster.gpu.hbm_gib);
+  if (!limit.ok()) return Usage(err, limit.status());
   WarnAboutCalibrationGpu(cost.comm_params(), in.cluster, err);
 
   SearchOptions search;
   search.top = std::max({options.top, 2, options.simulate_top});  // the runner-up explains the winner
   search.threads = options.threads;
+  search.max_peak_memory_gib = limit.value();
+  search.distinct = options.distinct;
   const bool tty = ::isatty(2);
   const auto start = std::chrono::steady_clock::now();
   if (tty) {
@@ -236,10 +474,18 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     err << "\r" << std::string(30, ' ') << "\r";
   }
   if (!result.status.ok()) return Fail(err, result.status);
+  if (result.enumeration.legal.empty()) {
+    for (const std::string& w : UnrealisticJobWarnings(cost, *pins)) err << w << "\n";
+  }
   std::vector<Evaluation> evals;
-  for (const auto& s : result.best) evals.push_back(cost.Evaluate(s.layout));
+  std::vector<uint64_t> same;  // layouts each candidate stands for (1 without --distinct)
+  for (const auto& s : result.best) {
+    evals.push_back(cost.Evaluate(s.layout));
+    same.push_back(s.equivalents);
+  }
   WarnAboutFitMisses(cost.comm_params(), err);
-  std::vector<Evaluation> shown(evals.begin(), evals.begin() + std::min<size_t>(evals.size(), options.top));
+  const size_t shown_count = std::min<size_t>(evals.size(), options.top);
+  std::vector<Evaluation> shown(evals.begin(), evals.begin() + shown_count);
 
   PlanFileContents contents{&cost, Name(objective), shown, &result.enumeration};
   contents.recipe = recipe ? &*recipe : nullptr;
@@ -252,35 +498,56 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     if (!r.ok()) return Fail(err, r.status());
     ranking = std::move(r).value();
   }
-  if (options.json || !options.output.empty()) {
+  const bool json = format == TableFormat::kJson;
+  if (json || !options.output.empty()) {
     auto text = PlanFileJson(contents);
     if (!text.ok()) return Fail(err, text.status());
-    if (ranking) {
+    if (ranking || options.distinct || limit.value()) {
       auto doc = nlohmann::ordered_json::parse(text.value());
-      doc["simulation"] = ranking->json;
+      if (ranking) doc["simulation"] = ranking->json;
+      // The classes --distinct collapsed, and the layouts the limit refused.
+      if (options.distinct) {
+        for (size_t i = 0; i < shown_count; ++i) doc["candidates"][i]["equivalent_layouts"] = same[i];
+      }
+      if (limit.value()) {
+        doc["memory_limit"] = {{"max_peak_gib", *limit.value()}, {"refused", result.over_memory_limit}};
+      }
       text = doc.dump(1) + "\n";
     }
-    if (options.json) out << text.value();
+    if (json) out << text.value();
     if (!options.output.empty()) {
       if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
     }
-    if (options.json) return 0;
+    if (json) return 0;
+  }
+  if (format == TableFormat::kCsv) {
+    out << CandidatesCsv(shown, same);
+    return 0;
   }
 
   out << InputsLine(in) << "\n";
   out << "searched " << WithCommas(result.enumeration.candidates) << " candidates: "
       << WithCommas(result.scored) << " legal, "
       << WithCommas(result.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)])
-      << " of them do not fit in memory; objective " << Name(objective) << "\n";
+      << " of them do not fit in memory";
+  if (limit.value()) {
+    out << ", " << WithCommas(result.over_memory_limit) << " more exceed " << MemoryLimitText(options, *limit.value());
+  }
+  out << "; objective " << Name(objective) << "\n";
+  if (options.distinct) {
+    out << "distinct: layouts of equal objective, step time and peak memory (to the bit) shown once, with their count\n";
+  }
   if (shown.empty()) {
     out << "no legal layout fits; `foldplan enumerate --why` and `foldplan explain` show why\n";
     return 1;
   }
-  out << "\n" << CandidatesTable(shown);
-  out << "\nbest layout:\n" << Breakdown(evals.front());
-  if (evals.size() > 1) out << "\nwhy it wins:\n" << "  the runner-up (" + ShortDegrees(evals[1].layout) + ", " + Options(evals[1].layout) +
-                               ") takes " + Seconds(evals[1].step.step_time_s - evals[0].step.step_time_s) +
-                               " longer per step:\n" + StepDifferences(evals[0], evals[1]);
+  out << "\n" << CandidatesTable(shown, options.distinct ? &same : nullptr);
+  out << "\nbest layout:\n" << BreakdownText(evals.front());
+  if (evals.size() > 1) {
+    out << "\nwhy it wins:\n"
+        << WhyItWinsText(evals[0], evals[1], objective,
+                         "the runner-up (" + ShortDegrees(evals[1].layout) + ", " + OptionsText(evals[1].layout) + ")");
+  }
   if (ranking) out << "\n" << ranking->text;
   if (recipe) {
     out << "\n" << RecipeComparison(evals.front(), *recipe, result.better_than_reference,
@@ -290,32 +557,60 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (options.why) {
     TextTable table({"rule", "rejected"}, {Align::kLeft, Align::kRight});
     for (int r = 0; r < kRuleCount; ++r) table.AddRow({Name(Rule(r)), WithCommas(result.enumeration.rejected[r])});
+    if (limit.value()) table.AddRow({"memory_limit", WithCommas(result.over_memory_limit)});
     out << "\nrejections:\n" << table.Render("  ");
   }
   return 0;
 }
 
 int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err) {
-  if (!options.layout && options.inputs.recipe.empty()) {
-    return Usage(err, Status::Error("explain needs --layout (or --recipe, whose layout it explains)"));
+  const bool from_plan = !options.plan.empty();
+  if (from_plan) {
+    // The plan file names the inputs and the layout.
+    const InputOptions& i = options.inputs;
+    const std::pair<bool, const char*> excluded[] = {
+        {options.layout.has_value(), "--layout"}, {!i.recipe.empty(), "--recipe"}, {!i.cluster.empty(), "--cluster"},
+        {!i.model.empty(), "--model"},            {!i.job.empty(), "--job"},       {i.gpus.has_value(), "--gpus"},
+        {i.nodes.has_value(), "--nodes"}};
+    for (const auto& [given, flag] : excluded) {
+      if (given) return Usage(err, Status::Error(std::string(flag) + " with --plan: the plan names its inputs and layout"));
+    }
+    if (options.candidate < 0) return Usage(err, Status::Error("--candidate: expected 0 (the best) or more"));
+  } else if (!options.layout && options.inputs.recipe.empty()) {
+    return Usage(err, Status::Error("explain needs --layout (or --recipe, whose layout it explains, or --plan FILE)"));
   }
+  if (!from_plan && options.candidate != 0) return Usage(err, Status::Error("--candidate needs --plan FILE"));
   if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
   if (Status s = CheckLayoutText(options.layout); !s.ok()) return Usage(err, s);
-  auto inputs = LoadInputs(options.inputs);
-  if (!inputs.ok()) return Fail(err, inputs.status());
-  const Inputs& in = inputs.value();
-  WarnAboutRecipe(in, err);
-  const int world = in.job.world_size > 0 ? in.job.world_size : in.cluster.total_gpus();
-  const std::string& text = options.layout ? *options.layout : in.recipe->layout;
-  auto layout = ParseLayout(text, world, &in.job);
-  if (!layout.ok()) return Fail(err, layout.status());
+  Inputs in;
+  Layout parsed;
+  if (from_plan) {
+    auto plan = LoadPlanFile(options.plan, options.candidate);
+    if (!plan.ok()) return Fail(err, plan.status());
+    in.cluster = plan->cluster;
+    in.model = plan->model;
+    in.job = plan->job;
+    if (!options.inputs.calibration.empty()) in.cluster.calibration = options.inputs.calibration;
+    in.calibration_use.allow_other_gpu = options.inputs.force_calibration;
+    parsed = plan->layout;
+  } else {
+    auto inputs = LoadInputs(options.inputs);
+    if (!inputs.ok()) return Fail(err, inputs.status());
+    in = inputs.value();
+    WarnAboutRecipe(in, err);
+    const int world = in.job.world_size > 0 ? in.job.world_size : in.cluster.total_gpus();
+    const std::string& text = options.layout ? *options.layout : in.recipe->layout;
+    auto layout = ParseLayout(text, world, &in.job);
+    if (!layout.ok()) return Fail(err, layout.status());
+    parsed = layout.value();
+  }
   auto model = CostModel::Create(in.cluster, in.model, in.job, in.calibration_use);
   if (!model.ok()) return Fail(err, model.status());
   // Legality first: a layout with more virtual stages than the model can
   // fill has no pipeline to cost, and its evaluation would grow with them.
-  const std::vector<Violation> violations = CheckLayout(layout.value(), model.value()->legality());
-  const std::string illegal = violations.empty() ? "" : IllegalLayoutText(layout.value(), violations);
-  const Layout& l = layout.value();
+  const std::vector<Violation> violations = CheckLayout(parsed, model.value()->legality());
+  const std::string illegal = violations.empty() ? "" : IllegalLayoutText(parsed, violations);
+  const Layout& l = parsed;
   if (!l.explicit_stages && int64_t{l.pp} * l.vpp > int64_t{in.model.layers} + 2) {
     return Fail(err, Status::Error(illegal + "\nnot explained: " + std::to_string(int64_t{l.pp} * l.vpp) +
                                    " virtual stages cannot hold the model's " + std::to_string(in.model.layers) +
@@ -366,7 +661,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
     for (const auto& v : e.violations) out << "  " << Name(v.rule) << ": " << v.detail << "\n";
     out << "its costs below are what the degrees imply, for comparison only\n\n";
   }
-  out << Breakdown(e);
+  out << BreakdownText(e);
   return answer();
 }
 

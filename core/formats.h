@@ -30,6 +30,8 @@ inline constexpr const char* kCollectiveTableSchema = "foldplan.collective/v1"; 
 inline constexpr const char* kComparisonSchema = "foldplan.comparison/v1";       // compare --json
 inline constexpr const char* kSimulationSchema = "foldplan.simulation/v1";       // simulate --json
 inline constexpr const char* kTraceSchema = "foldplan.trace/v1";  // simulate --trace (Chrome trace-event JSON, its otherData)
+inline constexpr const char* kDiffSchema = "foldplan.diff/v1";                   // diff --json
+inline constexpr const char* kWorldSizesSchema = "foldplan.world-sizes/v1";      // plan --gpus-range --json
 inline constexpr const char* kExpertLoadsSchema = "foldplan.expert-loads/v1";  // simulate --imbalance FILE: a measured per-expert load histogram
 
 // The largest world (ranks of a layout, GPUs of a cluster's topology) any

@@ -17,12 +17,37 @@ bool Better(const ScoredLayout& a, const ScoredLayout& b) {
   return FormatLayout(a.layout) < FormatLayout(b.layout);
 }
 
+// With `distinct`: the order of score classes (objective, step, peak),
+// layouts of one class equal under it.
+bool BetterClass(const ScoredLayout& a, const ScoredLayout& b) {
+  if (a.score.objective != b.score.objective) return a.score.objective < b.score.objective;
+  if (a.score.step_time_s != b.score.step_time_s) return a.score.step_time_s < b.score.step_time_s;
+  return a.score.peak_memory_gib < b.score.peak_memory_gib;
+}
+
+// One class's members merged into `kept`: the counts add up and the
+// smaller canonical text represents it.
+void Merge(ScoredLayout* kept, ScoredLayout other) {
+  kept->equivalents += other.equivalents;
+  if (FormatLayout(other.layout) < FormatLayout(kept->layout)) kept->layout = std::move(other.layout);
+}
+
 // Keeps the best `top` of what one thread scores.
 struct Shard {
   std::vector<ScoredLayout> best;
   uint64_t rejected_memory = 0;
   uint64_t better = 0;  // below the reference objective
-  void Offer(ScoredLayout candidate, size_t top) {
+  uint64_t over_limit = 0;
+  void Offer(ScoredLayout candidate, size_t top, bool distinct) {
+    if (distinct) {
+      // `best` is sorted by class with one entry per class.
+      auto at = std::lower_bound(best.begin(), best.end(), candidate, BetterClass);
+      if (at != best.end() && !BetterClass(candidate, *at)) return Merge(&*at, std::move(candidate));
+      if (best.size() == top && at == best.end()) return;
+      best.insert(at, std::move(candidate));
+      if (best.size() > top) best.pop_back();
+      return;
+    }
     if (best.size() == top && !Better(candidate, best.back())) return;
     auto at = std::upper_bound(best.begin(), best.end(), candidate, Better);
     best.insert(at, std::move(candidate));
@@ -70,8 +95,12 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
           ++shard->rejected_memory;
           continue;
         }
+        if (options.max_peak_memory_gib && score.peak_memory_gib > *options.max_peak_memory_gib) {
+          ++shard->over_limit;
+          continue;
+        }
         if (options.rank_objective && score.objective < *options.rank_objective) ++shard->better;
-        shard->Offer({layout, score}, top);
+        shard->Offer({layout, score}, top, options.distinct);
       }
       done.fetch_add(end - begin);
     }
@@ -110,11 +139,29 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   for (auto& shard : shards) {
     rejected_memory += shard.rejected_memory;
     result.better_than_reference += shard.better;
+    result.over_memory_limit += shard.over_limit;
     for (auto& c : shard.best) {
       result.best.push_back(std::move(c));
     }
   }
-  std::sort(result.best.begin(), result.best.end(), Better);
+  if (options.distinct) {
+    std::sort(result.best.begin(), result.best.end(), [](const ScoredLayout& a, const ScoredLayout& b) {
+      if (BetterClass(a, b) || BetterClass(b, a)) return BetterClass(a, b);
+      return FormatLayout(a.layout) < FormatLayout(b.layout);
+    });
+    // A class kept by several shards is one candidate.
+    std::vector<ScoredLayout> merged;
+    for (auto& c : result.best) {
+      if (!merged.empty() && !BetterClass(merged.back(), c)) {
+        Merge(&merged.back(), std::move(c));
+      } else {
+        merged.push_back(std::move(c));
+      }
+    }
+    result.best = std::move(merged);
+  } else {
+    std::sort(result.best.begin(), result.best.end(), Better);
+  }
   if (result.best.size() > top) result.best.resize(top);
   result.scored = legal.size();
   result.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)] += rejected_memory;

@@ -1,6 +1,11 @@
 // The search: every legal layout (planner/enumerate.h), scored in parallel
 // through a LayoutScorer, the best `top` kept. Layouts that do not fit in
-// memory are counted under Rule::kFitsMemory.
+// memory are counted under Rule::kFitsMemory; those that fit but exceed a
+// memory limit the caller sets are counted apart (over_memory_limit).
+// With `distinct`, layouts whose scores are equal to the bit (objective,
+// step time and peak memory) are one candidate: the best `top` such
+// classes are kept, each with the layout of smallest canonical text and
+// how many layouts it stands for.
 #pragma once
 
 #include <functional>
@@ -27,11 +32,17 @@ struct SearchOptions {
   // When set, the search also counts the fitting layouts whose objective is
   // lower than this (to rank a reference layout, e.g. a recipe's).
   std::optional<double> rank_objective = std::nullopt;
+  // Fitting layouts whose peak exceeds this many GiB are refused (counted
+  // in SearchResult::over_memory_limit, not ranked).
+  std::optional<double> max_peak_memory_gib = std::nullopt;
+  // Collapse layouts of bit-equal scores into one candidate (see above).
+  bool distinct = false;
 };
 
 struct ScoredLayout {
   Layout layout;
   LayoutScore score;
+  uint64_t equivalents = 1;  // with `distinct`: layouts of this score, this one included
 };
 
 struct SearchResult {
@@ -42,10 +53,13 @@ struct SearchResult {
   std::vector<ScoredLayout> best;     // at most `top`, lowest objective first
   uint64_t scored = 0;                // legal layouts scored
   uint64_t better_than_reference = 0; // fitting layouts below SearchOptions::rank_objective
+  uint64_t over_memory_limit = 0;     // fit in HBM but over SearchOptions::max_peak_memory_gib
 };
 
-// Ties on the objective are broken by step time, then by the layout's
-// canonical text, so the result does not depend on thread timing.
+// Ties on the objective are broken by step time (with `distinct`, then
+// peak memory), then by the layout's canonical text, so the result does not
+// depend on thread timing. A class's count is exact: a shard that drops a
+// class keeps `top` better ones, so none of its later members re-enters.
 SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& scorer,
                            const SearchOptions& options = {});
 

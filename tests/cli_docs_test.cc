@@ -121,6 +121,7 @@ TEST_CASE("doc/foldplan.bash is the completion the definition generates, and it 
   CHECK(Complete("foldplan plan --to") == "--top\n");
   CHECK(Complete("foldplan plan --objective m") == "memory\n");
   CHECK(Complete("foldplan simulate --pla") == "--plan\n");
+  CHECK(Complete("foldplan ranks --format s") == "slurm\n");
   // Another subcommand's options are not offered.
   CHECK(Complete("foldplan topo --to") == "\n");
 }

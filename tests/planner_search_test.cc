@@ -9,6 +9,8 @@
 
 #include <atomic>
 #include <fstream>
+#include <map>
+#include <tuple>
 
 #include "fixtures.h"
 #include "planner/search.h"
@@ -148,4 +150,71 @@ TEST_CASE("more threads than the bound run as the bound, with the same ranking")
   REQUIRE(many.status.ok());
   REQUIRE(many.best.size() == one.best.size());
   for (size_t i = 0; i < one.best.size(); ++i) CHECK(one.best[i].layout == many.best[i].layout);
+}
+
+namespace {
+
+// A score that ignores the order, placement and recompute (as if they could
+// not change cost), so the layouts that differ only there form one class;
+// peak memory grows with mbs and falls with tp.
+class CoarseScorer : public LayoutScorer {
+ public:
+  LayoutScore Score(const Layout& l) const override {
+    LayoutScore s;
+    s.step_time_s = 1.0 / (l.tp * 0.9 + l.ep * 1.1 + l.mbs) + 0.01 * l.pp + 0.001 * l.vpp;
+    s.peak_memory_gib = 10.0 * l.mbs / l.tp;
+    s.objective = s.step_time_s;
+    return s;
+  }
+};
+
+// What the scorer treats as equal: the class key.
+std::tuple<double, double, double> ClassOf(const LayoutScore& s) {
+  return {s.objective, s.step_time_s, s.peak_memory_gib};
+}
+
+}  // namespace
+
+TEST_CASE("--distinct keeps one layout per score class, with the exact size of each class") {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  // The job's three recompute candidates: every class has at least 3 layouts.
+  REQUIRE(job.recompute.size() == 3);
+  const LegalityContext ctx{&cluster, &model, &job};
+  CoarseScorer scorer;
+  // Brute force: every legal layout's class and its size.
+  const Enumeration all = EnumerateLayouts(ctx);
+  std::map<std::tuple<double, double, double>, uint64_t> sizes;
+  for (const Layout& l : all.legal) ++sizes[ClassOf(scorer.Score(l))];
+  REQUIRE(sizes.size() > 6);
+  for (int threads : {1, 3}) {
+    CAPTURE(threads);
+    const SearchResult r = SearchLayouts(ctx, scorer, {.top = 6, .threads = threads, .distinct = true});
+    REQUIRE(r.best.size() == 6);
+    auto expected = sizes.begin();  // the classes in (objective, step, peak) order
+    for (const ScoredLayout& b : r.best) {
+      CHECK(ClassOf(b.score) == expected->first);
+      CHECK(b.equivalents == expected->second);
+      CHECK(b.equivalents >= 3);
+      ++expected;
+    }
+  }
+}
+
+TEST_CASE("a memory limit refuses exactly the fitting layouts over it and counts them") {
+  ClusterSpec cluster = MakeCluster(4);
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  const LegalityContext ctx{&cluster, &model, &job};
+  CoarseScorer scorer;
+  const double limit = 10.0;  // mbs 1 at any tp, mbs 2 only at tp >= 2
+  const Enumeration all = EnumerateLayouts(ctx);
+  uint64_t over = 0;
+  for (const Layout& l : all.legal) over += scorer.Score(l).peak_memory_gib > limit;
+  REQUIRE(over > 0);
+  const SearchResult r = SearchLayouts(ctx, scorer, {.top = 50, .threads = 2, .max_peak_memory_gib = limit});
+  CHECK(r.over_memory_limit == over);
+  REQUIRE(!r.best.empty());
+  for (const ScoredLayout& b : r.best) CHECK(b.score.peak_memory_gib <= limit);
 }

@@ -1,0 +1,256 @@
+// plan's conveniences end to end: --distinct, the memory limits, --format
+// csv (plan and enumerate), --gpus-range, the unrealistic-job warning, and
+// explain --plan --candidate. Each compares the option's answer with the
+// plain command's numbers, so that the test fails if either drifts apart.
+#include "cli_run.h"
+
+#include <cstdlib>
+#include <filesystem>
+#include <map>
+#include <sstream>
+#include <unistd.h>
+
+#include <nlohmann/json.hpp>
+
+using foldplan::testing::RunFoldplan;
+using foldplan::testing::Slurp;
+using Json = nlohmann::json;
+
+namespace {
+
+// Mixtral 8x7B on 16 GPUs, one micro-batch size: the dp = 1 layouts whose
+// orders tp-cp-ep-dp-pp and tp-cp-ep-pp-dp cannot differ (the dp axis has
+// size 1) cost the same to the bit.
+const std::string kSmall = "--model mixtral-8x7b --gpus 16 --micro-batch 1";
+
+std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-" + name)).string();
+}
+
+// RFC 4180 records (quoted fields, doubled quotes, CRLF): a reader written
+// apart from the writer, so that the test checks the format, not the code.
+std::vector<std::vector<std::string>> ParseCsv(const std::string& text) {
+  std::vector<std::vector<std::string>> rows(1);
+  std::string field;
+  bool quoted = false, in_field = false;
+  for (size_t i = 0; i < text.size(); ++i) {
+    const char c = text[i];
+    if (quoted) {
+      if (c == '"' && i + 1 < text.size() && text[i + 1] == '"') {
+        field += '"';
+        ++i;
+      } else if (c == '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c == '"') {
+      quoted = in_field = true;
+    } else if (c == ',') {
+      rows.back().push_back(field);
+      field.clear();
+    } else if (c == '\r' && i + 1 < text.size() && text[i + 1] == '\n') {
+      rows.back().push_back(field);
+      field.clear();
+      rows.emplace_back();
+      ++i;
+    } else {
+      field += c;
+      in_field = true;
+    }
+  }
+  if (rows.back().empty()) rows.pop_back();
+  return rows;
+}
+
+std::map<std::string, std::string> Record(const std::vector<std::string>& head, const std::vector<std::string>& row) {
+  std::map<std::string, std::string> out;
+  for (size_t i = 0; i < head.size() && i < row.size(); ++i) out[head[i]] = row[i];
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("--distinct collapses only bit-equal scores and counts each class's layouts") {
+  // Without --distinct: the top 40 rows; with it: the first 8 classes.
+  auto plain = RunFoldplan("plan " + kSmall + " --top 40 --json");
+  auto distinct = RunFoldplan("plan " + kSmall + " --top 8 --distinct --json");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(distinct.exit_code == 0);
+  const Json all = Json::parse(plain.out)["candidates"];
+  const Json classes = Json::parse(distinct.out)["candidates"];
+  REQUIRE(classes.size() == 8);
+  // The 40 rows reach past the 8th class, so each class's members are all among them.
+  REQUIRE(all.back()["step_time_s"].get<double>() > classes.back()["step_time_s"].get<double>());
+  uint64_t collapsed = 0;
+  for (size_t c = 0; c < classes.size(); ++c) {
+    CAPTURE(c);
+    uint64_t members = 0;
+    for (const Json& row : all) {
+      members += row["step_time_s"] == classes[c]["step_time_s"] && row["memory"]["peak_gib"] == classes[c]["memory"]["peak_gib"];
+    }
+    CHECK(classes[c]["equivalent_layouts"].get<uint64_t>() == members);
+    collapsed += members - 1;
+    if (c > 0) CHECK(classes[c]["step_time_s"] != classes[c - 1]["step_time_s"]);
+  }
+  CHECK(collapsed > 0);  // this setting has equal-cost orders; were none collapsed, the test would prove nothing
+  // The text table shows the counts, and "why it wins" names a runner-up of another cost.
+  auto text = RunFoldplan("plan " + kSmall + " --top 8 --distinct");
+  REQUIRE(text.exit_code == 0);
+  CHECK(text.out.find("same cost") != std::string::npos);
+  CHECK(text.out.find(" x2 ") != std::string::npos);
+  CHECK(text.out.find("takes 0 us longer") == std::string::npos);
+}
+
+TEST_CASE("--objective memory: why it wins compares memory") {
+  auto r = RunFoldplan("plan " + kSmall + " --top 3 --distinct --objective memory");
+  REQUIRE(r.exit_code == 0);
+  const size_t why = r.out.find("why it wins:");
+  REQUIRE(why != std::string::npos);
+  CHECK(r.out.find("more at its peak", why) != std::string::npos);
+}
+
+TEST_CASE("--max-mem-gib refuses exactly the layouts over it, and --why counts them") {
+  const double limit = 74.0;
+  auto all = RunFoldplan("plan " + kSmall + " --top 10000 --json");
+  auto capped = RunFoldplan("plan " + kSmall + " --top 10000 --json --max-mem-gib 74");
+  REQUIRE(all.exit_code == 0);
+  REQUIRE(capped.exit_code == 0);
+  const Json a = Json::parse(all.out), c = Json::parse(capped.out);
+  uint64_t under = 0, over = 0;
+  for (const Json& row : a["candidates"]) (row["memory"]["peak_gib"].get<double>() <= limit ? under : over)++;
+  REQUIRE(a["candidates"].size() < 10000);  // every fitting layout is listed
+  REQUIRE(over > 0);
+  CHECK(c["candidates"].size() == under);
+  for (const Json& row : c["candidates"]) CHECK(row["memory"]["peak_gib"].get<double>() <= limit);
+  CHECK(c["memory_limit"]["refused"].get<uint64_t>() == over);
+  CHECK(c["memory_limit"]["max_peak_gib"].get<double>() == limit);
+  auto why = RunFoldplan("plan " + kSmall + " --why --max-mem-gib 74");
+  REQUIRE(why.exit_code == 0);
+  CHECK(why.out.find("memory_limit") != std::string::npos);
+  CHECK(why.out.find(std::to_string(over) + " more exceed peak 74.0 GiB") != std::string::npos);
+}
+
+TEST_CASE("--headroom-gib X is --max-mem-gib HBM - X; more headroom than HBM is a usage error") {
+  // The H100's 79.6 GiB (tests/golden/plan_default.txt) less 10 = 69.6.
+  auto head = RunFoldplan("plan " + kSmall + " --top 10000 --json --headroom-gib 10");
+  REQUIRE(head.exit_code == 0);
+  const Json h = Json::parse(head.out);
+  const double hbm = h["candidates"][0]["memory"]["hbm_gib"].get<double>();
+  CHECK(h["memory_limit"]["max_peak_gib"].get<double>() == doctest::Approx(hbm - 10));
+  for (const Json& row : h["candidates"]) CHECK(row["memory"]["peak_gib"].get<double>() <= hbm - 10);
+  auto too_much = RunFoldplan("plan " + kSmall + " --headroom-gib 100");
+  CHECK(too_much.exit_code == 2);
+  CHECK(too_much.err.find("--headroom-gib") != std::string::npos);
+  CHECK(RunFoldplan("plan --max-mem-gib -1").exit_code == 2);
+}
+
+TEST_CASE("plan --format csv: one header and one record per candidate, the JSON's numbers") {
+  auto csv = RunFoldplan("plan " + kSmall + " --top 6 --format csv");
+  auto json = RunFoldplan("plan " + kSmall + " --top 6 --json");
+  REQUIRE(csv.exit_code == 0);
+  REQUIRE(json.exit_code == 0);
+  const auto rows = ParseCsv(csv.out);
+  const Json j = Json::parse(json.out)["candidates"];
+  REQUIRE(rows.size() == j.size() + 1);
+  for (size_t i = 0; i < j.size(); ++i) {
+    CAPTURE(i);
+    auto r = Record(rows[0], rows[i + 1]);
+    CHECK(r["layout"] == j[i]["layout"]["text"].get<std::string>());
+    CHECK(std::stod(r["step_time_s"]) == j[i]["step_time_s"].get<double>());
+    CHECK(std::stod(r["tokens_per_s"]) == j[i]["tokens_per_s"].get<double>());
+    CHECK(std::stod(r["peak_gib"]) == j[i]["memory"]["peak_gib"].get<double>());
+    CHECK(std::stod(r["bubble_s"]) == j[i]["step"]["bubble_s"].get<double>());
+    CHECK(std::stoi(r["tp"]) == j[i]["layout"]["tp"].get<int>());
+  }
+  CHECK(RunFoldplan("plan --format csv --json").exit_code == 2);
+  CHECK(RunFoldplan("plan --format xml").exit_code == 2);
+}
+
+TEST_CASE("enumerate --format csv lists the layouts --json lists, in order") {
+  auto csv = RunFoldplan("enumerate " + kSmall + " --limit 25 --format csv");
+  auto json = RunFoldplan("enumerate " + kSmall + " --limit 25 --json");
+  REQUIRE(csv.exit_code == 0);
+  REQUIRE(json.exit_code == 0);
+  const auto rows = ParseCsv(csv.out);
+  const Json layouts = Json::parse(json.out)["layouts"];
+  REQUIRE(layouts.size() == 25);
+  REQUIRE(rows.size() == 26);
+  for (size_t i = 0; i < layouts.size(); ++i) {
+    auto r = Record(rows[0], rows[i + 1]);
+    CHECK(r["layout"] == layouts[i]["text"].get<std::string>());
+    CHECK(std::stoi(r["pp"]) == layouts[i]["pp"].get<int>());
+  }
+}
+
+TEST_CASE("--gpus-range: each size's best is the best of a separate plan --gpus N") {
+  auto range = RunFoldplan("plan --model mixtral-8x7b --gpus-range 16:64 --json");
+  REQUIRE(range.exit_code == 0);
+  const Json sizes = Json::parse(range.out)["sizes"];
+  REQUIRE(sizes.size() == 3);  // 16, 32, 64: doubling from the start, the end included
+  double best_per_gpu = 0;
+  int marked = 0, best_gpus = 0;
+  for (const Json& s : sizes) {
+    const int gpus = s["gpus"].get<int>();
+    CAPTURE(gpus);
+    auto one = RunFoldplan("plan --model mixtral-8x7b --gpus " + std::to_string(gpus) + " --top 1 --json");
+    REQUIRE(one.exit_code == 0);
+    const Json best = Json::parse(one.out)["candidates"][0];
+    CHECK(s["best"]["layout"]["text"] == best["layout"]["text"]);
+    CHECK(s["best"]["step_time_s"] == best["step_time_s"]);
+    const double per_gpu = best["tokens_per_s"].get<double>() / gpus;
+    CHECK(s["tokens_per_s_per_gpu"].get<double>() == doctest::Approx(per_gpu));
+    if (per_gpu > best_per_gpu) {
+      best_per_gpu = per_gpu;
+      best_gpus = gpus;
+    }
+    marked += s["best_per_gpu"].get<bool>();
+  }
+  CHECK(marked == 1);
+  for (const Json& s : sizes) CHECK(s["best_per_gpu"].get<bool>() == (s["gpus"].get<int>() == best_gpus));
+}
+
+TEST_CASE("--gpus-range: a size the cluster cannot hold, or a malformed range, is a usage error naming the flag") {
+  auto big = RunFoldplan("plan --model mixtral-8x7b --gpus-range 64:256");
+  CHECK(big.exit_code == 2);
+  CHECK(big.err.find("--gpus-range") != std::string::npos);
+  CHECK(big.err.find("256") != std::string::npos);
+  for (const char* bad : {"64:32", "0:64", "a,b", "64,32", "16:64:0x"}) {
+    CAPTURE(bad);
+    CHECK(RunFoldplan(std::string("plan --gpus-range ") + bad).exit_code == 2);
+  }
+  CHECK(RunFoldplan("plan --gpus-range 16,32 --gpus 16").exit_code == 2);
+}
+
+TEST_CASE("a global batch too small for the world size warns once and names the flag") {
+  // 8 sequences on 128 GPUs: every layout legal but for the batch has fewer
+  // micro-batches than stages.
+  auto r = RunFoldplan("plan --model mixtral-8x7b --global-batch 8");
+  CHECK(r.exit_code == 1);
+  const size_t at = r.err.find("warning: the global batch, 8 sequences");
+  REQUIRE(at != std::string::npos);
+  CHECK(r.err.find("warning", at + 1) == std::string::npos);  // once
+  CHECK(r.err.find("--global-batch") != std::string::npos);
+  CHECK(r.err.find("--fix pp=") != std::string::npos);
+  // A realistic batch does not warn.
+  CHECK(RunFoldplan("plan " + kSmall + " --top 1").err.find("warning") == std::string::npos);
+}
+
+TEST_CASE("explain --plan --candidate N is explain --layout of that candidate") {
+  const std::string plan = TempPath("plan-options.json");
+  auto written = RunFoldplan("plan " + kSmall + " --top 4 -o " + plan);
+  REQUIRE(written.exit_code == 0);
+  const Json file = Json::parse(Slurp(plan));
+  for (int n : {0, 3}) {
+    CAPTURE(n);
+    auto from_plan = RunFoldplan("explain --plan " + plan + " --candidate " + std::to_string(n) + " --json");
+    const std::string text = file["candidates"][n]["layout"]["text"].get<std::string>();
+    auto by_layout = RunFoldplan("explain " + kSmall + " --layout " + text + " --json");
+    REQUIRE(from_plan.exit_code == 0);
+    REQUIRE(by_layout.exit_code == 0);
+    CHECK(Json::parse(from_plan.out) == Json::parse(by_layout.out));
+  }
+  CHECK(RunFoldplan("explain --plan " + plan + " --candidate 9").exit_code == 1);  // no such candidate
+  CHECK(RunFoldplan("explain --plan " + plan + " --layout tp=1").exit_code == 2);
+  std::remove(plan.c_str());
+}
