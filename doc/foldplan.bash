@@ -7,7 +7,7 @@ _foldplan() {
     case ${COMP_WORDS[i]} in -*) ;; *) cmd=${COMP_WORDS[i]}; break ;; esac
   done
   if [[ -z $cmd ]]; then
-    COMPREPLY=($(compgen -W "list check topo enumerate ranks plan simulate explain validate calibrate collective compare report man completion --help --version" -- "$cur"))
+    COMPREPLY=($(compgen -W "list check topo enumerate ranks plan simulate explain diff validate calibrate collective compare report man completion --help --version" -- "$cur"))
     return
   fi
   local opts= files= choices=
@@ -28,22 +28,24 @@ _foldplan() {
       esac
       ;;
     enumerate)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --json --why --limit --layout --fix --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --json --why --limit --layout --fix --format --help"
       case $prev in
+        --format) choices="text json csv" ;;
       esac
       ;;
     ranks)
       opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --layout --recipe --format --world-size -o --output --hosts --plan --candidate --help"
       case $prev in
         -o|--output|--hosts|--plan) files=1 ;;
-        --format) choices="rankmap megatron torch torchtitan olmo-core jax maxtext" ;;
+        --format) choices="rankmap megatron torch torchtitan olmo-core jax maxtext openmpi-rankfile slurm hostfile env" ;;
       esac
       ;;
     plan)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --max-mem-gib --headroom-gib --gpus-range --help"
       case $prev in
         --calibration|-o|--output) files=1 ;;
         --objective) choices="throughput memory" ;;
+        --format) choices="text json csv" ;;
       esac
       ;;
     simulate)
@@ -53,9 +55,15 @@ _foldplan() {
       esac
       ;;
     explain)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --recipe --json -o --output --allow-oom --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --recipe --json -o --output --allow-oom --plan --candidate --help"
       case $prev in
-        --calibration|-o|--output) files=1 ;;
+        --calibration|-o|--output|--plan) files=1 ;;
+      esac
+      ;;
+    diff)
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidates --json --help"
+      case $prev in
+        --calibration|--plan) files=1 ;;
       esac
       ;;
     validate)
