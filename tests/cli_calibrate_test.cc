@@ -12,6 +12,7 @@
 #include "costmodel/comm_params.h"
 #include "inputs/loader.h"
 #include "topology/topology.h"
+#include "tests/text_count.h"
 
 using foldplan::testing::RunFoldplan;
 using foldplan::testing::Slurp;
@@ -32,11 +33,7 @@ bool HasRow(const std::string& text, const std::string& collective, const std::s
   return false;
 }
 
-int Count(const std::string& text, const std::string& what) {
-  int n = 0;
-  for (size_t pos = 0; (pos = text.find(what, pos)) != std::string::npos; pos += what.size()) ++n;
-  return n;
-}
+using foldplan::testing::Count;
 
 }  // namespace
 

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "tests/cli_run.h"
+#include "tests/text_count.h"
 
 namespace foldplan {
 namespace {
@@ -15,11 +16,7 @@ using testing::Slurp;
 
 const std::string kPlan = " --plan tests/data/validate/pp2_cp2_ep4.plan.json";
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
+using foldplan::testing::Count;
 
 TEST_CASE("cli report: the fixture plan with its measurements makes one page, every rank once, nothing loaded") {
   const std::string out = "/tmp/foldplan_cli_report_test.html";

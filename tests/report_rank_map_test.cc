@@ -8,15 +8,12 @@
 #include "planner/rank_map.h"
 #include "report/rank_map_svg.h"
 #include "fixtures.h"
+#include "tests/text_count.h"
 
 namespace foldplan {
 namespace {
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
+using foldplan::testing::Count;
 
 // NVL72-like racks: 18 nodes x 4 GPUs per NVLink domain.
 ClusterSpec Racks(int racks) {

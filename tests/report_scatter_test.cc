@@ -8,15 +8,12 @@
 #include <vector>
 
 #include "report/scatter_svg.h"
+#include "tests/text_count.h"
 
 namespace foldplan {
 namespace {
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
+using foldplan::testing::Count;
 
 TEST_CASE("pareto: a point is on the front when no other is at most as large in both and smaller in one") {
   // (memory GiB, step s):

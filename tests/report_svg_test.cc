@@ -5,15 +5,12 @@
 #include <string>
 
 #include "report/svg.h"
+#include "tests/text_count.h"
 
 namespace foldplan {
 namespace {
 
-size_t Count(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (size_t at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size())) ++n;
-  return n;
-}
+using foldplan::testing::Count;
 
 TEST_CASE("svg: every markup character of a layout string becomes an entity") {
   // & first, so that the entities themselves are not escaped twice.
