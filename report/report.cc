@@ -171,7 +171,7 @@ Result<std::string> MeasurementsSection(const ReportOptions& o, const PlanFileIn
   auto comparison = CompareMeasurements(m, in.layout, *model.value());
   if (!comparison.ok()) return comparison.status();
   const Comparison& c = comparison.value();
-  std::vector<MeasuredPoint> points;
+  std::vector<PredictedMeasuredPoint> points;
   std::string table = "<table><tr><th>op</th><th>group</th><th>case</th><th>bytes</th><th>measured</th>"
                       "<th>predicted</th><th>rel. error</th><th>model</th></tr>";
   size_t rows = 0;

@@ -90,10 +90,10 @@ std::string CandidateScatterSvg(const std::vector<PlanCandidate>& candidates) {
   return svg.Finish();
 }
 
-std::string PredictedMeasuredSvg(const std::vector<MeasuredPoint>& points) {
+std::string PredictedMeasuredSvg(const std::vector<PredictedMeasuredPoint>& points) {
   constexpr double kW = 520, kH = 440, kLeft = 70, kRight = 20, kTop = 16, kBottom = 48;
   double lo = 1e300, hi = 0;
-  for (const MeasuredPoint& p : points) {
+  for (const PredictedMeasuredPoint& p : points) {
     for (double v : {p.measured_s, p.predicted_s}) {
       if (v > 0) {
         lo = std::min(lo, v);
@@ -111,7 +111,7 @@ std::string PredictedMeasuredSvg(const std::vector<MeasuredPoint>& points) {
   svg.Line(x.Map(lo), y.Map(lo), x.Map(hi), y.Map(hi), "#59a14f", 1.5, "stroke-dasharray=\"5 3\"");
   svg.Text(x.Map(hi) - 6, y.Map(hi) + 14, "predicted = measured", "end", 10.5);
   for (size_t i = 0; i < points.size(); ++i) {
-    const MeasuredPoint& p = points[i];
+    const PredictedMeasuredPoint& p = points[i];
     if (!(p.measured_s > 0) || !(p.predicted_s > 0)) continue;
     svg.Circle(x.Map(p.measured_s), y.Map(p.predicted_s), 4.5, p.in_summary ? "#4e79a7" : "#bab0ac", p.title,
                "data-case=\"" + std::to_string(i) + "\" stroke=\"#fff\" stroke-width=\"0.8\"");

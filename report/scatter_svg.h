@@ -21,11 +21,11 @@ std::vector<size_t> ParetoFront(const std::vector<std::pair<double, double>>& po
 // Points carry data-candidate="i" (and data-front="1" on the front).
 std::string CandidateScatterSvg(const std::vector<PlanCandidate>& candidates);
 
-struct MeasuredPoint {
+struct PredictedMeasuredPoint {
   double measured_s = 0, predicted_s = 0;
   std::string title;
   bool in_summary = true;
 };
-std::string PredictedMeasuredSvg(const std::vector<MeasuredPoint>& points);
+std::string PredictedMeasuredSvg(const std::vector<PredictedMeasuredPoint>& points);
 
 }  // namespace foldplan
