@@ -51,13 +51,9 @@ void ReadCandidate(CheckedObject& c, PlanCandidate* out) {
   }
 }
 
-}  // namespace
-
-Result<PlanSummary> ReadPlanSummary(const std::string& path) {
-  auto doc = ParseJsonFile(path);
-  if (!doc.ok()) return doc.status();
+Result<PlanSummary> PlanSummaryOf(const nlohmann::json& doc, const std::string& path) {
   JsonErrors errors(path);
-  CheckedObject root(doc.value(), "", &errors);
+  CheckedObject root(doc, "", &errors);
   root.Enum("schema", {kPlanSchema});
   PlanSummary out;
   out.objective = root.String("objective", "");
@@ -84,11 +80,9 @@ Result<PlanSummary> ReadPlanSummary(const std::string& path) {
   return out;
 }
 
-Result<SimulationSummary> ReadSimulation(const std::string& path) {
-  auto doc = ParseJsonFile(path);
-  if (!doc.ok()) return doc.status();
+Result<SimulationSummary> SimulationSummaryOf(const nlohmann::json& doc, const std::string& path) {
   JsonErrors errors(path);
-  CheckedObject root(doc.value(), "", &errors);
+  CheckedObject root(doc, "", &errors);
   root.Enum("schema", {kSimulationSchema});
   if (!errors.empty()) return errors.status();
   SimulationSummary out;
@@ -138,6 +132,32 @@ Result<SimulationSummary> ReadSimulation(const std::string& path) {
   });
   if (!errors.empty()) return errors.status();
   return out;
+}
+
+}  // namespace
+
+Result<PlanSummary> ReadPlanSummary(const std::string& path) {
+  auto doc = ParseJsonFile(path);
+  if (!doc.ok()) return doc.status();
+  return PlanSummaryOf(doc.value(), path);
+}
+
+Result<PlanSummary> ParsePlanSummary(const std::string& text, const std::string& file) {
+  auto doc = ParseJsonText(text, file);
+  if (!doc.ok()) return doc.status();
+  return PlanSummaryOf(doc.value(), file);
+}
+
+Result<SimulationSummary> ReadSimulation(const std::string& path) {
+  auto doc = ParseJsonFile(path);
+  if (!doc.ok()) return doc.status();
+  return SimulationSummaryOf(doc.value(), path);
+}
+
+Result<SimulationSummary> ParseSimulation(const std::string& text, const std::string& file) {
+  auto doc = ParseJsonText(text, file);
+  if (!doc.ok()) return doc.status();
+  return SimulationSummaryOf(doc.value(), file);
 }
 
 }  // namespace foldplan

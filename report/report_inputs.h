@@ -53,6 +53,8 @@ struct PlanSummary {
 // At most this many candidates are read (a plan keeps its top N, 10 by default).
 inline constexpr size_t kMaxReportCandidates = 10000;
 Result<PlanSummary> ReadPlanSummary(const std::string& path);
+// The same from text already read (`file` names it in errors; the fuzz target).
+Result<PlanSummary> ParsePlanSummary(const std::string& text, const std::string& file);
 
 struct SimSegment {
   int rank = 0;
@@ -77,5 +79,6 @@ struct SimulationSummary {
 };
 
 Result<SimulationSummary> ReadSimulation(const std::string& path);
+Result<SimulationSummary> ParseSimulation(const std::string& text, const std::string& file);
 
 }  // namespace foldplan
