@@ -4,8 +4,10 @@ checks every degree against the rank map (`--format rankmap`).
 
     export_parse_check.py FOLDPLAN_BIN
 
-olmo-core and jax are parsed with `ast` (never executed: the trainers need not
-be installed), torchtitan with `tomllib`, maxtext with `yaml`. For jax and
+olmo-core, jax and torch are parsed with `ast` (never executed: the trainers
+need not be installed), torchtitan with `tomllib`, maxtext with `yaml`, the
+megatron arguments with `shlex` (as a shell would split them). For torch the
+groups along each DeviceMesh dimension must equal the rank map's. For jax and
 maxtext the mesh's axis product must equal the world and the groups along
 each mesh axis (devices in rank order) must equal the rank map's groups; the
 ICI x DCN split must put whole NVLink domains of the placement in each
@@ -13,6 +15,7 @@ granule. A format a case expects to refuse must exit 1 naming itself.
 """
 import ast
 import itertools
+import shlex
 import json
 import math
 import subprocess
@@ -23,26 +26,30 @@ import yaml
 
 FOLDPLAN = sys.argv[1]
 
-# (arguments, formats expected to export; every other trainer format must refuse)
+# (arguments, formats expected to export; every other trainer format must refuse).
+# torch builds its meshes from the map's own rank arrays, so it exports every
+# layout; Megatron has no gpipe or zb-h1 schedule.
 CASES = [
-    ("--world-size 16 --layout tp=2,cp=2,pp=2,ep=4,etp=1", {"olmo-core", "jax"}),
+    ("--world-size 16 --layout tp=2,cp=2,pp=2,ep=4,etp=1", {"olmo-core", "jax", "torch", "megatron"}),
     ("--world-size 16 --layout tp=1,cp=2,pp=2,ep=4,etp=1,cp_style=ring,recompute=full",
-     {"olmo-core", "torchtitan", "jax"}),
+     {"olmo-core", "torchtitan", "jax", "torch", "megatron"}),
     ("--world-size 16 --layout tp=1,cp=1,pp=2,ep=4,etp=1,recompute=selective,fsdp=true",
-     {"olmo-core", "torchtitan", "jax", "maxtext"}),
+     {"olmo-core", "torchtitan", "jax", "maxtext", "torch", "megatron"}),
     ("--world-size 16 --layout tp=2,cp=1,pp=1,ep=1,etp=2,recompute=moe_act+layernorm",
-     {"torchtitan", "jax", "maxtext"}),
-    ("--world-size 16 --layout tp=2,cp=1,pp=2,ep=2,etp=2,schedule=gpipe", {"torchtitan", "jax"}),
-    ("--world-size 16 --layout tp=2,cp=1,pp=2,ep=1,etp=2,order=tp-cp-ep-pp-dp", {"jax", "maxtext"}),
-    ("--world-size 12 --layout tp=2,cp=1,pp=1,ep=3,etp=1", {"olmo-core"}),
+     {"torchtitan", "jax", "maxtext", "torch", "megatron"}),
+    ("--world-size 16 --layout tp=2,cp=1,pp=2,ep=2,etp=2,schedule=gpipe", {"torchtitan", "jax", "torch"}),
+    ("--world-size 16 --layout tp=2,cp=1,pp=2,ep=1,etp=2,order=tp-cp-ep-pp-dp",
+     {"jax", "maxtext", "torch", "megatron"}),
+    ("--world-size 12 --layout tp=2,cp=1,pp=1,ep=3,etp=1", {"olmo-core", "torch", "megatron"}),
     ("--cluster h100-dgx-16n --gpus 32 --model mixtral-8x7b --layout tp=1,cp=1,pp=4,vpp=2,ep=8,etp=1,fsdp=true",
-     {"olmo-core", "torchtitan", "jax", "maxtext"}),
+     {"olmo-core", "torchtitan", "jax", "maxtext", "torch", "megatron"}),
     ("--cluster h100-dgx-16n --gpus 32 --model mixtral-8x7b --layout tp=2,cp=1,pp=2,ep=8,etp=1,schedule=zb-h1",
-     {"jax"}),
+     {"jax", "torch"}),
     ("--cluster gb200-nvl72-4r --gpus 256 --model qwen3-30b-a3b "
-     "--layout tp=1,cp=1,pp=1,ep=64,etp=1,placement=packed", {"olmo-core", "torchtitan", "jax", "maxtext"}),
+     "--layout tp=1,cp=1,pp=1,ep=64,etp=1,placement=packed",
+     {"olmo-core", "torchtitan", "jax", "maxtext", "torch", "megatron"}),
 ]
-FORMATS = ["olmo-core", "torchtitan", "jax", "maxtext"]
+FORMATS = ["olmo-core", "torchtitan", "jax", "maxtext", "torch", "megatron"]
 failures = []
 
 
@@ -245,7 +252,50 @@ def check_maxtext(case, rm, text):
     check_granules(case, "maxtext", rm, ici)
 
 
-CHECKS = {"olmo-core": check_olmo, "torchtitan": check_torchtitan, "jax": check_jax, "maxtext": check_maxtext}
+def literal_mesh(tree, ranks_var, names_var):
+    """(rank list, shape, dim names) of `ranks_var = torch.tensor([...]).reshape(...)` and
+    `names_var = DeviceMesh("cuda", ranks_var, mesh_dim_names=(...))`."""
+    c = calls(tree)
+    reshape = c[ranks_var]  # torch.tensor([...]).reshape(a, b, c, d)
+    ranks = ast.literal_eval(reshape.func.value.args[0])
+    shape = [ast.literal_eval(a) for a in reshape.args]
+    names = ast.literal_eval(kwarg(c[names_var], "mesh_dim_names"))
+    return ranks, shape, names
+
+
+def check_torch(case, rm, text):
+    tree = ast.parse(text)
+    views = [("dense_ranks", "dense_mesh", {"pp": "pp", "dp": "dp", "cp": "cp", "tp": "tp"}),
+             ("expert_ranks", "expert_mesh", {"pp": "pp", "edp": "edp", "ep": "ep", "etp": "etp"})]
+    for ranks_var, mesh_var, kinds in views:
+        ranks, shape, names = literal_mesh(tree, ranks_var, mesh_var)
+        if math.prod(shape) != rm["world_size"] or sorted(ranks) != list(range(rm["world_size"])):
+            fail(case, "torch", f"{mesh_var}: shape {shape} does not hold every rank once")
+            continue
+        for axis, name in enumerate(names):
+            kind = kinds[name]
+            groups = [[ranks[i] for i in g] for g in mesh_groups(shape, [axis])]
+            if not same_groups(sorted(sorted(g) for g in groups), rm["groups"][kind]):
+                fail(case, "torch", f"{mesh_var}[{name!r}] groups differ from the rank map's {kind} groups")
+
+
+def check_megatron(case, rm, text):
+    words = shlex.split(" ".join(l for l in text.splitlines() if not l.startswith("#")).replace("\\", " "))
+    flags = {}
+    for i, w in enumerate(words):
+        if w.startswith("--"):
+            flags[w] = words[i + 1] if i + 1 < len(words) and not words[i + 1].startswith("--") else True
+    d = rm["degrees"]
+    want = {"--tensor-model-parallel-size": d["tp"], "--pipeline-model-parallel-size": d["pp"],
+            "--context-parallel-size": d["cp"], "--expert-model-parallel-size": d["ep"],
+            "--expert-tensor-parallel-size": d["etp"]}
+    for flag, value in want.items():
+        if str(flags.get(flag)) != str(value):
+            fail(case, "megatron", f"{flag} {flags.get(flag)}, expected {value}")
+
+
+CHECKS = {"olmo-core": check_olmo, "torchtitan": check_torchtitan, "jax": check_jax, "maxtext": check_maxtext,
+          "torch": check_torch, "megatron": check_megatron}
 
 for case, expected in CASES:
     code, out, err = run(case, "rankmap")
