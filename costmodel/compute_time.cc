@@ -392,6 +392,29 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
   return out;
 }
 
+ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l, const JobSpec& job) {
+  int64_t recompute = l.recompute.full() ? 1 : 0;
+  for (int m = 0; m < kRecomputeModuleCount; ++m) {
+    if (l.recompute.has(static_cast<RecomputeModule>(m))) recompute |= int64_t{2} << m;
+  }
+  return {l.tp, l.cp, l.ep, l.etp, l.mbs, static_cast<int64_t>(l.cp_style), static_cast<int64_t>(l.dispatcher),
+          static_cast<int64_t>(l.precision), recompute, MicroBatchesPerStep(job, l), 0};
+}
+
+size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int64_t v : key) h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return static_cast<size_t>(h);
+}
+
+const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostContext& ctx) {
+  const Key key = KeyOf(layout, *ctx.job);
+  auto it = map_.find(key);
+  if (it != map_.end()) return it->second;
+  if (map_.size() >= max_entries_) map_.clear();
+  return map_.emplace(key, ComputeLayerTimes(layout, ctx)).first->second;
+}
+
 double OptimizerStepSeconds(double params_per_rank, const ComputeProfile& profile) {
   return CopySeconds(kAdamBytesPerParam * params_per_rank, profile);
 }

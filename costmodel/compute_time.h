@@ -25,6 +25,11 @@
 // search).
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
 #include "costmodel/cost_context.h"
 #include "costmodel/flops.h"
 #include "inputs/model.h"
@@ -139,6 +144,32 @@ struct ComputeTimes {
 // Reads ctx.model, ctx.job and ctx.profile (already scaled, see above).
 // No allocation.
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx);
+
+// Memoises ComputeLayerTimes for one context (use a cache with one context
+// only). Key: every layout field it reads (tp, cp, ep, etp, mbs, cp_style,
+// dispatcher, precision, recompute) and the micro-batches per step (the
+// FP8 weight casts' share, from dp and mbs); pp, vpp, the order and the
+// placement do not change a layer's compute, so a search reuses each entry
+// across them. Not thread-safe: one per thread. Bounded: cleared when it
+// would exceed `max_entries` (each a ComputeTimes, about 1 KB).
+class ComputeTimesCache {
+ public:
+  explicit ComputeTimesCache(size_t max_entries = 4096) : max_entries_(max_entries) {}
+  // ComputeLayerTimes(layout, ctx), bit for bit; valid until the next Get.
+  const ComputeTimes& Get(const Layout& layout, const CostContext& ctx);
+  size_t size() const { return map_.size(); }
+  void Clear() { map_.clear(); }
+
+  using Key = std::array<int64_t, 11>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  static Key KeyOf(const Layout& layout, const JobSpec& job);
+
+ private:
+  size_t max_entries_;
+  std::unordered_map<Key, ComputeTimes, KeyHash> map_;
+};
 
 // ---- memory traffic per element (bytes read + written), bf16 = 2, fp32 = 4 ----
 // Each is derived in doc/cost-model-compute.md ("Memory-bound passes").
