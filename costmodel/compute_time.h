@@ -25,6 +25,7 @@
 // search).
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cstddef>
 #include <cstdint>
@@ -145,30 +146,62 @@ struct ComputeTimes {
 // No allocation.
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx);
 
+// One layer's forward work in the order ComputeLayerTimes counts it, each
+// piece with the recompute modules that rerun it (any one of them; full
+// reruns every piece). A layer's recompute_s and recompute_flops for any
+// recompute set are the sums of its pieces in that order: the same
+// additions as the direct computation, so the same bits.
+struct LayerRecomputePieces {
+  struct Piece {
+    double fwd_s = 0, fwd_flops = 0;
+    uint32_t modules = 0;  // bit m: RecomputeModule m reruns it
+  };
+  std::array<Piece, 32> pieces{};  // a layer has at most 20
+  int count = 0;
+  void Add(const OpTime& x, uint32_t modules);
+  // Sets times.recompute_s and recompute_flops for `rc`.
+  void Apply(Recompute rc, LayerTimes& times) const;
+};
+
+// ComputeLayerTimes that also records each layer's pieces (null: not).
+ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, LayerRecomputePieces* dense_pieces,
+                               LayerRecomputePieces* moe_pieces);
+
 // Memoises ComputeLayerTimes for one context (use a cache with one context
 // only). Key: every layout field it reads (tp, cp, ep, etp, mbs, cp_style,
-// dispatcher, precision, recompute) and the micro-batches per step (the
-// FP8 weight casts' share, from dp and mbs); pp, vpp, the order and the
-// placement do not change a layer's compute, so a search reuses each entry
-// across them. Not thread-safe: one per thread. Bounded: cleared when it
-// would exceed `max_entries` (each a ComputeTimes, about 1 KB).
+// dispatcher, precision, recompute) and, under FP8, the micro-batches per
+// step (the weight casts' share, from dp and mbs); pp, vpp, the order and
+// the placement do not change a layer's compute, so a search reuses each
+// entry across them. Under that, one entry per key without the recompute
+// set holds the pieces (LayerRecomputePieces) every recompute set's sums
+// come from. Not thread-safe: one per thread. Bounded: each map cleared
+// when it would exceed its size, `max_entries` results (a ComputeTimes,
+// about 1 KB, each) and max_entries / 2 bases (about 2.6 KB each).
 class ComputeTimesCache {
  public:
-  explicit ComputeTimesCache(size_t max_entries = 4096) : max_entries_(max_entries) {}
+  explicit ComputeTimesCache(size_t max_entries = 4096) : max_entries_(std::max<size_t>(2, max_entries)) {}
   // ComputeLayerTimes(layout, ctx), bit for bit; valid until the next Get.
   const ComputeTimes& Get(const Layout& layout, const CostContext& ctx);
   size_t size() const { return map_.size(); }
-  void Clear() { map_.clear(); }
+  void Clear() {
+    map_.clear();
+    bases_.clear();
+  }
 
   using Key = std::array<int64_t, 11>;
   struct KeyHash {
     size_t operator()(const Key& key) const;
   };
-  static Key KeyOf(const Layout& layout, const JobSpec& job);
+  static Key KeyOf(const Layout& layout, const JobSpec& job, bool with_recompute);
 
  private:
+  struct Base {
+    ComputeTimes times;
+    LayerRecomputePieces dense, moe;
+  };
   size_t max_entries_;
   std::unordered_map<Key, ComputeTimes, KeyHash> map_;
+  std::unordered_map<Key, Base, KeyHash> bases_;
 };
 
 // ---- memory traffic per element (bytes read + written), bf16 = 2, fp32 = 4 ----

@@ -142,13 +142,17 @@ TEST_CASE("two cost models on one thread keep their caches apart") {
 
 TEST_CASE("ComputeTimesCache returns ComputeLayerTimes bit for bit") {
   Draws d{7};
-  const Case c = RandomCase(d);
+  Case c = RandomCase(d);
+  c.job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
   auto cost = std::move(CostModel::Create(c.cluster, LoadModel("deepseek-v3").value(), c.job)).value();
   const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
   REQUIRE(!legal.empty());
   ComputeTimesCache cache(64);  // small: the clearing path runs too
   for (int i = 0; i < 2000; ++i) {
-    const Layout& l = legal[d.Below(legal.size())];
+    // Any recompute set (the cache derives each from one base's pieces).
+    Layout l = legal[d.Below(legal.size())];
+    const uint64_t r = d.Below(1u << kRecomputeModuleCount) + 1;
+    l.recompute = r == (1u << kRecomputeModuleCount) ? Recompute::Full() : Recompute::Modules(static_cast<uint32_t>(r));
     const ComputeTimes want = ComputeLayerTimes(l, cost->context());
     const ComputeTimes& got = cache.Get(l, cost->context());
     static_assert(sizeof(ComputeTimes) % sizeof(double) == 0, "doubles only: compared bytewise");
