@@ -433,13 +433,11 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
   return out;
 }
 
-ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l, const JobSpec& job, bool with_recompute) {
-  int64_t recompute = 0;
-  if (with_recompute) recompute = (l.recompute.full() ? 1 : 0) | int64_t{ModulesOf(l.recompute)} << 1;
+ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l, const JobSpec& job) {
   // The micro-batches only share out the FP8 weight casts (none in bf16).
   const bool fp8 = Fp8CastBytesOf(l.precision).activation_bytes_per_element > 0;
   return {l.tp, l.cp, l.ep, l.etp, l.mbs, static_cast<int64_t>(l.cp_style), static_cast<int64_t>(l.dispatcher),
-          static_cast<int64_t>(l.precision), recompute, fp8 ? MicroBatchesPerStep(job, l) : 0, with_recompute};
+          static_cast<int64_t>(l.precision), fp8 ? MicroBatchesPerStep(job, l) : 0};
 }
 
 size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const {
@@ -449,23 +447,19 @@ size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const {
 }
 
 const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostContext& ctx) {
-  const Key key = KeyOf(layout, *ctx.job, true);
-  auto it = map_.find(key);
-  if (it != map_.end()) return it->second;
-  const Key base_key = KeyOf(layout, *ctx.job, false);
-  auto base = bases_.find(base_key);
+  const Key key = KeyOf(layout, *ctx.job);
+  auto base = bases_.find(key);
   if (base == bases_.end()) {
-    if (bases_.size() >= max_entries_ / 2) bases_.clear();
+    if (bases_.size() >= max_entries_) bases_.clear();
     Base b;
     b.times = ComputeLayerTimes(layout, ctx, &b.dense, &b.moe);
-    base = bases_.emplace(base_key, b).first;
+    base = bases_.emplace(key, b).first;
   }
   // The recompute sums of this layout's set, from the pieces in order.
-  ComputeTimes times = base->second.times;
-  base->second.dense.Apply(layout.recompute, times.dense_layer);
-  base->second.moe.Apply(layout.recompute, times.moe_layer);
-  if (map_.size() >= max_entries_) map_.clear();
-  return map_.emplace(key, times).first->second;
+  current_ = base->second.times;
+  base->second.dense.Apply(layout.recompute, current_.dense_layer);
+  base->second.moe.Apply(layout.recompute, current_.moe_layer);
+  return current_;
 }
 
 double OptimizerStepSeconds(double params_per_rank, const ComputeProfile& profile) {

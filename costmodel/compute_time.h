@@ -156,7 +156,7 @@ struct LayerRecomputePieces {
     double fwd_s = 0, fwd_flops = 0;
     uint32_t modules = 0;  // bit m: RecomputeModule m reruns it
   };
-  std::array<Piece, 32> pieces{};  // a layer has at most 20
+  std::array<Piece, 24> pieces{};  // a layer has at most 20
   int count = 0;
   void Add(const OpTime& x, uint32_t modules);
   // Sets times.recompute_s and recompute_flops for `rc`.
@@ -168,31 +168,28 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
                                LayerRecomputePieces* moe_pieces);
 
 // Memoises ComputeLayerTimes for one context (use a cache with one context
-// only). Key: every layout field it reads (tp, cp, ep, etp, mbs, cp_style,
-// dispatcher, precision, recompute) and, under FP8, the micro-batches per
-// step (the weight casts' share, from dp and mbs); pp, vpp, the order and
-// the placement do not change a layer's compute, so a search reuses each
-// entry across them. Under that, one entry per key without the recompute
-// set holds the pieces (LayerRecomputePieces) every recompute set's sums
-// come from. Not thread-safe: one per thread. Bounded: each map cleared
-// when it would exceed its size, `max_entries` results (a ComputeTimes,
-// about 1 KB, each) and max_entries / 2 bases (about 2.6 KB each).
+// only). Key: the layout fields it reads but the recompute set (tp, cp, ep,
+// etp, mbs, cp_style, dispatcher, precision) and, under FP8, the
+// micro-batches per step (the weight casts' share, from dp and mbs); pp,
+// vpp, the order and the placement do not change a layer's compute, so a
+// search reuses each entry across them. Each entry holds the times and the
+// layers' pieces (LayerRecomputePieces), from which Get sums the layout's
+// recompute set. Not thread-safe: one per thread. Bounded: cleared when it
+// would exceed `max_entries` entries of about 2.5 KB (8192: 20 MB; a
+// DeepSeek-V3 search on 16,384 GPUs meets 4,371 keys).
 class ComputeTimesCache {
  public:
-  explicit ComputeTimesCache(size_t max_entries = 4096) : max_entries_(std::max<size_t>(2, max_entries)) {}
+  explicit ComputeTimesCache(size_t max_entries = 8192) : max_entries_(std::max<size_t>(1, max_entries)) {}
   // ComputeLayerTimes(layout, ctx), bit for bit; valid until the next Get.
   const ComputeTimes& Get(const Layout& layout, const CostContext& ctx);
-  size_t size() const { return map_.size(); }
-  void Clear() {
-    map_.clear();
-    bases_.clear();
-  }
+  size_t size() const { return bases_.size(); }
+  void Clear() { bases_.clear(); }
 
-  using Key = std::array<int64_t, 11>;
+  using Key = std::array<int64_t, 9>;
   struct KeyHash {
     size_t operator()(const Key& key) const;
   };
-  static Key KeyOf(const Layout& layout, const JobSpec& job, bool with_recompute);
+  static Key KeyOf(const Layout& layout, const JobSpec& job);
 
  private:
   struct Base {
@@ -200,8 +197,8 @@ class ComputeTimesCache {
     LayerRecomputePieces dense, moe;
   };
   size_t max_entries_;
-  std::unordered_map<Key, ComputeTimes, KeyHash> map_;
   std::unordered_map<Key, Base, KeyHash> bases_;
+  ComputeTimes current_;  // the last Get's result
 };
 
 // ---- memory traffic per element (bytes read + written), bf16 = 2, fp32 = 4 ----

@@ -267,9 +267,55 @@ LayoutScore CostModel::ScoreReference(const Layout& layout, bool minimise_memory
   return ScoreOf(layout, minimise_memory, false);
 }
 
+namespace {
+
+// Memoises DescribePipeline for one model and its block weights. Key: what
+// it reads of a layout: pp, vpp, the schedule it runs, its stage_layers and
+// stage_mtp. Per thread; bounded: cleared at kMaxEntries (each a
+// description of pp x vpp stages, a few KB at most).
+class PipelineMemo {
+ public:
+  const PipelineDescription& Get(const Layout& l, const ModelSpec& model, const BlockWeights& weights) {
+    const PipelineSchedule schedule = ScheduleOf(l);
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {  // newest first
+      const Entry& e = *it;
+      if (e.pp == l.pp && e.vpp == l.vpp && e.schedule == schedule && e.stage_layers == l.stage_layers &&
+          e.stage_mtp == l.stage_mtp)
+        return e.pipeline;
+    }
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.push_back({l.pp, l.vpp, schedule, l.stage_layers, l.stage_mtp, DescribePipeline(l, model, &weights)});
+    return entries_.back().pipeline;
+  }
+  void Clear() { entries_.clear(); }
+
+ private:
+  static constexpr size_t kMaxEntries = 64;
+  struct Entry {
+    int pp, vpp;
+    PipelineSchedule schedule;
+    std::vector<int> stage_layers, stage_mtp;
+    PipelineDescription pipeline;
+  };
+  std::vector<Entry> entries_;  // few distinct pipelines per search
+};
+
+}  // namespace
+
 LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached) const {
   LayoutScore score;
-  const PipelineDescription pipeline = DescribePipeline(layout, model_, &weights_);
+  struct Pipelines {
+    uint64_t model_id = 0;
+    PipelineMemo memo;
+  };
+  thread_local Pipelines pipelines;
+  if (cached && pipelines.model_id != id_) {
+    pipelines.model_id = id_;
+    pipelines.memo.Clear();
+  }
+  PipelineDescription uncached;
+  if (!cached) uncached = DescribePipeline(layout, model_, &weights_);
+  const PipelineDescription& pipeline = cached ? pipelines.memo.Get(layout, model_, weights_) : uncached;
   int worst_stage = 0;
   const double peak_bytes = memory_.PeakBytes(layout, pipeline, &worst_stage);
   score.peak_memory_gib = peak_bytes / kBytesPerGiB;
