@@ -32,4 +32,18 @@ inline BenchInputs DeepSeekV3On(int gpus) {
   return in;
 }
 
+// The widened job of bench/plan_widened_bench.cc: every recipe option a
+// candidate (4 recompute choices, 2 dispatchers, EP overlap on and off,
+// bf16 and fp8, FSDP on and off, TP overlap on and off).
+inline void WidenJob(JobSpec& job) {
+  job.recompute = {Recompute::None(), Recompute::Selective(), Recompute::Full(),
+                   Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) |
+                                      (1u << int(RecomputeModule::kMoeAct)))};
+  job.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kDeepEP};
+  job.a2a_overlap = {false, true};
+  job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
+  job.fsdp = {false, true};
+  job.tp_overlap = {false, true};
+}
+
 }  // namespace foldplan::bench

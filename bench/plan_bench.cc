@@ -1,6 +1,7 @@
-// Search speed: candidates scored per second by the cost model, and the
-// full `plan` search (enumerate + score on 2 threads) for deepseek-v3 on
-// 1,024, 16,384 and 131,072 H100 GPUs with the default job.
+// Search speed: candidates scored per CPU second by the cost model (the
+// default job and the widened one), and the full `plan` search (enumerate +
+// score on 2 threads) for deepseek-v3 on 1,024, 16,384 and 131,072 H100
+// GPUs with the default job.
 #include <benchmark/benchmark.h>
 
 #include <iostream>
@@ -22,33 +23,50 @@ struct Setup {
   std::vector<Layout> legal;
 };
 
-Setup& DeepSeekOn(int gpus) {
-  static std::map<int, Setup> cache;
-  if (auto it = cache.find(gpus); it != cache.end()) return it->second;
-  bench::BenchInputs in = bench::DeepSeekV3On(gpus);
-  Setup s{std::move(in.cluster), std::move(in.model), std::move(in.job), nullptr, {}};
+std::unique_ptr<CostModel> Create(const Setup& s) {
   auto cost = CostModel::Create(s.cluster, s.model, s.job);
   if (!cost.ok()) {
     std::cerr << cost.status().message() << "\n";
     std::exit(1);
   }
-  s.cost = std::move(cost).value();
-  s.legal = EnumerateLayouts(s.cost->legality()).legal;
-  return cache[gpus] = std::move(s);
+  return std::move(cost).value();
 }
 
-// One thread scoring the legal layouts one after another.
-void BM_ScoreDeepSeekV3(benchmark::State& state) {
-  Setup& s = DeepSeekOn(static_cast<int>(state.range(0)));
-  size_t i = 0;
-  for (auto _ : state) {
-    benchmark::DoNotOptimize(s.cost->Score(s.legal[i], false).objective);
-    if (++i == s.legal.size()) i = 0;
-  }
-  state.SetItemsProcessed(state.iterations());
-  state.SetLabel("layouts scored per second, one thread");
+Setup& DeepSeekOn(int gpus, bool widened = false) {
+  static std::map<std::pair<int, bool>, Setup> cache;
+  if (auto it = cache.find({gpus, widened}); it != cache.end()) return it->second;
+  bench::BenchInputs in = bench::DeepSeekV3On(gpus);
+  if (widened) bench::WidenJob(in.job);
+  Setup s{std::move(in.cluster), std::move(in.model), std::move(in.job), nullptr, {}};
+  s.cost = Create(s);
+  s.legal = EnumerateLayouts(s.cost->legality()).legal;
+  return cache[{gpus, widened}] = std::move(s);
 }
-BENCHMARK(BM_ScoreDeepSeekV3)->Arg(1024)->Arg(16384)->Arg(131072);
+
+// One thread scoring every legal layout once per iteration, in search order,
+// as a search does: a fresh cost model each pass (created untimed), so its
+// per-thread caches start cold every pass. CPU time: items_per_second is
+// layouts scored per CPU second of the scoring thread.
+void ScoreOnePass(benchmark::State& state, bool widened) {
+  Setup& s = DeepSeekOn(static_cast<int>(state.range(0)), widened);
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<CostModel> cost = Create(s);
+    state.ResumeTiming();
+    for (const Layout& l : s.legal) benchmark::DoNotOptimize(cost->Score(l, false).objective);
+    state.PauseTiming();
+    cost.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(state.iterations() * static_cast<int64_t>(s.legal.size()));
+  state.counters["legal"] = static_cast<double>(s.legal.size());
+  state.SetLabel("layouts scored per CPU second, one thread, caches cold each pass");
+}
+void BM_ScoreDeepSeekV3(benchmark::State& state) { ScoreOnePass(state, false); }
+BENCHMARK(BM_ScoreDeepSeekV3)->Arg(1024)->Arg(16384)->Arg(131072)->Unit(benchmark::kMillisecond);
+// The same with bench/plan_widened_bench.cc's job (every recipe option a candidate).
+void BM_ScoreWidenedDeepSeekV3(benchmark::State& state) { ScoreOnePass(state, true); }
+BENCHMARK(BM_ScoreWidenedDeepSeekV3)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 // The whole search as `foldplan plan` runs it: enumeration plus scoring on two threads.
 void BM_PlanDeepSeekV3(benchmark::State& state) {

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstring>
 #include <optional>
 
 #include "costmodel/comm_params.h"
@@ -75,16 +76,25 @@ constexpr double kTopkWeightBytes = kFp32Bytes;  // fp32 topk_weights, likewise
 // appended (valid until the next Add), or null.
 class PlanBuilder {
  public:
-  PlanBuilder(const LayoutPlacement& placement, const CommParams& params, std::vector<CommOp>& out)
-      : placement_(placement), params_(params), out_(out) {}
+  PlanBuilder(const LayoutPlacement& placement, const CommParams& params, std::vector<CommOp>& out,
+              CollectiveTimeMemo* memo)
+      : placement_(placement), params_(params), out_(out), memo_(memo) {}
 
   CommOp* Add(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
               CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable) {
     const GroupPlacement& g = placement_.of(group);
     if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
-    const CollectiveCost cost = CollectiveTime(collective, bytes, g.span, params_, g.groups_sharing_links);
-    CommOp* op = Push(kind, name, group, collective, bytes, scope, calls_fwd, calls_bwd, overlappable, cost);
-    op->traffic = RankTrafficOf(collective, bytes, g.span);
+    const int key = static_cast<int>(collective);
+    const CollectiveTimeMemo::Value* known = memo_ ? memo_->Find(group, key, bytes, 0) : nullptr;
+    CollectiveTimeMemo::Value value;
+    if (!known) {
+      value.cost = CollectiveTime(collective, bytes, g.span, params_, g.groups_sharing_links);
+      value.traffic = RankTrafficOf(collective, bytes, g.span);
+      if (memo_) memo_->Put(group, key, bytes, 0, value);
+      known = &value;
+    }
+    CommOp* op = Push(kind, name, group, collective, bytes, scope, calls_fwd, calls_bwd, overlappable, known->cost);
+    op->traffic = known->traffic;
     return op;
   }
 
@@ -95,8 +105,15 @@ class PlanBuilder {
     const GroupPlacement& g = placement_.of(group);
     const double bytes = nvlink_bytes + network_bytes;
     if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
-    const CollectiveCost cost =
-        ForwardedAllToAllTime(nvlink_bytes, network_bytes, g.span, params_, g.groups_sharing_links);
+    const CollectiveTimeMemo::Value* known =
+        memo_ ? memo_->Find(group, CollectiveTimeMemo::kForwarded, nvlink_bytes, network_bytes) : nullptr;
+    CollectiveTimeMemo::Value value;
+    if (!known) {
+      value.cost = ForwardedAllToAllTime(nvlink_bytes, network_bytes, g.span, params_, g.groups_sharing_links);
+      if (memo_) memo_->Put(group, CollectiveTimeMemo::kForwarded, nvlink_bytes, network_bytes, value);
+      known = &value;
+    }
+    const CollectiveCost& cost = known->cost;
     CommOp* op = Push(CommKind::kExpertParallel, name, group, Collective::kAllToAll, bytes, scope, calls_fwd,
                       calls_bwd, false, cost);
     op->network_bytes = network_bytes;
@@ -131,6 +148,7 @@ class PlanBuilder {
   const LayoutPlacement& placement_;
   const CommParams& params_;
   std::vector<CommOp>& out_;
+  CollectiveTimeMemo* memo_;  // null: time every op
 };
 
 // Sizes shared by the op builders below.
@@ -457,8 +475,58 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
   return BuildCommPlan(layout, ctx, placement, DescribePipeline(layout, *ctx.model));
 }
 
+namespace {
+// A double's bits: the memo tells keys apart exactly as they are.
+uint64_t Bits(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+}  // namespace
+
+size_t CollectiveTimeMemo::Slot(uint8_t group, uint8_t collective, uint64_t bytes, uint64_t network_bytes) {
+  uint64_t h = bytes * 0x9e3779b97f4a7c15ull ^ network_bytes * 0xc2b2ae3d27d4eb4full;
+  h ^= (uint64_t{group} << 8 | collective) * 0x165667b19e3779f9ull;
+  h ^= h >> 29;
+  return static_cast<size_t>(h % kSlots);
+}
+
+const CollectiveTimeMemo::Value* CollectiveTimeMemo::Find(GroupKind group, int collective, double bytes,
+                                                         double network_bytes) const {
+  const auto g = static_cast<uint8_t>(group), c = static_cast<uint8_t>(collective);
+  const uint64_t b = Bits(bytes), n = Bits(network_bytes);
+  for (size_t i = Slot(g, c, b, n), probes = 0; probes < kSlots; i = (i + 1) % kSlots, ++probes) {
+    const Entry& e = entries_[i];
+    if (!e.used) return nullptr;
+    if (e.group == g && e.collective == c && e.bytes == b && e.network_bytes == n) return &e.value;
+  }
+  return nullptr;
+}
+
+void CollectiveTimeMemo::Put(GroupKind group, int collective, double bytes, double network_bytes,
+                             const Value& value) {
+  if (used_ >= kSlots / 2) Clear();  // at most half full: probes stay short
+  const auto g = static_cast<uint8_t>(group), c = static_cast<uint8_t>(collective);
+  const uint64_t b = Bits(bytes), n = Bits(network_bytes);
+  size_t i = Slot(g, c, b, n);
+  while (entries_[i].used) i = (i + 1) % kSlots;
+  entries_[i] = Entry{true, g, c, b, n, value};
+  ++used_;
+}
+
+void CollectiveTimeMemo::Clear() {
+  if (used_ == 0) return;
+  for (Entry& e : entries_) e.used = false;
+  used_ = 0;
+}
+
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                                   const PipelineDescription& pipeline) {
+  return BuildCommPlan(layout, ctx, placement, pipeline, nullptr);
+}
+
+std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                                  const PipelineDescription& pipeline, CollectiveTimeMemo* memo) {
   std::vector<CommOp> ops;
   if (!ctx.cluster || !ctx.model || !ctx.job) return ops;
   // The most any layout appends: 9 TP (attention, dense MLP, shared
@@ -468,7 +536,7 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
   std::optional<CommParams> defaults;
   if (!ctx.comm) defaults = DefaultCommParams(*ctx.cluster);
   const CommParams& params = ctx.comm ? *ctx.comm : *defaults;
-  PlanBuilder plan(placement, params, ops);
+  PlanBuilder plan(placement, params, ops, memo);
   const Volumes v(layout, *ctx.model, *ctx.job);
 
   AddTensorParallel(v, plan);

@@ -14,6 +14,9 @@
 // bf16.
 #pragma once
 
+#include <array>
+#include <cstddef>
+#include <cstdint>
 #include <vector>
 
 #include "costmodel/collective.h"
@@ -101,6 +104,49 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
 // divide over the stages the weights choose the split).
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
                                   const LayoutPlacement& placement, const PipelineDescription& pipeline);
+
+// Memoises the timing of the plan's ops for one placement and one set of
+// communication parameters. Key: the op's group kind, collective and bytes
+// (a flex op: its NVLink and network bytes); value: CollectiveTime's (or
+// ForwardedAllToAllTime's) cost and RankTrafficOf, pure functions of the
+// key and the group's span and link sharing, which the placement fixes.
+// Layouts that share a placement (they differ in micro-batch, VPP,
+// recompute ...) time the same bytes on the same groups again. The owner
+// calls Clear whenever the placement or the parameters change. Bounded:
+// kSlots entries, cleared when full. Not thread-safe: one per thread.
+class CollectiveTimeMemo {
+ public:
+  struct Value {
+    CollectiveCost cost;
+    RankTraffic traffic;
+  };
+  // The value stored under the key, or null.
+  const Value* Find(GroupKind group, int collective, double bytes, double network_bytes) const;
+  void Put(GroupKind group, int collective, double bytes, double network_bytes, const Value& value);
+  void Clear();
+  int size() const { return used_; }
+
+  // Collective values, and this for a flex op's forwarded all-to-all.
+  static constexpr int kForwarded = 255;
+
+ private:
+  static constexpr int kSlots = 256;
+  struct Entry {
+    bool used = false;
+    uint8_t group = 0, collective = 0;
+    uint64_t bytes = 0, network_bytes = 0;  // the doubles' bits
+    Value value;
+  };
+  static size_t Slot(uint8_t group, uint8_t collective, uint64_t bytes, uint64_t network_bytes);
+  std::array<Entry, kSlots> entries_{};
+  int used_ = 0;
+};
+
+// The same, timings looked up in `memo` first (which must hold timings of
+// this placement and ctx's parameters only); identical results.
+std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
+                                  const LayoutPlacement& placement, const PipelineDescription& pipeline,
+                                  CollectiveTimeMemo* memo);
 
 // Copies of one token a flex dispatcher (DeepEP, HybridEP) moves, for
 // uniform top-k routing over the expert TP x EP group (etp x ep ranks,

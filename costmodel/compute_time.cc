@@ -3,6 +3,7 @@
 #include "costmodel/compute_time.h"
 
 #include <algorithm>
+#include <cassert>
 #include <cmath>
 #include <initializer_list>
 
@@ -183,22 +184,37 @@ void Add(OpTime& to, const OpTime& x) {
   to.bwd_s += x.bwd_s;
 }
 
+uint32_t Bit(RecomputeModule m) { return 1u << int(m); }
+
+// The modules of a recompute set (under full: every one).
+uint32_t ModulesOf(Recompute rc) {
+  uint32_t modules = 0;
+  for (int m = 0; m < kRecomputeModuleCount; ++m) {
+    if (rc.has(static_cast<RecomputeModule>(m))) modules |= Bit(static_cast<RecomputeModule>(m));
+  }
+  return modules;
+}
+
 LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& job,
-                     const Layout& layout, const Fp8Casts& fp8, const ComputeProfile& profile) {
+                     const Layout& layout, const Fp8Casts& fp8, const ComputeProfile& profile,
+                     LayerRecomputePieces* pieces) {
   LayerTimes t;
   const Precision precision = layout.precision;
   const Recompute rc = layout.recompute;
   // Each piece of work goes into its part, and into recompute_s when a
   // module of the layout's set (or full) covers it; every piece is counted
   // once, so overlapping modules (moe and moe_act) do not double count.
-  auto put = [&](OpTime& part, const OpTime& x, bool recomputed) {
+  // A piece's `modules`: those that rerun it (any one does; full reruns all).
+  const uint32_t rc_modules = ModulesOf(rc);
+  auto put = [&](OpTime& part, const OpTime& x, uint32_t modules) {
     Add(part, x);
-    if (rc.full() || recomputed) {
+    if (pieces) pieces->Add(x, modules);
+    if (rc.full() || (rc_modules & modules) != 0) {
       t.recompute_s += x.fwd_s;
       t.recompute_flops += x.fwd_flops;
     }
   };
-  const bool moe_module = rc.has(RecomputeModule::kMoe);
+  const uint32_t moe_module = Bit(RecomputeModule::kMoe);
   const bool mla = w.k.m <= 0;
   const double hidden = model.hidden;
   const double tokens = double(layout.mbs) * job.seq_len / layout.cp;  // M: TP-split rows
@@ -206,33 +222,33 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
   double weights = 0;  // FP8 weight elements of the layer on this rank
 
   // ---- attention ----
-  put(t.norms, RmsNorm(2 * sp_tokens * hidden, profile), rc.has(RecomputeModule::kLayernorm));
+  put(t.norms, RmsNorm(2 * sp_tokens * hidden, profile), Bit(RecomputeModule::kLayernorm));
   if (!mla) {
     // GQA/MHA: Megatron's linear_qkv is one GEMM of the three widths.
     const GemmShape qkv = {w.q.m, w.q.n + w.k.n + w.v.n, w.q.k};
-    put(t.attention_projections, Gemms({qkv, w.o}, precision, profile), false);
-    put(t.fp8_casts, fp8.Of({qkv, w.o}), false);
+    put(t.attention_projections, Gemms({qkv, w.o}, precision, profile), 0);
+    put(t.fp8_casts, fp8.Of({qkv, w.o}), 0);
     weights += WeightElements({qkv, w.o});
     // q and k, per head: [M, a / tp, d] and [M, a_kv / tp, d].
     const double qk_elements = w.q.m * (w.q.n + w.k.n);
-    if (model.qk_norm) put(t.qk_norm, RmsNorm(qk_elements, profile), false);
+    if (model.qk_norm) put(t.qk_norm, RmsNorm(qk_elements, profile), 0);
     // RoPE, unless the model has learned absolute positions (GPT-3).
     if (!model.learned_positions) {
       const double rope = kRotaryBytesPerElement * qk_elements;
-      put(t.rotary, Traffic(rope, rope, profile), false);
+      put(t.rotary, Traffic(rope, rope, profile), 0);
     }
   } else {
     const MlaSpec& a = *model.mla;
-    put(t.attention_projections, Gemms({w.q, w.q_a, w.kv_a, w.o}, precision, profile), false);
-    put(t.fp8_casts, fp8.Of({w.q, w.q_a, w.kv_a, w.o}), false);
+    put(t.attention_projections, Gemms({w.q, w.q_a, w.kv_a, w.o}, precision, profile), 0);
+    put(t.fp8_casts, fp8.Of({w.q, w.q_a, w.kv_a, w.o}), 0);
     // mla_up_proj: the q and kv up-projections and the rope applied to them.
-    const bool up = rc.has(RecomputeModule::kMlaUpProj);
+    const uint32_t up = Bit(RecomputeModule::kMlaUpProj);
     put(t.attention_projections, Gemms({w.q_b, w.kv_b}, precision, profile), up);
     put(t.fp8_casts, fp8.Of({w.q_b, w.kv_b}), up);
     weights += WeightElements({w.q, w.q_a, w.kv_a, w.o, w.q_b, w.kv_b});
     // The latent norms (Megatron's q_layernorm, kv_layernorm) on T rows.
     const double q_latent = w.q_a.m > 0 ? double(a.q_lora_rank) : 0;
-    put(t.qk_norm, RmsNorm(sp_tokens * (q_latent + a.kv_lora_rank), profile), false);
+    put(t.qk_norm, RmsNorm(sp_tokens * (q_latent + a.kv_lora_rank), profile), 0);
     // Fused MLA rope kernels: q is read and written whole ([M, a d_qk / tp]);
     // the kv kernel reads kv_b's output ([M, a (d_nope + d_v) / tp]) and
     // writes k ([M, a d_qk / tp]) and v ([M, a d_v / tp]).
@@ -244,16 +260,16 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
         kBf16Bytes * tokens * (w.kv_b.n + heads_per_rank * (qk_dim + a.v_head_dim));
     put(t.rotary, Traffic(q_bytes + kv_bytes, q_bytes + kv_bytes, profile), up);
   }
-  put(t.attention_core, AttentionCore(w.core, profile), rc.has(RecomputeModule::kCoreAttn));
+  put(t.attention_core, AttentionCore(w.core, profile), Bit(RecomputeModule::kCoreAttn));
   const double residual = sp_tokens * hidden;
   put(t.residual_adds,
       Traffic(2 * kResidualAddFwdBytesPerElement * residual,
               2 * kResidualAddBwdBytesPerElement * residual, profile),
-      false);
+      0);
 
   // ---- dense MLP ----
   if (!w.moe) {
-    const bool m = rc.has(RecomputeModule::kMlp);
+    const uint32_t m = Bit(RecomputeModule::kMlp);
     put(t.mlp, Gemms({w.mlp_up, w.mlp_down}, precision, profile), m);
     put(t.mlp_activation, ActivationPass(model.activation, w.mlp_down.m * w.mlp_down.k, profile), m);
     put(t.fp8_casts, fp8.Of({w.mlp_up, w.mlp_down}), m);
@@ -275,12 +291,12 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
     const double expert_out =
         w.experts_down.experts * w.experts_down.rows_per_expert * w.experts_down.k;
     put(t.expert_activation, ActivationPass(model.activation, expert_out, profile),
-        moe_module || rc.has(RecomputeModule::kMoeAct));
+        moe_module | Bit(RecomputeModule::kMoeAct));
     put(t.fp8_casts, fp8.OfGrouped({w.experts_up, w.experts_down}), moe_module);
     weights += WeightElements(w.experts_up) + WeightElements(w.experts_down);
 
     if (w.shared_up.m > 0) {
-      const bool s = moe_module || rc.has(RecomputeModule::kSharedExperts);
+      const uint32_t s = moe_module | Bit(RecomputeModule::kSharedExperts);
       OpTime shared = Gemms({w.shared_up, w.shared_down}, precision, profile);
       Add(shared, Gemms({w.shared_gate}, Precision::kBF16, profile));
       put(t.shared_experts, shared, s);
@@ -340,6 +356,29 @@ long long MicroBatchesPerStep(const JobSpec& job, const Layout& layout) {
 }
 
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
+  return ComputeLayerTimes(layout, ctx, nullptr, nullptr);
+}
+
+void LayerRecomputePieces::Add(const OpTime& x, uint32_t modules) {
+  assert(count < static_cast<int>(pieces.size()));
+  pieces[static_cast<size_t>(count++)] = {x.fwd_s, x.fwd_flops, modules};
+}
+
+void LayerRecomputePieces::Apply(Recompute rc, LayerTimes& times) const {
+  const uint32_t rc_modules = ModulesOf(rc);
+  times.recompute_s = 0;
+  times.recompute_flops = 0;
+  for (int i = 0; i < count; ++i) {
+    const Piece& p = pieces[static_cast<size_t>(i)];
+    if (rc.full() || (rc_modules & p.modules) != 0) {
+      times.recompute_s += p.fwd_s;
+      times.recompute_flops += p.fwd_flops;
+    }
+  }
+}
+
+ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, LayerRecomputePieces* dense_pieces,
+                               LayerRecomputePieces* moe_pieces) {
   const ModelSpec& model = *ctx.model;
   const JobSpec& job = *ctx.job;
   const ComputeProfile& profile = *ctx.profile;
@@ -349,9 +388,11 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
   fp8.profile = &profile;
 
   ComputeTimes out;
-  out.dense_layer = TimeLayer(LayerForwardWork(model, job, layout, false), model, job, layout, fp8, profile);
+  out.dense_layer =
+      TimeLayer(LayerForwardWork(model, job, layout, false), model, job, layout, fp8, profile, dense_pieces);
   if (model.is_moe()) {
-    out.moe_layer = TimeLayer(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, profile);
+    out.moe_layer =
+        TimeLayer(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, profile, moe_pieces);
   }
 
   // Tokens whose embeddings and logits this rank handles: vocab-parallel
@@ -390,6 +431,35 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
   Add(out.output_layer, Traffic(kLossFwdBytesPerLogit * logit_elements,
                                 kLossBwdBytesPerLogit * logit_elements, profile));
   return out;
+}
+
+ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l, const JobSpec& job) {
+  // The micro-batches only share out the FP8 weight casts (none in bf16).
+  const bool fp8 = Fp8CastBytesOf(l.precision).activation_bytes_per_element > 0;
+  return {l.tp, l.cp, l.ep, l.etp, l.mbs, static_cast<int64_t>(l.cp_style), static_cast<int64_t>(l.dispatcher),
+          static_cast<int64_t>(l.precision), fp8 ? MicroBatchesPerStep(job, l) : 0};
+}
+
+size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int64_t v : key) h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return static_cast<size_t>(h);
+}
+
+const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostContext& ctx) {
+  const Key key = KeyOf(layout, *ctx.job);
+  auto base = bases_.find(key);
+  if (base == bases_.end()) {
+    if (bases_.size() >= max_entries_) bases_.clear();
+    Base b;
+    b.times = ComputeLayerTimes(layout, ctx, &b.dense, &b.moe);
+    base = bases_.emplace(key, b).first;
+  }
+  // The recompute sums of this layout's set, from the pieces in order.
+  current_ = base->second.times;
+  base->second.dense.Apply(layout.recompute, current_.dense_layer);
+  base->second.moe.Apply(layout.recompute, current_.moe_layer);
+  return current_;
 }
 
 double OptimizerStepSeconds(double params_per_rank, const ComputeProfile& profile) {

@@ -25,6 +25,12 @@
 // search).
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
+
 #include "costmodel/cost_context.h"
 #include "costmodel/flops.h"
 #include "inputs/model.h"
@@ -139,6 +145,61 @@ struct ComputeTimes {
 // Reads ctx.model, ctx.job and ctx.profile (already scaled, see above).
 // No allocation.
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx);
+
+// One layer's forward work in the order ComputeLayerTimes counts it, each
+// piece with the recompute modules that rerun it (any one of them; full
+// reruns every piece). A layer's recompute_s and recompute_flops for any
+// recompute set are the sums of its pieces in that order: the same
+// additions as the direct computation, so the same bits.
+struct LayerRecomputePieces {
+  struct Piece {
+    double fwd_s = 0, fwd_flops = 0;
+    uint32_t modules = 0;  // bit m: RecomputeModule m reruns it
+  };
+  std::array<Piece, 24> pieces{};  // a layer has at most 20
+  int count = 0;
+  void Add(const OpTime& x, uint32_t modules);
+  // Sets times.recompute_s and recompute_flops for `rc`.
+  void Apply(Recompute rc, LayerTimes& times) const;
+};
+
+// ComputeLayerTimes that also records each layer's pieces (null: not).
+ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, LayerRecomputePieces* dense_pieces,
+                               LayerRecomputePieces* moe_pieces);
+
+// Memoises ComputeLayerTimes for one context (use a cache with one context
+// only). Key: the layout fields it reads but the recompute set (tp, cp, ep,
+// etp, mbs, cp_style, dispatcher, precision) and, under FP8, the
+// micro-batches per step (the weight casts' share, from dp and mbs); pp,
+// vpp, the order and the placement do not change a layer's compute, so a
+// search reuses each entry across them. Each entry holds the times and the
+// layers' pieces (LayerRecomputePieces), from which Get sums the layout's
+// recompute set. Not thread-safe: one per thread. Bounded: cleared when it
+// would exceed `max_entries` entries of about 2.5 KB (8192: 20 MB; a
+// DeepSeek-V3 search on 16,384 GPUs meets 4,371 keys).
+class ComputeTimesCache {
+ public:
+  explicit ComputeTimesCache(size_t max_entries = 8192) : max_entries_(std::max<size_t>(1, max_entries)) {}
+  // ComputeLayerTimes(layout, ctx), bit for bit; valid until the next Get.
+  const ComputeTimes& Get(const Layout& layout, const CostContext& ctx);
+  size_t size() const { return bases_.size(); }
+  void Clear() { bases_.clear(); }
+
+  using Key = std::array<int64_t, 9>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  static Key KeyOf(const Layout& layout, const JobSpec& job);
+
+ private:
+  struct Base {
+    ComputeTimes times;
+    LayerRecomputePieces dense, moe;
+  };
+  size_t max_entries_;
+  std::unordered_map<Key, Base, KeyHash> bases_;
+  ComputeTimes current_;  // the last Get's result
+};
 
 // ---- memory traffic per element (bytes read + written), bf16 = 2, fp32 = 4 ----
 // Each is derived in doc/cost-model-compute.md ("Memory-bound passes").

@@ -137,30 +137,66 @@ std::atomic<uint64_t> CostModel::next_id_{0};
 
 // Group placement depends only on the degrees, order and placement, and is
 // most of a layout's scoring time; the search scores layouts sharing them
-// one after another (planner/search.cc), so each thread keeps the last one.
-const LayoutPlacement* CostModel::PlacementOf(const Layout& l) const {
+// one after another (planner/search.cc), so each thread keeps the last one,
+// and under it the placement of each group kind (GroupPlacementCache: the
+// same TP, EP, CP ... groups recur across pp, dp and orders).
+// The collective timings of that placement go with it (CollectiveTimeMemo).
+const LayoutPlacement* CostModel::PlacementOf(const Layout& l, CollectiveTimeMemo** memo) const {
   struct Cache {
     uint64_t model_id = 0;
     std::tuple<int, int, int, int, int, int, int, std::string, Placement> key;
     Result<LayoutPlacement> placement = Status::Error("empty");
+    GroupPlacementCache kinds;
+    CollectiveTimeMemo timings;
   };
   thread_local Cache cache;
-  auto key = std::make_tuple(l.world, l.pp, l.tp, l.cp, l.dp, l.ep, l.etp, l.order, l.placement);
-  if (cache.model_id != id_ || cache.key != key) {
+  if (cache.model_id != id_) {
     cache.model_id = id_;
-    cache.key = std::move(key);
-    cache.placement = PlaceGroups(l, topology_);
+    cache.kinds.Clear();
+    cache.placement = Status::Error("empty");
+    std::get<0>(cache.key) = -1;  // no layout has world -1
   }
+  const auto& key = cache.key;
+  if (std::get<0>(key) != l.world || std::get<1>(key) != l.pp || std::get<2>(key) != l.tp ||
+      std::get<3>(key) != l.cp || std::get<4>(key) != l.dp || std::get<5>(key) != l.ep || std::get<6>(key) != l.etp ||
+      std::get<7>(key) != l.order || std::get<8>(key) != l.placement) {
+    cache.key = std::make_tuple(l.world, l.pp, l.tp, l.cp, l.dp, l.ep, l.etp, l.order, l.placement);
+    cache.placement = PlaceGroups(l, topology_, &cache.kinds);
+    cache.timings.Clear();
+  }
+  *memo = &cache.timings;
   return cache.placement.ok() ? &cache.placement.value() : nullptr;
 }
 
 StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeline) const {
+  return WorkOf(layout, pipeline, true);
+}
+
+StepWork CostModel::WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const {
   std::vector<CommOp> ops;
-  if (const LayoutPlacement* placement = PlacementOf(layout)) {
+  if (cached) {
+    CollectiveTimeMemo* memo = nullptr;
+    if (const LayoutPlacement* placement = PlacementOf(layout, &memo)) {
+      ops = BuildCommPlan(layout, ctx_, *placement, pipeline, memo);
+    }
+  } else if (const Result<LayoutPlacement> placement = PlaceGroups(layout, topology_); placement.ok()) {
     ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
   }
-  StepWork work = BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_),
-                                std::move(ops), MicroBatchesPerStep(job_, layout));
+  // Compute times per thread (ComputeTimesCache), for this model only.
+  struct Compute {
+    uint64_t model_id = 0;
+    ComputeTimesCache times;
+  };
+  thread_local Compute compute;
+  if (cached && compute.model_id != id_) {
+    compute.model_id = id_;
+    compute.times.Clear();
+  }
+  ComputeTimes uncached;
+  if (!cached) uncached = ComputeLayerTimes(layout, ctx_);
+  const ComputeTimes& times = cached ? compute.times.Get(layout, ctx_) : uncached;
+  StepWork work = BuildStepWork(layout, model_, cluster_.gpu, pipeline, times, std::move(ops),
+                                MicroBatchesPerStep(job_, layout));
   work.load_factor = ExpertLoadFactor(job_, layout.ep);
   work.nvlink_bytes_per_s = comm_.nvlink_gb_per_s() * 1e9;
   const double nic_share = double(comm_.nics_per_node) / std::max(1, cluster_.gpus_per_node);
@@ -180,11 +216,11 @@ double CostModel::OptimizerSeconds(const Layout& layout, const PipelineDescripti
 }
 
 StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& pipeline,
-                              std::vector<CommKindCost>* comm_out) const {
+                              std::vector<CommKindCost>* comm_out, bool cached) const {
   // Stage work -> schedule -> data-parallel exposure -> optimizer.
   StepBreakdown s;
   s.microbatches = MicroBatchesPerStep(job_, layout);
-  const StepWork work = Work(layout, pipeline);
+  const StepWork work = WorkOf(layout, pipeline, cached);
   std::vector<double> op_exposed;
   const PipelineTimes times = SchedulePipeline(work, comm_out ? &op_exposed : nullptr);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
@@ -218,20 +254,74 @@ Evaluation CostModel::Evaluate(const Layout& input) const {
   // Explicit stages stay as given (a wrong count is among the violations);
   // otherwise the layout shows the split its costs assume.
   if (!e.layout.explicit_stages) e.layout.stage_layers = e.pipeline.StageLayers();
-  e.step = Step(e.layout, e.pipeline, &e.comm);
+  e.step = Step(e.layout, e.pipeline, &e.comm, true);
   e.memory = memory_.Estimate(e.layout, e.pipeline);
   return e;
 }
 
 LayoutScore CostModel::Score(const Layout& layout, bool minimise_memory) const {
+  return ScoreOf(layout, minimise_memory, true);
+}
+
+LayoutScore CostModel::ScoreReference(const Layout& layout, bool minimise_memory) const {
+  return ScoreOf(layout, minimise_memory, false);
+}
+
+namespace {
+
+// Memoises DescribePipeline for one model and its block weights. Key: what
+// it reads of a layout: pp, vpp, the schedule it runs, its stage_layers and
+// stage_mtp. Per thread; bounded: cleared at kMaxEntries (each a
+// description of pp x vpp stages, a few KB at most).
+class PipelineMemo {
+ public:
+  const PipelineDescription& Get(const Layout& l, const ModelSpec& model, const BlockWeights& weights) {
+    const PipelineSchedule schedule = ScheduleOf(l);
+    for (auto it = entries_.rbegin(); it != entries_.rend(); ++it) {  // newest first
+      const Entry& e = *it;
+      if (e.pp == l.pp && e.vpp == l.vpp && e.schedule == schedule && e.stage_layers == l.stage_layers &&
+          e.stage_mtp == l.stage_mtp)
+        return e.pipeline;
+    }
+    if (entries_.size() >= kMaxEntries) entries_.clear();
+    entries_.push_back({l.pp, l.vpp, schedule, l.stage_layers, l.stage_mtp, DescribePipeline(l, model, &weights)});
+    return entries_.back().pipeline;
+  }
+  void Clear() { entries_.clear(); }
+
+ private:
+  static constexpr size_t kMaxEntries = 64;
+  struct Entry {
+    int pp, vpp;
+    PipelineSchedule schedule;
+    std::vector<int> stage_layers, stage_mtp;
+    PipelineDescription pipeline;
+  };
+  std::vector<Entry> entries_;  // few distinct pipelines per search
+};
+
+}  // namespace
+
+LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached) const {
   LayoutScore score;
-  const PipelineDescription pipeline = DescribePipeline(layout, model_, &weights_);
+  struct Pipelines {
+    uint64_t model_id = 0;
+    PipelineMemo memo;
+  };
+  thread_local Pipelines pipelines;
+  if (cached && pipelines.model_id != id_) {
+    pipelines.model_id = id_;
+    pipelines.memo.Clear();
+  }
+  PipelineDescription uncached;
+  if (!cached) uncached = DescribePipeline(layout, model_, &weights_);
+  const PipelineDescription& pipeline = cached ? pipelines.memo.Get(layout, model_, weights_) : uncached;
   int worst_stage = 0;
   const double peak_bytes = memory_.PeakBytes(layout, pipeline, &worst_stage);
   score.peak_memory_gib = peak_bytes / kBytesPerGiB;
   score.fits = score.peak_memory_gib <= cluster_.gpu.hbm_gib;
   if (!score.fits) return score;
-  score.step_time_s = Step(layout, pipeline, nullptr).step_time_s;
+  score.step_time_s = Step(layout, pipeline, nullptr, cached).step_time_s;
   score.objective = minimise_memory ? score.peak_memory_gib : score.step_time_s;
   return score;
 }

@@ -85,8 +85,16 @@ class CostModel {
   // Full evaluation (for reports). Illegal layouts are evaluated as far as
   // their degrees allow, with their violations listed.
   Evaluation Evaluate(const Layout& layout) const;
-  // Only what the search needs; allocates little.
+  // Only what the search needs; allocates little. Memoises per thread
+  // (bounded): the placement of each group kind, each layer's compute times
+  // per compute key, each collective's time per placement (the caches'
+  // headers state their keys). Bit-identical to ScoreReference, and its
+  // step time and peak memory to Evaluate's step.step_time_s and
+  // memory.peak_gib() (tests/costmodel_score_cache_test.cc).
   LayoutScore Score(const Layout& layout, bool minimise_memory) const;
+  // The same without any cache: every placement, collective and compute
+  // time computed afresh. The reference the tests hold Score to.
+  LayoutScore ScoreReference(const Layout& layout, bool minimise_memory) const;
 
   // What each block kind costs, for choosing pipeline layouts
   // (planner/pipeline.h): forward + backward seconds of one sequence on one
@@ -113,8 +121,10 @@ class CostModel {
   CostModel(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job,
             Topology topology, ComputeProfile profile, CommParams comm);
   StepBreakdown Step(const Layout& layout, const PipelineDescription& pipeline,
-                     std::vector<CommKindCost>* comm) const;
-  const struct LayoutPlacement* PlacementOf(const Layout& layout) const;
+                     std::vector<CommKindCost>* comm, bool cached) const;
+  StepWork WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
+  LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached) const;
+  const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;
 
   ClusterSpec cluster_;
   ModelSpec model_;

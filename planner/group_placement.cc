@@ -15,6 +15,7 @@
 #include <tuple>
 #include <vector>
 
+#include "core/order_string.h"
 #include "planner/legality.h"
 #include "planner/placement.h"
 #include "planner/rank_generator.h"
@@ -445,6 +446,59 @@ struct AxisInfo {
   Axis axis;
   i64 stride, size;
 };
+
+// The axes of the dense and the expert generator (MakeFoldedGenerators) as
+// RankGenerator::Create normalises them: the order's axes, then the missing
+// ones (size 1) in Megatron's tp, pp, dp, ep, cp order; strides fastest
+// first. Integer work only: PlaceGroups runs once per degree key of a
+// search. False wherever Create might refuse or rewrite the order (a
+// problem in it, upper case, a missing axis of size > 1, a size below 1, an
+// overflowing world): the caller then builds the generators, for their
+// message. Axis indices are kOrderAxisNames' (tp, cp, ep, dp, pp), as Axis.
+struct FoldedAxes {
+  std::array<AxisInfo, kAxisCount> dense{}, expert{};
+};
+bool FastFoldedAxes(const Layout& l, FoldedAxes& out) {
+  for (char c : l.order) {
+    if (c >= 'A' && c <= 'Z') return false;
+  }
+  const OrderString parsed = ParseOrderString(l.order);
+  if (!parsed.ok()) return false;
+  static_assert(kAxisTp == 0 && kAxisCp == 1 && kAxisEp == 2 && kAxisDp == 3 && kAxisPp == 4,
+                "Axis follows kOrderAxisNames");
+  std::array<int, kAxisCount> axes{};
+  int count = 0;
+  for (int i = 0; i < parsed.count; ++i) axes[static_cast<size_t>(count++)] = parsed.axes[static_cast<size_t>(i)];
+  constexpr std::array<Axis, kAxisCount> kMegatronOrder = {kAxisTp, kAxisPp, kAxisDp, kAxisEp, kAxisCp};
+  //                                          tp     cp    ep    dp     pp
+  const std::array<i64, kAxisCount> dense = {l.tp, l.cp, 1, l.dp, l.pp};
+  const std::array<i64, kAxisCount> expert = {l.etp, 1, l.ep, l.edp, l.pp};
+  for (Axis a : kMegatronOrder) {
+    if (parsed.Has(a)) continue;
+    if (dense[a] != 1 || expert[a] != 1) return false;
+    axes[static_cast<size_t>(count++)] = a;
+  }
+  auto fill = [&](const std::array<i64, kAxisCount>& sizes, std::array<AxisInfo, kAxisCount>& info) {
+    i64 stride = 1;
+    for (size_t i = 0; i < info.size(); ++i) {
+      const Axis a = static_cast<Axis>(axes[i]);
+      if (sizes[a] < 1) return false;
+      info[i] = {a, stride, sizes[a]};
+      stride *= sizes[a];
+      if (stride > INT32_MAX) return false;
+    }
+    return true;
+  };
+  return fill(dense, out.dense) && fill(expert, out.expert);
+}
+
+i64 StrideOf(const std::array<AxisInfo, kAxisCount>& axes, Axis axis) {
+  for (const AxisInfo& a : axes) {
+    if (a.axis == axis) return a.stride;
+  }
+  return 0;
+}
+
 std::array<AxisInfo, kAxisCount> AxesOf(const RankGenerator& gen) {
   std::array<AxisInfo, kAxisCount> axes{};
   const std::vector<std::string>& names = gen.axes();
@@ -583,23 +637,82 @@ i64 RankPeriod(const Shape& shape, const Placer& placer, int world) {
   return std::min<i64>(period, world);
 }
 
+
+// PlaceKind's cache key (GroupPlacementCache): the masked digits, the
+// unmasked ones as BaseResidues reads them (stride mod P and the multiples
+// that stay distinct), P, the placement's ranks per domain and domain, and
+// the ranks a node runs. Unused slots stay zero.
+GroupPlacementCache::Key KindKeyOf(const KindDigits& digits, i64 period, const Placer& placer, i64 used) {
+  GroupPlacementCache::Key key{};
+  size_t i = 0;
+  key[i++] = period;
+  key[i++] = placer.ranks_per_domain;
+  key[i++] = placer.domain_gpus;
+  key[i++] = used;
+  key[i++] = digits.masked.count;
+  for (const Digit& d : digits.masked) key[i++] = d.stride, key[i++] = d.size;
+  i = 15;
+  for (const Digit& d : digits.unmasked) {
+    const i64 step = d.stride % period;
+    if (step == 0) continue;
+    key[i++] = step;
+    key[i++] = std::min<i64>(d.size, period / std::gcd<i64>(step, period));
+  }
+  assert(i <= key.size());
+  return key;
+}
+
 }  // namespace
 
+size_t GroupPlacementCache::KeyHash::operator()(const Key& key) const {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int64_t v : key) {
+    h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  }
+  return static_cast<size_t>(h);
+}
+
+const GroupPlacement* GroupPlacementCache::Find(const Key& key) {
+  auto it = map_.find(key);
+  if (it == map_.end()) {
+    ++misses_;
+    return nullptr;
+  }
+  ++hits_;
+  return &it->second;
+}
+
+void GroupPlacementCache::Put(const Key& key, const GroupPlacement& placement) {
+  if (map_.size() >= max_entries_) map_.clear();
+  map_.emplace(key, placement);
+}
+
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology) {
+  return PlaceGroups(layout, topology, nullptr);
+}
+
+Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache) {
   const ClusterSpec& cluster = topology.cluster();
   if (Status s = CheckDegrees(layout, cluster); !s.ok()) return s;
-  Result<FoldedGenerators> gens = MakeFoldedGenerators(layout);
-  if (!gens.ok()) return gens.status();
-  if (layout.pp > 1 && gens->dense.Stride("pp") != gens->expert.Stride("pp"))
+  FoldedAxes axes;
+  if (!FastFoldedAxes(layout, axes)) {
+    Result<FoldedGenerators> gens = MakeFoldedGenerators(layout);
+    if (!gens.ok()) return gens.status();
+    axes.dense = AxesOf(gens->dense);
+    axes.expert = AxesOf(gens->expert);
+  }
+  const i64 dense_pp = StrideOf(axes.dense, kAxisPp), expert_pp = StrideOf(axes.expert, kAxisPp);
+  if (layout.pp > 1 && dense_pp != expert_pp)
     return Status::Error("order '" + layout.order + "' gives different pipeline groups in the dense view (pp stride " +
-                         Str(gens->dense.Stride("pp")) + ") and the expert view (pp stride " +
-                         Str(gens->expert.Stride("pp")) + ")");
+                         Str(dense_pp) + ") and the expert view (pp stride " + Str(expert_pp) + ")");
   Result<Placer> placer = MakePlacer(layout, cluster);
   if (!placer.ok()) return placer.status();
 
   const Shape shape = ClusterShape::Of(cluster);
   const i64 period = RankPeriod(shape, *placer, layout.world);
-  const std::array<AxisInfo, kAxisCount> dense = AxesOf(gens->dense), expert = AxesOf(gens->expert);
+  const std::array<AxisInfo, kAxisCount>& dense = axes.dense;
+  const std::array<AxisInfo, kAxisCount>& expert = axes.expert;
+  const i64 used = std::min<i64>({shape.gpus_per_node, placer->ranks_per_domain, layout.world});
   thread_local Workspace ws;
   LayoutPlacement out;
   std::array<KindDigits, std::size(kKindSources)> digits;
@@ -609,8 +722,20 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
     digits[k] = DigitsOf(source, source.expert ? expert : dense);
     size_t same = 0;
     while (same < k && !(digits[same] == digits[k])) ++same;
-    placement = same < k ? out.by_kind[static_cast<int>(kKindSources[same].kind)]
-                         : PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
+    if (same < k) {
+      placement = out.by_kind[static_cast<int>(kKindSources[same].kind)];
+    } else if (!cache) {
+      placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
+    } else {
+      const GroupPlacementCache::Key key = KindKeyOf(digits[k], period, *placer, used);
+      if (const GroupPlacement* hit = cache->Find(key)) {
+        placement = *hit;
+        placement.groups = layout.world / placement.size;  // the one field that depends on the world
+      } else {
+        placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
+        cache->Put(key, placement);
+      }
+    }
     placement.kind = source.kind;
   }
   return out;

@@ -17,6 +17,9 @@
 #pragma once
 
 #include <array>
+#include <cstddef>
+#include <cstdint>
+#include <unordered_map>
 
 #include "core/status.h"
 #include "planner/layout.h"
@@ -62,5 +65,42 @@ bool SlowerSpan(const GroupSpan& a, const GroupSpan& b);
 // out, an order Megatron would refuse, a layout larger than the cluster, a
 // packed placement that does not fit.
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology);
+
+// Memoises the worst case of one group kind, PlaceGroups' inner step, for one
+// topology (use a cache with one topology only). Key: the kind's group
+// offsets (the strides and sizes of the axes its groups vary over), the
+// other axes' strides reduced modulo the rank period P with the number of
+// distinct multiples each contributes, P, the ranks per domain of the
+// placement, and the ranks a node runs: everything a kind's span, tiers and
+// link sharing depend on (the header's "Why this is exact": the bases only
+// matter modulo P). The same TP, EP, CP ... groups recur across pp, dp and
+// orders, so a search places each once. Not thread-safe: one per thread.
+// Bounded: cleared when it would exceed `max_entries` (each a GroupPlacement,
+// about 200 bytes with its tiers).
+class GroupPlacementCache {
+ public:
+  explicit GroupPlacementCache(size_t max_entries = 8192) : max_entries_(max_entries) {}
+  size_t size() const { return map_.size(); }
+  size_t hits() const { return hits_; }
+  size_t misses() const { return misses_; }
+  void Clear() { map_.clear(); }
+
+  using Key = std::array<int64_t, 26>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const;
+  };
+  // The placement of `key`, or null; Put stores one (clearing first when full).
+  const GroupPlacement* Find(const Key& key);
+  void Put(const Key& key, const GroupPlacement& placement);
+
+ private:
+  size_t max_entries_;
+  size_t hits_ = 0, misses_ = 0;
+  std::unordered_map<Key, GroupPlacement, KeyHash> map_;
+};
+
+// The same, each kind looked up in `cache` first (null: none). Results are
+// identical to the uncached call.
+Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache);
 
 }  // namespace foldplan

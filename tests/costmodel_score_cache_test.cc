@@ -1,0 +1,209 @@
+// Score's memoisation (per-kind group placement, compute times, collective
+// timings) changes no number: over seeded random shipped clusters, models,
+// GPU counts and job options, and random legal layouts scored in a shuffled
+// order (so the caches meet keys out of search order), Score equals
+// ScoreReference bit for bit in every field, and its step time and peak
+// memory equal Evaluate's. Each cache is also held to its uncached function.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/mix64.h"
+#include "costmodel/comm_plan.h"
+#include "costmodel/compute_time.h"
+#include "costmodel/evaluate.h"
+#include "inputs/loader.h"
+#include "planner/enumerate.h"
+#include "planner/group_placement.h"
+
+namespace foldplan {
+namespace {
+
+uint64_t Bits(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// A seeded stream of draws (core/mix64.h).
+struct Draws {
+  uint64_t state;
+  uint64_t Next() { return Mix64(state += kSplitMix64Increment); }
+  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
+  bool Coin() { return Next() & 1; }
+  template <class T>
+  std::vector<T> Subset(const std::vector<T>& all) {  // nonempty, in the given order
+    std::vector<T> out;
+    for (const T& x : all) {
+      if (Coin()) out.push_back(x);
+    }
+    if (out.empty()) out.push_back(all[Below(all.size())]);
+    return out;
+  }
+};
+
+struct Case {
+  ClusterSpec cluster;
+  ModelSpec model;
+  JobSpec job;
+};
+
+Case RandomCase(Draws& d) {
+  const std::vector<std::string> clusters = {"h100-dgx-128n", "h100-dgx-16n", "h800-256n", "gb200-nvl72-4r",
+                                             "b200-dgx-32n"};
+  const std::vector<std::string> models = {"deepseek-v3", "mixtral-8x7b", "qwen3-30b-a3b", "olmoe-1b-7b",
+                                           "llama3-70b", "qwen2-57b-a14b"};
+  Case c{LoadCluster(clusters[d.Below(clusters.size())]).value(), LoadModel(models[d.Below(models.size())]).value(),
+         LoadJob(d.Coin() ? "default" : "long-context-32k").value()};
+  // A whole number of nodes, sometimes fewer, sometimes more than shipped.
+  const std::vector<int> scale = {1, 2, 4};
+  c.cluster.nodes = std::max(1, d.Coin() ? c.cluster.nodes / scale[d.Below(3)] : c.cluster.nodes * scale[d.Below(3)]);
+  JobSpec& j = c.job;
+  j.global_batch = std::vector<int>{256, 1024, 4096}[d.Below(3)];
+  j.micro_batch_sizes = d.Subset(std::vector<int>{1, 2, 4});
+  j.vpp = d.Subset(std::vector<int>{1, 2, 4});
+  j.recompute = d.Subset(std::vector<Recompute>{
+      Recompute::None(), Recompute::Selective(), Recompute::Full(),
+      Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) | (1u << int(RecomputeModule::kMoeAct))),
+      Recompute::Modules(1u << int(RecomputeModule::kMoe))});
+  j.cp_styles = d.Subset(std::vector<CpStyle>{CpStyle::kUlysses, CpStyle::kRing});
+  j.orders = d.Subset(std::vector<std::string>{"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp", "tp-dp-cp-ep-pp"});
+  j.dispatchers = d.Subset(std::vector<Dispatcher>{Dispatcher::kAllToAll, Dispatcher::kAllGather,
+                                                   Dispatcher::kDeepEP, Dispatcher::kHybridEP});
+  j.a2a_overlap = d.Subset(std::vector<bool>{false, true});
+  j.precisions = d.Subset(std::vector<Precision>{Precision::kBF16, Precision::kFP8Tensorwise,
+                                                 Precision::kFP8Blockwise});
+  j.fsdp = d.Subset(std::vector<bool>{false, true});
+  j.tp_overlap = d.Subset(std::vector<bool>{false, true});
+  j.routing_imbalance = d.Coin() ? 1.0 : 1.3;
+  return c;
+}
+
+void RequireSame(const LayoutScore& a, const LayoutScore& b, const Layout& l) {
+  INFO("layout: " << FormatLayout(l));
+  REQUIRE(a.fits == b.fits);
+  REQUIRE(Bits(a.step_time_s) == Bits(b.step_time_s));
+  REQUIRE(Bits(a.peak_memory_gib) == Bits(b.peak_memory_gib));
+  REQUIRE(Bits(a.objective) == Bits(b.objective));
+}
+
+TEST_CASE("Score equals ScoreReference bit for bit, and Evaluate's figures, over random jobs and clusters") {
+  Draws d{20260613};
+  size_t compared = 0, fitting = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const Case c = RandomCase(d);
+    auto created = CostModel::Create(c.cluster, c.model, c.job);
+    REQUIRE(created.ok());
+    const CostModel& cost = *created.value();
+    std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    if (legal.empty()) continue;
+    // Up to 400 layouts, half in search order (the caches' common case),
+    // half shuffled.
+    std::vector<Layout> sample;
+    const size_t step = std::max<size_t>(1, legal.size() / 200);
+    for (size_t i = 0; i < legal.size() && sample.size() < 200; i += step) sample.push_back(legal[i]);
+    for (int i = 0; i < 200; ++i) sample.push_back(legal[d.Below(legal.size())]);
+    for (const Layout& l : sample) {
+      const bool memory = d.Coin();
+      const LayoutScore fast = cost.Score(l, memory);
+      RequireSame(fast, cost.ScoreReference(l, memory), l);
+      ++compared;
+      if (compared % 8 == 0) {
+        // Score documents its figures as Evaluate's.
+        const Evaluation e = cost.Evaluate(l);
+        INFO("layout: " << FormatLayout(l));
+        REQUIRE(Bits(fast.peak_memory_gib) == Bits(e.memory.peak_gib()));
+        if (fast.fits) REQUIRE(Bits(fast.step_time_s) == Bits(e.step.step_time_s));
+      }
+      fitting += fast.fits;
+    }
+  }
+  CHECK(compared > 4000);
+  CHECK(fitting > 500);  // step times compared too, not only memory
+}
+
+TEST_CASE("two cost models on one thread keep their caches apart") {
+  const ClusterSpec cluster = LoadCluster("h100-dgx-16n").value();
+  const JobSpec job = LoadJob("default").value();
+  auto a = std::move(CostModel::Create(cluster, LoadModel("mixtral-8x7b").value(), job)).value();
+  auto b = std::move(CostModel::Create(cluster, LoadModel("qwen3-30b-a3b").value(), job)).value();
+  const std::vector<Layout> legal = EnumerateLayouts(a->legality()).legal;
+  REQUIRE(legal.size() > 10);
+  for (size_t i = 0; i < legal.size(); i += legal.size() / 10) {
+    // Alternate models on the same layout: a cache keyed without the model
+    // would return the other's numbers.
+    for (const CostModel* m : {a.get(), b.get(), a.get()}) RequireSame(m->Score(legal[i], false), m->ScoreReference(legal[i], false), legal[i]);
+  }
+}
+
+TEST_CASE("ComputeTimesCache returns ComputeLayerTimes bit for bit") {
+  Draws d{7};
+  Case c = RandomCase(d);
+  c.job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
+  auto cost = std::move(CostModel::Create(c.cluster, LoadModel("deepseek-v3").value(), c.job)).value();
+  const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
+  REQUIRE(!legal.empty());
+  ComputeTimesCache cache(64);  // small: the clearing path runs too
+  for (int i = 0; i < 2000; ++i) {
+    // Any recompute set (the cache derives each from one base's pieces).
+    Layout l = legal[d.Below(legal.size())];
+    const uint64_t r = d.Below(1u << kRecomputeModuleCount) + 1;
+    l.recompute = r == (1u << kRecomputeModuleCount) ? Recompute::Full() : Recompute::Modules(static_cast<uint32_t>(r));
+    const ComputeTimes want = ComputeLayerTimes(l, cost->context());
+    const ComputeTimes& got = cache.Get(l, cost->context());
+    static_assert(sizeof(ComputeTimes) % sizeof(double) == 0, "doubles only: compared bytewise");
+    REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
+    REQUIRE(cache.size() <= 64);
+  }
+}
+
+TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
+  Draws d{11};
+  Case c = RandomCase(d);
+  c.job.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kDeepEP, Dispatcher::kAllGather};
+  auto cost = std::move(CostModel::Create(c.cluster, LoadModel("deepseek-v3").value(), c.job)).value();
+  const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
+  REQUIRE(!legal.empty());
+  CollectiveTimeMemo memo;
+  size_t ops = 0;
+  for (size_t start = 0; start < legal.size(); start += std::max<size_t>(1, legal.size() / 40)) {
+    const Result<LayoutPlacement> placement = PlaceGroups(legal[start], *cost->context().topology);
+    if (!placement.ok()) continue;
+    memo.Clear();  // one placement per memo
+    // The layouts after `start` that share its placement, twice (the second
+    // pass finds every timing in the memo).
+    for (int pass = 0; pass < 2; ++pass) {
+      for (size_t i = start; i < legal.size() && i < start + 16; ++i) {
+        const Layout& l = legal[i];
+        if (l.pp != legal[start].pp || l.tp != legal[start].tp || l.cp != legal[start].cp ||
+            l.dp != legal[start].dp || l.ep != legal[start].ep || l.etp != legal[start].etp ||
+            l.order != legal[start].order || l.placement != legal[start].placement)
+          break;
+        const PipelineDescription pipeline = DescribePipeline(l, c.model, &cost->pipeline_weights());
+        const std::vector<CommOp> want = BuildCommPlan(l, cost->context(), *placement, pipeline);
+        const std::vector<CommOp> got = BuildCommPlan(l, cost->context(), *placement, pipeline, &memo);
+        REQUIRE(want.size() == got.size());
+        for (size_t k = 0; k < want.size(); ++k) {
+          INFO(want[k].name);
+          REQUIRE(std::string(want[k].name) == got[k].name);
+          REQUIRE(Bits(want[k].bytes) == Bits(got[k].bytes));
+          REQUIRE(Bits(want[k].seconds_per_call) == Bits(got[k].seconds_per_call));
+          REQUIRE(std::string(want[k].algorithm) == got[k].algorithm);
+          REQUIRE(Bits(want[k].traffic.nvlink_bytes) == Bits(got[k].traffic.nvlink_bytes));
+          REQUIRE(Bits(want[k].traffic.network_bytes) == Bits(got[k].traffic.network_bytes));
+          REQUIRE(Bits(want[k].traffic.spine_bytes) == Bits(got[k].traffic.spine_bytes));
+          ++ops;
+        }
+      }
+    }
+  }
+  CHECK(ops > 100);
+  CHECK(memo.size() > 0);
+}
+
+}  // namespace
+}  // namespace foldplan

@@ -1,0 +1,175 @@
+// GroupPlacementCache (planner/group_placement.h) changes no result:
+// PlaceGroups with a cache shared by many random layouts on one topology
+// returns exactly what it returns without one, every field of every kind
+// (tiers included) and every error message; and the integer axes agree
+// with the rank generators wherever those accept the order.
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+#include <doctest/doctest.h>
+
+#include "fixtures.h"
+#include "planner/group_placement.h"
+#include "planner/rank_generator.h"
+#include "topology/topology.h"
+#include "topology_fixtures.h"
+
+namespace foldplan {
+namespace {
+
+using testing::MustBuild;
+
+std::vector<int> DivisorsOf(int n) {
+  std::vector<int> d;
+  for (int i = 1; i <= n; ++i)
+    if (n % i == 0) d.push_back(i);
+  return d;
+}
+
+int Pick(const std::vector<int>& values, std::mt19937& rng) {
+  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
+}
+
+Layout RandomLayout(int world, std::mt19937& rng) {
+  // Orders Megatron accepts and refuses alike (ep with cp, upper case, an
+  // axis missing or unknown): the cached call must refuse them the same way.
+  static const std::vector<std::string> kOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
+                                                   "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp",
+                                                   "TP-CP-EP-DP-PP", "tp-cp-dp-pp", "tp-cp-xx-dp-pp"};
+  Layout l;
+  l.world = world;
+  l.pp = Pick(DivisorsOf(world), rng);
+  const int stage = world / l.pp;
+  l.tp = Pick(DivisorsOf(stage), rng);
+  l.cp = Pick(DivisorsOf(stage / l.tp), rng);
+  l.dp = stage / (l.tp * l.cp);
+  l.etp = Pick(DivisorsOf(stage), rng);
+  l.ep = Pick(DivisorsOf(stage / l.etp), rng);
+  l.edp = stage / (l.etp * l.ep);
+  l.order = kOrders[std::uniform_int_distribution<size_t>(0, kOrders.size() - 1)(rng)];
+  l.placement = rng() % 2 ? Placement::kPacked : Placement::kLinear;
+  return l;
+}
+
+bool SameDouble(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+void RequireSame(const Result<LayoutPlacement>& want, const Result<LayoutPlacement>& got, const Layout& l) {
+  INFO("layout: " << FormatLayout(l));
+  REQUIRE(want.ok() == got.ok());
+  if (!want.ok()) {
+    REQUIRE(want.status().message() == got.status().message());
+    return;
+  }
+  for (GroupKind kind : kTimedGroupKinds) {
+    const GroupPlacement& a = want->of(kind);
+    const GroupPlacement& b = got->of(kind);
+    INFO("kind " << static_cast<int>(kind));
+    REQUIRE(a.kind == b.kind);
+    REQUIRE(a.size == b.size);
+    REQUIRE(a.groups == b.groups);
+    REQUIRE(a.groups_sharing_links == b.groups_sharing_links);
+    REQUIRE(a.span.gpus == b.span.gpus);
+    REQUIRE(a.span.nodes == b.span.nodes);
+    REQUIRE(a.span.domains == b.span.domains);
+    REQUIRE(a.span.rails == b.span.rails);
+    REQUIRE(a.span.scalable_units == b.span.scalable_units);
+    REQUIRE(a.span.min_per_domain == b.span.min_per_domain);
+    REQUIRE(a.span.max_per_domain == b.span.max_per_domain);
+    REQUIRE(a.span.inside_one_domain == b.span.inside_one_domain);
+    REQUIRE(a.span.crosses_spine == b.span.crosses_spine);
+    REQUIRE(a.span.tiers.size() == b.span.tiers.size());
+    for (size_t t = 0; t < a.span.tiers.size(); ++t) {
+      REQUIRE(a.span.tiers[t].tier == b.span.tiers[t].tier);
+      REQUIRE(SameDouble(a.span.tiers[t].gb_per_s, b.span.tiers[t].gb_per_s));
+      REQUIRE(SameDouble(a.span.tiers[t].latency_us, b.span.tiers[t].latency_us));
+      REQUIRE(a.span.tiers[t].hops == b.span.tiers[t].hops);
+    }
+  }
+}
+
+// Every layout of `world` ranks: each pp, tp, cp, etp, ep dividing it, each
+// order, both placements.
+std::vector<Layout> AllLayouts(int world) {
+  static const std::vector<std::string> kOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
+                                                   "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
+  std::vector<Layout> out;
+  for (int pp : DivisorsOf(world)) {
+    const int stage = world / pp;
+    for (int tp : DivisorsOf(stage))
+      for (int cp : DivisorsOf(stage / tp))
+        for (int etp : DivisorsOf(stage))
+          for (int ep : DivisorsOf(stage / etp))
+            for (const std::string& order : kOrders)
+              for (Placement placement : {Placement::kLinear, Placement::kPacked}) {
+                Layout l;
+                l.world = world;
+                l.pp = pp, l.tp = tp, l.cp = cp, l.dp = stage / (tp * cp);
+                l.etp = etp, l.ep = ep, l.edp = stage / (etp * ep);
+                l.order = order;
+                l.placement = placement;
+                out.push_back(l);
+              }
+  }
+  return out;
+}
+
+TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
+  std::mt19937 rng(1313);
+  struct Case {
+    ClusterSpec cluster;
+    std::vector<int> worlds;  // every layout of each; a few hundred random ones of the last
+  };
+  // Clusters where bases matter: 72-GPU domains that 2^k blocks do not fill,
+  // SUs smaller than a domain, SUs of 3 nodes; and one with periods below the world.
+  const Case cases[] = {
+      {testing::Nvl72(4, 18), {144, 288}},
+      {testing::Nvl72(4, 9), {96, 48, 288}},
+      {testing::DgxH100(24, 3), {96, 192}},
+      {testing::DgxH100(16, 4), {64, 128}},
+      {testing::DgxH100(256, 32), {2048}},
+  };
+  size_t placed = 0, hits = 0;
+  for (const Case& c : cases) {
+    const Topology topo = MustBuild(c.cluster);
+    GroupPlacementCache cache;     // one per topology, shared by every layout and world
+    GroupPlacementCache small(8);  // clears often
+    for (size_t w = 0; w < c.worlds.size(); ++w) {
+      std::vector<Layout> layouts;
+      if (w + 1 < c.worlds.size()) {
+        layouts = AllLayouts(c.worlds[w]);
+      } else {
+        for (int trial = 0; trial < 300; ++trial) layouts.push_back(RandomLayout(c.worlds[w], rng));
+      }
+      for (const Layout& l : layouts) {
+        const Result<LayoutPlacement> want = PlaceGroups(l, topo);
+        RequireSame(want, PlaceGroups(l, topo, &cache), l);
+        RequireSame(want, PlaceGroups(l, topo, &small), l);
+        REQUIRE(small.size() <= 8);
+        placed += want.ok();
+      }
+    }
+    hits += cache.hits();
+  }
+  CHECK(placed > 3000);
+  CHECK(hits > 10000);  // the cache served most kinds, so the comparison covers its answers
+}
+
+TEST_CASE("an order the rank generator refuses is refused with its message, cache or not") {
+  const Topology topo = MustBuild(testing::DgxH100(2));
+  Layout l = testing::FromDegrees(2, 1, 8, 1, 2, 1);
+  l.order = "tp-cp-xx-dp-pp";
+  GroupPlacementCache cache;
+  const Result<LayoutPlacement> placed = PlaceGroups(l, topo, &cache);
+  REQUIRE(!placed.ok());
+  CHECK(placed.status().message() == MakeFoldedGenerators(l).status().message());
+  // Upper case is what the generator accepts (it lowers it): the same placement.
+  Layout upper = l;
+  upper.order = "TP-CP-EP-DP-PP";
+  l.order = "tp-cp-ep-dp-pp";
+  RequireSame(PlaceGroups(l, topo), PlaceGroups(upper, topo, &cache), upper);
+}
+
+}  // namespace
+}  // namespace foldplan
