@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <atomic>
+#include <climits>
+#include <cstdint>
 #include <chrono>
 #include <string>
 #include <system_error>
@@ -69,6 +71,77 @@ struct Shard {
   }
 };
 
+// The legal layouts of a run of work items that share pp and tp (one per
+// vpp and schedule), held compactly until the run ends, then handed on
+// grouped by degrees, order and placement (enumeration varies the order
+// inside the micro-batch loop and vpp outside tp): a scorer's per-thread
+// cache of what depends on those alone (group placement) then misses once
+// per group, as when the whole legal set was sorted. Every layout of one
+// item shares its pp, vpp, schedule, tp and stages (planner/enumerate.h),
+// kept once per item; an entry holds the rest, the order as an index. The
+// buffer is bounded by one run of items, not by the search.
+class ItemBuffer {
+ public:
+  void BeginItem() { new_item_ = true; }
+  void Add(const Layout& l) {
+    if (new_item_) {
+      bases_.push_back(l);
+      new_item_ = false;
+    }
+    uint8_t order = 0;
+    while (order < orders_.size() && orders_[order] != l.order) ++order;
+    if (order == orders_.size()) orders_.push_back(l.order);
+    entries_.push_back({l.cp, l.dp, l.ep, l.etp, l.edp, l.mbs, static_cast<uint32_t>(bases_.size() - 1),
+                        l.recompute, order, Small(l.placement), Small(l.cp_style), Small(l.dispatcher),
+                        Small(l.precision), l.a2a_overlap, l.fsdp, l.tp_overlap});
+  }
+  // Calls visit with each layout held, grouped, and empties the buffer.
+  void Flush(const LayoutVisitor& visit) {
+    auto key = [](const Entry& e) { return std::tie(e.cp, e.ep, e.etp, e.order, e.placement, e.base); };
+    std::sort(entries_.begin(), entries_.end(), [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
+    Layout l;
+    uint32_t base = UINT32_MAX;
+    for (const Entry& e : entries_) {
+      if (e.base != base) {
+        base = e.base;
+        l = bases_[base];
+      }
+      l.cp = e.cp, l.dp = e.dp, l.ep = e.ep, l.etp = e.etp, l.edp = e.edp, l.mbs = e.mbs;
+      l.order = orders_[e.order];
+      l.placement = static_cast<Placement>(e.placement);
+      l.cp_style = static_cast<CpStyle>(e.cp_style);
+      l.recompute = e.recompute;
+      l.dispatcher = static_cast<Dispatcher>(e.dispatcher);
+      l.a2a_overlap = e.a2a_overlap;
+      l.precision = static_cast<Precision>(e.precision);
+      l.fsdp = e.fsdp;
+      l.tp_overlap = e.tp_overlap;
+      visit(l);
+    }
+    entries_.clear();
+    bases_.clear();
+  }
+
+ private:
+  // The enums in a byte each: 44 bytes an entry.
+  template <class E>
+  static uint8_t Small(E e) {
+    return static_cast<uint8_t>(e);
+  }
+  struct Entry {
+    int cp, dp, ep, etp, edp, mbs;
+    uint32_t base;  // index into bases_: the item's pp, vpp, schedule, tp and stages
+    Recompute recompute;
+    uint8_t order;  // index into orders_
+    uint8_t placement, cp_style, dispatcher, precision;
+    bool a2a_overlap, fsdp, tp_overlap;
+  };
+  bool new_item_ = true;
+  std::vector<Layout> bases_;        // one layout per item of the run
+  std::vector<std::string> orders_;  // the orders seen, a few
+  std::vector<Entry> entries_;
+};
+
 void Add(Enumeration* total, const Enumeration& part) {
   total->candidates += part.candidates;
   total->legal_count += part.legal_count;
@@ -82,23 +155,36 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   SearchResult result;
   const size_t top = static_cast<size_t>(std::max(options.top, 1));
   const int threads = std::clamp(options.threads, 1, kMaxSearchThreads);
-  // One enumerator per thread; the items are claimed one at a time. Within
-  // an item, layouts of equal degrees, order and placement come one after
-  // another (they differ in options only: CP style, mbs and the recipe), so
-  // a scorer's per-thread cache of what depends on the degrees alone (group
-  // placement) stays warm.
+  // One enumerator per thread; the runs of items of one (pp, tp) are
+  // claimed one at a time, each buffered and scored grouped by degrees,
+  // order and placement (ItemBuffer).
   std::vector<LayoutEnumerator> walkers;
   walkers.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) walkers.emplace_back(ctx, options.pins);
   const std::vector<EnumerationItem> items = walkers.front().Items();
   result.enumeration.world = walkers.front().world();
+  // Runs of items of one (pp, tp), claimed whole (ItemBuffer).
+  std::vector<size_t> by_pp_tp(items.size());
+  for (size_t i = 0; i < items.size(); ++i) by_pp_tp[i] = i;
+  std::stable_sort(by_pp_tp.begin(), by_pp_tp.end(), [&](size_t a, size_t b) {
+    return std::tie(items[a].pp, items[a].tp) < std::tie(items[b].pp, items[b].tp);
+  });
+  std::vector<size_t> run_starts;  // into by_pp_tp, and its end last
+  for (size_t i = 0; i < by_pp_tp.size(); ++i) {
+    const EnumerationItem& a = items[by_pp_tp[i]];
+    if (i == 0 || a.pp != items[by_pp_tp[i - 1]].pp || a.tp != items[by_pp_tp[i - 1]].tp) run_starts.push_back(i);
+  }
+  const size_t runs = run_starts.size();
+  run_starts.push_back(by_pp_tp.size());
 
   std::vector<Shard> shards(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   auto work = [&](size_t t) {
     Shard& shard = shards[t];
-    const LayoutVisitor visit = [&](const Layout& layout) {
+    ItemBuffer buffer;
+    const LayoutVisitor hold = [&](const Layout& layout) { buffer.Add(layout); };
+    const LayoutVisitor score_one = [&](const Layout& layout) {
       ++shard.scored;
       const LayoutScore score = scorer.Score(layout);
       if (!score.fits) {
@@ -113,17 +199,21 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
       shard.Offer(layout, score, top, options.distinct);
     };
     for (;;) {
-      const size_t i = next.fetch_add(1);
-      if (i >= items.size()) return;
-      walkers[t].Run(items[i], &shard.counts, visit);
-      done.fetch_add(1);
+      const size_t run = next.fetch_add(1);
+      if (run >= runs) return;
+      for (size_t i = run_starts[run]; i < run_starts[run + 1]; ++i) {
+        buffer.BeginItem();
+        walkers[t].Run(items[by_pp_tp[i]], &shard.counts, hold);
+      }
+      buffer.Flush(score_one);
+      done.fetch_add(run_starts[run + 1] - run_starts[run]);
     }
   };
   std::vector<std::thread> pool;
   // A thread the system refuses (std::system_error) is an error, not an
   // abort: the started ones are told there is no more work and joined.
   auto refused = [&](const std::system_error& e) {
-    next.store(items.size());
+    next.store(runs);
     for (auto& t : pool) t.join();
     result.status = Status::Error("could not start scoring thread " + std::to_string(pool.size() + 1) + " of " +
                                   std::to_string(threads) + ": " + e.what() + " (try fewer --threads)");
