@@ -79,11 +79,18 @@ struct Shard {
 // per group, as when the whole legal set was sorted. Every layout of one
 // item shares its pp, vpp, schedule, tp and stages (planner/enumerate.h),
 // kept once per item; an entry holds the rest, the order as an index. The
-// buffer is bounded by one run of items, not by the search.
+// buffer holds at most SearchOptions::buffered_layouts entries (44 B each)
+// and flushes when full: memory does not grow with the search, and a group
+// then costs a second miss only in runs that large.
 class ItemBuffer {
  public:
+  ItemBuffer(const LayoutVisitor* visit, size_t capacity) : visit_(visit), capacity_(std::max<size_t>(capacity, 1)) {}
   void BeginItem() { new_item_ = true; }
   void Add(const Layout& l) {
+    if (entries_.size() >= capacity_) {
+      Flush();
+      new_item_ = true;  // the item goes on: its base again
+    }
     if (new_item_) {
       bases_.push_back(l);
       new_item_ = false;
@@ -95,8 +102,9 @@ class ItemBuffer {
                         l.recompute, order, Small(l.placement), Small(l.cp_style), Small(l.dispatcher),
                         Small(l.precision), l.a2a_overlap, l.fsdp, l.tp_overlap});
   }
-  // Calls visit with each layout held, grouped, and empties the buffer.
-  void Flush(const LayoutVisitor& visit) {
+  // Calls the visitor with each layout held, grouped, and empties the buffer.
+  void Flush() {
+    const LayoutVisitor& visit = *visit_;
     auto key = [](const Entry& e) { return std::tie(e.cp, e.ep, e.etp, e.order, e.placement, e.base); };
     std::sort(entries_.begin(), entries_.end(), [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
     Layout l;
@@ -136,6 +144,8 @@ class ItemBuffer {
     uint8_t placement, cp_style, dispatcher, precision;
     bool a2a_overlap, fsdp, tp_overlap;
   };
+  const LayoutVisitor* visit_;
+  size_t capacity_;
   bool new_item_ = true;
   std::vector<Layout> bases_;        // one layout per item of the run
   std::vector<std::string> orders_;  // the orders seen, a few
@@ -182,8 +192,6 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   std::atomic<size_t> done{0};
   auto work = [&](size_t t) {
     Shard& shard = shards[t];
-    ItemBuffer buffer;
-    const LayoutVisitor hold = [&](const Layout& layout) { buffer.Add(layout); };
     const LayoutVisitor score_one = [&](const Layout& layout) {
       ++shard.scored;
       const LayoutScore score = scorer.Score(layout);
@@ -198,6 +206,8 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
       if (options.rank_objective && score.objective < *options.rank_objective) ++shard.better;
       shard.Offer(layout, score, top, options.distinct);
     };
+    ItemBuffer buffer(&score_one, options.buffered_layouts);
+    const LayoutVisitor hold = [&](const Layout& layout) { buffer.Add(layout); };
     for (;;) {
       const size_t run = next.fetch_add(1);
       if (run >= runs) return;
@@ -205,7 +215,7 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
         buffer.BeginItem();
         walkers[t].Run(items[by_pp_tp[i]], &shard.counts, hold);
       }
-      buffer.Flush(score_one);
+      buffer.Flush();
       done.fetch_add(run_starts[run + 1] - run_starts[run]);
     }
   };

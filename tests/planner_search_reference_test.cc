@@ -3,7 +3,8 @@
 // best taken. Over many seeded random jobs, clusters and pins, with any
 // thread count, the two must agree exactly: the same ranked layouts with
 // bit-equal scores and class sizes, and the same counts (candidates, every
-// rule's rejections, scored, over the memory limit, below the reference).
+// rule's rejections, scored, over the memory limit, below the reference),
+// whatever the buffer's size.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -162,6 +163,8 @@ Case RandomCase(uint64_t seed) {
   c.options.distinct = d.Coin();
   if (d.Coin()) c.options.max_peak_memory_gib = 25.0;
   if (d.Coin()) c.options.rank_objective = 1.5;
+  // A small buffer flushes inside work items.
+  c.options.buffered_layouts = std::vector<size_t>{1, 7, 64, size_t{1} << 16}[static_cast<size_t>(d.Below(4))];
   return c;
 }
 
