@@ -79,7 +79,7 @@ struct Shard {
 // per group, as when the whole legal set was sorted. Every layout of one
 // item shares its pp, vpp, schedule, tp and stages (planner/enumerate.h),
 // kept once per item; an entry holds the rest, the order as an index. The
-// buffer holds at most SearchOptions::buffered_layouts entries (44 B each)
+// buffer holds at most SearchOptions::buffered_layouts entries (48 B each)
 // and flushes when full: memory does not grow with the search, and a group
 // then costs a second miss only in runs that large.
 class ItemBuffer {
@@ -95,7 +95,7 @@ class ItemBuffer {
       bases_.push_back(l);
       new_item_ = false;
     }
-    uint8_t order = 0;
+    uint16_t order = 0;
     while (order < orders_.size() && orders_[order] != l.order) ++order;
     if (order == orders_.size()) orders_.push_back(l.order);
     entries_.push_back({l.cp, l.dp, l.ep, l.etp, l.edp, l.mbs, static_cast<uint32_t>(bases_.size() - 1),
@@ -131,7 +131,7 @@ class ItemBuffer {
   }
 
  private:
-  // The enums in a byte each: 44 bytes an entry.
+  // The enums in a byte each: 48 bytes an entry.
   template <class E>
   static uint8_t Small(E e) {
     return static_cast<uint8_t>(e);
@@ -140,10 +140,11 @@ class ItemBuffer {
     int cp, dp, ep, etp, edp, mbs;
     uint32_t base;  // index into bases_: the item's pp, vpp, schedule, tp and stages
     Recompute recompute;
-    uint8_t order;  // index into orders_
+    uint16_t order;  // index into orders_ (a job may list hundreds of orders)
     uint8_t placement, cp_style, dispatcher, precision;
     bool a2a_overlap, fsdp, tp_overlap;
   };
+  static_assert(sizeof(Entry) <= 48);
   const LayoutVisitor* visit_;
   size_t capacity_;
   bool new_item_ = true;

@@ -42,7 +42,7 @@ struct SearchOptions {
   std::optional<double> max_peak_memory_gib = std::nullopt;
   // Collapse layouts of bit-equal scores into one candidate (see above).
   bool distinct = false;
-  // Legal layouts a thread holds (44 B each) before scoring them grouped
+  // Legal layouts a thread holds (48 B each) before scoring them grouped
   // by degrees, order and placement; bounds the search's memory. The
   // result does not depend on it, only the scorer's cache hits do.
   size_t buffered_layouts = size_t{1} << 16;
