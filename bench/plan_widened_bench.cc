@@ -1,10 +1,14 @@
-// The widened search: DeepSeek-V3 on 1,024 H100 with every recipe option a
-// candidate (4 recompute choices, 2 dispatchers, EP overlap on and off, bf16
-// and fp8, FSDP on and off, TP overlap on and off: 128 combinations per set
-// of degrees against the default job's 3), enumerate + score on 2 threads as
-// `foldplan plan` runs it. Prints candidates, legal layouts, the time and
-// the process's peak resident memory (its own binary, so the peak is this
-// search's: the legal layouts are held in memory before scoring).
+// The widened search (issue 13): DeepSeek-V3 on 1,024 and 16,384 H100 with
+// micro-batch 1/2/4/8, VPP 1/2/4/8, every recompute mode, both CP styles,
+// six orders and a global batch of 8192; the "recipes" variant adds the
+// production-recipe options as candidates (recompute modules, alltoall and
+// DeepEP, EP and TP overlap, bf16 and two FP8 recipes, FSDP, the 1F1B and
+// ZB-H1 schedules). Enumerate + score on 2 threads as `foldplan plan` runs
+// it. Prints candidates, legal (scored) layouts, fitting layouts, the time
+// and the process's peak resident memory. Peak RSS is per process, so run
+// one size per process:
+//   build/plan_widened_bench --benchmark_filter='Widened/16384'
+//   build/plan_widened_bench --benchmark_filter='WidenedRecipes/1024'
 #include <sys/resource.h>
 
 #include <benchmark/benchmark.h>
@@ -19,18 +23,39 @@ namespace {
 
 using namespace foldplan;
 
-void BM_PlanWidenedDeepSeekV3(benchmark::State& state) {
+double PeakRssMiB() {
+  rusage usage{};
+  getrusage(RUSAGE_SELF, &usage);
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
+}
+
+void Widen(JobSpec* job) {
+  job->micro_batch_sizes = {1, 2, 4, 8};
+  job->vpp = {1, 2, 4, 8};
+  job->recompute = {Recompute::None(), Recompute::Selective(), Recompute::Full()};
+  job->cp_styles = {CpStyle::kUlysses, CpStyle::kRing};
+  job->orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
+                 "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
+  job->global_batch = 8192;
+}
+
+void AddRecipeOptions(JobSpec* job) {
+  job->recompute.push_back(Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) |
+                                              (1u << int(RecomputeModule::kMoeAct))));
+  job->dispatchers = {Dispatcher::kAllToAll, Dispatcher::kDeepEP};
+  job->a2a_overlap = {false, true};
+  job->precisions = {Precision::kBF16, Precision::kFP8Tensorwise, Precision::kFP8Blockwise};
+  job->fsdp = {false, true};
+  job->tp_overlap = {false, true};
+  job->pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1};
+}
+
+void Search(benchmark::State& state, bool recipes) {
+  const double rss_before = PeakRssMiB();
   bench::BenchInputs in = bench::DeepSeekV3On(static_cast<int>(state.range(0)));
-  JobSpec& job = in.job;
-  job.recompute = {Recompute::None(), Recompute::Selective(), Recompute::Full(),
-                   Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) |
-                                      (1u << int(RecomputeModule::kMoeAct)))};
-  job.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kDeepEP};
-  job.a2a_overlap = {false, true};
-  job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
-  job.fsdp = {false, true};
-  job.tp_overlap = {false, true};
-  auto cost = CostModel::Create(in.cluster, in.model, job);
+  Widen(&in.job);
+  if (recipes) AddRecipeOptions(&in.job);
+  auto cost = CostModel::Create(in.cluster, in.model, in.job);
   if (!cost.ok()) {
     std::cerr << cost.status().message() << "\n";
     std::exit(1);
@@ -41,13 +66,18 @@ void BM_PlanWidenedDeepSeekV3(benchmark::State& state) {
     r = SearchLayouts(cost.value()->legality(), scorer, {.top = 10, .threads = 2});
     benchmark::DoNotOptimize(r.best.data());
   }
-  rusage usage{};
-  getrusage(RUSAGE_SELF, &usage);
   state.counters["candidates"] = static_cast<double>(r.enumeration.candidates);
   state.counters["legal"] = static_cast<double>(r.scored);
-  state.counters["peak_rss_MiB"] = static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
+  state.counters["scored"] = static_cast<double>(r.scored);
+  state.counters["fitting"] = static_cast<double>(r.enumeration.legal_count);
+  state.counters["peak_rss_MiB"] = PeakRssMiB();
+  state.counters["rss_growth_MiB"] = PeakRssMiB() - rss_before;
 }
-BENCHMARK(BM_PlanWidenedDeepSeekV3)->Arg(1024)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+
+void BM_PlanWidened(benchmark::State& state) { Search(state, false); }
+void BM_PlanWidenedRecipes(benchmark::State& state) { Search(state, true); }
+BENCHMARK(BM_PlanWidened)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
+BENCHMARK(BM_PlanWidenedRecipes)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond)->UseRealTime()->Iterations(1);
 
 }  // namespace
 

@@ -189,22 +189,24 @@ std::vector<std::string> UnrealisticJobWarnings(const CostModel& cost, const Lay
   relaxed.global_batch = static_cast<int>(relaxed_batch);
   LegalityContext relaxed_ctx = ctx;
   relaxed_ctx.job = &relaxed;
-  EnumerateOptions enumerate;
-  enumerate.pins = &pins;
-  const Enumeration e = EnumerateLayouts(relaxed_ctx, enumerate);
-  if (e.legal.empty()) return {};  // something else rules every layout out
   const int64_t batch = job.global_batch;
   int64_t least_dp_mbs = INT64_MAX, least_pp = INT64_MAX, least_batch_for_pp = INT64_MAX;
   bool dp_fits = false, pp_fed = false;
-  for (const Layout& l : e.legal) {
+  // Streamed: the relaxed batch can make many layouts legal.
+  EnumerateOptions enumerate;
+  enumerate.pins = &pins;
+  enumerate.collect_layouts = false;
+  enumerate.visit = [&](const Layout& l) {
     const int64_t dp_mbs = int64_t{l.dp} * l.mbs;
     least_dp_mbs = std::min(least_dp_mbs, dp_mbs);
-    if (dp_mbs > batch) continue;
+    if (dp_mbs > batch) return;
     dp_fits = true;
     pp_fed |= batch / dp_mbs >= l.pp;
     least_pp = std::min(least_pp, int64_t{l.pp});
     least_batch_for_pp = std::min(least_batch_for_pp, dp_mbs * l.pp);
-  }
+  };
+  const Enumeration e = EnumerateLayouts(relaxed_ctx, enumerate);
+  if (e.legal_count == 0) return {};  // something else rules every layout out
   const std::string on = " on " + std::to_string(world) + " GPUs";
   if (!dp_fits) {
     return {"warning: the global batch, " + std::to_string(batch) + " sequences, is fewer than the data-parallel ranks" +
@@ -338,7 +340,7 @@ int RunPlanSizes(const PlanOptions& options, TableFormat format, std::ostream& o
       size.best = cost.Evaluate(r.best.front().layout);
       size.equivalents = r.best.front().equivalents;
     }
-    if (r.enumeration.legal.empty()) {
+    if (r.scored == 0) {
       for (const std::string& w : UnrealisticJobWarnings(cost, *pins)) err << w << "\n";
     }
     if (!first) first = in;
@@ -474,7 +476,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     err << "\r" << std::string(30, ' ') << "\r";
   }
   if (!result.status.ok()) return Fail(err, result.status);
-  if (result.enumeration.legal.empty()) {
+  if (result.scored == 0) {
     for (const std::string& w : UnrealisticJobWarnings(cost, *pins)) err << w << "\n";
   }
   std::vector<Evaluation> evals;

@@ -50,11 +50,13 @@ std::vector<T> OneOf(const std::vector<T>& list, Pred preferred) {
   return out;
 }
 
-class Search {
+}  // namespace
+
+class EnumerationWalker {
  public:
-  Search(const LegalityContext& ctx, const EnumerateOptions& options, Enumeration* out)
-      : ctx_(ctx), model_(*ctx.model), job_(*ctx.job), options_(options), out_(out),
-        pins_(options.pins ? *options.pins : LayoutPins{}),
+  EnumerationWalker(const LegalityContext& ctx, const LayoutPins* pins)
+      : ctx_(ctx), model_(*ctx.model), job_(*ctx.job),
+        pins_(pins ? *pins : LayoutPins{}),
         weights_(WeightsOrDefault(ctx.weights)) {
     // Recipe candidates; a dense model has no dispatch to choose or overlap,
     // so one of each, whichever order the job lists them in: no EP overlap
@@ -72,20 +74,77 @@ class Search {
     schedules_.assign(job_.pipeline_schedules.begin(), job_.pipeline_schedules.end());
     if (schedules_.empty()) schedules_.push_back(std::nullopt);
     for (Precision p : job_.precisions) precision_ok_.push_back(rules::PrecisionProblem(ctx.cluster->gpu, p).empty());
+    world_ = job_.world_size > 0 ? job_.world_size : ctx_.cluster->total_gpus();
   }
 
-  void Run() {
-    const int world = job_.world_size > 0 ? job_.world_size : ctx_.cluster->total_gpus();
-    out_->world = world;
-    if (world > ctx_.cluster->total_gpus()) {
-      // Every candidate breaks the first rule; count them as one subtree each.
-      for (int pp : PpValues(world)) Reject(Rule::kWorldFitsCluster, LeavesBelowPp(world, pp));
+  int world() const { return world_; }
+
+  std::vector<EnumerationItem> Items() {
+    std::vector<EnumerationItem> items;
+    for (int pp : PpValues(world_)) {
+      if (world_ > ctx_.cluster->total_gpus()) {
+        // Every candidate breaks the first rule; one item counts the pp's subtree.
+        items.push_back({pp, 0, 0, 0});
+        continue;
+      }
+      SetPp(pp);
+      for (int vpp : VppValues(pp)) {
+        for (size_t s = 0; s < schedules_.size(); ++s) {
+          for (int tp : TpValues()) items.push_back({pp, vpp, s, tp});
+        }
+      }
+    }
+    return items;
+  }
+
+  // The subtree of SearchPp's loops at (vpp, schedule, tp); a rejection at
+  // the vpp level counts this tp's share of it (the shares add up to
+  // LeavesBelowVpp over the items of one (pp, vpp, schedule)).
+  void Run(const EnumerationItem& item, Enumeration* out, const LayoutVisitor* visit) {
+    out_ = out;
+    visit_ = visit;
+    if (item.vpp == 0) {
+      Reject(Rule::kWorldFitsCluster, LeavesBelowPp(world_, item.pp));
       return;
     }
-    for (int pp : PpValues(world)) SearchPp(world, pp);
+    SetPp(item.pp);
+    Layout& l = item_layout_;
+    l.world = world_;
+    l.pp = item.pp;
+    l.vpp = item.vpp;
+    // The schedule decides which rank holds which stage, so the chosen
+    // stages; its own rule waits for the micro-batches (SearchMbs).
+    l.schedule = schedules_[item.schedule];
+    if (item.vpp > 1 && item.pp == 1) return Reject(Rule::kVppNeedsPp, LeavesBelowTp(item.tp));
+    if (!StagesCached(&l)) return Reject(Rule::kPipelineSplit, LeavesBelowTp(item.tp));
+    SearchTp(l, item.tp);
   }
 
  private:
+  // Sets stage_, divisors_ and orders_ for pp (once per pp in a row).
+  void SetPp(int pp) {
+    if (pp_set_ == pp) return;
+    LeavesBelowPp(world_, pp);
+    pp_set_ = pp;
+  }
+
+  // StagesFor, remembered for the last (pp, vpp, schedule): the items of one
+  // differ only in tp.
+  bool StagesCached(Layout* l) {
+    if (!stages_valid_ || stages_pp_ != l->pp || stages_vpp_ != l->vpp || stages_schedule_ != l->schedule) {
+      stages_ok_ = StagesFor(l);
+      stages_valid_ = true;
+      stages_pp_ = l->pp, stages_vpp_ = l->vpp, stages_schedule_ = l->schedule;
+      stages_layout_ = *l;
+      return stages_ok_;
+    }
+    l->stage_layers = stages_layout_.stage_layers;
+    l->stage_mtp = stages_layout_.stage_mtp;
+    l->explicit_stages = stages_layout_.explicit_stages;
+    l->pp_layout_given = stages_layout_.pp_layout_given;
+    return stages_ok_;
+  }
+
   // --- The values of each level (the pins narrow them). ---
   std::vector<int> PpValues(int world) const {
     std::vector<int> out;
@@ -191,30 +250,6 @@ class Search {
     if (!split.ok()) return false;
     l->stage_layers = std::move(split).value();
     return true;
-  }
-
-  void SearchPp(int world, int pp) {
-    LeavesBelowPp(world, pp);  // sets stage_, divisors_ and orders_
-    Layout l;
-    l.world = world;
-    l.pp = pp;
-    for (int vpp : VppValues(pp)) {
-      l.vpp = vpp;
-      // The schedule decides which rank holds which stage, so the chosen
-      // stages; its own rule waits for the micro-batches (SearchMbs).
-      for (const std::optional<PipelineSchedule>& schedule : schedules_) {
-        l.schedule = schedule;
-        if (vpp > 1 && pp == 1) {
-          Reject(Rule::kVppNeedsPp, LeavesBelowVpp());
-          continue;
-        }
-        if (!StagesFor(&l)) {
-          Reject(Rule::kPipelineSplit, LeavesBelowVpp());
-          continue;
-        }
-        for (int tp : TpValues()) SearchTp(l, tp);
-      }
-    }
   }
 
   void SearchTp(Layout l, int tp) {
@@ -363,14 +398,21 @@ class Search {
   void Accept(const Layout& l) {
     ++out_->candidates;
     ++out_->legal_count;
-    if (options_.collect_layouts) out_->legal.push_back(l);
+    if (*visit_) (*visit_)(l);
   }
 
   const LegalityContext& ctx_;
   const ModelSpec& model_;
   const JobSpec& job_;
-  EnumerateOptions options_;
-  Enumeration* out_;
+  Enumeration* out_ = nullptr;           // the running item's counts
+  const LayoutVisitor* visit_ = nullptr;  // the running item's visitor
+  int world_ = 0;
+  int pp_set_ = 0;  // the pp stage_, divisors_ and orders_ are of (0: none yet)
+  Layout item_layout_;
+  bool stages_valid_ = false, stages_ok_ = false;
+  int stages_pp_ = 0, stages_vpp_ = 0;
+  std::optional<PipelineSchedule> stages_schedule_;
+  Layout stages_layout_;
   LayoutPins pins_;
   BlockWeights weights_;
   std::vector<Dispatcher> dispatchers_;
@@ -388,7 +430,18 @@ class Search {
   int ep_checked_ = 0, etp_checked_ = 0;
 };
 
-}  // namespace
+LayoutEnumerator::LayoutEnumerator(const LegalityContext& ctx, const LayoutPins* pins)
+    : walker_(std::make_unique<EnumerationWalker>(ctx, pins)) {
+  assert(ctx.cluster && ctx.model && ctx.job);
+}
+LayoutEnumerator::~LayoutEnumerator() = default;
+LayoutEnumerator::LayoutEnumerator(LayoutEnumerator&&) noexcept = default;
+LayoutEnumerator& LayoutEnumerator::operator=(LayoutEnumerator&&) noexcept = default;
+int LayoutEnumerator::world() const { return walker_->world(); }
+std::vector<EnumerationItem> LayoutEnumerator::Items() { return walker_->Items(); }
+void LayoutEnumerator::Run(const EnumerationItem& item, Enumeration* counts, const LayoutVisitor& visit) {
+  walker_->Run(item, counts, &visit);
+}
 
 std::vector<int> Divisors(int n) {
   std::vector<int> small, large;
@@ -422,7 +475,13 @@ JobSpec PinnedJob(const JobSpec& job, const LayoutPins& pins) {
 Enumeration EnumerateLayouts(const LegalityContext& ctx, const EnumerateOptions& options) {
   assert(ctx.cluster && ctx.model && ctx.job);
   Enumeration out;
-  Search(ctx, options, &out).Run();
+  LayoutEnumerator walker(ctx, options.pins);
+  out.world = walker.world();
+  const LayoutVisitor visit = [&](const Layout& l) {
+    if (options.collect_layouts) out.legal.push_back(l);
+    if (options.visit) options.visit(l);
+  };
+  for (const EnumerationItem& item : walker.Items()) walker.Run(item, &out, visit);
   return out;
 }
 

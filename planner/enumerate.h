@@ -25,10 +25,20 @@
 // job's candidate lists carry the other pinned options (cli narrows them).
 // With placement=packed pinned, rejections before the placement rule are
 // counted once per linear candidate.
+//
+// Enumeration streams: each legal layout is handed to a visitor as it is
+// found, so nothing grows with the number of legal layouts unless the
+// caller collects them. The space splits into independent work items (one
+// per pp, vpp, schedule and tp, in search order) that threads can walk
+// apart, each with its own LayoutEnumerator; the items' counts add up to
+// the whole enumeration's, and their layouts, item after item, are
+// EnumerateLayouts's in its order.
 #pragma once
 
 #include <array>
 #include <cstdint>
+#include <functional>
+#include <memory>
 #include <vector>
 
 #include "planner/layout.h"
@@ -36,9 +46,14 @@
 
 namespace foldplan {
 
+// Called with each legal layout, in search order; the reference is valid
+// only during the call.
+using LayoutVisitor = std::function<void(const Layout&)>;
+
 struct EnumerateOptions {
   bool collect_layouts = true;       // false: only count (for --why and benchmarks)
   const LayoutPins* pins = nullptr;  // may be null: no pins
+  LayoutVisitor visit = nullptr;     // may be empty; called whether or not layouts are collected
 };
 
 struct Enumeration {
@@ -51,6 +66,39 @@ struct Enumeration {
 
 // ctx.cluster, ctx.model and ctx.job must be set.
 Enumeration EnumerateLayouts(const LegalityContext& ctx, const EnumerateOptions& options = {});
+
+// One independent part of the enumeration: the subtree of one (pp, vpp,
+// schedule, tp), or, when the world does not fit the cluster, all of one pp
+// (vpp == 0), every candidate of which breaks the first rule.
+struct EnumerationItem {
+  int pp = 1;
+  int vpp = 0;          // 0: the whole pp subtree, rejected by world_fits_cluster
+  size_t schedule = 0;  // index into the job's schedules (or the implied one)
+  int tp = 1;
+};
+
+class EnumerationWalker;  // enumerate.cc
+
+// Walks work items; one per thread (it caches the last pp's divisors,
+// stages and order checks), reading only the context, which must outlive it.
+class LayoutEnumerator {
+ public:
+  // ctx.cluster, ctx.model and ctx.job must be set; pins may be null.
+  LayoutEnumerator(const LegalityContext& ctx, const LayoutPins* pins);
+  ~LayoutEnumerator();
+  LayoutEnumerator(LayoutEnumerator&&) noexcept;
+  LayoutEnumerator& operator=(LayoutEnumerator&&) noexcept;
+
+  int world() const;
+  // Every work item, in search order.
+  std::vector<EnumerationItem> Items();
+  // Adds the item's candidates and rejections to *counts (its `legal` is
+  // left alone) and calls `visit` with each of its legal layouts.
+  void Run(const EnumerationItem& item, Enumeration* counts, const LayoutVisitor& visit);
+
+ private:
+  std::unique_ptr<EnumerationWalker> walker_;
+};
 
 // The job whose candidate lists hold only the pinned options (mbs, vpp,
 // schedule, order, cp_style, recompute, dispatcher, overlaps, precision, FSDP) and

@@ -1,5 +1,10 @@
 // The search: every legal layout (planner/enumerate.h), scored in parallel
-// through a LayoutScorer, the best `top` kept. Layouts that do not fit in
+// through a LayoutScorer, the best `top` kept. Enumeration streams into
+// scoring: threads claim work items (LayoutEnumerator) one at a time and
+// score each legal layout as it is found into their own shard (the best
+// `top` and the counts), so memory holds `top` layouts per thread, never
+// the legal set; the shards merge into the same result for any thread
+// count. Layouts that do not fit in
 // memory are counted under Rule::kFitsMemory; those that fit but exceed a
 // memory limit the caller sets are counted apart (over_memory_limit).
 // With `distinct`, layouts whose scores are equal to the bit (objective,
@@ -24,8 +29,8 @@ inline constexpr int kMaxSearchThreads = 256;
 struct SearchOptions {
   int top = 10;      // candidates kept, best first
   int threads = 2;   // scoring threads, held to [1, kMaxSearchThreads]
-  // Called from the calling thread with the fraction of layouts scored,
-  // about ten times a second; may be empty.
+  // Called from the calling thread with the fraction of work items done,
+  // about ten times a second, non-decreasing, 1 last; may be empty.
   std::function<void(double fraction)> progress = nullptr;
   // Only the layouts that agree with these (planner/enumerate.h); may be null.
   const LayoutPins* pins = nullptr;
@@ -37,6 +42,10 @@ struct SearchOptions {
   std::optional<double> max_peak_memory_gib = std::nullopt;
   // Collapse layouts of bit-equal scores into one candidate (see above).
   bool distinct = false;
+  // Legal layouts a thread holds (48 B each) before scoring them grouped
+  // by degrees, order and placement; bounds the search's memory. The
+  // result does not depend on it, only the scorer's cache hits do.
+  size_t buffered_layouts = size_t{1} << 16;
 };
 
 struct ScoredLayout {

@@ -1,0 +1,250 @@
+// The streaming, threaded search against a straightforward reference:
+// every legal layout collected, every one scored on one thread, sorted, the
+// best taken. Over many seeded random jobs, clusters and pins, with any
+// thread count, the two must agree exactly: the same ranked layouts with
+// bit-equal scores and class sizes, and the same counts (candidates, every
+// rule's rejections, scored, over the memory limit, below the reference),
+// whatever the buffer's size.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstring>
+#include <set>
+#include <string>
+
+#include "core/mix64.h"
+#include "fixtures.h"
+#include "planner/search.h"
+
+using namespace foldplan;
+using namespace foldplan::testing;
+
+namespace {
+
+// Scores from a hash of the canonical text, coarse so that many layouts tie
+// on the objective (and on the whole class): the tie-breaks and `distinct`
+// are exercised. About one layout in seven does not fit.
+class HashScorer : public LayoutScorer {
+ public:
+  LayoutScore Score(const Layout& l) const override {
+    const std::string text = FormatLayout(l);
+    uint64_t h = 0;
+    for (char c : text) h = Mix64(h ^ static_cast<unsigned char>(c));
+    LayoutScore s;
+    s.fits = h % 7 != 0;
+    s.objective = 1.0 + double((h >> 8) % 13) * 0.125;
+    s.step_time_s = s.objective + double((h >> 16) % 3) * 0.5;
+    s.peak_memory_gib = double((h >> 24) % 5) * 10.0;
+    return s;
+  }
+};
+
+bool BetterRef(const ScoredLayout& a, const ScoredLayout& b, bool distinct) {
+  if (a.score.objective != b.score.objective) return a.score.objective < b.score.objective;
+  if (a.score.step_time_s != b.score.step_time_s) return a.score.step_time_s < b.score.step_time_s;
+  if (distinct && a.score.peak_memory_gib != b.score.peak_memory_gib) {
+    return a.score.peak_memory_gib < b.score.peak_memory_gib;
+  }
+  return FormatLayout(a.layout) < FormatLayout(b.layout);
+}
+
+bool SameClass(const LayoutScore& a, const LayoutScore& b) {
+  return a.objective == b.objective && a.step_time_s == b.step_time_s && a.peak_memory_gib == b.peak_memory_gib;
+}
+
+// Enumerate everything, score everything, sort, take the best.
+SearchResult ReferenceSearch(const LegalityContext& ctx, const LayoutScorer& scorer, const SearchOptions& options) {
+  SearchResult r;
+  EnumerateOptions enumerate;
+  enumerate.pins = options.pins;
+  r.enumeration = EnumerateLayouts(ctx, enumerate);
+  std::vector<ScoredLayout> fitting;
+  uint64_t not_fitting = 0;
+  for (const Layout& l : r.enumeration.legal) {
+    const LayoutScore s = scorer.Score(l);
+    if (!s.fits) {
+      ++not_fitting;
+      continue;
+    }
+    if (options.max_peak_memory_gib && s.peak_memory_gib > *options.max_peak_memory_gib) {
+      ++r.over_memory_limit;
+      continue;
+    }
+    if (options.rank_objective && s.objective < *options.rank_objective) ++r.better_than_reference;
+    fitting.push_back({l, s});
+  }
+  r.scored = r.enumeration.legal.size();
+  r.enumeration.legal.clear();
+  r.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)] += not_fitting;
+  r.enumeration.legal_count -= not_fitting;
+  std::sort(fitting.begin(), fitting.end(),
+            [&](const ScoredLayout& a, const ScoredLayout& b) { return BetterRef(a, b, options.distinct); });
+  if (options.distinct) {
+    // Sorted by class, then text: the first of each class represents it.
+    std::vector<ScoredLayout> classes;
+    for (const ScoredLayout& c : fitting) {
+      if (!classes.empty() && SameClass(classes.back().score, c.score)) {
+        ++classes.back().equivalents;
+      } else {
+        classes.push_back(c);
+      }
+    }
+    fitting = std::move(classes);
+  }
+  if (fitting.size() > static_cast<size_t>(options.top)) fitting.resize(static_cast<size_t>(options.top));
+  r.best = std::move(fitting);
+  return r;
+}
+
+// A seeded draw.
+struct Draw {
+  uint64_t state;
+  uint64_t Next() { return Mix64(state += kSplitMix64Increment); }
+  int Below(int n) { return static_cast<int>(Next() % static_cast<uint64_t>(n)); }
+  bool Coin() { return Next() & 1; }
+  // A non-empty subset of `all`, in its order.
+  template <class T>
+  std::vector<T> Subset(const std::vector<T>& all) {
+    std::vector<T> out;
+    for (const T& v : all) {
+      if (Coin()) out.push_back(v);
+    }
+    if (out.empty()) out.push_back(all[static_cast<size_t>(Below(static_cast<int>(all.size())))]);
+    return out;
+  }
+};
+
+struct Case {
+  ClusterSpec cluster;
+  ModelSpec model;
+  JobSpec job;
+  LayoutPins pins;
+  SearchOptions options;
+};
+
+Case RandomCase(uint64_t seed) {
+  Draw d{seed};
+  Case c;
+  const int gpus_per_node = d.Coin() ? 8 : 4;
+  const int domain = gpus_per_node * (1 + d.Below(2));  // one or two nodes per NVLink domain
+  c.cluster = MakeCluster(1 << d.Below(4), gpus_per_node, domain);
+  c.model = d.Below(4) == 0 ? MakeDense() : MakeMixtral();
+  JobSpec& j = c.job;
+  j = MakeJob();
+  j.global_batch = std::vector<int>{16, 64, 256}[static_cast<size_t>(d.Below(3))];
+  j.micro_batch_sizes = d.Subset<int>({1, 2, 4});
+  j.vpp = d.Subset<int>({1, 2, 4});
+  j.cp_styles = d.Subset<CpStyle>({CpStyle::kUlysses, CpStyle::kRing});
+  j.orders = d.Subset<std::string>({"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp", "cp-tp-ep-dp-pp",
+                                    "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"});
+  j.recompute = d.Subset<Recompute>({Recompute::None(), Recompute::Selective(), Recompute::Full()});
+  j.dispatchers = d.Subset<Dispatcher>({Dispatcher::kAllToAll, Dispatcher::kDeepEP, Dispatcher::kHybridEP});
+  j.a2a_overlap = d.Subset<bool>({false, true});
+  // bf16 always (MXFP8 alone would leave nothing legal on Hopper).
+  j.precisions = {Precision::kBF16};
+  if (d.Coin()) j.precisions.push_back(Precision::kFP8Tensorwise);
+  if (d.Coin()) j.precisions.push_back(Precision::kMXFP8);
+  j.fsdp = d.Subset<bool>({false, true});
+  j.tp_overlap = d.Subset<bool>({false, true});
+  if (d.Coin()) {
+    j.pipeline_schedules = d.Subset<PipelineSchedule>(
+        {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B, PipelineSchedule::kZeroBubbleH1});
+  }
+  // Sometimes fewer GPUs than the cluster has, sometimes more (every
+  // candidate then breaks world_fits_cluster).
+  const int pick = d.Below(6);
+  if (pick == 0) j.world_size = c.cluster.total_gpus() / 2;
+  if (pick == 1) j.world_size = c.cluster.total_gpus() * 2;
+  const std::vector<std::string> pin_texts = {"", "", "", "tp=2", "pp=2", "placement=packed", "ep=4,etp=1"};
+  const std::string pin_text = pin_texts[static_cast<size_t>(d.Below(static_cast<int>(pin_texts.size())))];
+  if (!pin_text.empty()) c.pins = ParseLayoutPins(pin_text).value();
+  j = PinnedJob(j, c.pins);
+  c.options.top = 1 + d.Below(12);
+  c.options.distinct = d.Coin();
+  if (d.Coin()) c.options.max_peak_memory_gib = 25.0;
+  if (d.Coin()) c.options.rank_objective = 1.5;
+  // A small buffer flushes inside work items.
+  c.options.buffered_layouts = std::vector<size_t>{1, 7, 64, size_t{1} << 16}[static_cast<size_t>(d.Below(4))];
+  return c;
+}
+
+void CheckSame(const SearchResult& got, const SearchResult& want) {
+  CHECK(got.status.ok());
+  CHECK(got.enumeration.world == want.enumeration.world);
+  CHECK(got.enumeration.candidates == want.enumeration.candidates);
+  CHECK(got.enumeration.legal_count == want.enumeration.legal_count);
+  for (int r = 0; r < kRuleCount; ++r) {
+    CAPTURE(Name(Rule(r)));
+    CHECK(got.enumeration.rejected[static_cast<size_t>(r)] == want.enumeration.rejected[static_cast<size_t>(r)]);
+  }
+  CHECK(got.scored == want.scored);
+  CHECK(got.over_memory_limit == want.over_memory_limit);
+  CHECK(got.better_than_reference == want.better_than_reference);
+  REQUIRE(got.best.size() == want.best.size());
+  for (size_t i = 0; i < got.best.size(); ++i) {
+    CAPTURE(i);
+    CHECK(FormatLayout(got.best[i].layout) == FormatLayout(want.best[i].layout));
+    CHECK(got.best[i].layout == want.best[i].layout);
+    // Bit-equal scores, not merely close ones.
+    CHECK(std::memcmp(&got.best[i].score.objective, &want.best[i].score.objective, sizeof(double)) == 0);
+    CHECK(std::memcmp(&got.best[i].score.step_time_s, &want.best[i].score.step_time_s, sizeof(double)) == 0);
+    CHECK(std::memcmp(&got.best[i].score.peak_memory_gib, &want.best[i].score.peak_memory_gib, sizeof(double)) == 0);
+    CHECK(got.best[i].equivalents == want.best[i].equivalents);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the streaming search equals enumerate-all-then-score-all on random jobs, for any thread count") {
+  HashScorer scorer;
+  constexpr uint64_t kSeeds = 200;
+  int with_legal = 0, over_cluster = 0, ranked_ties = 0;
+  for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
+    CAPTURE(seed);
+    Case c = RandomCase(seed);
+    const LegalityContext ctx{&c.cluster, &c.model, &c.job};
+    c.options.pins = &c.pins;
+    const SearchResult want = ReferenceSearch(ctx, scorer, c.options);
+    with_legal += want.scored > 0;
+    over_cluster += want.enumeration.rejected[static_cast<size_t>(Rule::kWorldFitsCluster)] > 0;
+    for (size_t i = 1; i < want.best.size(); ++i) {
+      ranked_ties += want.best[i].score.objective == want.best[i - 1].score.objective;
+    }
+    for (int threads : {1, 2, 3, 8}) {
+      CAPTURE(threads);
+      SearchOptions options = c.options;
+      options.threads = threads;
+      CheckSame(SearchLayouts(ctx, scorer, options), want);
+    }
+  }
+  // The draws reach what they are meant to test.
+  CHECK(with_legal > int(kSeeds / 3));
+  CHECK(over_cluster > 0);
+  CHECK(ranked_ties > 0);
+}
+
+TEST_CASE("work items run in any order on one enumerator count and visit what EnumerateLayouts does") {
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    Case c = RandomCase(seed);
+    const LegalityContext ctx{&c.cluster, &c.model, &c.job};
+    EnumerateOptions all_options;
+    all_options.pins = &c.pins;
+    const Enumeration all = EnumerateLayouts(ctx, all_options);
+    std::multiset<std::string> want;
+    for (const Layout& l : all.legal) want.insert(FormatLayout(l));
+    LayoutEnumerator walker(ctx, &c.pins);
+    std::vector<EnumerationItem> items = walker.Items();
+    std::reverse(items.begin(), items.end());  // the per-pp and stage caches see pp change back and forth
+    Enumeration counts;
+    std::multiset<std::string> got;
+    for (const EnumerationItem& item : items) {
+      walker.Run(item, &counts, [&](const Layout& l) { got.insert(FormatLayout(l)); });
+    }
+    CHECK(counts.candidates == all.candidates);
+    CHECK(counts.legal_count == all.legal_count);
+    CHECK(counts.rejected == all.rejected);
+    CHECK(counts.legal.empty());
+    CHECK(got == want);
+  }
+}
