@@ -32,18 +32,31 @@ inline BenchInputs DeepSeekV3On(int gpus) {
   return in;
 }
 
-// The widened job of bench/plan_widened_bench.cc: every recipe option a
-// candidate (4 recompute choices, 2 dispatchers, EP overlap on and off,
-// bf16 and fp8, FSDP on and off, TP overlap on and off).
+// Issue 13's widened job (bench/plan_widened_bench.cc, plan_bench's widened
+// scoring): micro-batch 1/2/4/8, VPP 1/2/4/8, none / selective / full
+// recompute, both CP styles, six orders, a global batch of 8192.
 inline void WidenJob(JobSpec& job) {
-  job.recompute = {Recompute::None(), Recompute::Selective(), Recompute::Full(),
-                   Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) |
-                                      (1u << int(RecomputeModule::kMoeAct)))};
+  job.micro_batch_sizes = {1, 2, 4, 8};
+  job.vpp = {1, 2, 4, 8};
+  job.recompute = {Recompute::None(), Recompute::Selective(), Recompute::Full()};
+  job.cp_styles = {CpStyle::kUlysses, CpStyle::kRing};
+  job.orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
+                "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
+  job.global_batch = 8192;
+}
+
+// The production-recipe options as candidates on top: recompute modules,
+// alltoall and DeepEP, EP and TP overlap, bf16 and two FP8 recipes, FSDP,
+// the 1F1B and ZB-H1 schedules.
+inline void AddRecipeOptions(JobSpec& job) {
+  job.recompute.push_back(Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) |
+                                             (1u << int(RecomputeModule::kMoeAct))));
   job.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kDeepEP};
   job.a2a_overlap = {false, true};
-  job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
+  job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise, Precision::kFP8Blockwise};
   job.fsdp = {false, true};
   job.tp_overlap = {false, true};
+  job.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1};
 }
 
 }  // namespace foldplan::bench

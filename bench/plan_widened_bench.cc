@@ -29,32 +29,11 @@ double PeakRssMiB() {
   return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
 }
 
-void Widen(JobSpec* job) {
-  job->micro_batch_sizes = {1, 2, 4, 8};
-  job->vpp = {1, 2, 4, 8};
-  job->recompute = {Recompute::None(), Recompute::Selective(), Recompute::Full()};
-  job->cp_styles = {CpStyle::kUlysses, CpStyle::kRing};
-  job->orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
-                 "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
-  job->global_batch = 8192;
-}
-
-void AddRecipeOptions(JobSpec* job) {
-  job->recompute.push_back(Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) |
-                                              (1u << int(RecomputeModule::kMoeAct))));
-  job->dispatchers = {Dispatcher::kAllToAll, Dispatcher::kDeepEP};
-  job->a2a_overlap = {false, true};
-  job->precisions = {Precision::kBF16, Precision::kFP8Tensorwise, Precision::kFP8Blockwise};
-  job->fsdp = {false, true};
-  job->tp_overlap = {false, true};
-  job->pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1};
-}
-
 void Search(benchmark::State& state, bool recipes) {
   const double rss_before = PeakRssMiB();
   bench::BenchInputs in = bench::DeepSeekV3On(static_cast<int>(state.range(0)));
-  Widen(&in.job);
-  if (recipes) AddRecipeOptions(&in.job);
+  bench::WidenJob(in.job);
+  if (recipes) bench::AddRecipeOptions(in.job);
   auto cost = CostModel::Create(in.cluster, in.model, in.job);
   if (!cost.ok()) {
     std::cerr << cost.status().message() << "\n";
