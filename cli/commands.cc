@@ -466,13 +466,13 @@ int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
 
 namespace {
 
-// enumerate --format csv (doc/formats.md, "CSV"): the first `limit` layouts
-// (0: all), one record each, the columns of the text table.
-std::string EnumerationCsv(const std::vector<Layout>& layouts, int limit) {
+// enumerate --format csv (doc/formats.md, "CSV"): the layouts shown, one
+// record each, the columns of the text table.
+std::string EnumerationCsv(const std::vector<Layout>& layouts) {
   std::string out = CsvRecord({"index", "layout", "tp", "cp", "dp", "pp", "vpp", "ep", "etp", "edp", "mbs", "order",
                                "cp_style", "recompute", "placement", "dispatcher", "precision", "recipe",
                                "layers_per_stage"});
-  for (size_t i = 0; i < layouts.size() && (limit == 0 || i < static_cast<size_t>(limit)); ++i) {
+  for (size_t i = 0; i < layouts.size(); ++i) {
     const Layout& l = layouts[i];
     out += CsvRecord({std::to_string(i + 1), FormatLayout(l), std::to_string(l.tp), std::to_string(l.cp),
                       std::to_string(l.dp), std::to_string(l.pp), std::to_string(l.vpp), std::to_string(l.ep),
@@ -510,7 +510,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
     auto layout = ResolveLayout(*options.layout, WorldOf(in.cluster, in.job), ctx);
     if (!layout.ok()) return Fail(err, layout.status());
     if (format.value() == TableFormat::kCsv) {
-      out << EnumerationCsv({layout.value()}, 0);
+      out << EnumerationCsv({layout.value()});
     } else if (json_out) {
       out << json{{"schema", kEnumerationSchema}, {"inputs", InputsJson(in)},
                   {"legal", true}, {"layout", LayoutToJson(layout.value())}}.dump(2) << "\n";
@@ -525,22 +525,25 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
     return 0;
   }
 
+  // Only the layouts shown are kept (the first --limit, or all with 0):
+  // a widened job's legal set can be millions of layouts.
   EnumerateOptions enumerate;
   enumerate.pins = &*pins;
+  enumerate.collect_layouts = false;
+  std::vector<Layout> shown_layouts;
+  enumerate.visit = [&](const Layout& l) {
+    if (options.limit <= 0 || shown_layouts.size() < static_cast<size_t>(options.limit)) shown_layouts.push_back(l);
+  };
   const Enumeration e = EnumerateLayouts(ctx, enumerate);
   if (format.value() == TableFormat::kCsv) {
-    out << EnumerationCsv(e.legal, options.limit);
+    out << EnumerationCsv(shown_layouts);
     return 0;
   }
   if (json_out) {
     json rejected = json::object();
     for (int r = 0; r < kRuleCount; ++r) rejected[Name(Rule(r))] = e.rejected[r];
     json layouts = json::array();
-    size_t shown = 0;
-    for (const auto& l : e.legal) {
-      if (options.limit > 0 && shown++ >= static_cast<size_t>(options.limit)) break;
-      layouts.push_back(LayoutToJson(l));
-    }
+    for (const auto& l : shown_layouts) layouts.push_back(LayoutToJson(l));
     out << json{{"schema", kEnumerationSchema},
                 {"inputs", InputsJson(in)},
                 {"world", e.world},
@@ -570,8 +573,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
                   {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
                    Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
   size_t shown = 0;
-  for (const auto& l : e.legal) {
-    if (options.limit > 0 && shown >= static_cast<size_t>(options.limit)) break;
+  for (const auto& l : shown_layouts) {
     ++shown;
     table.AddRow({std::to_string(shown), std::to_string(l.tp), std::to_string(l.cp),
                   std::to_string(l.dp), std::to_string(l.pp), std::to_string(l.vpp),
@@ -581,8 +583,8 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
                   StagesText(l)});
   }
   if (shown > 0) out << "\n" << table.Render("  ");
-  if (shown < e.legal.size()) {
-    out << "  ... " << WithCommas(e.legal.size() - shown) << " more (--limit 0 shows all)\n";
+  if (shown < e.legal_count) {
+    out << "  ... " << WithCommas(e.legal_count - shown) << " more (--limit 0 shows all)\n";
   }
   return 0;
 }
