@@ -89,38 +89,16 @@ void RequireSame(const Result<LayoutPlacement>& want, const Result<LayoutPlaceme
   }
 }
 
-// Every layout of `world` ranks: each pp, tp, cp, etp, ep dividing it, each
-// order, both placements.
-std::vector<Layout> AllLayouts(int world) {
-  static const std::vector<std::string> kOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
-                                                   "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
-  std::vector<Layout> out;
-  for (int pp : DivisorsOf(world)) {
-    const int stage = world / pp;
-    for (int tp : DivisorsOf(stage))
-      for (int cp : DivisorsOf(stage / tp))
-        for (int etp : DivisorsOf(stage))
-          for (int ep : DivisorsOf(stage / etp))
-            for (const std::string& order : kOrders)
-              for (Placement placement : {Placement::kLinear, Placement::kPacked}) {
-                Layout l;
-                l.world = world;
-                l.pp = pp, l.tp = tp, l.cp = cp, l.dp = stage / (tp * cp);
-                l.etp = etp, l.ep = ep, l.edp = stage / (etp * ep);
-                l.order = order;
-                l.placement = placement;
-                out.push_back(l);
-              }
-  }
-  return out;
-}
-
 TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
   std::mt19937 rng(1313);
   struct Case {
     ClusterSpec cluster;
-    std::vector<int> worlds;  // every layout of each; a few hundred random ones of the last
+    std::vector<int> worlds;  // kLayoutsPerWorld random layouts of each
   };
+  // Random layouts rather than every one: a world of 144 has 204,792
+  // (degrees x six orders x two placements), minutes under the sanitizers;
+  // 2,000 a world still meet each kind's key thousands of times.
+  constexpr int kLayoutsPerWorld = 2000;
   // Clusters where bases matter: 72-GPU domains that 2^k blocks do not fill,
   // SUs smaller than a domain, SUs of 3 nodes; and one with periods below the world.
   const Case cases[] = {
@@ -135,14 +113,9 @@ TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
     const Topology topo = MustBuild(c.cluster);
     GroupPlacementCache cache;     // one per topology, shared by every layout and world
     GroupPlacementCache small(8);  // clears often
-    for (size_t w = 0; w < c.worlds.size(); ++w) {
-      std::vector<Layout> layouts;
-      if (w + 1 < c.worlds.size()) {
-        layouts = AllLayouts(c.worlds[w]);
-      } else {
-        for (int trial = 0; trial < 300; ++trial) layouts.push_back(RandomLayout(c.worlds[w], rng));
-      }
-      for (const Layout& l : layouts) {
+    for (int world : c.worlds) {
+      for (int trial = 0; trial < kLayoutsPerWorld; ++trial) {
+        const Layout l = RandomLayout(world, rng);
         const Result<LayoutPlacement> want = PlaceGroups(l, topo);
         RequireSame(want, PlaceGroups(l, topo, &cache), l);
         RequireSame(want, PlaceGroups(l, topo, &small), l);
@@ -152,8 +125,8 @@ TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
     }
     hits += cache.hits();
   }
-  CHECK(placed > 3000);
-  CHECK(hits > 10000);  // the cache served most kinds, so the comparison covers its answers
+  CHECK(placed > 10000);
+  CHECK(hits > placed);  // the cache served most kinds, so the comparison covers its answers
 }
 
 TEST_CASE("an order the rank generator refuses is refused with its message, cache or not") {
