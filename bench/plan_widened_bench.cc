@@ -4,7 +4,8 @@
 // production-recipe options as candidates (recompute modules, alltoall and
 // DeepEP, EP and TP overlap, bf16 and two FP8 recipes, FSDP, the 1F1B and
 // ZB-H1 schedules). Enumerate + score on 2 threads as `foldplan plan` runs
-// it. Prints candidates, legal (scored) layouts, fitting layouts, the time
+// it. Prints candidates, legal (scored) layouts, fitting layouts, those
+// pruned by the step-time bound (not ranked), the time
 // and the process's peak resident memory. Peak RSS is per process, so run
 // one size per process:
 //   build/plan_widened_bench --benchmark_filter='Widened/16384'
@@ -49,6 +50,7 @@ void Search(benchmark::State& state, bool recipes) {
   state.counters["legal"] = static_cast<double>(r.scored);
   state.counters["scored"] = static_cast<double>(r.scored);
   state.counters["fitting"] = static_cast<double>(r.enumeration.legal_count);
+  state.counters["pruned"] = static_cast<double>(r.pruned);
   state.counters["peak_rss_MiB"] = PeakRssMiB();
   state.counters["rss_growth_MiB"] = PeakRssMiB() - rss_before;
 }

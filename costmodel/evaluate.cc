@@ -173,15 +173,24 @@ StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeli
 }
 
 StepWork CostModel::WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const {
-  std::vector<CommOp> ops;
+  StepWork work = ComputeWorkOf(layout, pipeline, cached);
+  AddCommOf(layout, pipeline, cached, &work);
+  return work;
+}
+
+void CostModel::AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached,
+                          StepWork* work) const {
   if (cached) {
     CollectiveTimeMemo* memo = nullptr;
     if (const LayoutPlacement* placement = PlacementOf(layout, &memo)) {
-      ops = BuildCommPlan(layout, ctx_, *placement, pipeline, memo);
+      work->ops = BuildCommPlan(layout, ctx_, *placement, pipeline, memo);
     }
   } else if (const Result<LayoutPlacement> placement = PlaceGroups(layout, topology_); placement.ok()) {
-    ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
+    work->ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
   }
+}
+
+StepWork CostModel::ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const {
   // Compute times per thread (ComputeTimesCache), for this model only.
   struct Compute {
     uint64_t model_id = 0;
@@ -195,8 +204,7 @@ StepWork CostModel::WorkOf(const Layout& layout, const PipelineDescription& pipe
   ComputeTimes uncached;
   if (!cached) uncached = ComputeLayerTimes(layout, ctx_);
   const ComputeTimes& times = cached ? compute.times.Get(layout, ctx_) : uncached;
-  StepWork work = BuildStepWork(layout, model_, cluster_.gpu, pipeline, times, std::move(ops),
-                                MicroBatchesPerStep(job_, layout));
+  StepWork work = BuildStepWork(layout, model_, cluster_.gpu, pipeline, times, {}, MicroBatchesPerStep(job_, layout));
   work.load_factor = ExpertLoadFactor(job_, layout.ep);
   work.nvlink_bytes_per_s = comm_.nvlink_gb_per_s() * 1e9;
   const double nic_share = double(comm_.nics_per_node) / std::max(1, cluster_.gpus_per_node);
@@ -217,10 +225,14 @@ double CostModel::OptimizerSeconds(const Layout& layout, const PipelineDescripti
 
 StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& pipeline,
                               std::vector<CommKindCost>* comm_out, bool cached) const {
+  return StepOf(layout, pipeline, WorkOf(layout, pipeline, cached), comm_out);
+}
+
+StepBreakdown CostModel::StepOf(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
+                                std::vector<CommKindCost>* comm_out) const {
   // Stage work -> schedule -> data-parallel exposure -> optimizer.
   StepBreakdown s;
   s.microbatches = MicroBatchesPerStep(job_, layout);
-  const StepWork work = WorkOf(layout, pipeline, cached);
   std::vector<double> op_exposed;
   const PipelineTimes times = SchedulePipeline(work, comm_out ? &op_exposed : nullptr);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
@@ -259,12 +271,17 @@ Evaluation CostModel::Evaluate(const Layout& input) const {
   return e;
 }
 
-LayoutScore CostModel::Score(const Layout& layout, bool minimise_memory) const {
-  return ScoreOf(layout, minimise_memory, true);
+LayoutScore CostModel::Score(const Layout& layout, bool minimise_memory, double prune_above) const {
+  return ScoreOf(layout, minimise_memory, true, prune_above);
 }
 
 LayoutScore CostModel::ScoreReference(const Layout& layout, bool minimise_memory) const {
-  return ScoreOf(layout, minimise_memory, false);
+  return ScoreOf(layout, minimise_memory, false, kNoPruning);
+}
+
+double CostModel::StepTimeLowerBound(const Layout& layout) const {
+  const PipelineDescription pipeline = DescribePipeline(layout, model_, &weights_);
+  return PipelineLowerBound(ComputeWorkOf(layout, pipeline, false));
 }
 
 namespace {
@@ -302,7 +319,7 @@ class PipelineMemo {
 
 }  // namespace
 
-LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached) const {
+LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const {
   LayoutScore score;
   struct Pipelines {
     uint64_t model_id = 0;
@@ -321,7 +338,23 @@ LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool 
   score.peak_memory_gib = peak_bytes / kBytesPerGiB;
   score.fits = score.peak_memory_gib <= cluster_.gpu.hbm_gib;
   if (!score.fits) return score;
-  score.step_time_s = Step(layout, pipeline, nullptr, cached).step_time_s;
+  // Pruning (Score's header): the memory objective is the peak, exact here
+  // (the step time would only break ties among equal peaks); the step time
+  // is at least PipelineLowerBound of the compute alone (schedule.cc states
+  // the proof; the exposed data-parallel part and the optimizer step only
+  // add), so the placement and the communication plan are skipped when
+  // that already exceeds the bound.
+  if (minimise_memory && score.peak_memory_gib > prune_above) {
+    score.pruned = true;
+    return score;
+  }
+  StepWork work = ComputeWorkOf(layout, pipeline, cached);
+  if (!minimise_memory && prune_above < kNoPruning && PipelineLowerBound(work) > prune_above) {
+    score.pruned = true;
+    return score;
+  }
+  AddCommOf(layout, pipeline, cached, &work);
+  score.step_time_s = StepOf(layout, pipeline, work, nullptr).step_time_s;
   score.objective = minimise_memory ? score.peak_memory_gib : score.step_time_s;
   return score;
 }

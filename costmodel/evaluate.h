@@ -14,6 +14,7 @@
 
 #include <atomic>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -91,10 +92,23 @@ class CostModel {
   // headers state their keys). Bit-identical to ScoreReference, and its
   // step time and peak memory to Evaluate's step.step_time_s and
   // memory.peak_gib() (tests/costmodel_score_cache_test.cc).
-  LayoutScore Score(const Layout& layout, bool minimise_memory) const;
+  //
+  // With `prune_above` (LayoutScorer::ScoreBounded): when the objective is
+  // proven > prune_above, the score comes back `pruned` (fits and peak
+  // exact; step time and objective 0, not computed): with the memory
+  // objective when the peak exceeds it, with throughput when
+  // StepTimeLowerBound does (then no placement or communication plan is
+  // built). Otherwise the result is the unbounded one, bit for bit.
+  static constexpr double kNoPruning = std::numeric_limits<double>::infinity();
+  LayoutScore Score(const Layout& layout, bool minimise_memory, double prune_above = kNoPruning) const;
   // The same without any cache: every placement, collective and compute
   // time computed afresh. The reference the tests hold Score to.
   LayoutScore ScoreReference(const Layout& layout, bool minimise_memory) const;
+  // A lower bound on the layout's step time, bit for bit <= Score's
+  // step_time_s: m x the slowest stage's compute + the least bubble it
+  // allows (schedule.h PipelineLowerBound), from the compute times alone.
+  // The throughput objective prunes by it. Uncached (for tests).
+  double StepTimeLowerBound(const Layout& layout) const;
 
   // What each block kind costs, for choosing pipeline layouts
   // (planner/pipeline.h): forward + backward seconds of one sequence on one
@@ -122,8 +136,13 @@ class CostModel {
             Topology topology, ComputeProfile profile, CommParams comm);
   StepBreakdown Step(const Layout& layout, const PipelineDescription& pipeline,
                      std::vector<CommKindCost>* comm, bool cached) const;
+  StepBreakdown StepOf(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
+                       std::vector<CommKindCost>* comm) const;
   StepWork WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
-  LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached) const;
+  // WorkOf in two parts: the compute (no ops yet), then the comm plan.
+  StepWork ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
+  void AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* work) const;
+  LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const;
   const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;
 
   ClusterSpec cluster_;
@@ -153,6 +172,9 @@ class CostScorer : public LayoutScorer {
   CostScorer(const CostModel&&, Objective) = delete;
   LayoutScore Score(const Layout& layout) const override {
     return model_.Score(layout, objective_ == Objective::kMemory);
+  }
+  LayoutScore ScoreBounded(const Layout& layout, double prune_above) const override {
+    return model_.Score(layout, objective_ == Objective::kMemory, prune_above);
   }
 
  private:

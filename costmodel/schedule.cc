@@ -53,19 +53,24 @@ double LoneMicrobatches(const StepWork& work, int p) {
 //    3 W); exact for F = B = W, otherwise never short and at most 0.6 t_c
 //    long (tests/sim_pipeline_order_test.cc replays the order); its sends
 //    overlap as interleaved's, so the (pp - 1) crossings are added.
-double BubbleSeconds(const StepWork& work, const PipelineTimes& t, double crossing_s) {
+// `r` is the slowest rank (null when there is none), `stage_time_s` its
+// t_max. As a function of stage_time_s and crossing_s (r fixed) it is
+// non-decreasing, in floating point too (PipelineLowerBound relies on it):
+// each reads them only through rounded +, - (of a fixed subtrahend) and x
+// by a non-negative factor (pp - 1, (pp - 1) / vpp, (pp - 1) / 2), and
+// max(0, .), all monotone.
+double BubbleSeconds(const StepWork& work, double stage_time_s, const RankWork* r, double crossing_s) {
   const double pp_1 = double(work.pp - 1);
-  const RankWork* r = work.ranks.empty() ? nullptr : &work.ranks[static_cast<size_t>(t.slowest)];
   const double f = r ? r->forward_s : 0;
   const double w = r ? r->weight_grad_s : 0;
   const double b = r ? r->backward_s - w : 0;
   switch (work.schedule) {
     case PipelineSchedule::k1F1B:
-    case PipelineSchedule::kGPipe: return pp_1 / work.vpp * t.stage_time_s;
-    case PipelineSchedule::kInterleaved1F1B: return pp_1 / work.vpp * t.stage_time_s + pp_1 * crossing_s;
-    case PipelineSchedule::kZeroBubbleH1: return pp_1 * (t.stage_time_s - w - std::min({f, b, w}));
+    case PipelineSchedule::kGPipe: return pp_1 / work.vpp * stage_time_s;
+    case PipelineSchedule::kInterleaved1F1B: return pp_1 / work.vpp * stage_time_s + pp_1 * crossing_s;
+    case PipelineSchedule::kZeroBubbleH1: return pp_1 * (stage_time_s - w - std::min({f, b, w}));
     case PipelineSchedule::kDualPipeV:
-      return pp_1 / 2 * std::max(0.0, t.stage_time_s + std::max(f, b) - 3 * w) + pp_1 * crossing_s;
+      return pp_1 / 2 * std::max(0.0, stage_time_s + std::max(f, b) - 3 * w) + pp_1 * crossing_s;
   }
   return 0;
 }
@@ -179,7 +184,8 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     if (t.ranks[p].total_s() > t.ranks[static_cast<size_t>(t.slowest)].total_s()) t.slowest = static_cast<int>(p);
   }
   t.stage_time_s = t.ranks.empty() ? 0 : t.ranks[static_cast<size_t>(t.slowest)].total_s();
-  t.bubble_s = BubbleSeconds(work, t, crossing_s);
+  t.bubble_s = BubbleSeconds(work, t.stage_time_s,
+                             work.ranks.empty() ? nullptr : &work.ranks[static_cast<size_t>(t.slowest)], crossing_s);
   t.pipeline_s = m * t.stage_time_s + t.bubble_s;
   if (op_exposed_s && !work.ranks.empty()) {
     // The slowest rank's exposure, op by op.
@@ -200,6 +206,33 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
     }
   }
   return t;
+}
+
+// The proof that this is <= SchedulePipeline(work).pipeline_s for the same
+// work with any ops, bit for bit (fl(x) is x rounded to nearest; it is
+// monotone, so a <= a', b <= b' give fl(a + b) <= fl(a' + b'), and, for
+// a, a', b, b' >= 0, fl(a b) <= fl(a' b')):
+//  1. t_max >= C = max_p c_p, c_p = RankWork::compute_s() as
+//     SchedulePipeline computes it: t_max is the largest t_p =
+//     fl(fl(c_p + e_p) + s_p), and e_p (exposed per-layer comm) and s_p
+//     (boundary sends) are >= 0: sums of op seconds (>= 0) scaled by counts,
+//     lone in [0, 1] (lone micro-batches <= m) and 1 - lone, max(0, .), and
+//     the EP-overlap steady part paired - min(., paired / k), k >= 1, so
+//     fl(paired / k) <= paired.
+//  2. pipeline_s = fl(fl(m t_max) + bubble(t_max, slowest, crossing)), and
+//     BubbleSeconds is non-decreasing in t_max and in crossing >= 0, so
+//     bubble >= bubble(C, slowest, 0) >= min_p bubble(C, p, 0).
+//  3. Hence pipeline_s >= fl(fl(m C) + min_p bubble(C, p, 0)), the bound.
+// (The step adds the exposed data-parallel part and the optimizer step,
+// both >= 0: the step time is >= pipeline_s too.)
+double PipelineLowerBound(const StepWork& work) {
+  if (work.ranks.empty()) return 0;
+  const double m = double(work.microbatches);
+  double c = 0;
+  for (const RankWork& r : work.ranks) c = std::max(c, r.compute_s());
+  double bubble = BubbleSeconds(work, c, &work.ranks.front(), 0.0);
+  for (const RankWork& r : work.ranks) bubble = std::min(bubble, BubbleSeconds(work, c, &r, 0.0));
+  return m * c + bubble;
 }
 
 DataParallelTimes DataParallelExposure(const StepWork& work, const PipelineTimes& times) {

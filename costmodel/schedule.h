@@ -50,6 +50,13 @@ struct PipelineTimes {
 // of what its block could not hide; 0 for per-step ops).
 PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s = nullptr);
 
+// A lower bound on SchedulePipeline(work).pipeline_s, bit for bit in
+// floating point, from the ranks' compute alone (work.ops is not read, so
+// it may be empty): m x the largest rank compute + the least bubble that
+// compute allows (the proof is beside the definition). What the search
+// prunes by (CostModel::Score).
+double PipelineLowerBound(const StepWork& work);
+
 // Data-parallel traffic (the per-step ops) hidden behind the slowest rank's
 // backward (gradient reductions) and forward (parameter all-gathers) of one
 // micro-batch.

@@ -27,20 +27,6 @@ const char* Name(BlockKind kind) {
   return "?";
 }
 
-bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
-  const bool mtp = kind == BlockKind::kMtpLayer;
-  switch (op.scope) {
-    case CommOp::kPerLayer: return kind == BlockKind::kDenseLayer || kind == BlockKind::kMoeLayer || mtp;
-    case CommOp::kPerDenseLayer: return kind == BlockKind::kDenseLayer || (mtp && !mtp_moe);
-    case CommOp::kPerMoeLayer: return kind == BlockKind::kMoeLayer || (mtp && mtp_moe);
-    case CommOp::kPerEmbedding: return kind == BlockKind::kEmbedding;
-    case CommOp::kPerOutputLayer: return kind == BlockKind::kOutputLayer;
-    case CommOp::kPerStageBoundary:
-    case CommOp::kPerStep: return false;
-  }
-  return false;
-}
-
 StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
                        const PipelineDescription& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches) {

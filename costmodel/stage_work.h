@@ -68,7 +68,20 @@ MtpBlockParts MtpBlockPartsOf(const ComputeTimes& compute, bool mtp_moe);
 // dense layer, per MoE layer, the embedding or the output layer; an MTP
 // module's layer is a MoE layer when `mtp_moe`); stage-boundary and
 // per-step ops run in no block.
-bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe);
+// Inline: the schedule asks it per op and block kind of every layout.
+inline bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
+  const bool mtp = kind == BlockKind::kMtpLayer;
+  switch (op.scope) {
+    case CommOp::kPerLayer: return kind == BlockKind::kDenseLayer || kind == BlockKind::kMoeLayer || mtp;
+    case CommOp::kPerDenseLayer: return kind == BlockKind::kDenseLayer || (mtp && !mtp_moe);
+    case CommOp::kPerMoeLayer: return kind == BlockKind::kMoeLayer || (mtp && mtp_moe);
+    case CommOp::kPerEmbedding: return kind == BlockKind::kEmbedding;
+    case CommOp::kPerOutputLayer: return kind == BlockKind::kOutputLayer;
+    case CommOp::kPerStageBoundary:
+    case CommOp::kPerStep: return false;
+  }
+  return false;
+}
 
 // One pipeline rank's work per micro-batch.
 struct RankWork {

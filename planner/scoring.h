@@ -12,6 +12,10 @@ struct LayoutScore {
   double step_time_s = 0;      // one optimizer step
   double peak_memory_gib = 0;  // the worst rank's peak
   double objective = 0;        // what the search minimises; lower is better
+  // Set only by ScoreBounded: the layout fits, its peak_memory_gib is exact,
+  // and its objective is proven greater than the bound it was given, so
+  // step_time_s and objective were not computed (they are 0).
+  bool pruned = false;
 };
 
 class LayoutScorer {
@@ -19,6 +23,15 @@ class LayoutScorer {
   virtual ~LayoutScorer() = default;
   // Called concurrently from several search threads: must be thread-safe.
   virtual LayoutScore Score(const Layout& layout) const = 0;
+  // The same when only an objective of at most `prune_above` matters: a
+  // scorer may then return `pruned` (fits and peak_memory_gib exact, the
+  // objective proven > prune_above, strictly) instead of computing the
+  // objective; otherwise it returns exactly what Score does. The default
+  // never prunes. Thread-safe as Score.
+  virtual LayoutScore ScoreBounded(const Layout& layout, double prune_above) const {
+    (void)prune_above;
+    return Score(layout);
+  }
 };
 
 }  // namespace foldplan

@@ -5,6 +5,7 @@
 #include <climits>
 #include <cstdint>
 #include <chrono>
+#include <limits>
 #include <string>
 #include <system_error>
 #include <thread>
@@ -45,6 +46,29 @@ struct Shard {
   uint64_t rejected_memory = 0;
   uint64_t better = 0;  // below the reference objective
   uint64_t over_limit = 0;
+  uint64_t pruned = 0;
+  // The bound a layout is scored under (LayoutScorer::ScoreBounded): once
+  // the shard holds `top`, the objective of its worst kept candidate (or
+  // class), else +inf; at least the reference objective when one is set.
+  // A layout whose objective is strictly above it changes nothing:
+  //  - it is not counted below the reference (its objective >
+  //    rank_objective);
+  //  - Offer would drop it: without `distinct`, it ranks after best.back()
+  //    on the objective alone; with `distinct`, its class (bit-equal
+  //    objective) is none of the kept ones, all of lower objective, and it
+  //    ranks after all of them, so it is not inserted. Nor would its class
+  //    be among the merged result's: this shard keeps `top` classes better
+  //    than it (Offer only ever improves what is kept), so `top` better
+  //    ones exist overall, and its members counted by other shards are
+  //    dropped in the merge as they would be without pruning.
+  // Pruning therefore changes no ranked candidate, class count or count
+  // but `pruned` (which depends on the order layouts reach the shard, so on
+  // the thread count and timing).
+  double PruneAbove(size_t top, const std::optional<double>& rank_objective) const {
+    double bound = best.size() == top ? best.back().score.objective : std::numeric_limits<double>::infinity();
+    if (rank_objective) bound = std::max(bound, *rank_objective);
+    return bound;
+  }
   void Offer(const Layout& layout, const LayoutScore& score, size_t top, bool distinct) {
     ScoredLayout candidate{Layout{}, score};
     if (distinct) {
@@ -195,13 +219,19 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
     Shard& shard = shards[t];
     const LayoutVisitor score_one = [&](const Layout& layout) {
       ++shard.scored;
-      const LayoutScore score = scorer.Score(layout);
+      const LayoutScore score = scorer.ScoreBounded(layout, shard.PruneAbove(top, options.rank_objective));
       if (!score.fits) {
         ++shard.rejected_memory;
         return;
       }
       if (options.max_peak_memory_gib && score.peak_memory_gib > *options.max_peak_memory_gib) {
         ++shard.over_limit;
+        return;
+      }
+      if (score.pruned) {
+        // Its objective exceeds the bound (Shard::PruneAbove): it is not
+        // below the reference, and Offer would not keep it.
+        ++shard.pruned;
         return;
       }
       if (options.rank_objective && score.objective < *options.rank_objective) ++shard.better;
@@ -258,6 +288,7 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
     rejected_memory += shard.rejected_memory;
     result.better_than_reference += shard.better;
     result.over_memory_limit += shard.over_limit;
+    result.pruned += shard.pruned;
     for (auto& c : shard.best) {
       result.best.push_back(std::move(c));
     }

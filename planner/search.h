@@ -7,6 +7,9 @@
 // count. Layouts that do not fit in
 // memory are counted under Rule::kFitsMemory; those that fit but exceed a
 // memory limit the caller sets are counted apart (over_memory_limit).
+// Each layout is scored under its thread's current bound (the worst kept
+// objective once `top` are kept; LayoutScorer::ScoreBounded), so a scorer
+// may skip the objective of a layout that cannot rank (counted in pruned).
 // With `distinct`, layouts whose scores are equal to the bit (objective,
 // step time and peak memory) are one candidate: the best `top` such
 // classes are kept, each with the layout of smallest canonical text and
@@ -63,6 +66,11 @@ struct SearchResult {
   uint64_t scored = 0;                // legal layouts scored
   uint64_t better_than_reference = 0; // fitting layouts below SearchOptions::rank_objective
   uint64_t over_memory_limit = 0;     // fit in HBM but over SearchOptions::max_peak_memory_gib
+  // Of the fitting layouts within the limit, those not ranked because the
+  // scorer proved their objective above what the scoring thread already
+  // kept (LayoutScorer::ScoreBounded). Changes nothing else in the result,
+  // but depends on the thread count and timing: for reports of work saved.
+  uint64_t pruned = 0;
 };
 
 // Ties on the objective are broken by step time (with `distinct`, then

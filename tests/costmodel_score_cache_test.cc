@@ -8,7 +8,9 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cmath>
 #include <cstring>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -86,6 +88,7 @@ Case RandomCase(Draws& d) {
 void RequireSame(const LayoutScore& a, const LayoutScore& b, const Layout& l) {
   INFO("layout: " << FormatLayout(l));
   REQUIRE(a.fits == b.fits);
+  REQUIRE(a.pruned == b.pruned);
   REQUIRE(Bits(a.step_time_s) == Bits(b.step_time_s));
   REQUIRE(Bits(a.peak_memory_gib) == Bits(b.peak_memory_gib));
   REQUIRE(Bits(a.objective) == Bits(b.objective));
@@ -124,6 +127,72 @@ TEST_CASE("Score equals ScoreReference bit for bit, and Evaluate's figures, over
   }
   CHECK(compared > 4000);
   CHECK(fitting > 500);  // step times compared too, not only memory
+}
+
+// Pruning (CostModel::Score with a bound): StepTimeLowerBound is below the
+// reference step time as doubles, and a bounded Score is pruned exactly
+// when its bound (that, or the peak for the memory objective) exceeds the
+// threshold, strictly; otherwise it is ScoreReference bit for bit. Pruned,
+// fits and the peak are still exact.
+TEST_CASE("the step-time bound is below ScoreReference's, and a bounded Score prunes exactly by it") {
+  Draws d{20261201};
+  size_t fitting = 0, pruned = 0, kept = 0;
+  double tightness = 0;  // the sum of bound / step
+  for (int trial = 0; trial < 24; ++trial) {
+    const Case c = RandomCase(d);
+    auto created = CostModel::Create(c.cluster, c.model, c.job);
+    REQUIRE(created.ok());
+    const CostModel& cost = *created.value();
+    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    if (legal.empty()) continue;
+    for (int i = 0; i < 200; ++i) {
+      const Layout& l = legal[d.Below(legal.size())];
+      INFO("layout: " << FormatLayout(l));
+      for (const bool memory : {false, true}) {
+        const LayoutScore want = cost.ScoreReference(l, memory);
+        REQUIRE(!want.pruned);
+        if (!want.fits) {
+          // Never pruned: the memory check decides first.
+          RequireSame(cost.Score(l, memory, 0.0), want, l);
+          continue;
+        }
+        const double bound = memory ? want.peak_memory_gib : cost.StepTimeLowerBound(l);
+        if (!memory) {
+          REQUIRE(bound > 0);
+          REQUIRE(bound <= want.step_time_s);
+          tightness += bound / want.step_time_s;
+          ++fitting;
+        }
+        const double inf = std::numeric_limits<double>::infinity();
+        const double thresholds[] = {bound,
+                                     std::nextafter(bound, -inf),
+                                     std::nextafter(bound, inf),
+                                     want.objective,
+                                     want.objective * 0.5,
+                                     bound * (0.5 + 0.5 * double(d.Below(1000)) / 1000.0),
+                                     0.0,
+                                     inf};
+        for (const double t : thresholds) {
+          CAPTURE(t);
+          const LayoutScore got = cost.Score(l, memory, t);
+          REQUIRE(got.pruned == (bound > t));
+          if (got.pruned) {
+            REQUIRE(got.fits);
+            REQUIRE(Bits(got.peak_memory_gib) == Bits(want.peak_memory_gib));
+            REQUIRE(want.objective > t);  // what pruning promises
+            ++pruned;
+          } else {
+            RequireSame(got, want, l);
+            ++kept;
+          }
+        }
+      }
+    }
+  }
+  CHECK(fitting > 500);
+  CHECK(pruned > 1000);
+  CHECK(kept > 1000);
+  MESSAGE("step-time bound / step time, mean over " << fitting << " fitting layouts: " << tightness / double(fitting));
 }
 
 TEST_CASE("two cost models on one thread keep their caches apart") {

@@ -4,10 +4,12 @@
 // thread count, the two must agree exactly: the same ranked layouts with
 // bit-equal scores and class sizes, and the same counts (candidates, every
 // rule's rejections, scored, over the memory limit, below the reference),
-// whatever the buffer's size.
+// whatever the buffer's size, with the scorer pruning by a bound the
+// search passes (LayoutScorer::ScoreBounded).
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <set>
 #include <string>
@@ -23,13 +25,36 @@ namespace {
 
 // Scores from a hash of the canonical text, coarse so that many layouts tie
 // on the objective (and on the whole class): the tie-breaks and `distinct`
-// are exercised. About one layout in seven does not fit.
+// are exercised. About one layout in seven does not fit. Bounded, it
+// prunes by a valid bound: the objective less a drawn slack of 0 to 0.375
+// (0: the bound is the objective, so ties with the search's bound are met).
 class HashScorer : public LayoutScorer {
  public:
-  LayoutScore Score(const Layout& l) const override {
+  LayoutScore Score(const Layout& l) const override { return ScoreOf(Hash(l)); }
+  LayoutScore ScoreBounded(const Layout& l, double prune_above) const override {
+    const uint64_t h = Hash(l);
+    LayoutScore s = ScoreOf(h);
+    if (!s.fits) return s;
+    const double bound = s.objective - double((h >> 32) % 4) * 0.125;
+    if (bound > prune_above) {
+      // What the contract promises and no more.
+      s.pruned = true;
+      s.objective = 0;
+      s.step_time_s = 0;
+      pruned_.fetch_add(1);
+    }
+    return s;
+  }
+  uint64_t pruned() const { return pruned_.load(); }
+
+ private:
+  static uint64_t Hash(const Layout& l) {
     const std::string text = FormatLayout(l);
     uint64_t h = 0;
     for (char c : text) h = Mix64(h ^ static_cast<unsigned char>(c));
+    return h;
+  }
+  static LayoutScore ScoreOf(uint64_t h) {
     LayoutScore s;
     s.fits = h % 7 != 0;
     s.objective = 1.0 + double((h >> 8) % 13) * 0.125;
@@ -37,6 +62,7 @@ class HashScorer : public LayoutScorer {
     s.peak_memory_gib = double((h >> 24) % 5) * 10.0;
     return s;
   }
+  mutable std::atomic<uint64_t> pruned_{0};
 };
 
 bool BetterRef(const ScoredLayout& a, const ScoredLayout& b, bool distinct) {
@@ -199,6 +225,7 @@ TEST_CASE("the streaming search equals enumerate-all-then-score-all on random jo
   HashScorer scorer;
   constexpr uint64_t kSeeds = 200;
   int with_legal = 0, over_cluster = 0, ranked_ties = 0;
+  uint64_t reported_pruned = 0;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     CAPTURE(seed);
     Case c = RandomCase(seed);
@@ -214,9 +241,17 @@ TEST_CASE("the streaming search equals enumerate-all-then-score-all on random jo
       CAPTURE(threads);
       SearchOptions options = c.options;
       options.threads = threads;
-      CheckSame(SearchLayouts(ctx, scorer, options), want);
+      const SearchResult got = SearchLayouts(ctx, scorer, options);
+      CheckSame(got, want);
+      CHECK(got.pruned <= got.scored);
+      reported_pruned += got.pruned;
     }
   }
+  // Pruning ran (its results are checked above like every other's), and
+  // the search counted what the scorer pruned within the memory limit.
+  CHECK(scorer.pruned() > 0);
+  CHECK(reported_pruned > 0);
+  CHECK(reported_pruned <= scorer.pruned());
   // The draws reach what they are meant to test.
   CHECK(with_legal > int(kSeeds / 3));
   CHECK(over_cluster > 0);
