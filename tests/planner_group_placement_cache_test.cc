@@ -11,6 +11,7 @@
 #include <doctest/doctest.h>
 
 #include "fixtures.h"
+#include "planner/enumerate.h"
 #include "planner/group_placement.h"
 #include "planner/rank_generator.h"
 #include "topology/topology.h"
@@ -20,13 +21,6 @@ namespace foldplan {
 namespace {
 
 using testing::MustBuild;
-
-std::vector<int> DivisorsOf(int n) {
-  std::vector<int> d;
-  for (int i = 1; i <= n; ++i)
-    if (n % i == 0) d.push_back(i);
-  return d;
-}
 
 int Pick(const std::vector<int>& values, std::mt19937& rng) {
   return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
@@ -40,13 +34,13 @@ Layout RandomLayout(int world, std::mt19937& rng) {
                                                    "TP-CP-EP-DP-PP", "tp-cp-dp-pp", "tp-cp-xx-dp-pp"};
   Layout l;
   l.world = world;
-  l.pp = Pick(DivisorsOf(world), rng);
+  l.pp = Pick(Divisors(world), rng);
   const int stage = world / l.pp;
-  l.tp = Pick(DivisorsOf(stage), rng);
-  l.cp = Pick(DivisorsOf(stage / l.tp), rng);
+  l.tp = Pick(Divisors(stage), rng);
+  l.cp = Pick(Divisors(stage / l.tp), rng);
   l.dp = stage / (l.tp * l.cp);
-  l.etp = Pick(DivisorsOf(stage), rng);
-  l.ep = Pick(DivisorsOf(stage / l.etp), rng);
+  l.etp = Pick(Divisors(stage), rng);
+  l.ep = Pick(Divisors(stage / l.etp), rng);
   l.edp = stage / (l.etp * l.ep);
   l.order = kOrders[std::uniform_int_distribution<size_t>(0, kOrders.size() - 1)(rng)];
   l.placement = rng() % 2 ? Placement::kPacked : Placement::kLinear;
