@@ -319,31 +319,37 @@ class PipelineMemo {
 
 }  // namespace
 
-LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const {
-  LayoutScore score;
+const PipelineDescription& CostModel::CachedPipeline(const Layout& layout) const {
   struct Pipelines {
     uint64_t model_id = 0;
     PipelineMemo memo;
   };
   thread_local Pipelines pipelines;
-  if (cached && pipelines.model_id != id_) {
+  if (pipelines.model_id != id_) {
     pipelines.model_id = id_;
     pipelines.memo.Clear();
   }
-  PipelineDescription uncached;
-  if (!cached) uncached = DescribePipeline(layout, model_, &weights_);
-  const PipelineDescription& pipeline = cached ? pipelines.memo.Get(layout, model_, weights_) : uncached;
+  return pipelines.memo.Get(layout, model_, weights_);
+}
+
+LayoutScore CostModel::PeakScore(const Layout& layout, const PipelineDescription& pipeline) const {
+  LayoutScore score;
   int worst_stage = 0;
   const double peak_bytes = memory_.PeakBytes(layout, pipeline, &worst_stage);
   score.peak_memory_gib = peak_bytes / kBytesPerGiB;
   score.fits = score.peak_memory_gib <= cluster_.gpu.hbm_gib;
+  return score;
+}
+
+// Pruning (Score's header): the memory objective is the peak, exact here
+// (the step time would only break ties among equal peaks); the step time
+// is at least PipelineLowerBound of the compute alone (schedule.cc states
+// the proof; the exposed data-parallel part and the optimizer step only
+// add), so the placement and the communication plan are skipped when that
+// already exceeds the bound.
+LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore score,
+                                   bool minimise_memory, bool cached, double prune_above) const {
   if (!score.fits) return score;
-  // Pruning (Score's header): the memory objective is the peak, exact here
-  // (the step time would only break ties among equal peaks); the step time
-  // is at least PipelineLowerBound of the compute alone (schedule.cc states
-  // the proof; the exposed data-parallel part and the optimizer step only
-  // add), so the placement and the communication plan are skipped when
-  // that already exceeds the bound.
   if (minimise_memory && score.peak_memory_gib > prune_above) {
     score.pruned = true;
     return score;
@@ -357,6 +363,102 @@ LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool 
   score.step_time_s = StepOf(layout, pipeline, work, nullptr).step_time_s;
   score.objective = minimise_memory ? score.peak_memory_gib : score.step_time_s;
   return score;
+}
+
+LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const {
+  PipelineDescription uncached;
+  if (!cached) uncached = DescribePipeline(layout, model_, &weights_);
+  const PipelineDescription& pipeline = cached ? CachedPipeline(layout) : uncached;
+  return FinishScore(layout, pipeline, PeakScore(layout, pipeline), minimise_memory, cached, prune_above);
+}
+
+namespace {
+
+// Whether two variants differ only where memory does not look (the TP
+// overlap; a family's members share all memory reads but these fields).
+bool SameMemory(const RecipeVariant& a, const RecipeVariant& b) {
+  return a.recompute == b.recompute && a.dispatcher == b.dispatcher && a.a2a_overlap == b.a2a_overlap &&
+         a.precision == b.precision && a.fsdp == b.fsdp;
+}
+
+}  // namespace
+
+// A family's members share the pipeline, and the compute work of all but
+// recompute, dispatcher and precision (ComputeWorkOf reads no arrangement,
+// EP or TP overlap, or FSDP), and memory reads neither arrangement nor TP
+// overlap. So, per variant: its peak once (for all its arrangements), and
+// when it fits, the step-time bound once per compute key: the variant's
+// members are then reported together when they do not fit or are pruned.
+// The rest are scored member by member, arrangement-major (the placement
+// and its collective timings computed once per arrangement), under the
+// bound of the moment. Every reported score is FinishScore's for that
+// member under a bound at least the current one, so Score's, bit for bit
+// (tests/costmodel_score_family_test.cc).
+void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, ScoreSink& sink) const {
+  const PipelineDescription& pipeline = CachedPipeline(family.base);
+  Layout l = family.base;
+  struct Survivor {
+    size_t variant;
+    LayoutScore score;  // its peak, fitting
+  };
+  struct Bound {
+    Recompute recompute;
+    Dispatcher dispatcher;
+    Precision precision;
+    double seconds;  // PipelineLowerBound
+  };
+  thread_local std::vector<Survivor> survivors;
+  thread_local std::vector<Bound> bounds;
+  survivors.clear();
+  bounds.clear();
+  LayoutScore peak;
+  const RecipeVariant* peak_of = nullptr;
+  for (size_t v = 0; v < family.variants.size(); ++v) {
+    const uint64_t members = family.MembersOf(v);
+    if (members == 0) continue;
+    const RecipeVariant& variant = family.variants[v];
+    LayoutFamily::SetVariant(variant, &l);
+    if (!peak_of || !SameMemory(*peak_of, variant)) {
+      peak = PeakScore(l, pipeline);
+      peak_of = &variant;
+    }
+    LayoutScore score = peak;
+    if (!score.fits) {
+      sink.ScoredAlike(score, members);
+      continue;
+    }
+    const double prune_above = sink.PruneAbove();
+    bool pruned = false;
+    if (minimise_memory) {
+      pruned = score.peak_memory_gib > prune_above;
+    } else if (prune_above < kNoPruning) {
+      auto b = std::find_if(bounds.begin(), bounds.end(), [&](const Bound& x) {
+        return x.recompute == variant.recompute && x.dispatcher == variant.dispatcher &&
+               x.precision == variant.precision;
+      });
+      if (b == bounds.end()) {
+        bounds.push_back({variant.recompute, variant.dispatcher, variant.precision,
+                          PipelineLowerBound(ComputeWorkOf(l, pipeline, true))});
+        b = bounds.end() - 1;
+      }
+      pruned = b->seconds > prune_above;
+    }
+    if (pruned) {
+      score.pruned = true;
+      sink.ScoredAlike(score, members);
+      continue;
+    }
+    survivors.push_back({v, score});
+  }
+  if (survivors.empty()) return;
+  for (size_t a = 0; a < family.arrangements.size(); ++a) {
+    LayoutFamily::SetArrangement(family.arrangements[a], &l);
+    for (const Survivor& s : survivors) {
+      if (!family.Legal(a, s.variant)) continue;
+      LayoutFamily::SetVariant(family.variants[s.variant], &l);
+      sink.Scored(l, FinishScore(l, pipeline, s.score, minimise_memory, true, sink.PruneAbove()));
+    }
+  }
 }
 
 const char* Name(Objective objective) {

@@ -104,6 +104,10 @@ class CostModel {
   // The same without any cache: every placement, collective and compute
   // time computed afresh. The reference the tests hold Score to.
   LayoutScore ScoreReference(const Layout& layout, bool minimise_memory) const;
+  // Score of every member of a family (LayoutScorer::ScoreFamily), each
+  // under the sink's bound at the time, bit for bit Score's, sharing the
+  // pipeline, each variant's peak and each compute key's step-time bound.
+  void ScoreFamily(const LayoutFamily& family, bool minimise_memory, ScoreSink& sink) const;
   // A lower bound on the layout's step time, bit for bit <= Score's
   // step_time_s: m x the slowest stage's compute + the least bubble it
   // allows (schedule.h PipelineLowerBound), from the compute times alone.
@@ -143,6 +147,13 @@ class CostModel {
   StepWork ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
   void AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* work) const;
   LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const;
+  // ScoreOf in two parts: fits and the peak; then, for a layout that fits,
+  // the objective (or pruned).
+  LayoutScore PeakScore(const Layout& layout, const PipelineDescription& pipeline) const;
+  LayoutScore FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore peak,
+                          bool minimise_memory, bool cached, double prune_above) const;
+  // DescribePipeline, memoised per thread (PipelineMemo in evaluate.cc).
+  const PipelineDescription& CachedPipeline(const Layout& layout) const;
   const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;
 
   ClusterSpec cluster_;
@@ -175,6 +186,9 @@ class CostScorer : public LayoutScorer {
   }
   LayoutScore ScoreBounded(const Layout& layout, double prune_above) const override {
     return model_.Score(layout, objective_ == Objective::kMemory, prune_above);
+  }
+  void ScoreFamily(const LayoutFamily& family, ScoreSink& sink) const override {
+    model_.ScoreFamily(family, objective_ == Objective::kMemory, sink);
   }
 
  private:

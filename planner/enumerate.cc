@@ -1,5 +1,6 @@
 #include "planner/enumerate.h"
 
+#include <array>
 #include <cassert>
 #include <string>
 
@@ -100,9 +101,12 @@ class EnumerationWalker {
   // The subtree of SearchPp's loops at (vpp, schedule, tp); a rejection at
   // the vpp level counts this tp's share of it (the shares add up to
   // LeavesBelowVpp over the items of one (pp, vpp, schedule)).
-  void Run(const EnumerationItem& item, Enumeration* out, const LayoutVisitor* visit) {
+  // Exactly one of `visit` and `visit_family` is non-null.
+  void Run(const EnumerationItem& item, Enumeration* out, const LayoutVisitor* visit,
+           const FamilyVisitor* visit_family) {
     out_ = out;
     visit_ = visit;
+    visit_family_ = visit_family;
     if (item.vpp == 0) {
       Reject(Rule::kWorldFitsCluster, LeavesBelowPp(world_, item.pp));
       return;
@@ -324,10 +328,12 @@ class EnumerationWalker {
         Reject(Rule::kScheduleNeeds, LeavesBelowMbs());
         continue;
       }
+      family_.arrangements.clear();
       for (const auto& order : orders_) {
         l.order = order;
         SearchOrder(l);
       }
+      EmitFamily(l);
     }
   }
 
@@ -345,7 +351,7 @@ class EnumerationWalker {
     for (Rule r : {Rule::kOrderValid, Rule::kOrderPpStride}) {
       if (RejectIf(order_violations_, r, OptionLeaves())) return;
     }
-    if (!pins_.placement || *pins_.placement == Placement::kLinear) SearchOptions(l);
+    if (!pins_.placement || *pins_.placement == Placement::kLinear) AddArrangement(l, Placement::kLinear);
     MaybePacked(l);
   }
 
@@ -360,14 +366,30 @@ class EnumerationWalker {
     if (PackBlocks(l.world, block, domain).gpus_needed > ctx_.cluster->total_gpus()) {
       return Reject(Rule::kPlacementFits, OptionLeaves());
     }
-    SearchOptions(l);
+    AddArrangement(l, Placement::kPacked);
   }
 
-  // Every combination of the recipe candidates, each checked against the
-  // recipe rules in rule order. The HybridEP rule is read only for HybridEP.
-  void SearchOptions(Layout l) {
-    const bool expert_in_domain =
+  // An (order, placement) that passed every rule before the recipe ones,
+  // with what the HybridEP rule reads of it (needed only for HybridEP).
+  void AddArrangement(Layout l, Placement placement) {
+    l.placement = placement;
+    const bool in_domain =
         has_hybridep_ && ExpertGroupInDomain(l, ctx_.cluster->nvlink_domain_gpus, order_blocks_);
+    family_.arrangements.push_back({l.order, placement, in_domain});
+  }
+
+  // Every combination of the recipe candidates of the family's arrangements,
+  // each checked against the recipe rules in rule order. Only the HybridEP
+  // rule reads the arrangement (read only for HybridEP), so the variants
+  // and the rejections are decided once for an arrangement whose expert
+  // group is in one domain and once for one whose is not; each arrangement
+  // then adds its kind's counts. The family's layouts go to the visitor.
+  void EmitFamily(const Layout& shared) {
+    if (family_.arrangements.empty()) return;
+    Layout l = shared;
+    family_.variants.clear();
+    std::array<uint64_t, kRuleCount> in_domain{}, off_domain{};
+    uint64_t legal_in = 0, legal_off = 0;
     for (const Recompute& rc : job_.recompute) {
       l.recompute = rc;
       for (Dispatcher d : dispatchers_) {
@@ -377,35 +399,69 @@ class EnumerationWalker {
           // Precision, FSDP and TP overlap do not enter the EP-overlap rule.
           const bool a2a_ok = rules::A2aOverlapAllowed(model_, l);
           for (size_t p = 0; p < job_.precisions.size(); ++p) {
-            l.precision = job_.precisions[p];
             for (bool fsdp : job_.fsdp) {
-              l.fsdp = fsdp;
               for (bool tp_overlap : job_.tp_overlap) {
-                l.tp_overlap = tp_overlap;
-                if (!precision_ok_[p]) Reject(Rule::kPrecisionSupported, 1);
-                else if (d == Dispatcher::kHybridEP && !expert_in_domain) Reject(Rule::kHybridEpInDomain, 1);
-                else if (!a2a_ok) Reject(Rule::kA2aOverlapNeeds, 1);
-                else if (tp_overlap && l.tp < 2) Reject(Rule::kTpOverlapNeedsTp, 1);
-                else Accept(l);
+                const bool hybrid = d == Dispatcher::kHybridEP;
+                auto reject = [&](Rule rule, bool in, bool off) {
+                  in_domain[static_cast<size_t>(rule)] += in ? 1 : 0;
+                  off_domain[static_cast<size_t>(rule)] += off ? 1 : 0;
+                };
+                if (!precision_ok_[p]) {
+                  reject(Rule::kPrecisionSupported, true, true);
+                  continue;
+                }
+                // Off-domain arrangements break hybridep_in_domain first.
+                if (hybrid) reject(Rule::kHybridEpInDomain, false, true);
+                if (!a2a_ok) {
+                  reject(Rule::kA2aOverlapNeeds, true, !hybrid);
+                  continue;
+                }
+                if (tp_overlap && l.tp < 2) {
+                  reject(Rule::kTpOverlapNeedsTp, true, !hybrid);
+                  continue;
+                }
+                ++legal_in;
+                legal_off += hybrid ? 0 : 1;
+                family_.variants.push_back({rc, d, a2a, job_.precisions[p], fsdp, tp_overlap, hybrid});
               }
             }
           }
         }
       }
     }
-  }
-
-  void Accept(const Layout& l) {
-    ++out_->candidates;
-    ++out_->legal_count;
-    if (*visit_) (*visit_)(l);
+    uint64_t legal = 0;
+    for (const LayoutArrangement& a : family_.arrangements) {
+      const auto& counts = a.expert_in_domain ? in_domain : off_domain;
+      for (int r = 0; r < kRuleCount; ++r) Reject(static_cast<Rule>(r), counts[static_cast<size_t>(r)]);
+      legal += a.expert_in_domain ? legal_in : legal_off;
+    }
+    out_->candidates += legal;
+    out_->legal_count += legal;
+    if (legal == 0) return;
+    family_.base = shared;
+    // The base's arrangement and variant are the first member's.
+    for (size_t a = 0, found = 0; a < family_.arrangements.size() && !found; ++a) {
+      for (size_t v = 0; v < family_.variants.size() && !found; ++v) {
+        if (!family_.Legal(a, v)) continue;
+        LayoutFamily::SetArrangement(family_.arrangements[a], &family_.base);
+        LayoutFamily::SetVariant(family_.variants[v], &family_.base);
+        found = 1;
+      }
+    }
+    if (visit_family_) {
+      (*visit_family_)(family_);
+    } else if (*visit_) {
+      family_.ForEachMember(*visit_);
+    }
   }
 
   const LegalityContext& ctx_;
   const ModelSpec& model_;
   const JobSpec& job_;
   Enumeration* out_ = nullptr;           // the running item's counts
-  const LayoutVisitor* visit_ = nullptr;  // the running item's visitor
+  const LayoutVisitor* visit_ = nullptr;  // the running item's visitor, or
+  const FamilyVisitor* visit_family_ = nullptr;  // its family visitor
+  LayoutFamily family_;                   // the family being built (SearchMbs)
   int world_ = 0;
   int pp_set_ = 0;  // the pp stage_, divisors_ and orders_ are of (0: none yet)
   Layout item_layout_;
@@ -440,7 +496,10 @@ LayoutEnumerator& LayoutEnumerator::operator=(LayoutEnumerator&&) noexcept = def
 int LayoutEnumerator::world() const { return walker_->world(); }
 std::vector<EnumerationItem> LayoutEnumerator::Items() { return walker_->Items(); }
 void LayoutEnumerator::Run(const EnumerationItem& item, Enumeration* counts, const LayoutVisitor& visit) {
-  walker_->Run(item, counts, &visit);
+  walker_->Run(item, counts, &visit, nullptr);
+}
+void LayoutEnumerator::RunFamilies(const EnumerationItem& item, Enumeration* counts, const FamilyVisitor& visit) {
+  walker_->Run(item, counts, nullptr, &visit);
 }
 
 std::vector<int> Divisors(int n) {

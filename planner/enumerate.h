@@ -32,7 +32,11 @@
 // per pp, vpp, schedule and tp, in search order) that threads can walk
 // apart, each with its own LayoutEnumerator; the items' counts add up to
 // the whole enumeration's, and their layouts, item after item, are
-// EnumerateLayouts's in its order.
+// EnumerateLayouts's in its order. An item can also be walked a family at a
+// time (planner/layout_family.h: the layouts of one set of degrees, mbs,
+// pipeline and CP style, with their legal arrangements and recipe
+// variants), the recipe rules decided once per family: the search's way,
+// which never visits layouts one by one unless its scorer asks to.
 #pragma once
 
 #include <array>
@@ -42,6 +46,7 @@
 #include <vector>
 
 #include "planner/layout.h"
+#include "planner/layout_family.h"
 #include "planner/legality.h"
 
 namespace foldplan {
@@ -49,6 +54,9 @@ namespace foldplan {
 // Called with each legal layout, in search order; the reference is valid
 // only during the call.
 using LayoutVisitor = std::function<void(const Layout&)>;
+// Called with each family of legal layouts (at least one member), in search
+// order; valid only during the call.
+using FamilyVisitor = std::function<void(const LayoutFamily&)>;
 
 struct EnumerateOptions {
   bool collect_layouts = true;       // false: only count (for --why and benchmarks)
@@ -85,6 +93,7 @@ class LayoutEnumerator {
  public:
   // ctx.cluster, ctx.model and ctx.job must be set; pins may be null.
   LayoutEnumerator(const LegalityContext& ctx, const LayoutPins* pins);
+  LayoutEnumerator(const LegalityContext&& ctx, const LayoutPins* pins) = delete;  // it would dangle
   ~LayoutEnumerator();
   LayoutEnumerator(LayoutEnumerator&&) noexcept;
   LayoutEnumerator& operator=(LayoutEnumerator&&) noexcept;
@@ -95,6 +104,9 @@ class LayoutEnumerator {
   // Adds the item's candidates and rejections to *counts (its `legal` is
   // left alone) and calls `visit` with each of its legal layouts.
   void Run(const EnumerationItem& item, Enumeration* counts, const LayoutVisitor& visit);
+  // The same a family at a time: the families' members, in order, are the
+  // layouts Run visits.
+  void RunFamilies(const EnumerationItem& item, Enumeration* counts, const FamilyVisitor& visit);
 
  private:
   std::unique_ptr<EnumerationWalker> walker_;

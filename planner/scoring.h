@@ -3,7 +3,10 @@
 // includes the cost model.
 #pragma once
 
+#include <cstdint>
+
 #include "planner/layout.h"
+#include "planner/layout_family.h"
 
 namespace foldplan {
 
@@ -16,6 +19,20 @@ struct LayoutScore {
   // and its objective is proven greater than the bound it was given, so
   // step_time_s and objective were not computed (they are 0).
   bool pruned = false;
+};
+
+// Where LayoutScorer::ScoreFamily reports its members' scores.
+class ScoreSink {
+ public:
+  virtual ~ScoreSink() = default;
+  // The bound members may be scored under now (ScoreBounded's
+  // prune_above); it never rises during a family.
+  virtual double PruneAbove() const = 0;
+  // One member and its score.
+  virtual void Scored(const Layout& layout, const LayoutScore& score) = 0;
+  // `count` members with this same score, which does not fit or is pruned
+  // (such a member cannot rank, so which layouts they are is not needed).
+  virtual void ScoredAlike(const LayoutScore& score, uint64_t count) = 0;
 };
 
 class LayoutScorer {
@@ -31,6 +48,14 @@ class LayoutScorer {
   virtual LayoutScore ScoreBounded(const Layout& layout, double prune_above) const {
     (void)prune_above;
     return Score(layout);
+  }
+  // Every member of `family` (planner/layout_family.h), each exactly once,
+  // with what ScoreBounded(member, sink.PruneAbove()) would give at the
+  // time (so a member pruned under an earlier, higher bound stays right).
+  // The default scores the members one by one in order; a scorer may
+  // share work across them and report alike members together.
+  virtual void ScoreFamily(const LayoutFamily& family, ScoreSink& sink) const {
+    family.ForEachMember([&](const Layout& layout) { sink.Scored(layout, ScoreBounded(layout, sink.PruneAbove())); });
   }
 };
 

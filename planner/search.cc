@@ -1,6 +1,7 @@
 #include "planner/search.h"
 
 #include <algorithm>
+#include <cassert>
 #include <atomic>
 #include <climits>
 #include <cstdint>
@@ -95,86 +96,46 @@ struct Shard {
   }
 };
 
-// The legal layouts of a run of work items that share pp and tp (one per
-// vpp and schedule), held compactly until the run ends, then handed on
-// grouped by degrees, order and placement (enumeration varies the order
-// inside the micro-batch loop and vpp outside tp): a scorer's per-thread
-// cache of what depends on those alone (group placement) then misses once
-// per group, as when the whole legal set was sorted. Every layout of one
-// item shares its pp, vpp, schedule, tp and stages (planner/enumerate.h),
-// kept once per item; an entry holds the rest, the order as an index. The
-// buffer holds at most SearchOptions::buffered_layouts entries (48 B each)
-// and flushes when full: memory does not grow with the search, and a group
-// then costs a second miss only in runs that large.
-class ItemBuffer {
+// What a scorer reports of a family's members, into one thread's shard:
+// the memory rejections, the memory limit, pruning and the reference count
+// as for a single layout; alike members counted at once.
+class ShardSink : public ScoreSink {
  public:
-  ItemBuffer(const LayoutVisitor* visit, size_t capacity) : visit_(visit), capacity_(std::max<size_t>(capacity, 1)) {}
-  void BeginItem() { new_item_ = true; }
-  void Add(const Layout& l) {
-    if (entries_.size() >= capacity_) {
-      Flush();
-      new_item_ = true;  // the item goes on: its base again
-    }
-    if (new_item_) {
-      bases_.push_back(l);
-      new_item_ = false;
-    }
-    uint16_t order = 0;
-    while (order < orders_.size() && orders_[order] != l.order) ++order;
-    if (order == orders_.size()) orders_.push_back(l.order);
-    entries_.push_back({l.cp, l.dp, l.ep, l.etp, l.edp, l.mbs, static_cast<uint32_t>(bases_.size() - 1),
-                        l.recompute, order, Small(l.placement), Small(l.cp_style), Small(l.dispatcher),
-                        Small(l.precision), l.a2a_overlap, l.fsdp, l.tp_overlap});
+  ShardSink(Shard* shard, const SearchOptions& options, size_t top) : shard_(*shard), options_(options), top_(top) {}
+  double PruneAbove() const override { return shard_.PruneAbove(top_, options_.rank_objective); }
+  void Scored(const Layout& layout, const LayoutScore& score) override {
+    if (Count(score, 1)) return;
+    if (options_.rank_objective && score.objective < *options_.rank_objective) ++shard_.better;
+    shard_.Offer(layout, score, top_, options_.distinct);
   }
-  // Calls the visitor with each layout held, grouped, and empties the buffer.
-  void Flush() {
-    const LayoutVisitor& visit = *visit_;
-    auto key = [](const Entry& e) { return std::tie(e.cp, e.ep, e.etp, e.order, e.placement, e.base); };
-    std::sort(entries_.begin(), entries_.end(), [&](const Entry& a, const Entry& b) { return key(a) < key(b); });
-    Layout l;
-    uint32_t base = UINT32_MAX;
-    for (const Entry& e : entries_) {
-      if (e.base != base) {
-        base = e.base;
-        l = bases_[base];
-      }
-      l.cp = e.cp, l.dp = e.dp, l.ep = e.ep, l.etp = e.etp, l.edp = e.edp, l.mbs = e.mbs;
-      l.order = orders_[e.order];
-      l.placement = static_cast<Placement>(e.placement);
-      l.cp_style = static_cast<CpStyle>(e.cp_style);
-      l.recompute = e.recompute;
-      l.dispatcher = static_cast<Dispatcher>(e.dispatcher);
-      l.a2a_overlap = e.a2a_overlap;
-      l.precision = static_cast<Precision>(e.precision);
-      l.fsdp = e.fsdp;
-      l.tp_overlap = e.tp_overlap;
-      visit(l);
-    }
-    entries_.clear();
-    bases_.clear();
+  void ScoredAlike(const LayoutScore& score, uint64_t count) override {
+    [[maybe_unused]] const bool counted = Count(score, count);
+    assert(counted && "ScoredAlike takes only scores that cannot rank (planner/scoring.h)");
   }
 
  private:
-  // The enums in a byte each: 48 bytes an entry.
-  template <class E>
-  static uint8_t Small(E e) {
-    return static_cast<uint8_t>(e);
+  // Counts a score that does not rank, `count` times; false for one that may.
+  bool Count(const LayoutScore& score, uint64_t count) {
+    shard_.scored += count;
+    if (!score.fits) {
+      shard_.rejected_memory += count;
+      return true;
+    }
+    if (options_.max_peak_memory_gib && score.peak_memory_gib > *options_.max_peak_memory_gib) {
+      shard_.over_limit += count;
+      return true;
+    }
+    if (score.pruned) {
+      // Its objective exceeds the bound (Shard::PruneAbove): it is not
+      // below the reference, and Offer would not keep it.
+      shard_.pruned += count;
+      return true;
+    }
+    return false;
   }
-  struct Entry {
-    int cp, dp, ep, etp, edp, mbs;
-    uint32_t base;  // index into bases_: the item's pp, vpp, schedule, tp and stages
-    Recompute recompute;
-    uint16_t order;  // index into orders_ (a job may list hundreds of orders)
-    uint8_t placement, cp_style, dispatcher, precision;
-    bool a2a_overlap, fsdp, tp_overlap;
-  };
-  static_assert(sizeof(Entry) <= 48);
-  const LayoutVisitor* visit_;
-  size_t capacity_;
-  bool new_item_ = true;
-  std::vector<Layout> bases_;        // one layout per item of the run
-  std::vector<std::string> orders_;  // the orders seen, a few
-  std::vector<Entry> entries_;
+  Shard& shard_;
+  const SearchOptions& options_;
+  size_t top_;
 };
 
 void Add(Enumeration* total, const Enumeration& part) {
@@ -190,64 +151,26 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   SearchResult result;
   const size_t top = static_cast<size_t>(std::max(options.top, 1));
   const int threads = std::clamp(options.threads, 1, kMaxSearchThreads);
-  // One enumerator per thread; the runs of items of one (pp, tp) are
-  // claimed one at a time, each buffered and scored grouped by degrees,
-  // order and placement (ItemBuffer).
+  // One enumerator per thread; work items are claimed one at a time and
+  // walked a family at a time, each family scored whole (ScoreFamily).
   std::vector<LayoutEnumerator> walkers;
   walkers.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) walkers.emplace_back(ctx, options.pins);
   const std::vector<EnumerationItem> items = walkers.front().Items();
   result.enumeration.world = walkers.front().world();
-  // Runs of items of one (pp, tp), claimed whole (ItemBuffer).
-  std::vector<size_t> by_pp_tp(items.size());
-  for (size_t i = 0; i < items.size(); ++i) by_pp_tp[i] = i;
-  std::stable_sort(by_pp_tp.begin(), by_pp_tp.end(), [&](size_t a, size_t b) {
-    return std::tie(items[a].pp, items[a].tp) < std::tie(items[b].pp, items[b].tp);
-  });
-  std::vector<size_t> run_starts;  // into by_pp_tp, and its end last
-  for (size_t i = 0; i < by_pp_tp.size(); ++i) {
-    const EnumerationItem& a = items[by_pp_tp[i]];
-    if (i == 0 || a.pp != items[by_pp_tp[i - 1]].pp || a.tp != items[by_pp_tp[i - 1]].tp) run_starts.push_back(i);
-  }
-  const size_t runs = run_starts.size();
-  run_starts.push_back(by_pp_tp.size());
+  const size_t runs = items.size();
 
   std::vector<Shard> shards(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   auto work = [&](size_t t) {
-    Shard& shard = shards[t];
-    const LayoutVisitor score_one = [&](const Layout& layout) {
-      ++shard.scored;
-      const LayoutScore score = scorer.ScoreBounded(layout, shard.PruneAbove(top, options.rank_objective));
-      if (!score.fits) {
-        ++shard.rejected_memory;
-        return;
-      }
-      if (options.max_peak_memory_gib && score.peak_memory_gib > *options.max_peak_memory_gib) {
-        ++shard.over_limit;
-        return;
-      }
-      if (score.pruned) {
-        // Its objective exceeds the bound (Shard::PruneAbove): it is not
-        // below the reference, and Offer would not keep it.
-        ++shard.pruned;
-        return;
-      }
-      if (options.rank_objective && score.objective < *options.rank_objective) ++shard.better;
-      shard.Offer(layout, score, top, options.distinct);
-    };
-    ItemBuffer buffer(&score_one, options.buffered_layouts);
-    const LayoutVisitor hold = [&](const Layout& layout) { buffer.Add(layout); };
+    ShardSink sink(&shards[t], options, top);
+    const FamilyVisitor score = [&](const LayoutFamily& family) { scorer.ScoreFamily(family, sink); };
     for (;;) {
-      const size_t run = next.fetch_add(1);
-      if (run >= runs) return;
-      for (size_t i = run_starts[run]; i < run_starts[run + 1]; ++i) {
-        buffer.BeginItem();
-        walkers[t].Run(items[by_pp_tp[i]], &shard.counts, hold);
-      }
-      buffer.Flush();
-      done.fetch_add(run_starts[run + 1] - run_starts[run]);
+      const size_t item = next.fetch_add(1);
+      if (item >= runs) return;
+      walkers[t].RunFamilies(items[item], &shards[t].counts, score);
+      done.fetch_add(1);
     }
   };
   std::vector<std::thread> pool;

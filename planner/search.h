@@ -1,12 +1,13 @@
 // The search: every legal layout (planner/enumerate.h), scored in parallel
 // through a LayoutScorer, the best `top` kept. Enumeration streams into
 // scoring: threads claim work items (LayoutEnumerator) one at a time and
-// score each legal layout as it is found into their own shard (the best
-// `top` and the counts), so memory holds `top` layouts per thread, never
-// the legal set; the shards merge into the same result for any thread
-// count. Layouts that do not fit in
-// memory are counted under Rule::kFitsMemory; those that fit but exceed a
-// memory limit the caller sets are counted apart (over_memory_limit).
+// hand each family of legal layouts (planner/layout_family.h) to the
+// scorer as it is found (LayoutScorer::ScoreFamily), into their own shard
+// (the best `top` and the counts), so memory holds `top` layouts per
+// thread, never the legal set; the shards merge into the same result for
+// any thread count. Layouts that do not fit in memory are counted under
+// Rule::kFitsMemory; those that fit but exceed a memory limit the caller
+// sets are counted apart (over_memory_limit).
 // Each layout is scored under its thread's current bound (the worst kept
 // objective once `top` are kept; LayoutScorer::ScoreBounded), so a scorer
 // may skip the objective of a layout that cannot rank (counted in pruned).
@@ -45,10 +46,6 @@ struct SearchOptions {
   std::optional<double> max_peak_memory_gib = std::nullopt;
   // Collapse layouts of bit-equal scores into one candidate (see above).
   bool distinct = false;
-  // Legal layouts a thread holds (48 B each) before scoring them grouped
-  // by degrees, order and placement; bounds the search's memory. The
-  // result does not depend on it, only the scorer's cache hits do.
-  size_t buffered_layouts = size_t{1} << 16;
 };
 
 struct ScoredLayout {

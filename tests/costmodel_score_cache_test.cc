@@ -4,6 +4,8 @@
 // order (so the caches meet keys out of search order), Score equals
 // ScoreReference bit for bit in every field, and its step time and peak
 // memory equal Evaluate's. Each cache is also held to its uncached function.
+// ScoreFamily, scoring a family of layouts at once (the search's way),
+// reports each member as Score would under the bound of the moment.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -193,6 +195,114 @@ TEST_CASE("the step-time bound is below ScoreReference's, and a bounded Score pr
   CHECK(pruned > 1000);
   CHECK(kept > 1000);
   MESSAGE("step-time bound / step time, mean over " << fitting << " fitting layouts: " << tightness / double(fitting));
+}
+
+// ScoreFamily (the search's way) against Score, member by member. A sink
+// records what it is told; its bound is fixed (the totals then follow from
+// Score under it: the members not fitting, pruned and ranked) or falls after
+// every member reported (each member is then checked under the bound of the
+// moment it was reported).
+class RecordingSink : public ScoreSink {
+ public:
+  RecordingSink(double bound, bool falling) : bound_(bound), falling_(falling) {}
+  double PruneAbove() const override { return bound_; }
+  void Scored(const Layout& layout, const LayoutScore& score) override {
+    one.push_back({layout, score, bound_});
+    if (falling_ && score.fits && !score.pruned) bound_ = std::min(bound_, score.objective);
+  }
+  void ScoredAlike(const LayoutScore& score, uint64_t count) override {
+    REQUIRE((!score.fits || score.pruned));  // alike members cannot rank
+    REQUIRE(count > 0);
+    alike.push_back({score, count});
+  }
+  struct One {
+    Layout layout;
+    LayoutScore score;
+    double bound;  // PruneAbove when it was reported
+  };
+  std::vector<One> one;
+  std::vector<std::pair<LayoutScore, uint64_t>> alike;
+
+ private:
+  double bound_;
+  bool falling_;
+};
+
+TEST_CASE("ScoreFamily reports every member once, with Score's score under the bound of the moment") {
+  Draws d{20261202};
+  size_t families = 0, members_seen = 0, alike_pruned = 0, alike_unfit = 0, ranked = 0;
+  for (int trial = 0; trial < 16; ++trial) {
+    const Case c = RandomCase(d);
+    auto created = CostModel::Create(c.cluster, c.model, c.job);
+    REQUIRE(created.ok());
+    const CostModel& cost = *created.value();
+    const LegalityContext legality = cost.legality();  // the enumerator keeps a reference
+    LayoutEnumerator walker(legality, nullptr);
+    Enumeration counts;
+    size_t seen = 0;
+    for (const EnumerationItem& item : walker.Items()) {
+      walker.RunFamilies(item, &counts, [&](const LayoutFamily& family) {
+        if (seen++ % 7 != 0 || families >= size_t(40) * size_t(trial + 1)) return;
+        ++families;
+        std::vector<Layout> members;
+        family.ForEachMember([&](const Layout& l) { members.push_back(l); });
+        const bool memory = d.Coin();
+        // A fixed bound near the middle of the fitting members' objectives.
+        std::vector<double> objectives;
+        for (const Layout& l : members) {
+          const LayoutScore s = cost.ScoreReference(l, memory);
+          if (s.fits) objectives.push_back(s.objective);
+        }
+        std::sort(objectives.begin(), objectives.end());
+        const double inf = std::numeric_limits<double>::infinity();
+        const double middle = objectives.empty() ? inf : objectives[objectives.size() / 2];
+        for (const bool falling : {false, true}) {
+          CAPTURE(falling);
+          RecordingSink sink(falling ? inf : middle, falling);
+          cost.ScoreFamily(family, memory, sink);
+          uint64_t reported = sink.one.size();
+          for (const auto& a : sink.alike) reported += a.second;
+          REQUIRE(reported == members.size());
+          std::vector<std::string> texts;
+          for (const RecordingSink::One& o : sink.one) {
+            RequireSame(o.score, cost.Score(o.layout, memory, o.bound), o.layout);
+            texts.push_back(FormatLayout(o.layout));
+            ranked += o.score.fits && !o.score.pruned;
+          }
+          // Each reported member is a distinct member of the family.
+          std::sort(texts.begin(), texts.end());
+          REQUIRE(std::adjacent_find(texts.begin(), texts.end()) == texts.end());
+          for (const std::string& t : texts) {
+            REQUIRE(std::any_of(members.begin(), members.end(), [&](const Layout& l) { return FormatLayout(l) == t; }));
+          }
+          if (falling) continue;
+          // Under a fixed bound the outcome of each member is Score's.
+          uint64_t unfit = 0, pruned = 0, want_unfit = 0, want_pruned = 0;
+          for (const Layout& l : members) {
+            const LayoutScore s = cost.Score(l, memory, middle);
+            want_unfit += !s.fits;
+            want_pruned += s.pruned;
+          }
+          for (const RecordingSink::One& o : sink.one) {
+            unfit += !o.score.fits;
+            pruned += o.score.pruned;
+          }
+          for (const auto& a : sink.alike) {
+            (a.first.fits ? pruned : unfit) += a.second;
+            (a.first.fits ? alike_pruned : alike_unfit) += a.second;
+          }
+          CHECK(unfit == want_unfit);
+          CHECK(pruned == want_pruned);
+        }
+        members_seen += members.size();
+      });
+    }
+  }
+  CHECK(families > 100);
+  CHECK(members_seen > 2000);
+  CHECK(alike_pruned > 100);  // members pruned together, and checked
+  CHECK(alike_unfit > 100);
+  CHECK(ranked > 500);
 }
 
 TEST_CASE("two cost models on one thread keep their caches apart") {

@@ -4,8 +4,9 @@
 // thread count, the two must agree exactly: the same ranked layouts with
 // bit-equal scores and class sizes, and the same counts (candidates, every
 // rule's rejections, scored, over the memory limit, below the reference),
-// whatever the buffer's size, with the scorer pruning by a bound the
-// search passes (LayoutScorer::ScoreBounded).
+// with the scorer pruning by a bound the search passes
+// (LayoutScorer::ScoreBounded). The search walks families
+// (planner/layout_family.h): their members are the layouts, in order.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -189,8 +190,6 @@ Case RandomCase(uint64_t seed) {
   c.options.distinct = d.Coin();
   if (d.Coin()) c.options.max_peak_memory_gib = 25.0;
   if (d.Coin()) c.options.rank_objective = 1.5;
-  // A small buffer flushes inside work items.
-  c.options.buffered_layouts = std::vector<size_t>{1, 7, 64, size_t{1} << 16}[static_cast<size_t>(d.Below(4))];
   return c;
 }
 
@@ -282,4 +281,55 @@ TEST_CASE("work items run in any order on one enumerator count and visit what En
     CHECK(counts.legal.empty());
     CHECK(got == want);
   }
+}
+
+TEST_CASE("a work item walked a family at a time has the layouts, order and counts of walking it layout by layout") {
+  int families = 0, multi_arrangement = 0, hybrid_split = 0;
+  for (uint64_t seed = 1; seed <= 60; ++seed) {
+    CAPTURE(seed);
+    Case c = RandomCase(seed);
+    const LegalityContext ctx{&c.cluster, &c.model, &c.job};
+    LayoutEnumerator by_layout(ctx, &c.pins);
+    LayoutEnumerator by_family(ctx, &c.pins);
+    for (const EnumerationItem& item : by_layout.Items()) {
+      Enumeration want_counts, got_counts;
+      std::vector<Layout> want, got;
+      by_layout.Run(item, &want_counts, [&](const Layout& l) { want.push_back(l); });
+      by_family.RunFamilies(item, &got_counts, [&](const LayoutFamily& f) {
+        ++families;
+        multi_arrangement += f.arrangements.size() > 1;
+        CHECK(f.size() > 0);
+        uint64_t members = 0;
+        f.ForEachMember([&](const Layout& l) {
+          ++members;
+          // The shared fields are the base's.
+          CHECK(l.pp == f.base.pp);
+          CHECK(l.vpp == f.base.vpp);
+          CHECK(l.schedule == f.base.schedule);
+          CHECK(l.stage_layers == f.base.stage_layers);
+          CHECK(l.tp == f.base.tp);
+          CHECK(l.cp == f.base.cp);
+          CHECK(l.dp == f.base.dp);
+          CHECK(l.ep == f.base.ep);
+          CHECK(l.etp == f.base.etp);
+          CHECK(l.edp == f.base.edp);
+          CHECK(l.mbs == f.base.mbs);
+          CHECK(l.cp_style == f.base.cp_style);
+          got.push_back(l);
+        });
+        CHECK(members == f.size());
+        for (size_t v = 0; v < f.variants.size(); ++v) {
+          hybrid_split += f.MembersOf(v) > 0 && f.MembersOf(v) < f.arrangements.size();
+        }
+      });
+      CHECK(got_counts.candidates == want_counts.candidates);
+      CHECK(got_counts.legal_count == want_counts.legal_count);
+      CHECK(got_counts.rejected == want_counts.rejected);
+      REQUIRE(got.size() == want.size());
+      for (size_t i = 0; i < got.size(); ++i) CHECK(got[i] == want[i]);
+    }
+  }
+  CHECK(families > 0);
+  CHECK(multi_arrangement > 0);
+  CHECK(hybrid_split > 0);  // some variant legal under some arrangements only
 }
