@@ -172,18 +172,26 @@ class MemoryModel {
   const MemoryAssumptions& assumptions() const { return a_; }
 
  private:
-  struct LayoutTerms;  // what every stage of a layout shares
+  // A layout's terms in three parts, so that layouts differing only in
+  // recipe options can share the first two:
+  struct FamilyTerms;  // what every stage of the layouts of one family shares
+  struct StageShape;   // one stage of a family: what no recipe option changes
+  struct OptionTerms;  // what (recompute, precision, dispatcher) add
   struct StageTerms;   // the terms of one stage, as plain doubles
   struct LayerBytes {  // one layer kind, one micro-batch, on one rank
     double stored = 0;   // kept for backward
     double rebuilt = 0;  // the largest set backward rebuilds at a time (recompute working set)
   };
 
-  LayoutTerms ComputeLayout(const Layout& layout, const PipelineDescription& pipeline) const;
-  StageTerms ComputeStage(const Layout& layout, const LayoutTerms& shared, int stage,
-                          const PipelineRank& held) const;
-  MemoryBreakdown Build(const Layout& layout, const LayoutTerms& shared, int stage,
-                        const StageTerms& t) const;
+  FamilyTerms ComputeFamily(const Layout& layout, const PipelineDescription& pipeline) const;
+  OptionTerms ComputeOptions(const Layout& layout, const FamilyTerms& family) const;
+  StageShape ShapeStage(const Layout& layout, const FamilyTerms& family, int stage,
+                        const PipelineRank& held) const;
+  // Reads of `layout` only fsdp, a2a_overlap and precision.
+  StageTerms ComputeStage(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
+                          const StageShape& shape) const;
+  MemoryBreakdown Build(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
+                        int stage, const StageTerms& t) const;
   LayerBytes Layer(const Layout& layout, bool moe_layer, Recompute recompute) const;
   double ExpertLoad(const Layout& layout) const;  // busiest expert rank's rows / mean
 
