@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 
 #include "costmodel/compute_time.h"
@@ -215,8 +217,8 @@ struct MemoryModel::StageTerms {
   double peak() const { return std::accumulate(bytes.begin(), bytes.end(), 0.0); }
 };
 
-// What the layouts of one family share (those differing only in recipe
-// options: recompute, precision, dispatcher, a2a_overlap, fsdp): reads
+// What the layouts of one family share (memory.h's FamilyPeakMemo; those
+// differing only in recompute, precision, dispatcher, a2a_overlap, fsdp): reads
 // only the degrees (tp, cp, dp, ep, etp, edp, pp, vpp), mbs, cp_style, the
 // schedule and the pipeline description; no recipe option.
 struct MemoryModel::FamilyTerms {
@@ -1046,6 +1048,190 @@ MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) cons
   const OptionTerms o = ComputeOptions(layout, l);
   const StageShape s = ShapeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)]);
   return Build(layout, l, o, stage, ComputeStage(layout, l, o, s));
+}
+
+// ---------------------------------------------------------------------------
+// FamilyPeakMemo
+
+namespace {
+
+bool NonNegativeFinite(double x) { return x >= 0 && x <= std::numeric_limits<double>::max(); }
+bool SameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+
+// The fields a family shares (FamilyPeakMemo), for its debug check.
+struct FamilyKey {
+  int world, pp, vpp, tp, cp, dp, ep, etp, edp, mbs;
+  CpStyle cp_style;
+  PipelineSchedule schedule;
+  std::vector<int> stage_layers, stage_mtp;
+  bool operator==(const FamilyKey&) const = default;
+};
+FamilyKey KeyOf(const Layout& l) {
+  return {l.world, l.pp,  l.vpp, l.tp,       l.cp,       l.dp,                    l.ep,
+          l.etp,   l.edp, l.mbs, l.cp_style, ScheduleOf(l), l.stage_layers, l.stage_mtp};
+}
+
+}  // namespace
+
+struct FamilyPeakMemo::Cache {
+  const MemoryModel* model = nullptr;
+  const PipelineDescription* pipeline = nullptr;
+#ifndef NDEBUG
+  FamilyKey base;  // the family's, for the debug check
+#endif
+
+  // Key: the family.
+  MemoryModel::FamilyTerms family;
+  std::vector<MemoryModel::StageShape> shapes;  // one per pipeline rank
+  std::vector<int> all;         // 0 .. pp - 1
+  std::vector<int> candidates;  // the stages that can be the worst (Reset's proof)
+  bool family_monotone = false;  // the family's factors of `inflight` are >= 0 and finite
+  std::vector<std::pair<int, double>> classes;  // Reset's scratch: (first stage, largest inflight)
+
+  // Key: (recompute, precision, dispatcher), at slot
+  // (index in `recomputes` x kPrecisionCount + precision) x kDispatcherCount + dispatcher.
+  struct Options {
+    bool ready = false;
+    bool monotone = false;  // the options' factors of `inflight` are >= 0 and finite
+    MemoryModel::OptionTerms terms;
+  };
+  std::vector<Recompute> recomputes;
+  std::vector<Options> options;
+
+  const Options& For(const Layout& layout);
+  // ComputeStage reads every field of a shape but `stage`: two shapes whose
+  // other fields are equal bit for bit, `inflight` aside, give the same
+  // terms but those computed from inflight. Keep it in step with StageShape.
+  static bool SameButInflight(const MemoryModel::StageShape& a, const MemoryModel::StageShape& b);
+};
+
+const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& layout) {
+  size_t r = 0;
+  while (r < recomputes.size() && !(recomputes[r] == layout.recompute)) ++r;
+  constexpr size_t kPerRecompute = size_t{kPrecisionCount} * kDispatcherCount;
+  if (r == recomputes.size()) {
+    recomputes.push_back(layout.recompute);
+    options.resize(options.size() + kPerRecompute);
+  }
+  Options& o = options[r * kPerRecompute + static_cast<size_t>(layout.precision) * kDispatcherCount +
+                       static_cast<size_t>(layout.dispatcher)];
+  if (!o.ready) {
+    o.terms = model->ComputeOptions(layout, family);
+    o.monotone = NonNegativeFinite(o.terms.dense.stored) && NonNegativeFinite(o.terms.moe.stored) &&
+                 NonNegativeFinite(o.terms.mtp_row);
+    o.ready = true;
+  }
+  return o;
+}
+
+FamilyPeakMemo::FamilyPeakMemo() : cache_(std::make_unique<Cache>()) {}
+FamilyPeakMemo::~FamilyPeakMemo() = default;
+FamilyPeakMemo::FamilyPeakMemo(FamilyPeakMemo&&) noexcept = default;
+FamilyPeakMemo& FamilyPeakMemo::operator=(FamilyPeakMemo&&) noexcept = default;
+
+void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
+                           const PipelineDescription& pipeline) {
+  if (!cache_) cache_ = std::make_unique<Cache>();  // moved from
+  Cache& c = *cache_;
+  c.model = &model;
+  c.pipeline = &pipeline;
+#ifndef NDEBUG
+  c.base = KeyOf(base);
+#endif
+  c.family = model.ComputeFamily(base, pipeline);
+  c.shapes.clear();
+  c.all.clear();
+  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
+    c.shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), pipeline.ranks[p]));
+    c.all.push_back(static_cast<int>(p));
+  }
+  c.recomputes.clear();
+  c.options.clear();
+
+  // The stages that can be the worst. Stage q need not be scored when an
+  // earlier stage r has a shape equal but for inflight (SameButInflight)
+  // and inflight_r >= inflight_q:
+  //  - Then every term of r is >= the same term of q. The terms of a stage
+  //    differ from another's of the same shape only through inflight: the
+  //    activations inflight x A, the embedding's inflight x E, the MTP
+  //    terms (mtp_inflight x mtp) x X (mtp_inflight is 1 on both or
+  //    inflight on both, `loss` being part of the shape) and the
+  //    fragmentation f x (the left-to-right sum of short-lived terms,
+  //    those among them). With A, E, X, f >= 0 and finite (`monotone`:
+  //    checked on the family's and the options' factors, else every stage
+  //    is scored), each is non-decreasing in inflight: rounding is
+  //    monotone, so fl(a x) and fl(a + b) are non-decreasing in a for
+  //    x >= 0.
+  //  - So peak_r >= peak_q (the peak is the same left-to-right sum of the
+  //    20 terms, fl(a + b) non-decreasing in a and in b).
+  //  - MemoryModel::PeakBytes scans the stages in order and keeps the first
+  //    strict maximum, starting below every peak: when it meets q, its
+  //    running maximum is >= peak_r >= peak_q, so q never becomes the worst
+  //    and never changes the running maximum. Leaving out such stages
+  //    leaves the scan's every update, its peak and its worst stage, as
+  //    they were.
+  // The earliest stage of a shape with inflight the largest so far is kept:
+  // a stage left out has an earlier kept one of its shape with inflight at
+  // least its own (by induction over the stages).
+  c.candidates.clear();
+  c.classes.clear();
+  c.family_monotone = NonNegativeFinite(c.family.rows) && NonNegativeFinite(c.family.embedding_per_microbatch) &&
+                      NonNegativeFinite(c.family.mtp_logits) && NonNegativeFinite(model.a_.fragmentation) &&
+                      model.model_.hidden >= 0;
+  for (size_t p = 0; p < c.shapes.size(); ++p) {
+    const MemoryModel::StageShape& s = c.shapes[p];
+    if (!NonNegativeFinite(s.inflight)) c.family_monotone = false;
+    size_t k = 0;
+    while (k < c.classes.size() &&
+           !Cache::SameButInflight(c.shapes[static_cast<size_t>(c.classes[k].first)], s)) {
+      ++k;
+    }
+    if (k == c.classes.size()) {
+      c.classes.emplace_back(static_cast<int>(p), s.inflight);
+      c.candidates.push_back(static_cast<int>(p));
+    } else if (s.inflight > c.classes[k].second) {
+      c.classes[k].second = s.inflight;
+      c.candidates.push_back(static_cast<int>(p));
+    }
+  }
+}
+
+double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
+  Cache& c = *cache_;
+  assert(c.model && KeyOf(layout) == c.base);
+  const MemoryModel& model = *c.model;
+  const Cache::Options& o = c.For(layout);
+  double worst = -1;
+  int worst_at = 0;
+  for (int p : c.family_monotone && o.monotone ? c.candidates : c.all) {
+    const double peak =
+        model.ComputeStage(layout, c.family, o.terms, c.shapes[static_cast<size_t>(p)]).peak();
+    if (peak > worst) {
+      worst = peak;
+      worst_at = p;
+    }
+  }
+  if (worst_stage) *worst_stage = worst_at;
+  return worst;
+}
+
+size_t FamilyPeakMemo::StagesScored() const {
+  // The family's own conditions; an option with a negative factor (none
+  // the model computes) would widen its own calls to every stage.
+  return cache_->family_monotone ? cache_->candidates.size() : cache_->all.size();
+}
+
+bool FamilyPeakMemo::Cache::SameButInflight(const MemoryModel::StageShape& a,
+                                            const MemoryModel::StageShape& b) {
+  const PipelineRank& x = a.held;
+  const PipelineRank& y = b.held;
+  return x.layers == y.layers && x.moe_layers == y.moe_layers && x.mtp_layers == y.mtp_layers &&
+         x.embedding == y.embedding && x.loss == y.loss && SameBits(a.params.dense, b.params.dense) &&
+         SameBits(a.params.expert, b.params.expert) && SameBits(a.params.gemm, b.params.gemm) &&
+         SameBits(a.sharded, b.sharded) && SameBits(a.fsdp_gathered, b.fsdp_gathered) &&
+         SameBits(a.fsdp_gradient, b.fsdp_gradient) && SameBits(a.fsdp_fp8_gemm, b.fsdp_fp8_gemm) &&
+         SameBits(a.gemms, b.gemms) && a.collectives == b.collectives && a.p2p_peers == b.p2p_peers &&
+         SameBits(a.optimizer_buckets, b.optimizer_buckets);
 }
 
 MemoryBreakdown EstimateMemory(const Layout& layout, const CostContext& ctx) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -172,8 +173,9 @@ class MemoryModel {
   const MemoryAssumptions& assumptions() const { return a_; }
 
  private:
+  friend class FamilyPeakMemo;
   // A layout's terms in three parts, so that layouts differing only in
-  // recipe options can share the first two:
+  // recipe options share the first two (FamilyPeakMemo):
   struct FamilyTerms;  // what every stage of the layouts of one family shares
   struct StageShape;   // one stage of a family: what no recipe option changes
   struct OptionTerms;  // what (recompute, precision, dispatcher) add
@@ -216,6 +218,37 @@ class MemoryModel {
   double mlp_fc1_out_ = 0, mlp_fc2_in_ = 0;        // dense MLP: activation input (2F SwiGLU, F GELU), fc2 input F
   double shared_fc1_out_ = 0, shared_fc2_in_ = 0;  // shared experts, the same for F_s
   double expert_fc1_out_ = 0, expert_fc2_in_ = 0;  // one routed expert, before / ETP
+};
+
+// MemoryModel::PeakBytes for the layouts of one family, bit for bit, with
+// the work shared. A family: layouts with the same world, degrees (pp, vpp,
+// tp, cp, dp, ep, etp, edp), mbs, cp_style, schedule and stages (one
+// PipelineDescription), differing in recompute, precision, dispatcher,
+// a2a_overlap and fsdp (and order, placement and tp_overlap, which memory
+// does not read). Per family it keeps each stage's shape and the stages
+// that can be the worst; per (recompute, precision, dispatcher) the option
+// terms. Not thread-safe (one per thread); reads the model it was Reset
+// with, which must outlive its use, like the pipeline.
+class FamilyPeakMemo {
+ public:
+  FamilyPeakMemo();
+  ~FamilyPeakMemo();
+  FamilyPeakMemo(FamilyPeakMemo&&) noexcept;
+  FamilyPeakMemo& operator=(FamilyPeakMemo&&) noexcept;
+
+  // Starts a family: `base` gives the shared fields; `pipeline` is
+  // DescribePipeline(base) (or the description PeakBytes would be given).
+  void Reset(const MemoryModel& model, const Layout& base, const PipelineDescription& pipeline);
+  // MemoryModel::PeakBytes(layout, pipeline, worst_stage), bit for bit, for
+  // a layout of the family last Reset.
+  double PeakBytes(const Layout& layout, int* worst_stage = nullptr);
+  // For tests: the stages PeakBytes scores in this family (those that can
+  // be the worst; every stage where the proof's conditions fail).
+  size_t StagesScored() const;
+
+ private:
+  struct Cache;  // memory.cc
+  std::unique_ptr<Cache> cache_;
 };
 
 // One-shot: MemoryModel(ctx).Estimate(layout).
