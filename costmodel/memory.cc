@@ -226,7 +226,6 @@ struct MemoryModel::FamilyTerms {
   double rows = 0;             // T: token rows per rank entering a layer
   double load = 1;             // expert-rank load factor (imbalance or capacity)
   double expert_rows = 0;      // R = etp x load x T x K on the busiest rank
-  double destinations = 0;     // D: distinct EP ranks a token goes to (flex)
   double embedding_per_microbatch = 0;
   double logits = 0;           // main output: fp32 logits + final-norm and output-layer inputs
   double mtp_logits = 0;       // one MTP head's fp32 logits
@@ -247,6 +246,7 @@ struct MemoryModel::FamilyTerms {
 struct MemoryModel::OptionTerms {
   LayerBytes dense, moe;       // one layer of each kind, one micro-batch
   double mtp_row = 0;          // an MTP module's own tensors per row, outside its decoder layer
+  double destinations = 0;     // D: distinct EP ranks a token goes to (flex)
   double dispatch = 0;         // one MoE layer's transient dispatch / combine buffers
   double flex_nvl = 0, flex_rdma = 0;  // persistent flex-dispatcher buffers
   double flex_peers = 0;       // for the notes
@@ -486,11 +486,6 @@ MemoryModel::FamilyTerms MemoryModel::ComputeFamily(const Layout& layout,
   if (moe_model) {
     l.expert_rows = etp * l.load * l.rows * m.moe->top_k;
     l.local_experts = m.moe->experts / ep;
-    // Each token goes once to each distinct destination rank, about
-    // D = ep (1 - (1 - 1/ep)^K) of them (ApproxDistinctRanks, which
-    // undercounts the exact expectation slightly): the flex dispatchers'
-    // buffers (ComputeOptions).
-    l.destinations = ApproxDistinctRanks(ep, m.moe->top_k);
   }
 
   // Embedding: int64 token and position ids of a micro-batch (each rank of a
@@ -583,17 +578,19 @@ MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
         break;
       case Dispatcher::kDeepEP:
       case Dispatcher::kHybridEP: {
-        // Each token goes once to each of its D distinct destination ranks
-        // (FamilyTerms::destinations). The kernel reads the tokens in place.
-        // Dispatch: the received tokens, load T D, in FP8 under an FP8
-        // recipe (+ the permuted rows before the ETP gather). Combine
-        // (bf16): the experts' fc2 output, R rows, + the rows summed per
-        // token, load T D (+ the ETP reduce-scatter output).
+        // Each token goes once to each distinct destination rank, about
+        // D = ep (1 - (1 - 1/ep)^K) of them (ApproxDistinctRanks, which
+        // undercounts the exact expectation slightly). The kernel reads the
+        // tokens in place. Dispatch: the received tokens, load T D, in FP8
+        // under an FP8 recipe (+ the permuted rows before the ETP gather).
+        // Combine (bf16): the experts' fc2 output, R rows, + the rows
+        // summed per token, load T D (+ the ETP reduce-scatter output).
+        o.destinations = ApproxDistinctRanks(ep, k);
         const double recv_bytes = fp8 ? Fp8DispatchBytesPerElement(layout.precision) * h : row;
         const double before_etp = etp > 1 ? l.load * l.rows * k * row : 0;
-        const double dispatch = l.load * l.rows * l.destinations * recv_bytes + before_etp;
+        const double dispatch = l.load * l.rows * o.destinations * recv_bytes + before_etp;
         const double combine =
-            l.expert_rows * row + before_etp + l.load * l.rows * l.destinations * row;
+            l.expert_rows * row + before_etp + l.load * l.rows * o.destinations * row;
         o.dispatch = std::max(dispatch, combine);
         break;
       }
@@ -640,7 +637,7 @@ MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
 }
 
 MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const FamilyTerms& l, int stage,
-                                                const PipelineRank& held) const {
+                                                const PipelineRank& held, bool fsdp) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
   const int pp = std::max(1, layout.pp);
@@ -661,20 +658,22 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
   s.sharded = s.params.dense / dense_group + s.params.expert / expert_group;
 
   // FSDP (ZeRO-3): the units gathered at a time.
-  LargestUnits units;
-  units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1,
-                       LargestUnits::kMax);
-  units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
-  if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
-  units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
-  const TablesHeld tables = params_.Tables(held);
-  units.Add(l.table_unit, 0, tables.input + tables.output);
-  s.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
-  s.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
-  // FP8 copies exist for the gathered units only.
-  LargestUnits gathered = units;
-  gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
-  s.fsdp_fp8_gemm = gathered.Gemm();
+  if (fsdp) {
+    LargestUnits units;
+    units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1,
+                         LargestUnits::kMax);
+    units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
+    if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
+    units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
+    const TablesHeld tables = params_.Tables(held);
+    units.Add(l.table_unit, 0, tables.input + tables.output);
+    s.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
+    s.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
+    // FP8 copies exist for the gathered units only.
+    LargestUnits gathered = units;
+    gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
+    s.fsdp_fp8_gemm = gathered.Gemm();
+  }
 
   // FP8 GEMMs (scaling state).
   const double attn = attention_gemms_;
@@ -940,7 +939,7 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, c
     notes[kDispatchBuffersIdx] = Format(
         "one MoE layer, %s: max(dispatch: received load x T x D = %.3g x %.0f x %.2f tokens x H "
         "%d x %s, combine: fc2 output R %.0f + summed rows, bf16) = %.3f GiB",
-        Name(layout.dispatcher), l.load, l.rows, l.destinations, m.hidden,
+        Name(layout.dispatcher), l.load, l.rows, o.destinations, m.hidden,
         fp8 ? "1.03 B fp8" : "2 B", l.expert_rows, GiB(o.dispatch));
   } else {
     notes[kDispatchBuffersIdx] = Format(
@@ -1004,7 +1003,7 @@ double MemoryModel::PeakBytes(const Layout& layout, const PipelineDescription& p
   const FamilyTerms l = ComputeFamily(layout, pipeline);
   const OptionTerms o = ComputeOptions(layout, l);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    const StageShape s = ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p]);
+    const StageShape s = ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp);
     const double peak = ComputeStage(layout, l, o, s).peak();
     if (peak > worst) {
       worst = peak;
@@ -1030,7 +1029,7 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
   const FamilyTerms l = ComputeFamily(layout, pipeline);
   const OptionTerms o = ComputeOptions(layout, l);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    StageTerms t = ComputeStage(layout, l, o, ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p]));
+    StageTerms t = ComputeStage(layout, l, o, ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp));
     const double peak = t.peak();
     if (peak > worst_peak) {
       worst_peak = peak;
@@ -1046,7 +1045,7 @@ MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) cons
   const PipelineDescription pipeline = DescribePipeline(layout, model_);
   const FamilyTerms l = ComputeFamily(layout, pipeline);
   const OptionTerms o = ComputeOptions(layout, l);
-  const StageShape s = ShapeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)]);
+  const StageShape s = ShapeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)], layout.fsdp);
   return Build(layout, l, o, stage, ComputeStage(layout, l, o, s));
 }
 
@@ -1142,7 +1141,7 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   c.shapes.clear();
   c.all.clear();
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    c.shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), pipeline.ranks[p]));
+    c.shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), pipeline.ranks[p], /*fsdp=*/true));
     c.all.push_back(static_cast<int>(p));
   }
   c.recomputes.clear();

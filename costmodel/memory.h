@@ -187,8 +187,9 @@ class MemoryModel {
 
   FamilyTerms ComputeFamily(const Layout& layout, const PipelineDescription& pipeline) const;
   OptionTerms ComputeOptions(const Layout& layout, const FamilyTerms& family) const;
+  // `fsdp`: with the FSDP units (else left 0: ComputeStage reads them only under fsdp).
   StageShape ShapeStage(const Layout& layout, const FamilyTerms& family, int stage,
-                        const PipelineRank& held) const;
+                        const PipelineRank& held, bool fsdp) const;
   // Reads of `layout` only fsdp, a2a_overlap and precision.
   StageTerms ComputeStage(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
                           const StageShape& shape) const;
