@@ -5,10 +5,12 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstdarg>
 #include <cstdio>
+#include <limits>
 #include <numeric>
 
 #include "costmodel/compute_time.h"
@@ -215,32 +217,58 @@ struct MemoryModel::StageTerms {
   double peak() const { return std::accumulate(bytes.begin(), bytes.end(), 0.0); }
 };
 
-// What every stage of a layout shares: computed once per evaluation.
-struct MemoryModel::LayoutTerms {
+// What the layouts of one family share (memory.h's FamilyPeakMemo; those
+// differing only in recompute, precision, dispatcher, a2a_overlap, fsdp): reads
+// only the degrees (tp, cp, dp, ep, etp, edp, pp, vpp), mbs, cp_style, the
+// schedule and the pipeline description; no recipe option.
+struct MemoryModel::FamilyTerms {
   long long microbatches = 1;  // m = global_batch / (dp x mbs)
   double rows = 0;             // T: token rows per rank entering a layer
   double load = 1;             // expert-rank load factor (imbalance or capacity)
   double expert_rows = 0;      // R = etp x load x T x K on the busiest rank
-  double destinations = 0;     // D: distinct EP ranks a token goes to (flex)
-  LayerBytes dense, moe;       // one layer of each kind, one micro-batch
   double embedding_per_microbatch = 0;
   double logits = 0;           // main output: fp32 logits + final-norm and output-layer inputs
   double mtp_logits = 0;       // one MTP head's fp32 logits
-  double mtp_row = 0;          // an MTP module's own tensors per row, outside its decoder layer
   bool mtp_with_loss = true;   // every MTP layer sits in the loss's virtual stage
   bool mtp_off_first = false;  // an MTP layer on a pipeline rank other than the embedding's
-  double dispatch = 0;         // one MoE layer's transient dispatch / combine buffers
   double deferred_wgrad = 0;   // EP overlap: output gradients of one MoE layer's deferred wgrads
-  double flex_nvl = 0, flex_rdma = 0;  // persistent flex-dispatcher buffers
-  double flex_ranks = 0, flex_peers = 0;  // for the notes
-  double fp8_weight_bytes = 0;  // per GEMM weight element
-  double fp8_state_per_gemm = 0;
+  double flex_ranks = 0;       // the flex dispatcher's TP x EP group, for the notes
   double local_experts = 0;    // E / ep
   // FSDP units, per rank (model-parallel shards), elements and GEMM weights.
   double dense_unit = 0, dense_unit_gemm = 0, moe_unit = 0, moe_unit_gemm = 0;
   double mtp_unit = 0, mtp_unit_gemm = 0, table_unit = 0;
   int collectives = 0, moe_collectives = 0;  // NCCL collective communicators
-  int p2p_peers = 0, moe_p2p_peers = 0;      // NCCL point-to-point peers
+  int p2p_peers = 0;                         // NCCL point-to-point peers (CP)
+};
+
+// What the recipe options (recompute, precision, dispatcher) add to a
+// family's terms; a2a_overlap and fsdp only pick among stage terms.
+struct MemoryModel::OptionTerms {
+  LayerBytes dense, moe;       // one layer of each kind, one micro-batch
+  double mtp_row = 0;          // an MTP module's own tensors per row, outside its decoder layer
+  double destinations = 0;     // D: distinct EP ranks a token goes to (flex)
+  double dispatch = 0;         // one MoE layer's transient dispatch / combine buffers
+  double flex_nvl = 0, flex_rdma = 0;  // persistent flex-dispatcher buffers
+  double flex_peers = 0;       // for the notes
+  double fp8_weight_bytes = 0;  // per GEMM weight element
+  double fp8_state_per_gemm = 0;
+  int moe_p2p_peers = 0;       // NCCL all-to-all peers (alltoall dispatcher)
+};
+
+// One pipeline rank of a family: what it holds and every number of its
+// terms that no recipe option changes.
+struct MemoryModel::StageShape {
+  int stage = 0;
+  PipelineRank held;
+  StageParams params;          // params_.OnRank
+  double sharded = 0;          // dense / (dp x cp) + expert / edp
+  double fsdp_gathered = 0, fsdp_gradient = 0;  // FSDP: the largest units' elements
+  double fsdp_fp8_gemm = 0;    // FSDP: GEMM weights of the gathered units
+  double gemms = 0;            // FP8 GEMMs (scaling state)
+  double inflight = 0;         // micro-batches of activations alive
+  int collectives = 0;         // NCCL collective communicators in use
+  int p2p_peers = 0;           // NCCL point-to-point peers, but the all-to-all's
+  double optimizer_buckets = 0;  // distributed optimizer's bucket padding, bytes (no FSDP)
 };
 
 MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const ClusterSpec& cluster,
@@ -438,7 +466,7 @@ StageParams MemoryModel::ParamsOnStage(const Layout& layout, const PipelineDescr
   return params_.OnRank(layout, pipeline.ranks[static_cast<size_t>(stage)]);
 }
 
-MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
+MemoryModel::FamilyTerms MemoryModel::ComputeFamily(const Layout& layout,
                                                     const PipelineDescription& pipeline) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
@@ -450,16 +478,12 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   const double mbs = std::max(1, layout.mbs);
   const double seq = job.seq_len;
   const bool moe_model = m.moe.has_value();
-  const bool fp8 = IsFp8(layout.precision);
-  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
 
-  LayoutTerms l;
+  FamilyTerms l;
   l.microbatches = MicroBatchesPerStep(job, layout);
   l.rows = mbs * seq / (cp * tp);
   l.load = ExpertLoad(layout);
-  l.dense = Layer(layout, false, layout.recompute);
   if (moe_model) {
-    l.moe = Layer(layout, true, layout.recompute);
     l.expert_rows = etp * l.load * l.rows * m.moe->top_k;
     l.local_experts = m.moe->experts / ep;
   }
@@ -473,49 +497,12 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   // forward), plus the final norm's and output layer's inputs.
   l.mtp_logits = kFp32Bytes * mbs * seq / cp * double(m.vocab) / tp;
   l.logits = l.mtp_logits + 2 * kBf16Bytes * l.rows * h;
-  // An MTP module's own tensors per row: enorm's input (the next tokens'
-  // embedding), eh_proj's input [hnorm(h); enorm(e)] (2H, an FP8 linear's
-  // input under FP8), its final norm's input and the output head's input.
-  // hnorm's input is the decoder's output, kept by the main final norm on
-  // the loss stage (else counted in ComputeStage).
-  l.mtp_row = kBf16Bytes * h + lin * 2 * h + kBf16Bytes * h + kBf16Bytes * h;
   for (const VirtualStage& s : pipeline.stages) {
     if (s.mtp_layers > 0 && !s.loss) l.mtp_with_loss = false;
     if (s.mtp_layers > 0 && s.pipeline_rank != 0) l.mtp_off_first = true;
   }
 
-  // One MoE layer's transient dispatch / combine buffers (backward mirrors them).
   if (moe_model) {
-    const double k = m.moe->top_k;
-    const double row = kBf16Bytes * h;
-    switch (layout.dispatcher) {
-      case Dispatcher::kAllToAll:
-        l.dispatch = l.rows * k * row;                               // permuted send buffer
-        if (ep > 1) l.dispatch += l.load * l.rows * k * row;         // all-to-all receive
-        if (etp > 1) l.dispatch += etp * l.load * l.rows * k * row;  // ETP gather, unsorted
-        break;
-      case Dispatcher::kAllGather:
-        l.dispatch = etp * ep * l.rows * row;  // hidden states gathered over the TP-EP group
-        break;
-      case Dispatcher::kDeepEP:
-      case Dispatcher::kHybridEP: {
-        // Each token goes once to each distinct destination rank, about
-        // D = ep (1 - (1 - 1/ep)^K) of them (ApproxDistinctRanks, which
-        // undercounts the exact expectation slightly). The kernel reads the
-        // tokens in place. Dispatch: the received tokens, load T D, in FP8
-        // under an FP8 recipe (+ the permuted rows before the ETP gather).
-        // Combine (bf16): the experts' fc2 output, R rows, + the rows
-        // summed per token, load T D (+ the ETP reduce-scatter output).
-        l.destinations = ApproxDistinctRanks(ep, k);
-        const double recv_bytes = fp8 ? Fp8DispatchBytesPerElement(layout.precision) * h : row;
-        const double before_etp = etp > 1 ? l.load * l.rows * k * row : 0;
-        const double dispatch = l.load * l.rows * l.destinations * recv_bytes + before_etp;
-        const double combine =
-            l.expert_rows * row + before_etp + l.load * l.rows * l.destinations * row;
-        l.dispatch = std::max(dispatch, combine);
-        break;
-      }
-    }
     // EP overlap with --delay-wgrad-compute: the experts' (and shared
     // experts') weight-gradient GEMMs of one MoE layer run later, so their
     // output gradients (bf16) outlive the data gradients: fc2's R x H and
@@ -523,40 +510,8 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
     // tp T H and fc1's T x fc1-width.
     l.deferred_wgrad = kBf16Bytes * (l.expert_rows * (h + expert_fc1_out_ / etp) +
                                 (shared_fc2_in_ > 0 ? l.rows * (tp * h + shared_fc1_out_) : 0));
-
-    // Flex dispatcher's persistent buffers, over its TP x EP group
-    // (Megatron's tp_ep_group: etp x ep ranks).
-    const int ranks = static_cast<int>(etp * ep);
-    l.flex_ranks = ranks;
-    if (layout.dispatcher == Dispatcher::kDeepEP) {
-      const double channels = std::max(1, job.deepep_sms) / 2;  // two SMs per channel
-      const double nvl_peers = std::min(ranks, kDeepEpMaxNvlPeers);
-      const double rdma_peers = std::max(ranks / kDeepEpMaxNvlPeers, 1);
-      const double token = row + kDeepEpTokenMetaBytes;  // hidden_bytes = H x 2, bf16 either way
-      l.flex_peers = nvl_peers;
-      l.flex_nvl = channels * nvl_peers *
-                   ((2 * rdma_peers + 3) * 4 + DeepEpNvlRecvTokens(ranks) * token);
-      if (ranks > kDeepEpMaxNvlPeers) {
-        // Send and receive halves per RDMA peer (the same rail's GPU of each node).
-        l.flex_rdma = channels * rdma_peers *
-                      ((2 * kDeepEpMaxNvlPeers + 2) * 2 * 4 + kDeepEpRdmaRecvTokens * token * 2);
-      }
-    } else if (layout.dispatcher == Dispatcher::kHybridEP) {
-      // HybridEP (Megatron's init_hybrid_ep_buffer passes
-      // max_num_of_tokens_per_rank): buffers registered for NVLink sized
-      // for the worst case, every token of every NVLink peer in the group:
-      // a dispatch buffer (FP8 under an FP8 recipe) and a bf16 combine buffer.
-      const double peers = std::min(ranks, nvlink_domain_gpus_);
-      l.flex_peers = peers;
-      l.flex_nvl =
-          l.rows * peers * h * ((fp8 ? Fp8DispatchBytesPerElement(layout.precision) : kBf16Bytes) + kBf16Bytes);
-    }
-  }
-
-  // FP8 weight copies and scaling state.
-  if (fp8) {
-    l.fp8_weight_bytes = Fp8WeightCopyBytes(layout.precision, blackwell_);
-    l.fp8_state_per_gemm = Fp8StatePerGemm(layout.precision, a_.fp8_amax_history_len);
+    // The flex dispatcher's group (Megatron's tp_ep_group: etp x ep ranks).
+    l.flex_ranks = static_cast<int>(etp * ep);
   }
 
   // FSDP units per rank: a decoder layer of each kind, an MTP layer, the
@@ -574,7 +529,7 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
 
   // NCCL communicators every stage uses (created lazily, so only those used);
   // the MoE ones only on stages with MoE layers, the pipeline and embedding
-  // ones per stage (ComputeStage).
+  // ones per stage (ShapeStage), the all-to-all's per dispatcher (ComputeOptions).
   auto groups = [](double size) { return size > 1 ? 1 : 0; };
   l.collectives = groups(tp)                                        // sequence-parallel AG / RS
                   + groups(double(std::max(1, layout.dp)) * cp);    // dense gradients
@@ -584,17 +539,186 @@ MemoryModel::LayoutTerms MemoryModel::ComputeLayout(const Layout& layout,
   if (cp > 1) {
     l.p2p_peers = layout.cp_style == CpStyle::kUlysses ? int(cp) - 1 : std::min(2, int(cp) - 1);
   }
-  // NCCL all-to-all only for the alltoall dispatcher: the flex kernels move
-  // tokens through their own NVLink / RDMA buffers.
-  if (ep > 1 && layout.dispatcher == Dispatcher::kAllToAll) l.moe_p2p_peers = int(ep) - 1;
   return l;
 }
 
-MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const LayoutTerms& l,
-                                                  int stage, const PipelineRank& held) const {
+MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
+                                                     const FamilyTerms& l) const {
+  const ModelSpec& m = model_;
+  const JobSpec& job = job_;
+  const double h = m.hidden;
+  const double ep = std::max(1, layout.ep);
+  const double etp = std::max(1, layout.etp);
+  const bool moe_model = m.moe.has_value();
+  const bool fp8 = IsFp8(layout.precision);
+  const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
+
+  OptionTerms o;
+  o.dense = Layer(layout, false, layout.recompute);
+  if (moe_model) o.moe = Layer(layout, true, layout.recompute);
+  // An MTP module's own tensors per row: enorm's input (the next tokens'
+  // embedding), eh_proj's input [hnorm(h); enorm(e)] (2H, an FP8 linear's
+  // input under FP8), its final norm's input and the output head's input.
+  // hnorm's input is the decoder's output, kept by the main final norm on
+  // the loss stage (else counted in ComputeStage).
+  o.mtp_row = kBf16Bytes * h + lin * 2 * h + kBf16Bytes * h + kBf16Bytes * h;
+
+  // One MoE layer's transient dispatch / combine buffers (backward mirrors them).
+  if (moe_model) {
+    const double k = m.moe->top_k;
+    const double row = kBf16Bytes * h;
+    switch (layout.dispatcher) {
+      case Dispatcher::kAllToAll:
+        o.dispatch = l.rows * k * row;                               // permuted send buffer
+        if (ep > 1) o.dispatch += l.load * l.rows * k * row;         // all-to-all receive
+        if (etp > 1) o.dispatch += etp * l.load * l.rows * k * row;  // ETP gather, unsorted
+        break;
+      case Dispatcher::kAllGather:
+        o.dispatch = etp * ep * l.rows * row;  // hidden states gathered over the TP-EP group
+        break;
+      case Dispatcher::kDeepEP:
+      case Dispatcher::kHybridEP: {
+        // Each token goes once to each distinct destination rank, about
+        // D = ep (1 - (1 - 1/ep)^K) of them (ApproxDistinctRanks, which
+        // undercounts the exact expectation slightly). The kernel reads the
+        // tokens in place. Dispatch: the received tokens, load T D, in FP8
+        // under an FP8 recipe (+ the permuted rows before the ETP gather).
+        // Combine (bf16): the experts' fc2 output, R rows, + the rows
+        // summed per token, load T D (+ the ETP reduce-scatter output).
+        o.destinations = ApproxDistinctRanks(ep, k);
+        const double recv_bytes = fp8 ? Fp8DispatchBytesPerElement(layout.precision) * h : row;
+        const double before_etp = etp > 1 ? l.load * l.rows * k * row : 0;
+        const double dispatch = l.load * l.rows * o.destinations * recv_bytes + before_etp;
+        const double combine =
+            l.expert_rows * row + before_etp + l.load * l.rows * o.destinations * row;
+        o.dispatch = std::max(dispatch, combine);
+        break;
+      }
+    }
+
+    // Flex dispatcher's persistent buffers, over its TP x EP group
+    // (Megatron's tp_ep_group: etp x ep ranks).
+    const int ranks = static_cast<int>(etp * ep);
+    if (layout.dispatcher == Dispatcher::kDeepEP) {
+      const double channels = std::max(1, job.deepep_sms) / 2;  // two SMs per channel
+      const double nvl_peers = std::min(ranks, kDeepEpMaxNvlPeers);
+      const double rdma_peers = std::max(ranks / kDeepEpMaxNvlPeers, 1);
+      const double token = row + kDeepEpTokenMetaBytes;  // hidden_bytes = H x 2, bf16 either way
+      o.flex_peers = nvl_peers;
+      o.flex_nvl = channels * nvl_peers *
+                   ((2 * rdma_peers + 3) * 4 + DeepEpNvlRecvTokens(ranks) * token);
+      if (ranks > kDeepEpMaxNvlPeers) {
+        // Send and receive halves per RDMA peer (the same rail's GPU of each node).
+        o.flex_rdma = channels * rdma_peers *
+                      ((2 * kDeepEpMaxNvlPeers + 2) * 2 * 4 + kDeepEpRdmaRecvTokens * token * 2);
+      }
+    } else if (layout.dispatcher == Dispatcher::kHybridEP) {
+      // HybridEP (Megatron's init_hybrid_ep_buffer passes
+      // max_num_of_tokens_per_rank): buffers registered for NVLink sized
+      // for the worst case, every token of every NVLink peer in the group:
+      // a dispatch buffer (FP8 under an FP8 recipe) and a bf16 combine buffer.
+      const double peers = std::min(ranks, nvlink_domain_gpus_);
+      o.flex_peers = peers;
+      o.flex_nvl =
+          l.rows * peers * h * ((fp8 ? Fp8DispatchBytesPerElement(layout.precision) : kBf16Bytes) + kBf16Bytes);
+    }
+  }
+
+  // FP8 weight copies and scaling state.
+  if (fp8) {
+    o.fp8_weight_bytes = Fp8WeightCopyBytes(layout.precision, blackwell_);
+    o.fp8_state_per_gemm = Fp8StatePerGemm(layout.precision, a_.fp8_amax_history_len);
+  }
+
+  // NCCL all-to-all only for the alltoall dispatcher: the flex kernels move
+  // tokens through their own NVLink / RDMA buffers.
+  if (ep > 1 && layout.dispatcher == Dispatcher::kAllToAll) o.moe_p2p_peers = int(ep) - 1;
+  return o;
+}
+
+MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const FamilyTerms& l, int stage,
+                                                const PipelineRank& held, bool fsdp) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
   const int pp = std::max(1, layout.pp);
+  const bool first = held.embedding;
+  const bool last = held.loss;
+  const int mtp = held.mtp_layers;
+  const bool mtp_moe = mtp > 0 && params_.mtp_moe && m.moe;
+  const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
+
+  StageShape s;
+  s.stage = stage;
+  s.held = held;
+
+  // Parameters, gradients, optimizer states.
+  s.params = params_.OnRank(layout, held);
+  const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
+  const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
+  s.sharded = s.params.dense / dense_group + s.params.expert / expert_group;
+
+  // FSDP (ZeRO-3): the units gathered at a time.
+  if (fsdp) {
+    LargestUnits units;
+    units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1,
+                         LargestUnits::kMax);
+    units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
+    if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
+    units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
+    const TablesHeld tables = params_.Tables(held);
+    units.Add(l.table_unit, 0, tables.input + tables.output);
+    s.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
+    s.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
+    // FP8 copies exist for the gathered units only.
+    LargestUnits gathered = units;
+    gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
+    s.fsdp_fp8_gemm = gathered.Gemm();
+  }
+
+  // FP8 GEMMs (scaling state).
+  const double attn = attention_gemms_;
+  const double moe_gemms = attn + shared_gemms_ + 2 * l.local_experts;
+  const double dense_gemms = attn + dense_mlp_gemms_;
+  const double dense_layers = held.dense_layers();
+  s.gemms = dense_layers * dense_gemms + held.moe_layers * moe_gemms +
+            mtp * ((params_.mtp_moe ? moe_gemms : dense_gemms) + 1);  // + eh_proj
+
+  s.inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
+
+  // The tie group joins the embedding's rank and the loss's; none when one
+  // rank holds both (pp 1, or DualPipeV's V).
+  const bool tied_group = m.tied_embeddings && first != last;
+  // The embedding group between the first stage and an MTP stage
+  // (synchronising the MTP's embedding copy), unless the tie group is it.
+  const bool mtp_group =
+      pp > 1 && !tied_group && ((mtp > 0 && !first) || (first && l.mtp_off_first));
+  s.collectives = l.collectives + (has_moe ? l.moe_collectives : 0) + (tied_group ? 1 : 0) +
+                  (mtp_group ? 1 : 0);
+  // Pipeline neighbours: ranks stage - 1 and stage + 1 where they exist,
+  // under every schedule (under DualPipeV's V both of rank 0's stages
+  // border rank 1, both of rank pp - 1's rank pp - 2).
+  s.p2p_peers = l.p2p_peers + (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
+
+  // Distributed optimizer: reduce-scatter and all-gather run in place on
+  // bucket views of the gradient and parameter buffers; only each bucket's
+  // padding to a multiple of lcm(group, 128) parameters costs memory.
+  if (job.distributed_optimizer && a_.bucket_params > 0) {
+    auto padding = [&](double n, int group) {
+      if (n <= 0) return 0.0;
+      return std::ceil(n / a_.bucket_params) * double(std::lcm(group, a_.bucket_pad_params));
+    };
+    const double pad =
+        padding(s.params.dense, dense_group) + padding(s.params.expert, expert_group);
+    s.optimizer_buckets = (kBf16Bytes + a_.grad_bytes) * pad;
+  }
+  return s;
+}
+
+MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const FamilyTerms& l,
+                                                  const OptionTerms& o, const StageShape& s) const {
+  const ModelSpec& m = model_;
+  const JobSpec& job = job_;
+  const PipelineRank& held = s.held;
   const bool first = held.embedding;
   const bool last = held.loss;
   const int mtp = held.mtp_layers;
@@ -610,11 +734,9 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   auto& b = t.bytes;
 
   // Parameters, gradients, optimizer states.
-  t.params = params_.OnRank(layout, held);
+  t.params = s.params;
   const double params = t.params.total();
-  const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
-  const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
-  const double sharded = t.params.dense / dense_group + t.params.expert / expert_group;
+  const double sharded = s.sharded;
   t.fp8_gemm = t.params.gemm;
   if (layout.fsdp) {
     // ZeRO-3: weights, gradients and optimizer states all sharded over the
@@ -622,22 +744,11 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
     b[kParametersIdx] = kBf16Bytes * sharded;
     b[kGradientsIdx] = a_.grad_bytes * sharded;
     b[kOptimizerStatesIdx] = kAdamBytes * sharded;
-    LargestUnits units;
-    units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1,
-                         LargestUnits::kMax);
-    units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
-    if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
-    units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
-    const TablesHeld tables = params_.Tables(held);
-    units.Add(l.table_unit, 0, tables.input + tables.output);
-    t.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
-    t.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
+    t.fsdp_gathered = s.fsdp_gathered;
+    t.fsdp_gradient = s.fsdp_gradient;
     b[kFsdpGatheredIdx] = kBf16Bytes * t.fsdp_gathered;
     b[kFsdpGradientsIdx] = a_.grad_bytes * t.fsdp_gradient;
-    // FP8 copies exist for the gathered units only.
-    LargestUnits gathered = units;
-    gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
-    t.fp8_gemm = gathered.Gemm();
+    t.fp8_gemm = s.fsdp_fp8_gemm;
   } else {
     b[kParametersIdx] = kBf16Bytes * params;
     b[kGradientsIdx] = a_.grad_bytes * params;
@@ -645,70 +756,43 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
         job.distributed_optimizer ? kAdamBytes * sharded : kAdamBytes * params;
   }
   if (fp8) {
-    b[kFp8WeightCopiesIdx] = l.fp8_weight_bytes * t.fp8_gemm;
-    const double attn = attention_gemms_;
-    const double moe_gemms = attn + shared_gemms_ + 2 * l.local_experts;
-    const double dense_gemms = attn + dense_mlp_gemms_;
-    t.gemms = dense_layers * dense_gemms + held.moe_layers * moe_gemms +
-              mtp * ((params_.mtp_moe ? moe_gemms : dense_gemms) + 1);  // + eh_proj
-    b[kFp8ScalingStateIdx] = l.fp8_state_per_gemm * t.gemms;
+    b[kFp8WeightCopiesIdx] = o.fp8_weight_bytes * t.fp8_gemm;
+    t.gemms = s.gemms;
+    b[kFp8ScalingStateIdx] = o.fp8_state_per_gemm * t.gemms;
   }
 
   // Activations of the micro-batches in flight, and the one layer that
   // backward rebuilds at a time.
-  t.inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
+  t.inflight = s.inflight;
   b[kActivationsIdx] =
-      t.inflight * (dense_layers * l.dense.stored + held.moe_layers * l.moe.stored);
+      t.inflight * (dense_layers * o.dense.stored + held.moe_layers * o.moe.stored);
   b[kRecomputeWorkingSetIdx] =
-      std::max(has_dense ? l.dense.rebuilt : 0, has_moe ? l.moe.rebuilt : 0);
+      std::max(has_dense ? o.dense.rebuilt : 0, has_moe ? o.moe.rebuilt : 0);
   if (mtp > 0) {
     // MTP sits in the loss's virtual stage: that chunk runs each
     // micro-batch's backward right after its forward, so one micro-batch
     // of it is alive; elsewhere (a pp_layout's m) the stage's count.
     t.mtp_inflight = l.mtp_with_loss && last ? 1 : t.inflight;
-    const double layer = mtp_moe ? l.moe.stored : l.dense.stored;
+    const double layer = mtp_moe ? o.moe.stored : o.dense.stored;
     const double hidden = last ? 0 : kBf16Bytes * l.rows * m.hidden;  // hnorm's input, off the loss stage
-    b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * l.mtp_row + hidden);
+    b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * o.mtp_row + hidden);
     b[kMtpLogitsIdx] = t.mtp_inflight * mtp * l.mtp_logits;
   }
   if (first) b[kEmbeddingActivationsIdx] = t.inflight * l.embedding_per_microbatch;
   if (last) b[kOutputLogitsIdx] = l.logits;
   if (has_moe) {
-    b[kDispatchBuffersIdx] = l.dispatch;
-    if (layout.a2a_overlap) b[kEpOverlapIdx] = l.dispatch + l.deferred_wgrad;
-    b[kFlexBuffersIdx] = l.flex_nvl + l.flex_rdma;
+    b[kDispatchBuffersIdx] = o.dispatch;
+    if (layout.a2a_overlap) b[kEpOverlapIdx] = o.dispatch + l.deferred_wgrad;
+    b[kFlexBuffersIdx] = o.flex_nvl + o.flex_rdma;
   }
 
-  // The tie group joins the embedding's rank and the loss's; none when one
-  // rank holds both (pp 1, or DualPipeV's V).
-  const bool tied_group = m.tied_embeddings && first != last;
-  // The embedding group between the first stage and an MTP stage
-  // (synchronising the MTP's embedding copy), unless the tie group is it.
-  const bool mtp_group =
-      pp > 1 && !tied_group && ((mtp > 0 && !first) || (first && l.mtp_off_first));
-  t.collectives = l.collectives + (has_moe ? l.moe_collectives : 0) + (tied_group ? 1 : 0) +
-                  (mtp_group ? 1 : 0);
-  // Pipeline neighbours: ranks stage - 1 and stage + 1 where they exist,
-  // under every schedule (under DualPipeV's V both of rank 0's stages
-  // border rank 1, both of rank pp - 1's rank pp - 2).
-  t.p2p_peers = l.p2p_peers + (has_moe ? l.moe_p2p_peers : 0) +
-                (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
+  t.collectives = s.collectives;
+  t.p2p_peers = s.p2p_peers + (has_moe ? o.moe_p2p_peers : 0);
   b[kNcclBuffersIdx] =
       t.collectives * a_.nccl_collective_channels * a_.nccl_collective_connection_bytes +
       t.p2p_peers * a_.nccl_p2p_channels_per_peer * a_.nccl_p2p_buffer_bytes;
 
-  // Distributed optimizer: reduce-scatter and all-gather run in place on
-  // bucket views of the gradient and parameter buffers; only each bucket's
-  // padding to a multiple of lcm(group, 128) parameters costs memory.
-  if (!layout.fsdp && job.distributed_optimizer && a_.bucket_params > 0) {
-    auto padding = [&](double n, int group) {
-      if (n <= 0) return 0.0;
-      return std::ceil(n / a_.bucket_params) * double(std::lcm(group, a_.bucket_pad_params));
-    };
-    const double pad =
-        padding(t.params.dense, dense_group) + padding(t.params.expert, expert_group);
-    b[kOptimizerBucketsIdx] = (kBf16Bytes + a_.grad_bytes) * pad;
-  }
+  if (!layout.fsdp) b[kOptimizerBucketsIdx] = s.optimizer_buckets;
 
   b[kCudaContextIdx] = a_.cuda_context_gib * kBytesPerGiB;
   t.short_lived = b[kActivationsIdx] + b[kRecomputeWorkingSetIdx] + b[kMtpActivationsIdx] +
@@ -718,8 +802,8 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const La
   return t;
 }
 
-MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, int stage,
-                                   const StageTerms& t) const {
+MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, const OptionTerms& o,
+                                   int stage, const StageTerms& t) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
   const double h = m.hidden;
@@ -768,13 +852,13 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
         break;
     }
     notes[kFp8WeightCopiesIdx] =
-        Format("%s: %.4g B x %.4g GEMM weights%s (bf16 weights kept)", how, l.fp8_weight_bytes,
+        Format("%s: %.4g B x %.4g GEMM weights%s (bf16 weights kept)", how, o.fp8_weight_bytes,
                t.fp8_gemm,
                layout.fsdp ? " of the gathered FSDP units" : ", cached across micro-batches");
     notes[kFp8ScalingStateIdx] =
-        l.fp8_state_per_gemm > 0
+        o.fp8_state_per_gemm > 0
             ? Format("%.0f fp8 GEMMs x 5 scaled tensors x %.0f B (%s)", t.gemms,
-                     l.fp8_state_per_gemm / kFp8ScaledTensorsPerGemm,
+                     o.fp8_state_per_gemm / kFp8ScaledTensorsPerGemm,
                      layout.precision == Precision::kFP8Delayed
                          ? Format("amax history %d + scale + scale_inv, fp32",
                                   std::max(1, a_.fp8_amax_history_len)).c_str()
@@ -809,27 +893,27 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
   notes[kActivationsIdx] = Format(
       "%.3g micro-batches in flight x (%d dense x %.3f GiB + %d MoE x %.3f GiB) per micro-batch, "
       "recompute %s, %s, T = %.0f rows, R = %.0f expert rows",
-      t.inflight, t.count.layers - t.count.moe_layers, GiB(l.dense.stored), t.count.moe_layers,
-      GiB(l.moe.stored), Name(layout.recompute).c_str(), Name(layout.precision), l.rows,
+      t.inflight, t.count.layers - t.count.moe_layers, GiB(o.dense.stored), t.count.moe_layers,
+      GiB(o.moe.stored), Name(layout.recompute).c_str(), Name(layout.precision), l.rows,
       l.expert_rows);
   if (t.bytes[kRecomputeWorkingSetIdx] <= 0) {
     notes[kRecomputeWorkingSetIdx] = "nothing recomputed";
   } else if (layout.recompute.full()) {
     notes[kRecomputeWorkingSetIdx] = Format(
         "one layer's full activations while it is recomputed: max(dense %.3f, MoE %.3f GiB)",
-        GiB(l.dense.rebuilt), GiB(l.moe.rebuilt));
+        GiB(o.dense.rebuilt), GiB(o.moe.rebuilt));
   } else {
     notes[kRecomputeWorkingSetIdx] = Format(
         "the largest sub-layer set %s rebuilds at a time: max(dense layer %.3f, MoE layer "
         "%.3f GiB)",
-        Name(layout.recompute).c_str(), GiB(l.dense.rebuilt), GiB(l.moe.rebuilt));
+        Name(layout.recompute).c_str(), GiB(o.dense.rebuilt), GiB(o.moe.rebuilt));
   }
   notes[kMtpActivationsIdx] =
       t.count.mtp_layers > 0
           ? Format("%g micro-batch%s x %d MTP x (one %s layer + enorm input, eh_proj input 2H, "
                    "final-norm and head inputs: %.0f B x T %.0f)",
                    t.mtp_inflight, t.mtp_inflight == 1 ? "" : "es", t.count.mtp_layers,
-                   params_.mtp_moe ? "MoE" : "dense", l.mtp_row, l.rows)
+                   params_.mtp_moe ? "MoE" : "dense", o.mtp_row, l.rows)
           : "no MTP layer on this stage";
   notes[kEmbeddingActivationsIdx] =
       t.count.embedding ? "int64 token and position ids of the micro-batches in flight"
@@ -855,8 +939,8 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
     notes[kDispatchBuffersIdx] = Format(
         "one MoE layer, %s: max(dispatch: received load x T x D = %.3g x %.0f x %.2f tokens x H "
         "%d x %s, combine: fc2 output R %.0f + summed rows, bf16) = %.3f GiB",
-        Name(layout.dispatcher), l.load, l.rows, l.destinations, m.hidden,
-        fp8 ? "1.03 B fp8" : "2 B", l.expert_rows, GiB(l.dispatch));
+        Name(layout.dispatcher), l.load, l.rows, o.destinations, m.hidden,
+        fp8 ? "1.03 B fp8" : "2 B", l.expert_rows, GiB(o.dispatch));
   } else {
     notes[kDispatchBuffersIdx] = Format(
         "one MoE layer, %s dispatcher: T %.0f x K %d rows x H %d x 2 B, load %.3g on the "
@@ -867,21 +951,21 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const LayoutTerms& l, i
       layout.a2a_overlap && has_moe
           ? Format("the other micro-batch's dispatch buffers %.3f GiB + deferred-wgrad output "
                    "gradients of one MoE layer (R %.0f x (H + fc1 width / etp) x 2 B%s) %.3f GiB",
-                   GiB(l.dispatch), l.expert_rows, shared_fc2_in_ > 0 ? " + shared" : "",
+                   GiB(o.dispatch), l.expert_rows, shared_fc2_in_ > 0 ? " + shared" : "",
                    GiB(l.deferred_wgrad))
           : "no EP overlap";
   if (has_moe && layout.dispatcher == Dispatcher::kDeepEP) {
     notes[kFlexBuffersIdx] = Format(
         "DeepEP over %.0f ranks, %d SMs = %d channels: NVLink %d peers x %.0f tokens x (H x 2 + "
         "%.0f B) = %.3f GiB + RDMA %d peers x 128 tokens x 2 halves = %.3f GiB",
-        l.flex_ranks, job.deepep_sms, std::max(1, job.deepep_sms) / 2, int(l.flex_peers),
-        DeepEpNvlRecvTokens(int(l.flex_ranks)), kDeepEpTokenMetaBytes, GiB(l.flex_nvl),
+        l.flex_ranks, job.deepep_sms, std::max(1, job.deepep_sms) / 2, int(o.flex_peers),
+        DeepEpNvlRecvTokens(int(l.flex_ranks)), kDeepEpTokenMetaBytes, GiB(o.flex_nvl),
         l.flex_ranks > kDeepEpMaxNvlPeers ? int(l.flex_ranks) / kDeepEpMaxNvlPeers : 0,
-        GiB(l.flex_rdma));
+        GiB(o.flex_rdma));
   } else if (has_moe && layout.dispatcher == Dispatcher::kHybridEP) {
     notes[kFlexBuffersIdx] = Format(
         "HybridEP, NVLink only: T %.0f tokens x %d peers x H %.0f x (%s dispatch + 2 B combine)",
-        l.rows, int(l.flex_peers), h, fp8 ? "1.03 B fp8" : "2 B");
+        l.rows, int(o.flex_peers), h, fp8 ? "1.03 B fp8" : "2 B");
   } else {
     notes[kFlexBuffersIdx] = has_moe ? "not a flex dispatcher" : "no MoE layer on this stage";
   }
@@ -916,9 +1000,11 @@ double MemoryModel::PeakBytes(const Layout& layout, const PipelineDescription& p
                               int* worst_stage) const {
   double worst = -1;
   int worst_at = 0;
-  const LayoutTerms l = ComputeLayout(layout, pipeline);
+  const FamilyTerms l = ComputeFamily(layout, pipeline);
+  const OptionTerms o = ComputeOptions(layout, l);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    const double peak = ComputeStage(layout, l, static_cast<int>(p), pipeline.ranks[p]).peak();
+    const StageShape s = ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp);
+    const double peak = ComputeStage(layout, l, o, s).peak();
     if (peak > worst) {
       worst = peak;
       worst_at = static_cast<int>(p);
@@ -940,9 +1026,10 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
   StageTerms worst;
   double worst_peak = -1;
   int worst_at = 0;
-  const LayoutTerms l = ComputeLayout(layout, pipeline);
+  const FamilyTerms l = ComputeFamily(layout, pipeline);
+  const OptionTerms o = ComputeOptions(layout, l);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    StageTerms t = ComputeStage(layout, l, static_cast<int>(p), pipeline.ranks[p]);
+    StageTerms t = ComputeStage(layout, l, o, ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp));
     const double peak = t.peak();
     if (peak > worst_peak) {
       worst_peak = peak;
@@ -950,14 +1037,200 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
       worst = t;
     }
   }
-  return Build(layout, l, worst_at, worst);
+  return Build(layout, l, o, worst_at, worst);
 }
 
 MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) const {
   assert(stage >= 0 && stage < std::max(1, layout.pp));
   const PipelineDescription pipeline = DescribePipeline(layout, model_);
-  const LayoutTerms l = ComputeLayout(layout, pipeline);
-  return Build(layout, l, stage, ComputeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)]));
+  const FamilyTerms l = ComputeFamily(layout, pipeline);
+  const OptionTerms o = ComputeOptions(layout, l);
+  const StageShape s = ShapeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)], layout.fsdp);
+  return Build(layout, l, o, stage, ComputeStage(layout, l, o, s));
+}
+
+// ---------------------------------------------------------------------------
+// FamilyPeakMemo
+
+namespace {
+
+bool NonNegativeFinite(double x) { return x >= 0 && x <= std::numeric_limits<double>::max(); }
+bool SameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
+
+// The fields a family shares (FamilyPeakMemo), for its debug check.
+struct FamilyKey {
+  int world, pp, vpp, tp, cp, dp, ep, etp, edp, mbs;
+  CpStyle cp_style;
+  PipelineSchedule schedule;
+  std::vector<int> stage_layers, stage_mtp;
+  bool operator==(const FamilyKey&) const = default;
+};
+FamilyKey KeyOf(const Layout& l) {
+  return {l.world, l.pp,  l.vpp, l.tp,       l.cp,       l.dp,                    l.ep,
+          l.etp,   l.edp, l.mbs, l.cp_style, ScheduleOf(l), l.stage_layers, l.stage_mtp};
+}
+
+}  // namespace
+
+struct FamilyPeakMemo::Cache {
+  const MemoryModel* model = nullptr;
+  const PipelineDescription* pipeline = nullptr;
+#ifndef NDEBUG
+  FamilyKey base;  // the family's, for the debug check
+#endif
+
+  // Key: the family.
+  MemoryModel::FamilyTerms family;
+  std::vector<MemoryModel::StageShape> shapes;  // one per pipeline rank
+  std::vector<int> all;         // 0 .. pp - 1
+  std::vector<int> candidates;  // the stages that can be the worst (Reset's proof)
+  bool family_monotone = false;  // the family's factors of `inflight` are >= 0 and finite
+  std::vector<std::pair<int, double>> classes;  // Reset's scratch: (first stage, largest inflight)
+
+  // Key: (recompute, precision, dispatcher), at slot
+  // (index in `recomputes` x kPrecisionCount + precision) x kDispatcherCount + dispatcher.
+  struct Options {
+    bool ready = false;
+    bool monotone = false;  // the options' factors of `inflight` are >= 0 and finite
+    MemoryModel::OptionTerms terms;
+  };
+  std::vector<Recompute> recomputes;
+  std::vector<Options> options;
+
+  const Options& For(const Layout& layout);
+  // ComputeStage reads every field of a shape but `stage`: two shapes whose
+  // other fields are equal bit for bit, `inflight` aside, give the same
+  // terms but those computed from inflight. Keep it in step with StageShape.
+  static bool SameButInflight(const MemoryModel::StageShape& a, const MemoryModel::StageShape& b);
+};
+
+const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& layout) {
+  size_t r = 0;
+  while (r < recomputes.size() && !(recomputes[r] == layout.recompute)) ++r;
+  constexpr size_t kPerRecompute = size_t{kPrecisionCount} * kDispatcherCount;
+  if (r == recomputes.size()) {
+    recomputes.push_back(layout.recompute);
+    options.resize(options.size() + kPerRecompute);
+  }
+  Options& o = options[r * kPerRecompute + static_cast<size_t>(layout.precision) * kDispatcherCount +
+                       static_cast<size_t>(layout.dispatcher)];
+  if (!o.ready) {
+    o.terms = model->ComputeOptions(layout, family);
+    o.monotone = NonNegativeFinite(o.terms.dense.stored) && NonNegativeFinite(o.terms.moe.stored) &&
+                 NonNegativeFinite(o.terms.mtp_row);
+    o.ready = true;
+  }
+  return o;
+}
+
+FamilyPeakMemo::FamilyPeakMemo() : cache_(std::make_unique<Cache>()) {}
+FamilyPeakMemo::~FamilyPeakMemo() = default;
+FamilyPeakMemo::FamilyPeakMemo(FamilyPeakMemo&&) noexcept = default;
+FamilyPeakMemo& FamilyPeakMemo::operator=(FamilyPeakMemo&&) noexcept = default;
+
+void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
+                           const PipelineDescription& pipeline) {
+  if (!cache_) cache_ = std::make_unique<Cache>();  // moved from
+  Cache& c = *cache_;
+  c.model = &model;
+  c.pipeline = &pipeline;
+#ifndef NDEBUG
+  c.base = KeyOf(base);
+#endif
+  c.family = model.ComputeFamily(base, pipeline);
+  c.shapes.clear();
+  c.all.clear();
+  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
+    c.shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), pipeline.ranks[p], /*fsdp=*/true));
+    c.all.push_back(static_cast<int>(p));
+  }
+  c.recomputes.clear();
+  c.options.clear();
+
+  // The stages that can be the worst. Stage q need not be scored when an
+  // earlier stage r has a shape equal but for inflight (SameButInflight)
+  // and inflight_r >= inflight_q:
+  //  - Then every term of r is >= the same term of q. The terms of a stage
+  //    differ from another's of the same shape only through inflight: the
+  //    activations inflight x A, the embedding's inflight x E, the MTP
+  //    terms (mtp_inflight x mtp) x X (mtp_inflight is 1 on both or
+  //    inflight on both, `loss` being part of the shape) and the
+  //    fragmentation f x (the left-to-right sum of short-lived terms,
+  //    those among them). With A, E, X, f >= 0 and finite (`monotone`:
+  //    checked on the family's and the options' factors, else every stage
+  //    is scored), each is non-decreasing in inflight: rounding is
+  //    monotone, so fl(a x) and fl(a + b) are non-decreasing in a for
+  //    x >= 0.
+  //  - So peak_r >= peak_q (the peak is the same left-to-right sum of the
+  //    20 terms, fl(a + b) non-decreasing in a and in b).
+  //  - MemoryModel::PeakBytes scans the stages in order and keeps the first
+  //    strict maximum, starting below every peak: when it meets q, its
+  //    running maximum is >= peak_r >= peak_q, so q never becomes the worst
+  //    and never changes the running maximum. Leaving out such stages
+  //    leaves the scan's every update, its peak and its worst stage, as
+  //    they were.
+  // The earliest stage of a shape with inflight the largest so far is kept:
+  // a stage left out has an earlier kept one of its shape with inflight at
+  // least its own (by induction over the stages).
+  c.candidates.clear();
+  c.classes.clear();
+  c.family_monotone = NonNegativeFinite(c.family.rows) && NonNegativeFinite(c.family.embedding_per_microbatch) &&
+                      NonNegativeFinite(c.family.mtp_logits) && NonNegativeFinite(model.a_.fragmentation) &&
+                      model.model_.hidden >= 0;
+  for (size_t p = 0; p < c.shapes.size(); ++p) {
+    const MemoryModel::StageShape& s = c.shapes[p];
+    if (!NonNegativeFinite(s.inflight)) c.family_monotone = false;
+    size_t k = 0;
+    while (k < c.classes.size() &&
+           !Cache::SameButInflight(c.shapes[static_cast<size_t>(c.classes[k].first)], s)) {
+      ++k;
+    }
+    if (k == c.classes.size()) {
+      c.classes.emplace_back(static_cast<int>(p), s.inflight);
+      c.candidates.push_back(static_cast<int>(p));
+    } else if (s.inflight > c.classes[k].second) {
+      c.classes[k].second = s.inflight;
+      c.candidates.push_back(static_cast<int>(p));
+    }
+  }
+}
+
+double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
+  Cache& c = *cache_;
+  assert(c.model && KeyOf(layout) == c.base);
+  const MemoryModel& model = *c.model;
+  const Cache::Options& o = c.For(layout);
+  double worst = -1;
+  int worst_at = 0;
+  for (int p : c.family_monotone && o.monotone ? c.candidates : c.all) {
+    const double peak =
+        model.ComputeStage(layout, c.family, o.terms, c.shapes[static_cast<size_t>(p)]).peak();
+    if (peak > worst) {
+      worst = peak;
+      worst_at = p;
+    }
+  }
+  if (worst_stage) *worst_stage = worst_at;
+  return worst;
+}
+
+size_t FamilyPeakMemo::StagesScored() const {
+  // The family's own conditions; an option with a negative factor (none
+  // the model computes) would widen its own calls to every stage.
+  return cache_->family_monotone ? cache_->candidates.size() : cache_->all.size();
+}
+
+bool FamilyPeakMemo::Cache::SameButInflight(const MemoryModel::StageShape& a,
+                                            const MemoryModel::StageShape& b) {
+  const PipelineRank& x = a.held;
+  const PipelineRank& y = b.held;
+  return x.layers == y.layers && x.moe_layers == y.moe_layers && x.mtp_layers == y.mtp_layers &&
+         x.embedding == y.embedding && x.loss == y.loss && SameBits(a.params.dense, b.params.dense) &&
+         SameBits(a.params.expert, b.params.expert) && SameBits(a.params.gemm, b.params.gemm) &&
+         SameBits(a.sharded, b.sharded) && SameBits(a.fsdp_gathered, b.fsdp_gathered) &&
+         SameBits(a.fsdp_gradient, b.fsdp_gradient) && SameBits(a.fsdp_fp8_gemm, b.fsdp_fp8_gemm) &&
+         SameBits(a.gemms, b.gemms) && a.collectives == b.collectives && a.p2p_peers == b.p2p_peers &&
+         SameBits(a.optimizer_buckets, b.optimizer_buckets);
 }
 
 MemoryBreakdown EstimateMemory(const Layout& layout, const CostContext& ctx) {

@@ -10,6 +10,7 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -172,18 +173,28 @@ class MemoryModel {
   const MemoryAssumptions& assumptions() const { return a_; }
 
  private:
-  struct LayoutTerms;  // what every stage of a layout shares
+  friend class FamilyPeakMemo;
+  // A layout's terms in three parts, so that layouts differing only in
+  // recipe options share the first two (FamilyPeakMemo):
+  struct FamilyTerms;  // what every stage of the layouts of one family shares
+  struct StageShape;   // one stage of a family: what no recipe option changes
+  struct OptionTerms;  // what (recompute, precision, dispatcher) add
   struct StageTerms;   // the terms of one stage, as plain doubles
   struct LayerBytes {  // one layer kind, one micro-batch, on one rank
     double stored = 0;   // kept for backward
     double rebuilt = 0;  // the largest set backward rebuilds at a time (recompute working set)
   };
 
-  LayoutTerms ComputeLayout(const Layout& layout, const PipelineDescription& pipeline) const;
-  StageTerms ComputeStage(const Layout& layout, const LayoutTerms& shared, int stage,
-                          const PipelineRank& held) const;
-  MemoryBreakdown Build(const Layout& layout, const LayoutTerms& shared, int stage,
-                        const StageTerms& t) const;
+  FamilyTerms ComputeFamily(const Layout& layout, const PipelineDescription& pipeline) const;
+  OptionTerms ComputeOptions(const Layout& layout, const FamilyTerms& family) const;
+  // `fsdp`: with the FSDP units (else left 0: ComputeStage reads them only under fsdp).
+  StageShape ShapeStage(const Layout& layout, const FamilyTerms& family, int stage,
+                        const PipelineRank& held, bool fsdp) const;
+  // Reads of `layout` only fsdp, a2a_overlap and precision.
+  StageTerms ComputeStage(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
+                          const StageShape& shape) const;
+  MemoryBreakdown Build(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
+                        int stage, const StageTerms& t) const;
   LayerBytes Layer(const Layout& layout, bool moe_layer, Recompute recompute) const;
   double ExpertLoad(const Layout& layout) const;  // busiest expert rank's rows / mean
 
@@ -208,6 +219,37 @@ class MemoryModel {
   double mlp_fc1_out_ = 0, mlp_fc2_in_ = 0;        // dense MLP: activation input (2F SwiGLU, F GELU), fc2 input F
   double shared_fc1_out_ = 0, shared_fc2_in_ = 0;  // shared experts, the same for F_s
   double expert_fc1_out_ = 0, expert_fc2_in_ = 0;  // one routed expert, before / ETP
+};
+
+// MemoryModel::PeakBytes for the layouts of one family, bit for bit, with
+// the work shared. A family: layouts with the same world, degrees (pp, vpp,
+// tp, cp, dp, ep, etp, edp), mbs, cp_style, schedule and stages (one
+// PipelineDescription), differing in recompute, precision, dispatcher,
+// a2a_overlap and fsdp (and order, placement and tp_overlap, which memory
+// does not read). Per family it keeps each stage's shape and the stages
+// that can be the worst; per (recompute, precision, dispatcher) the option
+// terms. Not thread-safe (one per thread); reads the model it was Reset
+// with, which must outlive its use, like the pipeline.
+class FamilyPeakMemo {
+ public:
+  FamilyPeakMemo();
+  ~FamilyPeakMemo();
+  FamilyPeakMemo(FamilyPeakMemo&&) noexcept;
+  FamilyPeakMemo& operator=(FamilyPeakMemo&&) noexcept;
+
+  // Starts a family: `base` gives the shared fields; `pipeline` is
+  // DescribePipeline(base) (or the description PeakBytes would be given).
+  void Reset(const MemoryModel& model, const Layout& base, const PipelineDescription& pipeline);
+  // MemoryModel::PeakBytes(layout, pipeline, worst_stage), bit for bit, for
+  // a layout of the family last Reset.
+  double PeakBytes(const Layout& layout, int* worst_stage = nullptr);
+  // For tests: the stages PeakBytes scores in this family (those that can
+  // be the worst; every stage where the proof's conditions fail).
+  size_t StagesScored() const;
+
+ private:
+  struct Cache;  // memory.cc
+  std::unique_ptr<Cache> cache_;
 };
 
 // One-shot: MemoryModel(ctx).Estimate(layout).

@@ -1,0 +1,272 @@
+// FamilyPeakMemo (costmodel/memory.h) is MemoryModel::PeakBytes bit for bit:
+// over seeded random families of legal layouts (DeepSeek-V3 with MTP, a
+// dense and a MoE model, shipped clusters, every pipeline schedule), every
+// memory variant of each (recompute sets, precisions, dispatchers,
+// a2a_overlap, fsdp) gives the same peak and worst stage, in shuffled
+// orders, repeated, and after a Reset to another family and back. And the
+// fields a family may differ in without a variant (order, placement,
+// tp_overlap) change no memory figure.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "core/mix64.h"
+#include "costmodel/memory.h"
+#include "inputs/loader.h"
+#include "planner/enumerate.h"
+#include "planner/legality.h"
+#include "planner/pipeline.h"
+
+namespace foldplan {
+namespace {
+
+uint64_t Bits(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// A seeded stream of draws (core/mix64.h).
+struct Draws {
+  uint64_t state;
+  uint64_t Next() { return Mix64(state += kSplitMix64Increment); }
+  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
+  bool Coin() { return Next() & 1; }
+};
+
+uint32_t Bit(RecomputeModule m) { return 1u << int(m); }
+
+// Every recompute the job format names, and sets of several modules.
+const std::vector<Recompute>& AllRecomputes() {
+  static const std::vector<Recompute> kAll = {
+      Recompute::None(),
+      Recompute::Selective(),
+      Recompute::Full(),
+      Recompute::Modules(Bit(RecomputeModule::kLayernorm) | Bit(RecomputeModule::kMoeAct)),
+      Recompute::Modules(Bit(RecomputeModule::kMoe)),
+      Recompute::Modules(Bit(RecomputeModule::kCoreAttn) | Bit(RecomputeModule::kMlaUpProj) |
+                         Bit(RecomputeModule::kSharedExperts)),
+      Recompute::Modules(Bit(RecomputeModule::kMlp) | Bit(RecomputeModule::kLayernorm)),
+  };
+  return kAll;
+}
+constexpr Precision kPrecisions[] = {Precision::kBF16, Precision::kFP8Delayed, Precision::kFP8Tensorwise,
+                                     Precision::kFP8Blockwise, Precision::kMXFP8};
+constexpr Dispatcher kDispatchers[] = {Dispatcher::kAllToAll, Dispatcher::kAllGather, Dispatcher::kDeepEP,
+                                       Dispatcher::kHybridEP};
+
+// Every memory variant of `base`: recompute x precision x dispatcher x
+// a2a_overlap x fsdp.
+std::vector<Layout> Variants(const Layout& base) {
+  std::vector<Layout> out;
+  for (const Recompute& r : AllRecomputes()) {
+    for (Precision p : kPrecisions) {
+      for (Dispatcher d : kDispatchers) {
+        for (bool a2a : {false, true}) {
+          for (bool fsdp : {false, true}) {
+            Layout l = base;
+            l.recompute = r;
+            l.precision = p;
+            l.dispatcher = d;
+            l.a2a_overlap = a2a;
+            l.fsdp = fsdp;
+            out.push_back(l);
+          }
+        }
+      }
+    }
+  }
+  return out;
+}
+
+struct Setup {
+  ClusterSpec cluster;
+  ModelSpec model;
+  JobSpec job;
+};
+
+// A small job (one recipe option each: the variants vary them) over every
+// schedule, so that the enumeration stays short and covers pp up to 16+.
+Setup MakeSetup(const std::string& cluster, const std::string& model, int gpus, Draws& d) {
+  Setup s{LoadCluster(cluster).value(), LoadModel(model).value(), LoadJob("default").value()};
+  s.cluster.nodes = std::max(1, gpus / s.cluster.gpus_per_node);
+  JobSpec& j = s.job;
+  j.micro_batch_sizes = {1, 2};
+  j.vpp = {1, 2};
+  j.recompute = {Recompute::None()};
+  j.precisions = {Precision::kBF16};
+  j.dispatchers = {Dispatcher::kAllToAll};
+  j.orders = {"tp-cp-ep-dp-pp"};
+  j.cp_styles = {CpStyle::kUlysses, CpStyle::kRing};
+  j.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B, PipelineSchedule::kGPipe,
+                          PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV};
+  j.global_batch = std::vector<int>{64, 512, 4096}[d.Below(3)];
+  j.routing_imbalance = d.Coin() ? 1.0 : 1.3;
+  return s;
+}
+
+// Legal layouts of the setup, at most `n`, spread over its enumeration.
+std::vector<Layout> SampleLegal(const Setup& s, size_t n, Draws& d) {
+  const LegalityContext ctx{&s.cluster, &s.model, &s.job, nullptr};
+  std::vector<Layout> legal = EnumerateLayouts(ctx).legal;
+  std::vector<Layout> out;
+  if (legal.empty()) return out;
+  for (size_t i = 0; i < n; ++i) out.push_back(legal[d.Below(legal.size())]);
+  return out;
+}
+
+void RequireSamePeak(FamilyPeakMemo& memo, const MemoryModel& model, const Layout& l,
+                     const PipelineDescription& pipeline) {
+  INFO("layout: " << FormatLayout(l));
+  int want_stage = -1, got_stage = -2;
+  const double want = model.PeakBytes(l, pipeline, &want_stage);
+  const double got = memo.PeakBytes(l, &got_stage);
+  REQUIRE(Bits(got) == Bits(want));
+  REQUIRE(got_stage == want_stage);
+  REQUIRE(Bits(memo.PeakBytes(l)) == Bits(want));  // no worst stage asked
+}
+
+struct Family {
+  Layout base;
+  PipelineDescription pipeline;
+};
+
+TEST_CASE("FamilyPeakMemo gives MemoryModel::PeakBytes' peak and worst stage for every memory variant") {
+  Draws d{20260801};
+  struct Case {
+    const char* cluster;
+    const char* model;
+    int gpus;
+  };
+  const Case cases[] = {
+      {"h100-dgx-128n", "deepseek-v3", 1024}, {"gb200-nvl72-4r", "deepseek-v3", 288},
+      {"h800-256n", "deepseek-v3", 2048},     {"b200-dgx-32n", "mixtral-8x7b", 256},
+      {"h100-dgx-16n", "llama3-70b", 128},    {"h100-dgx-128n", "qwen3-30b-a3b", 512},
+  };
+  size_t compared = 0, families = 0, pruned_families = 0;
+  std::vector<int> schedules_seen(kPipelineScheduleCount, 0);
+  int largest_pp = 0;
+  for (const Case& c : cases) {
+    const Setup s = MakeSetup(c.cluster, c.model, c.gpus, d);
+    const MemoryModel model(s.model, s.job, s.cluster);
+    const std::vector<Layout> bases = SampleLegal(s, 10, d);
+    REQUIRE(!bases.empty());
+    std::vector<Family> fams;
+    for (const Layout& b : bases) fams.push_back({b, DescribePipeline(b, s.model)});
+    FamilyPeakMemo memo;
+    for (size_t f = 0; f < fams.size(); ++f) {
+      const Family& fam = fams[f];
+      ++schedules_seen[static_cast<size_t>(ScheduleOf(fam.base))];
+      largest_pp = std::max(largest_pp, fam.base.pp);
+      memo.Reset(model, fam.base, fam.pipeline);
+      ++families;
+      if (memo.StagesScored() < fam.pipeline.ranks.size()) ++pruned_families;
+      std::vector<Layout> variants = Variants(fam.base);
+      // A shuffled order, then a second pass in another: the option terms
+      // are met cached and uncached in any order.
+      for (int pass = 0; pass < 2; ++pass) {
+        for (size_t i = variants.size(); i > 1; --i) std::swap(variants[i - 1], variants[d.Below(i)]);
+        for (const Layout& l : variants) {
+          RequireSamePeak(memo, model, l, fam.pipeline);
+          ++compared;
+        }
+      }
+      // Another family in between, then this one again from a fresh Reset.
+      if (f > 0) {
+        const Family& other = fams[d.Below(f)];
+        const std::vector<Layout> others = Variants(other.base);
+        memo.Reset(model, other.base, other.pipeline);
+        for (int i = 0; i < 20; ++i) RequireSamePeak(memo, model, others[d.Below(others.size())], other.pipeline);
+        memo.Reset(model, fam.base, fam.pipeline);
+        for (int i = 0; i < 40; ++i) RequireSamePeak(memo, model, variants[d.Below(variants.size())], fam.pipeline);
+      }
+    }
+  }
+  MESSAGE(families << " families, " << pruned_families << " with stages left out, " << compared
+                   << " variants compared, largest pp " << largest_pp);
+  CHECK(compared > 30000);
+  CHECK(pruned_families * 2 > families);  // the dominance is exercised, not only the full scan
+  CHECK(largest_pp >= 16);
+  for (int k = 0; k < kPipelineScheduleCount; ++k) {
+    CAPTURE(std::string(Name(kAllPipelineSchedules[static_cast<size_t>(k)])));
+    CHECK(schedules_seen[static_cast<size_t>(kAllPipelineSchedules[static_cast<size_t>(k)])] > 0);
+  }
+}
+
+// Stages alike but for their micro-batches in flight: pp 32 under GPipe
+// (every stage holds m), ZB-H1 (pp each) and 1F1B (stage p holds
+// min(pp - p, m)), so most stages are left out; the worst stage is still the first that
+// PeakBytes finds, ties included.
+TEST_CASE("FamilyPeakMemo leaves out dominated stages yet keeps PeakBytes' worst stage on ties") {
+  Setup s{LoadCluster("h100-dgx-128n").value(), LoadModel("deepseek-v3").value(), LoadJob("default").value()};
+  FamilyPeakMemo memo;
+  for (PipelineSchedule schedule :
+       {PipelineSchedule::kGPipe, PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1}) {
+    for (int global_batch : {256, 512, 4096}) {  // m = 32 = pp, 64, 512
+      s.job.global_batch = global_batch;
+      const MemoryModel m(s.model, s.job, s.cluster);
+      Layout base;
+      base.world = 256;
+      base.pp = 32;
+      base.dp = 8;
+      base.ep = 8;
+      base.edp = 1;
+      base.schedule = schedule;
+      const PipelineDescription pipeline = DescribePipeline(base, s.model);
+      memo.Reset(m, base, pipeline);
+      CAPTURE(std::string(Name(schedule)));
+      CAPTURE(global_batch);
+      CHECK(memo.StagesScored() < pipeline.ranks.size() / 2);
+      const std::vector<Violation> broken = CheckLayout(base, LegalityContext{&s.cluster, &s.model, &s.job, nullptr});
+      for (const Violation& v : broken) MESSAGE(v.detail);
+      REQUIRE(broken.empty());
+      for (const Layout& l : Variants(base)) RequireSamePeak(memo, m, l, pipeline);
+    }
+  }
+}
+
+TEST_CASE("the peak does not depend on order, placement or tp_overlap") {
+  Draws d{20260802};
+  size_t compared = 0;
+  const std::vector<std::string> orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
+                                           "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
+  for (const char* name : {"deepseek-v3", "mixtral-8x7b", "llama3-70b"}) {
+    const Setup s = MakeSetup("h100-dgx-128n", name, 512, d);
+    const MemoryModel model(s.model, s.job, s.cluster);
+    for (const Layout& base : SampleLegal(s, 30, d)) {
+      const PipelineDescription pipeline = DescribePipeline(base, s.model);
+      const std::vector<Layout> variants = Variants(base);
+      for (int i = 0; i < 20; ++i) {
+        const Layout& l = variants[d.Below(variants.size())];
+        int want_stage = -1;
+        const double want = model.PeakBytes(l, pipeline, &want_stage);
+        const MemoryBreakdown want_terms = model.Estimate(l, pipeline);
+        Layout other = l;
+        other.order = orders[d.Below(orders.size())];
+        other.placement = d.Coin() ? Placement::kLinear : Placement::kPacked;
+        other.tp_overlap = !l.tp_overlap;
+        INFO("layout: " << FormatLayout(l) << " against " << FormatLayout(other));
+        int got_stage = -2;
+        REQUIRE(Bits(model.PeakBytes(other, pipeline, &got_stage)) == Bits(want));
+        REQUIRE(got_stage == want_stage);
+        // Its own pipeline description too, and every term.
+        REQUIRE(Bits(model.PeakBytes(other)) == Bits(want));
+        const MemoryBreakdown got_terms = model.Estimate(other, pipeline);
+        REQUIRE(got_terms.terms.size() == want_terms.terms.size());
+        for (size_t t = 0; t < want_terms.terms.size(); ++t) {
+          CAPTURE(want_terms.terms[t].name);
+          REQUIRE(Bits(got_terms.terms[t].bytes) == Bits(want_terms.terms[t].bytes));
+        }
+        ++compared;
+      }
+    }
+  }
+  CHECK(compared > 1000);
+}
+
+}  // namespace
+}  // namespace foldplan
