@@ -332,10 +332,8 @@ const PipelineDescription& CostModel::CachedPipeline(const Layout& layout) const
   return pipelines.memo.Get(layout, model_, weights_);
 }
 
-LayoutScore CostModel::PeakScore(const Layout& layout, const PipelineDescription& pipeline) const {
+LayoutScore CostModel::PeakScore(double peak_bytes) const {
   LayoutScore score;
-  int worst_stage = 0;
-  const double peak_bytes = memory_.PeakBytes(layout, pipeline, &worst_stage);
   score.peak_memory_gib = peak_bytes / kBytesPerGiB;
   score.fits = score.peak_memory_gib <= cluster_.gpu.hbm_gib;
   return score;
@@ -348,13 +346,14 @@ LayoutScore CostModel::PeakScore(const Layout& layout, const PipelineDescription
 // add), so the placement and the communication plan are skipped when that
 // already exceeds the bound.
 LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore score,
-                                   bool minimise_memory, bool cached, double prune_above) const {
+                                   bool minimise_memory, bool cached, double prune_above,
+                                   const StepWork* compute_work) const {
   if (!score.fits) return score;
   if (minimise_memory && score.peak_memory_gib > prune_above) {
     score.pruned = true;
     return score;
   }
-  StepWork work = ComputeWorkOf(layout, pipeline, cached);
+  StepWork work = compute_work ? *compute_work : ComputeWorkOf(layout, pipeline, cached);
   if (!minimise_memory && prune_above < kNoPruning && PipelineLowerBound(work) > prune_above) {
     score.pruned = true;
     return score;
@@ -369,7 +368,8 @@ LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool 
   PipelineDescription uncached;
   if (!cached) uncached = DescribePipeline(layout, model_, &weights_);
   const PipelineDescription& pipeline = cached ? CachedPipeline(layout) : uncached;
-  return FinishScore(layout, pipeline, PeakScore(layout, pipeline), minimise_memory, cached, prune_above);
+  return FinishScore(layout, pipeline, PeakScore(memory_.PeakBytes(layout, pipeline)), minimise_memory, cached,
+                     prune_above);
 }
 
 namespace {
@@ -396,21 +396,35 @@ bool SameMemory(const RecipeVariant& a, const RecipeVariant& b) {
 // (tests/costmodel_score_family_test.cc).
 void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, ScoreSink& sink) const {
   const PipelineDescription& pipeline = CachedPipeline(family.base);
+  thread_local FamilyPeakMemo peaks;
+  peaks.Reset(memory_, family.base, pipeline);
   Layout l = family.base;
   struct Survivor {
     size_t variant;
     LayoutScore score;  // its peak, fitting
   };
-  struct Bound {
+  // The compute work of one compute key, and its step-time bound.
+  struct Compute {
     Recompute recompute;
     Dispatcher dispatcher;
     Precision precision;
-    double seconds;  // PipelineLowerBound
+    StepWork work;   // ComputeWorkOf: no communication yet
+    double bound_s;  // PipelineLowerBound(work)
   };
   thread_local std::vector<Survivor> survivors;
-  thread_local std::vector<Bound> bounds;
+  thread_local std::vector<Compute> computes;
   survivors.clear();
-  bounds.clear();
+  computes.clear();
+  // `l` set to the variant: its compute key's entry.
+  auto compute_of = [&](const RecipeVariant& v) -> const Compute& {
+    for (const Compute& c : computes) {
+      if (c.recompute == v.recompute && c.dispatcher == v.dispatcher && c.precision == v.precision) return c;
+    }
+    Compute c{v.recompute, v.dispatcher, v.precision, ComputeWorkOf(l, pipeline, true), 0};
+    c.bound_s = PipelineLowerBound(c.work);
+    computes.push_back(std::move(c));
+    return computes.back();
+  };
   LayoutScore peak;
   const RecipeVariant* peak_of = nullptr;
   for (size_t v = 0; v < family.variants.size(); ++v) {
@@ -419,7 +433,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     const RecipeVariant& variant = family.variants[v];
     LayoutFamily::SetVariant(variant, &l);
     if (!peak_of || !SameMemory(*peak_of, variant)) {
-      peak = PeakScore(l, pipeline);
+      peak = PeakScore(peaks.PeakBytes(l));
       peak_of = &variant;
     }
     LayoutScore score = peak;
@@ -432,16 +446,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     if (minimise_memory) {
       pruned = score.peak_memory_gib > prune_above;
     } else if (prune_above < kNoPruning) {
-      auto b = std::find_if(bounds.begin(), bounds.end(), [&](const Bound& x) {
-        return x.recompute == variant.recompute && x.dispatcher == variant.dispatcher &&
-               x.precision == variant.precision;
-      });
-      if (b == bounds.end()) {
-        bounds.push_back({variant.recompute, variant.dispatcher, variant.precision,
-                          PipelineLowerBound(ComputeWorkOf(l, pipeline, true))});
-        b = bounds.end() - 1;
-      }
-      pruned = b->seconds > prune_above;
+      pruned = compute_of(variant).bound_s > prune_above;
     }
     if (pruned) {
       score.pruned = true;
@@ -451,12 +456,45 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     survivors.push_back({v, score});
   }
   if (survivors.empty()) return;
+  // The score reads an arrangement only through its group placement
+  // (AddCommOf; memory and compute read neither order nor placement), so
+  // the members of an arrangement placed as an earlier one take that one's
+  // scores: each is its Score, or pruned (its bound above one at least the
+  // current bound); pruning is never required (planner/scoring.h).
+  thread_local std::vector<LayoutPlacement> placed;  // per arrangement scored, when placed
+  thread_local std::vector<size_t> scored_at;        // their indices
+  thread_local std::vector<LayoutScore> scores;      // [scored arrangement][survivor]
+  placed.clear();
+  scored_at.clear();
+  scores.clear();
   for (size_t a = 0; a < family.arrangements.size(); ++a) {
     LayoutFamily::SetArrangement(family.arrangements[a], &l);
-    for (const Survivor& s : survivors) {
+    CollectiveTimeMemo* memo = nullptr;
+    const LayoutPlacement* placement = PlacementOf(l, &memo);
+    size_t same = scored_at.size();  // an earlier arrangement placed alike, if any
+    for (size_t i = 0; placement && i < scored_at.size() && same == scored_at.size(); ++i) {
+      if (placed[i] == *placement) same = i;
+    }
+    const bool reuse = same < scored_at.size();
+    if (!reuse && placement) {
+      placed.push_back(*placement);
+      scored_at.push_back(a);
+      scores.resize(scores.size() + survivors.size());
+    }
+    const bool record = !reuse && placement;
+    for (size_t k = 0; k < survivors.size(); ++k) {
+      const Survivor& s = survivors[k];
       if (!family.Legal(a, s.variant)) continue;
-      LayoutFamily::SetVariant(family.variants[s.variant], &l);
-      sink.Scored(l, FinishScore(l, pipeline, s.score, minimise_memory, true, sink.PruneAbove()));
+      const RecipeVariant& variant = family.variants[s.variant];
+      LayoutFamily::SetVariant(variant, &l);
+      if (reuse && family.Legal(scored_at[same], s.variant)) {
+        sink.Scored(l, scores[same * survivors.size() + k]);
+        continue;
+      }
+      const StepWork* work = minimise_memory ? nullptr : &compute_of(variant).work;
+      const LayoutScore score = FinishScore(l, pipeline, s.score, minimise_memory, true, sink.PruneAbove(), work);
+      if (record) scores[(scored_at.size() - 1) * survivors.size() + k] = score;
+      sink.Scored(l, score);
     }
   }
 }

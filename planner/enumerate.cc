@@ -91,16 +91,19 @@ class EnumerationWalker {
       SetPp(pp);
       for (int vpp : VppValues(pp)) {
         for (size_t s = 0; s < schedules_.size(); ++s) {
-          for (int tp : TpValues()) items.push_back({pp, vpp, s, tp});
+          for (int tp : TpValues()) {
+            for (int cp : CpValues(tp)) items.push_back({pp, vpp, s, tp, cp});
+          }
         }
       }
     }
     return items;
   }
 
-  // The subtree of SearchPp's loops at (vpp, schedule, tp); a rejection at
-  // the vpp level counts this tp's share of it (the shares add up to
-  // LeavesBelowVpp over the items of one (pp, vpp, schedule)).
+  // The subtree of SearchPp's loops at (vpp, schedule, tp, cp); a rejection
+  // at the vpp or tp level counts this cp's share of it (the shares add up
+  // to LeavesBelowVpp over the items of one (pp, vpp, schedule), and to
+  // LeavesBelowTp over those of one tp).
   // Exactly one of `visit` and `visit_family` is non-null.
   void Run(const EnumerationItem& item, Enumeration* out, const LayoutVisitor* visit,
            const FamilyVisitor* visit_family) {
@@ -119,9 +122,9 @@ class EnumerationWalker {
     // The schedule decides which rank holds which stage, so the chosen
     // stages; its own rule waits for the micro-batches (SearchMbs).
     l.schedule = schedules_[item.schedule];
-    if (item.vpp > 1 && item.pp == 1) return Reject(Rule::kVppNeedsPp, LeavesBelowTp(item.tp));
-    if (!StagesCached(&l)) return Reject(Rule::kPipelineSplit, LeavesBelowTp(item.tp));
-    SearchTp(l, item.tp);
+    if (item.vpp > 1 && item.pp == 1) return Reject(Rule::kVppNeedsPp, LeavesBelowCp(item.tp, item.cp));
+    if (!StagesCached(&l)) return Reject(Rule::kPipelineSplit, LeavesBelowCp(item.tp, item.cp));
+    SearchTp(l, item.tp, item.cp);
   }
 
  private:
@@ -256,26 +259,21 @@ class EnumerationWalker {
     return true;
   }
 
-  void SearchTp(Layout l, int tp) {
+  void SearchTp(Layout l, int tp, int cp) {
     l.tp = tp;
-    if (!rules::TpDividesHeads(model_, tp)) return Reject(Rule::kTpDividesHeads, LeavesBelowTp(tp));
-    if (!rules::TpDividesKvHeads(model_, tp)) return Reject(Rule::kTpDividesKvHeads, LeavesBelowTp(tp));
-    if (!rules::TpDividesFfn(model_, tp)) return Reject(Rule::kTpDividesFfn, LeavesBelowTp(tp));
-    for (int cp : CpValues(tp)) {
-      l.cp = cp;
-      if (stage_ % (tp * cp) != 0) {
-        Reject(Rule::kDenseProduct, LeavesBelowCp(tp, cp));
-        continue;
-      }
-      l.dp = stage_ / (tp * cp);
-      if (cp == 1) {
-        l.cp_style = job_.cp_styles.front();
+    if (!rules::TpDividesHeads(model_, tp)) return Reject(Rule::kTpDividesHeads, LeavesBelowCp(tp, cp));
+    if (!rules::TpDividesKvHeads(model_, tp)) return Reject(Rule::kTpDividesKvHeads, LeavesBelowCp(tp, cp));
+    if (!rules::TpDividesFfn(model_, tp)) return Reject(Rule::kTpDividesFfn, LeavesBelowCp(tp, cp));
+    l.cp = cp;
+    if (stage_ % (tp * cp) != 0) return Reject(Rule::kDenseProduct, LeavesBelowCp(tp, cp));
+    l.dp = stage_ / (tp * cp);
+    if (cp == 1) {
+      l.cp_style = job_.cp_styles.front();
+      SearchStyle(l);
+    } else {
+      for (CpStyle style : job_.cp_styles) {
+        l.cp_style = style;
         SearchStyle(l);
-      } else {
-        for (CpStyle style : job_.cp_styles) {
-          l.cp_style = style;
-          SearchStyle(l);
-        }
       }
     }
   }

@@ -29,7 +29,7 @@
 // Enumeration streams: each legal layout is handed to a visitor as it is
 // found, so nothing grows with the number of legal layouts unless the
 // caller collects them. The space splits into independent work items (one
-// per pp, vpp, schedule and tp, in search order) that threads can walk
+// per pp, vpp, schedule, tp and cp, in search order) that threads can walk
 // apart, each with its own LayoutEnumerator; the items' counts add up to
 // the whole enumeration's, and their layouts, item after item, are
 // EnumerateLayouts's in its order. An item can also be walked a family at a
@@ -76,13 +76,14 @@ struct Enumeration {
 Enumeration EnumerateLayouts(const LegalityContext& ctx, const EnumerateOptions& options = {});
 
 // One independent part of the enumeration: the subtree of one (pp, vpp,
-// schedule, tp), or, when the world does not fit the cluster, all of one pp
-// (vpp == 0), every candidate of which breaks the first rule.
+// schedule, tp, cp), or, when the world does not fit the cluster, all of
+// one pp (vpp == 0), every candidate of which breaks the first rule.
 struct EnumerationItem {
   int pp = 1;
   int vpp = 0;          // 0: the whole pp subtree, rejected by world_fits_cluster
   size_t schedule = 0;  // index into the job's schedules (or the implied one)
   int tp = 1;
+  int cp = 1;
 };
 
 class EnumerationWalker;  // enumerate.cc

@@ -38,6 +38,7 @@ struct GroupPlacement {
   // a node runs, over the worst group's ranks per node. 1 when the worst
   // group stays inside one NVLink domain (no NIC is used).
   int groups_sharing_links = 1;
+  bool operator==(const GroupPlacement&) const = default;
 };
 
 // The kinds the communication model times.
@@ -50,6 +51,7 @@ struct LayoutPlacement {
   // Indexed by GroupKind; only kTimedGroupKinds are filled.
   std::array<GroupPlacement, kGroupKindCount> by_kind;
   const GroupPlacement& of(GroupKind kind) const { return by_kind[static_cast<int>(kind)]; }
+  bool operator==(const LayoutPlacement&) const = default;
 };
 
 // Whether a group spanning `a` communicates more slowly than one spanning

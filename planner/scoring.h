@@ -50,10 +50,11 @@ class LayoutScorer {
     return Score(layout);
   }
   // Every member of `family` (planner/layout_family.h), each exactly once,
-  // with what ScoreBounded(member, sink.PruneAbove()) would give at the
-  // time (so a member pruned under an earlier, higher bound stays right).
-  // The default scores the members one by one in order; a scorer may
-  // share work across them and report alike members together.
+  // with its Score, or pruned (as ScoreBounded may) when its objective is
+  // proven above a bound the sink gave during the family, which is at
+  // least sink.PruneAbove() at the time. The default scores the members one
+  // by one in order through ScoreBounded; a scorer may share work across
+  // them and report alike members together.
   virtual void ScoreFamily(const LayoutFamily& family, ScoreSink& sink) const {
     family.ForEachMember([&](const Layout& layout) { sink.Scored(layout, ScoreBounded(layout, sink.PruneAbove())); });
   }

@@ -151,14 +151,29 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   SearchResult result;
   const size_t top = static_cast<size_t>(std::max(options.top, 1));
   const int threads = std::clamp(options.threads, 1, kMaxSearchThreads);
-  // One enumerator per thread; work items are claimed one at a time and
-  // walked a family at a time, each family scored whole (ScoreFamily).
+  // One enumerator per thread. The work items of one (pp, tp, cp), which
+  // differ in vpp and schedule, are claimed as one run and walked a family at a
+  // time, each family scored whole (ScoreFamily): the scorer's per-thread
+  // caches of what depends on neither (compute times) then meet their keys
+  // again while they still hold them.
   std::vector<LayoutEnumerator> walkers;
   walkers.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) walkers.emplace_back(ctx, options.pins);
   const std::vector<EnumerationItem> items = walkers.front().Items();
   result.enumeration.world = walkers.front().world();
-  const size_t runs = items.size();
+  std::vector<size_t> by_run(items.size());
+  for (size_t i = 0; i < items.size(); ++i) by_run[i] = i;
+  std::stable_sort(by_run.begin(), by_run.end(), [&](size_t a, size_t b) {
+    return std::tie(items[a].pp, items[a].tp, items[a].cp) < std::tie(items[b].pp, items[b].tp, items[b].cp);
+  });
+  std::vector<size_t> run_starts;  // into by_run, and its end last
+  for (size_t i = 0; i < by_run.size(); ++i) {
+    const EnumerationItem& a = items[by_run[i]];
+    const EnumerationItem* b = i == 0 ? nullptr : &items[by_run[i - 1]];
+    if (!b || a.pp != b->pp || a.tp != b->tp || a.cp != b->cp) run_starts.push_back(i);
+  }
+  const size_t runs = run_starts.size();
+  run_starts.push_back(by_run.size());
 
   std::vector<Shard> shards(static_cast<size_t>(threads));
   std::atomic<size_t> next{0};
@@ -167,10 +182,12 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
     ShardSink sink(&shards[t], options, top);
     const FamilyVisitor score = [&](const LayoutFamily& family) { scorer.ScoreFamily(family, sink); };
     for (;;) {
-      const size_t item = next.fetch_add(1);
-      if (item >= runs) return;
-      walkers[t].RunFamilies(items[item], &shards[t].counts, score);
-      done.fetch_add(1);
+      const size_t run = next.fetch_add(1);
+      if (run >= runs) return;
+      for (size_t i = run_starts[run]; i < run_starts[run + 1]; ++i) {
+        walkers[t].RunFamilies(items[by_run[i]], &shards[t].counts, score);
+      }
+      done.fetch_add(run_starts[run + 1] - run_starts[run]);
     }
   };
   std::vector<std::thread> pool;

@@ -30,6 +30,7 @@ struct TierInfo {
   double gb_per_s = 0;   // per GPU, per direction, 10^9 bytes/s, on the path's bottleneck link
   double latency_us = 0; // one-way, end to end along that tier's path
   int hops = 0;          // switch hops on the path
+  bool operator==(const TierInfo&) const = default;
 };
 
 // What a set of GPUs spans.
@@ -47,6 +48,7 @@ struct GroupSpan {
   // members share a domain, network when members sit in different domains,
   // spine when they sit in different scalable units.
   std::vector<TierInfo> tiers;
+  bool operator==(const GroupSpan&) const = default;
 };
 
 class Topology {
