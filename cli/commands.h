@@ -171,6 +171,9 @@ struct PlanOptions {
   int simulate_top = 0;               // --simulate-top N: re-rank the best N by simulated step time
   std::string format = "text";        // --format text|json|csv (--json is json)
   bool distinct = false;              // --distinct: one candidate per bit-equal score (planner/search.h)
+  // --stats: the search's counts, time and peak memory on stderr (also
+  // without it when stderr is a terminal and the search took over a second).
+  bool stats = false;
   std::optional<double> max_mem_gib;  // --max-mem-gib X: only layouts whose peak is <= X GiB
   std::optional<double> headroom_gib; // --headroom-gib X: only layouts with >= X GiB of HBM to spare
   // --gpus-range A:B (A, 2A, 4A, ... <= B, and B), A:B:S (A, A+S, ... <= B)

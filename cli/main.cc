@@ -133,6 +133,8 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--format", plan.format, "text|json|csv (--json is json)")->capture_default_str();
   plan_cmd->add_flag("--distinct", plan.distinct,
                      "show layouts of equal objective, step time and peak memory once, with their count");
+  plan_cmd->add_flag("--stats", plan.stats,
+                     "print the search's candidates, legal, scored and pruned layouts, time and peak memory on stderr");
   plan_cmd->add_option("--max-mem-gib", plan.max_mem_gib, "only layouts whose peak memory is at most X GiB")
       ->type_name("X");
   plan_cmd->add_option("--headroom-gib", plan.headroom_gib, "only layouts that leave at least X GiB of HBM free")

@@ -472,10 +472,10 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     }
   }
   SearchResult result = SearchLayouts(cost.legality(), scorer, search);
-  if (tty && std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count() > 1.0) {
-    err << "\r" << std::string(30, ' ') << "\r";
-  }
+  const double search_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  if (tty && search_s > 1.0) err << "\r" << std::string(30, ' ') << "\r";
   if (!result.status.ok()) return Fail(err, result.status);
+  if (options.stats || (tty && search_s > 1.0)) err << SearchStatsLine(result, search_s, search.threads) << "\n";
   if (result.scored == 0) {
     for (const std::string& w : UnrealisticJobWarnings(cost, *pins)) err << w << "\n";
   }

@@ -1,5 +1,7 @@
 #include "cli/plan_text.h"
 
+#include <sys/resource.h>
+
 #include <algorithm>
 #include <cmath>
 
@@ -7,6 +9,23 @@
 #include "core/text_table.h"
 
 namespace foldplan {
+
+double PeakRssMiB() {
+  rusage usage{};
+  if (getrusage(RUSAGE_SELF, &usage) != 0) return 0;
+  return static_cast<double>(usage.ru_maxrss) / 1024.0;  // ru_maxrss is KiB on Linux
+}
+
+std::string SearchStatsLine(const SearchResult& r, double seconds, int threads) {
+  const uint64_t fitting = r.enumeration.legal_count;  // memory rejections already taken out
+  const uint64_t in_full = fitting - r.over_memory_limit - r.pruned;  // objective computed
+  std::string line = "search: " + WithCommas(r.enumeration.candidates) + " candidates, " + WithCommas(r.scored) +
+                     " legal and scored (" + WithCommas(fitting) + " fit), " + WithCommas(r.pruned) +
+                     " pruned by the bound, " + WithCommas(in_full) + " scored in full; " +
+                     Fixed(seconds, 2) + " s on " + std::to_string(threads) + (threads == 1 ? " thread" : " threads") +
+                     ", peak RSS " + Fixed(PeakRssMiB(), 0) + " MiB";
+  return line;
+}
 namespace {
 
 using Align = TextTable::Align;

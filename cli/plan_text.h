@@ -8,11 +8,19 @@
 #include <vector>
 
 #include "costmodel/evaluate.h"
+#include "planner/search.h"
 
 namespace foldplan {
 
 // "16.45 s", "71.9 ms", "970 us".
 std::string Seconds(double s);
+// plan --stats: "search: C candidates, L legal and scored (F fit), P pruned
+// by the bound, S scored in full; T s on N threads, peak RSS M MiB"
+// (pruned: fitting layouts whose objective was proven above the worst kept
+// one, so not computed; the count depends on the threads' timing).
+std::string SearchStatsLine(const SearchResult& result, double seconds, int threads);
+// This process's peak resident set so far, MiB (getrusage).
+double PeakRssMiB();
 // The options column of plan's table: "mbs1 none ulysses packed fp8".
 std::string OptionsText(const Layout& layout);
 // The largest exposed communication kinds, "ep_dispatch 12 ms, tp_ag 3 ms" ("-": none).

@@ -41,7 +41,7 @@ _foldplan() {
       esac
       ;;
     plan)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --max-mem-gib --headroom-gib --gpus-range --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --stats --max-mem-gib --headroom-gib --gpus-range --help"
       case $prev in
         --calibration|-o|--output) files=1 ;;
         --objective) choices="throughput memory" ;;

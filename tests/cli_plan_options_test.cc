@@ -4,6 +4,7 @@
 // plain command's numbers, so that the test fails if either drifts apart.
 #include "cli_run.h"
 
+#include <cctype>
 #include <cstdlib>
 #include <filesystem>
 #include <map>
@@ -253,4 +254,56 @@ TEST_CASE("explain --plan --candidate N is explain --layout of that candidate") 
   CHECK(RunFoldplan("explain --plan " + plan + " --candidate 9").exit_code == 1);  // no such candidate
   CHECK(RunFoldplan("explain --plan " + plan + " --layout tp=1").exit_code == 2);
   std::remove(plan.c_str());
+}
+
+namespace {
+
+// "search: C candidates, L legal and scored (F fit), P pruned by the bound,
+// S scored in full; T s on N threads, peak RSS M MiB", numbers with commas.
+std::vector<double> StatsNumbers(const std::string& err) {
+  const size_t at = err.find("search: ");
+  REQUIRE(at != std::string::npos);
+  const std::string line = err.substr(at, err.find('\n', at) - at);
+  std::vector<double> numbers;
+  std::string digits;
+  for (char c : line + " ") {
+    if (std::isdigit(static_cast<unsigned char>(c)) || (c == '.' && !digits.empty())) {
+      digits += c;
+    } else if (c != ',' || digits.empty()) {
+      if (!digits.empty()) numbers.push_back(std::stod(digits));
+      digits.clear();
+    }
+  }
+  REQUIRE(numbers.size() == 8);
+  return numbers;
+}
+
+}  // namespace
+
+TEST_CASE("--stats prints the search's counts on stderr, and they add up to the plan's") {
+  const std::string args = "plan " + kSmall + " --json --max-mem-gib 74";
+  auto plain = RunFoldplan(args);
+  auto stats = RunFoldplan(args + " --stats");
+  REQUIRE(plain.exit_code == 0);
+  REQUIRE(stats.exit_code == 0);
+  const Json search = Json::parse(stats.out)["search"];
+  CHECK(Json::parse(plain.out)["search"] == search);  // stdout unchanged but for the run
+  const std::vector<double> n = StatsNumbers(stats.err);
+  const double fit = search["legal_and_fitting"].get<double>();
+  const double refused = Json::parse(stats.out)["memory_limit"]["refused"].get<double>();
+  CHECK(n[0] == search["candidates"].get<double>());
+  CHECK(n[1] == fit + search["rejected"]["fits_memory"].get<double>());
+  CHECK(n[2] == fit);
+  CHECK(n[3] + n[4] + refused == fit);  // pruned + scored in full + over the limit
+  CHECK(n[6] == 2);                     // threads
+  CHECK(n[7] > 0);                      // peak RSS, MiB
+  // With more candidates kept than layouts fit, the bound never falls: none pruned.
+  auto all = RunFoldplan("plan " + kSmall + " --top 10000 --stats --threads 1");
+  REQUIRE(all.exit_code == 0);
+  const std::vector<double> m = StatsNumbers(all.err);
+  CHECK(m[3] == 0);
+  CHECK(m[4] == m[2]);
+  CHECK(m[6] == 1);
+  // Without --stats and on no terminal: nothing on stderr.
+  CHECK(plain.err.find("search: ") == std::string::npos);
 }
