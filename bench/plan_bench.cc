@@ -1,5 +1,6 @@
 // Search speed: candidates scored per CPU second by the cost model (the
-// default job and the widened one), and the full `plan` search (enumerate +
+// default job and the widened one), a layout at a time and a family at a
+// time, and the full `plan` search (enumerate +
 // score on 2 threads) for deepseek-v3 on 1,024, 16,384 and 131,072 H100
 // GPUs with the default job.
 #include <benchmark/benchmark.h>
@@ -9,6 +10,7 @@
 
 #include "costmodel/evaluate.h"
 #include "deepseek_inputs.h"
+#include "planner/enumerate.h"
 #include "planner/search.h"
 
 namespace {
@@ -67,6 +69,55 @@ BENCHMARK(BM_ScoreDeepSeekV3)->Arg(1024)->Arg(16384)->Arg(131072)->Unit(benchmar
 // The same with bench/plan_widened_bench.cc's job (every recipe option a candidate).
 void BM_ScoreWidenedDeepSeekV3(benchmark::State& state) { ScoreOnePass(state, true); }
 BENCHMARK(BM_ScoreWidenedDeepSeekV3)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
+
+// Scoring a family at a time (CostModel::ScoreFamily, the search's way):
+// one thread walks every work item's families and scores every member with
+// no bound (nothing pruned: each fitting layout gets its step time), a
+// fresh cost model each pass (created untimed). Enumeration is included in
+// the time, so items_per_second (legal layouts per CPU second) is a floor
+// on the scoring rate, beside BM_ScoreDeepSeekV3's layout-at-a-time rate.
+class CountingSink : public ScoreSink {
+ public:
+  double PruneAbove() const override { return CostModel::kNoPruning; }
+  void Scored(const Layout&, const LayoutScore& score) override {
+    ++scored;
+    fitting += score.fits;
+    benchmark::DoNotOptimize(score.objective);
+  }
+  void ScoredAlike(const LayoutScore&, uint64_t count) override { scored += count; }
+  uint64_t scored = 0, fitting = 0;
+};
+void ScoreFamilies(benchmark::State& state, bool widened) {
+  Setup& s = DeepSeekOn(static_cast<int>(state.range(0)), widened);
+  uint64_t scored = 0;
+  for (auto _ : state) {
+    state.PauseTiming();
+    std::unique_ptr<CostModel> cost = Create(s);
+    const LegalityContext ctx = cost->legality();
+    LayoutEnumerator walker(ctx, nullptr);
+    CountingSink sink;
+    Enumeration counts;
+    state.ResumeTiming();
+    for (const EnumerationItem& item : walker.Items()) {
+      walker.RunFamilies(item, &counts, [&](const LayoutFamily& f) { cost->ScoreFamily(f, false, sink); });
+    }
+    state.PauseTiming();
+    if (sink.scored != s.legal.size()) {
+      state.SkipWithError("ScoreFamily did not score every legal layout once");
+      break;
+    }
+    scored += sink.scored;
+    cost.reset();
+    state.ResumeTiming();
+  }
+  state.SetItemsProcessed(static_cast<int64_t>(scored));
+  state.counters["legal"] = static_cast<double>(s.legal.size());
+  state.SetLabel("layouts scored per CPU second, one thread, families, enumeration included");
+}
+void BM_ScoreFamiliesDeepSeekV3(benchmark::State& state) { ScoreFamilies(state, false); }
+BENCHMARK(BM_ScoreFamiliesDeepSeekV3)->Arg(1024)->Arg(16384)->Arg(131072)->Unit(benchmark::kMillisecond);
+void BM_ScoreFamiliesWidenedDeepSeekV3(benchmark::State& state) { ScoreFamilies(state, true); }
+BENCHMARK(BM_ScoreFamiliesWidenedDeepSeekV3)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 // The whole search as `foldplan plan` runs it: enumeration plus scoring on two threads.
 void BM_PlanDeepSeekV3(benchmark::State& state) {

@@ -376,18 +376,26 @@ class EnumerationWalker {
     family_.arrangements.push_back({l.order, placement, in_domain});
   }
 
-  // Every combination of the recipe candidates of the family's arrangements,
-  // each checked against the recipe rules in rule order. Only the HybridEP
-  // rule reads the arrangement (read only for HybridEP), so the variants
-  // and the rejections are decided once for an arrangement whose expert
-  // group is in one domain and once for one whose is not; each arrangement
-  // then adds its kind's counts. The family's layouts go to the visitor.
-  void EmitFamily(const Layout& shared) {
-    if (family_.arrangements.empty()) return;
+  // The recipe variants legal under a family's degrees and the rejections
+  // of the rest, for an arrangement whose expert group is in one domain
+  // ([0]) and one whose is not ([1]), into family_.variants and
+  // variant_counts_. The rules read of the family only tp (TP overlap) and
+  // what rules::A2aOverlapAllowed reads (ep, pp, vpp): decided once per
+  // such key, the families of one in a row share them.
+  struct VariantCounts {
+    std::array<uint64_t, kRuleCount> rejected{};
+    uint64_t legal = 0;
+  };
+  void DecideVariants(const Layout& shared) {
+    const std::array<int, 4> key = {shared.tp < 2 ? 1 : 2, shared.ep, shared.pp, shared.vpp};
+    if (variants_decided_ && key == variants_key_) return;
+    variants_decided_ = true;
+    variants_key_ = key;
     Layout l = shared;
     family_.variants.clear();
-    std::array<uint64_t, kRuleCount> in_domain{}, off_domain{};
-    uint64_t legal_in = 0, legal_off = 0;
+    variant_counts_ = {};
+    std::array<uint64_t, kRuleCount>& in_domain = variant_counts_[0].rejected;
+    std::array<uint64_t, kRuleCount>& off_domain = variant_counts_[1].rejected;
     for (const Recompute& rc : job_.recompute) {
       l.recompute = rc;
       for (Dispatcher d : dispatchers_) {
@@ -418,8 +426,8 @@ class EnumerationWalker {
                   reject(Rule::kTpOverlapNeedsTp, true, !hybrid);
                   continue;
                 }
-                ++legal_in;
-                legal_off += hybrid ? 0 : 1;
+                ++variant_counts_[0].legal;
+                variant_counts_[1].legal += hybrid ? 0 : 1;
                 family_.variants.push_back({rc, d, a2a, job_.precisions[p], fsdp, tp_overlap, hybrid});
               }
             }
@@ -427,11 +435,24 @@ class EnumerationWalker {
         }
       }
     }
+  }
+
+  // Every combination of the recipe candidates of the family's arrangements,
+  // each checked against the recipe rules in rule order. Only the HybridEP
+  // rule reads the arrangement (read only for HybridEP), so the variants
+  // and the rejections are decided once for an arrangement whose expert
+  // group is in one domain and once for one whose is not; each arrangement
+  // then adds its kind's counts. The family's layouts go to the visitor.
+  void EmitFamily(const Layout& shared) {
+    if (family_.arrangements.empty()) return;
+    DecideVariants(shared);
+    const VariantCounts& in_domain = variant_counts_[0];
+    const VariantCounts& off_domain = variant_counts_[1];
     uint64_t legal = 0;
     for (const LayoutArrangement& a : family_.arrangements) {
-      const auto& counts = a.expert_in_domain ? in_domain : off_domain;
-      for (int r = 0; r < kRuleCount; ++r) Reject(static_cast<Rule>(r), counts[static_cast<size_t>(r)]);
-      legal += a.expert_in_domain ? legal_in : legal_off;
+      const VariantCounts& counts = a.expert_in_domain ? in_domain : off_domain;
+      for (int r = 0; r < kRuleCount; ++r) Reject(static_cast<Rule>(r), counts.rejected[static_cast<size_t>(r)]);
+      legal += counts.legal;
     }
     out_->candidates += legal;
     out_->legal_count += legal;
@@ -460,6 +481,9 @@ class EnumerationWalker {
   const LayoutVisitor* visit_ = nullptr;  // the running item's visitor, or
   const FamilyVisitor* visit_family_ = nullptr;  // its family visitor
   LayoutFamily family_;                   // the family being built (SearchMbs)
+  bool variants_decided_ = false;         // family_.variants are those of variants_key_
+  std::array<int, 4> variants_key_{};     // DecideVariants' key
+  std::array<VariantCounts, 2> variant_counts_{};  // in one domain, not
   int world_ = 0;
   int pp_set_ = 0;  // the pp stage_, divisors_ and orders_ are of (0: none yet)
   Layout item_layout_;
