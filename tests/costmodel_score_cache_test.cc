@@ -390,6 +390,34 @@ TEST_CASE("ComputeRateMemo returns the profile's rates bit for bit") {
   }
 }
 
+TEST_CASE("ComputeTimesCache gives each recompute set its sums when sets alternate on one key") {
+  Draws d{7};  // a case with legal DeepSeek-V3 layouts
+  Case c = RandomCase(d);
+  c.job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
+  auto cost = std::move(CostModel::Create(c.cluster, LoadModel("deepseek-v3").value(), c.job)).value();
+  const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
+  REQUIRE(!legal.empty());
+  const Recompute sets[] = {Recompute::None(), Recompute::Full(), Recompute::Selective(),
+                            Recompute::Modules(1u << int(RecomputeModule::kMoeAct))};
+  for (size_t i = 0; i < legal.size(); i += std::max<size_t>(1, legal.size() / 50)) {
+    ComputeTimesCache cache(4);
+    // The same key under set after set, each asked twice and again later
+    // (a hit with the set last applied, and with another).
+    for (int round = 0; round < 3; ++round) {
+      for (const Recompute& rc : sets) {
+        for (int again = 0; again < 2; ++again) {
+          Layout l = legal[i];
+          l.recompute = rc;
+          const ComputeTimes want = ComputeLayerTimes(l, cost->context());
+          const ComputeTimes& got = cache.Get(l, cost->context());
+          REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
+        }
+      }
+    }
+    CHECK(cache.size() == 1);
+  }
+}
+
 TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
   Draws d{11};
   Case c = RandomCase(d);
