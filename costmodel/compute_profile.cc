@@ -5,12 +5,14 @@
 #include <cmath>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <initializer_list>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "core/json_check.h"
+#include "core/mix64.h"
 #include "inputs/loader.h"
 
 namespace foldplan {
@@ -487,6 +489,78 @@ ComputeProfile ComputeProfile::ScaledTo(const GpuSpec& target) const {
   out.fp8_scale_ = out.fp8_as_bf16_ ? 1 : target.peak_fp8_flops / peak_fp8_flops_;
   out.copy_scale_ = target.hbm_tb_per_s > 0 ? target.hbm_tb_per_s * 1e12 / hbm_bytes_per_s_ : 1;
   return out;
+}
+
+namespace {
+
+uint64_t BitsOf(double x) {
+  uint64_t b;
+  std::memcpy(&b, &x, sizeof b);
+  return b;
+}
+
+// ComputeRateMemo's lookup kinds (the key's first word, low bits).
+enum : uint64_t { kGemmLookup = 1, kGroupedLookup = 2, kAttentionLookup = 3 };
+
+}  // namespace
+
+ComputeRateMemo::ComputeRateMemo(size_t max_entries) : max_entries_(std::max<size_t>(1, max_entries)) {
+  size_t slots = 2;
+  while (slots < 2 * max_entries_) slots *= 2;
+  slots_.resize(slots);
+}
+
+void ComputeRateMemo::Clear() {
+  std::fill(slots_.begin(), slots_.end(), Slot{});
+  size_ = 0;
+}
+
+ComputeRateMemo::Slot& ComputeRateMemo::Find(const Key& key) {
+  const size_t mask = slots_.size() - 1;
+  // One multiply per word, then a full mix: the probe is most of a hit.
+  uint64_t h = key[0];
+  for (size_t w = 1; w < key.size(); ++w) h = (h ^ key[w]) * kSplitMix64Increment;
+  size_t i = size_t(Mix64(h)) & mask;
+  auto same = [&](const Key& k) { return k[0] == key[0] && k[1] == key[1] && k[2] == key[2] && k[3] == key[3]; };
+  while (slots_[i].used && !same(slots_[i].key)) i = (i + 1) & mask;
+  return slots_[i];
+}
+
+template <class Rate>
+double ComputeRateMemo::Lookup(const Key& key, Rate rate) {
+  Slot* slot = &Find(key);
+  if (slot->used) return slot->flops_per_s;
+  if (size_ >= max_entries_) {
+    Clear();
+    slot = &Find(key);
+  }
+  *slot = {key, rate(), true};
+  ++size_;
+  return slot->flops_per_s;
+}
+
+double ComputeRateMemo::GemmFlopsPerS(const ComputeProfile& profile, double m, double n, double k,
+                                      Precision precision) {
+  const uint64_t fp8 = IsFp8(precision) ? 1 : 0;
+  return Lookup({kGemmLookup | fp8 << 2, BitsOf(m), BitsOf(n), BitsOf(k)},
+                [&] { return profile.GemmFlopsPerS(m, n, k, precision); });
+}
+
+double ComputeRateMemo::GroupedGemmFlopsPerS(const ComputeProfile& profile, int experts, double tokens_per_expert,
+                                             double k, double n, Precision precision) {
+  const uint64_t fp8 = IsFp8(precision) ? 1 : 0;
+  const uint64_t e = uint64_t(uint32_t(experts));
+  return Lookup({kGroupedLookup | fp8 << 2 | e << 32, BitsOf(tokens_per_expert), BitsOf(k), BitsOf(n)},
+                [&] { return profile.GroupedGemmFlopsPerS(experts, tokens_per_expert, k, n, precision); });
+}
+
+double ComputeRateMemo::AttentionFlopsPerS(const ComputeProfile& profile, double seq, int heads, int kv_heads,
+                                           int head_dim, bool forward_and_backward) {
+  const uint64_t fb = forward_and_backward ? 1 : 0;
+  const uint64_t d = uint64_t(uint32_t(head_dim));
+  return Lookup({kAttentionLookup | fb << 2 | d << 32, BitsOf(seq), uint64_t(uint32_t(heads)),
+                 uint64_t(uint32_t(kv_heads))},
+                [&] { return profile.AttentionFlopsPerS(seq, heads, kv_heads, head_dim, forward_and_backward); });
 }
 
 }  // namespace foldplan

@@ -41,6 +41,8 @@
 // at load; a lookup scans the few measured shapes and bisects one curve.
 #pragma once
 
+#include <array>
+#include <cstddef>
 #include <cstdint>
 #include <string>
 #include <vector>
@@ -162,6 +164,45 @@ class ComputeProfile {
   Curve permute_;  // GB/s against log(bytes)
 
   friend class ComputeProfileParser;
+};
+
+// Memoises one profile's GemmFlopsPerS, GroupedGemmFlopsPerS and
+// AttentionFlopsPerS: a search's compute keys share most shapes (the
+// attention GEMMs do not depend on EP or the dispatcher, the experts' not
+// on the CP style, none on the micro-batches per step), and a lookup costs
+// logs and a scan of the measured shapes. Key: the lookup and the bits of
+// its arguments, a precision as FP8 or not (all the lookups read of it).
+// Returns the profile's rate bit for bit. Use with one profile only (Clear
+// before another); not thread-safe: one per thread. Bounded: cleared when
+// it would exceed `max_entries` (a DeepSeek-V3 search on 16,384 GPUs with
+// the recipe options makes 6,129 distinct lookups).
+class ComputeRateMemo {
+ public:
+  explicit ComputeRateMemo(size_t max_entries = 8192);
+  double GemmFlopsPerS(const ComputeProfile& profile, double m, double n, double k, Precision precision);
+  double GroupedGemmFlopsPerS(const ComputeProfile& profile, int experts, double tokens_per_expert, double k,
+                              double n, Precision precision);
+  double AttentionFlopsPerS(const ComputeProfile& profile, double seq, int heads, int kv_heads, int head_dim,
+                            bool forward_and_backward);
+  size_t size() const { return size_; }
+  void Clear();
+
+ private:
+  using Key = std::array<uint64_t, 4>;  // lookup kind and flags, then the arguments' bits
+  struct Slot {
+    Key key{};
+    double flops_per_s = 0;
+    bool used = false;
+  };
+  // The slot holding `key`, or the empty one where it goes (linear probing).
+  Slot& Find(const Key& key);
+  // The stored rate of `key`, computing it with `rate()` when absent.
+  template <class Rate>
+  double Lookup(const Key& key, Rate rate);
+
+  size_t max_entries_;
+  size_t size_ = 0;
+  std::vector<Slot> slots_;  // a power of two, at least 2 x max_entries_
 };
 
 }  // namespace foldplan

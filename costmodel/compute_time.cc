@@ -14,58 +14,76 @@
 namespace foldplan {
 namespace {
 
-double GemmSeconds(const GemmShape& g, Precision precision, const ComputeProfile& profile) {
+// The profile's rates, through the caller's memo when there is one (the
+// memo returns the profile's rates bit for bit).
+struct Rates {
+  const ComputeProfile& profile;
+  ComputeRateMemo* memo = nullptr;
+
+  double Gemm(const GemmShape& g, Precision precision) const {
+    return memo ? memo->GemmFlopsPerS(profile, g.m, g.n, g.k, precision)
+                : profile.GemmFlopsPerS(g.m, g.n, g.k, precision);
+  }
+  double Grouped(const GroupedGemmShape& g, Precision precision) const {
+    return memo ? memo->GroupedGemmFlopsPerS(profile, g.experts, g.rows_per_expert, g.k, g.n, precision)
+                : profile.GroupedGemmFlopsPerS(g.experts, g.rows_per_expert, g.k, g.n, precision);
+  }
+  double Attention(double seq, int heads, int kv_heads, int head_dim, bool forward_and_backward) const {
+    return memo ? memo->AttentionFlopsPerS(profile, seq, heads, kv_heads, head_dim, forward_and_backward)
+                : profile.AttentionFlopsPerS(seq, heads, kv_heads, head_dim, forward_and_backward);
+  }
+};
+
+double GemmSeconds(const GemmShape& g, Precision precision, const Rates& rates) {
   const double flops = g.flops();
   if (flops <= 0) return 0;
-  return flops / profile.GemmFlopsPerS(g.m, g.n, g.k, precision);
+  return flops / rates.Gemm(g, precision);
 }
 
-double GroupedSeconds(const GroupedGemmShape& g, Precision precision,
-                      const ComputeProfile& profile) {
+double GroupedSeconds(const GroupedGemmShape& g, Precision precision, const Rates& rates) {
   const double flops = g.flops();
   if (flops <= 0) return 0;
-  return flops / profile.GroupedGemmFlopsPerS(g.experts, g.rows_per_expert, g.k, g.n, precision);
+  return flops / rates.Grouped(g, precision);
 }
 
-double Seconds(const GemmShape& g, Precision precision, const ComputeProfile& profile) {
-  return GemmSeconds(g, precision, profile);
+double Seconds(const GemmShape& g, Precision precision, const Rates& rates) {
+  return GemmSeconds(g, precision, rates);
 }
-double Seconds(const GroupedGemmShape& g, Precision precision, const ComputeProfile& profile) {
-  return GroupedSeconds(g, precision, profile);
+double Seconds(const GroupedGemmShape& g, Precision precision, const Rates& rates) {
+  return GroupedSeconds(g, precision, rates);
 }
 
 // Forward and backward of GEMMs (plain or grouped): backward runs dgrad
 // and wgrad, each with the forward's FLOPs, at the forward's rate.
 template <class Shape>
-OpTime GemmsOf(std::initializer_list<Shape> shapes, Precision precision, const ComputeProfile& profile) {
+OpTime GemmsOf(std::initializer_list<Shape> shapes, Precision precision, const Rates& rates) {
   OpTime t;
   for (const Shape& g : shapes) {
     t.fwd_flops += g.flops();
-    t.fwd_s += Seconds(g, precision, profile);
+    t.fwd_s += Seconds(g, precision, rates);
   }
   t.bwd_s = 2 * t.fwd_s;
   return t;
 }
-OpTime Gemms(std::initializer_list<GemmShape> shapes, Precision precision, const ComputeProfile& profile) {
-  return GemmsOf(shapes, precision, profile);
+OpTime Gemms(std::initializer_list<GemmShape> shapes, Precision precision, const Rates& rates) {
+  return GemmsOf(shapes, precision, rates);
 }
-OpTime GroupedGemms(std::initializer_list<GroupedGemmShape> shapes, Precision precision,
-                    const ComputeProfile& profile) {
-  return GemmsOf(shapes, precision, profile);
+OpTime GroupedGemms(std::initializer_list<GroupedGemmShape> shapes, Precision precision, const Rates& rates) {
+  return GemmsOf(shapes, precision, rates);
 }
 
 int AtLeastOne(double x) { return std::max(1, int(std::lround(x))); }
 
-OpTime AttentionCore(const AttentionCoreShape& c, const ComputeProfile& profile) {
+OpTime AttentionCore(const AttentionCoreShape& c, const Rates& rates) {
   OpTime t;
   t.fwd_flops = c.flops;
   if (c.flops <= 0) return t;
   // The kernel is batched over sequences and heads alike.
   const int heads = AtLeastOne(c.batch * c.heads);
   const int kv_heads = AtLeastOne(c.batch * c.kv_heads);
-  t.fwd_s = c.flops / profile.AttentionFlopsPerS(c.seq, heads, kv_heads, c.qk_head_dim, false);
-  const double fwd_bwd_s = kAttentionFwdBwdFlopsRatio * c.flops /
-                           profile.AttentionFlopsPerS(c.seq, heads, kv_heads, c.qk_head_dim, true);
+  t.fwd_s = c.flops / rates.Attention(c.seq, heads, kv_heads, c.qk_head_dim, false);
+  const double fwd_bwd_s =
+      kAttentionFwdBwdFlopsRatio * c.flops / rates.Attention(c.seq, heads, kv_heads, c.qk_head_dim, true);
   t.bwd_s = std::max(0.0, fwd_bwd_s - t.fwd_s);
   return t;
 }
@@ -196,8 +214,9 @@ uint32_t ModulesOf(Recompute rc) {
 }
 
 LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& job,
-                     const Layout& layout, const Fp8Casts& fp8, const ComputeProfile& profile,
+                     const Layout& layout, const Fp8Casts& fp8, const Rates& rates,
                      LayerRecomputePieces* pieces) {
+  const ComputeProfile& profile = rates.profile;
   LayerTimes t;
   const Precision precision = layout.precision;
   const Recompute rc = layout.recompute;
@@ -226,7 +245,7 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
   if (!mla) {
     // GQA/MHA: Megatron's linear_qkv is one GEMM of the three widths.
     const GemmShape qkv = {w.q.m, w.q.n + w.k.n + w.v.n, w.q.k};
-    put(t.attention_projections, Gemms({qkv, w.o}, precision, profile), 0);
+    put(t.attention_projections, Gemms({qkv, w.o}, precision, rates), 0);
     put(t.fp8_casts, fp8.Of({qkv, w.o}), 0);
     weights += WeightElements({qkv, w.o});
     // q and k, per head: [M, a / tp, d] and [M, a_kv / tp, d].
@@ -239,11 +258,11 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
     }
   } else {
     const MlaSpec& a = *model.mla;
-    put(t.attention_projections, Gemms({w.q, w.q_a, w.kv_a, w.o}, precision, profile), 0);
+    put(t.attention_projections, Gemms({w.q, w.q_a, w.kv_a, w.o}, precision, rates), 0);
     put(t.fp8_casts, fp8.Of({w.q, w.q_a, w.kv_a, w.o}), 0);
     // mla_up_proj: the q and kv up-projections and the rope applied to them.
     const uint32_t up = Bit(RecomputeModule::kMlaUpProj);
-    put(t.attention_projections, Gemms({w.q_b, w.kv_b}, precision, profile), up);
+    put(t.attention_projections, Gemms({w.q_b, w.kv_b}, precision, rates), up);
     put(t.fp8_casts, fp8.Of({w.q_b, w.kv_b}), up);
     weights += WeightElements({w.q, w.q_a, w.kv_a, w.o, w.q_b, w.kv_b});
     // The latent norms (Megatron's q_layernorm, kv_layernorm) on T rows.
@@ -260,7 +279,7 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
         kBf16Bytes * tokens * (w.kv_b.n + heads_per_rank * (qk_dim + a.v_head_dim));
     put(t.rotary, Traffic(q_bytes + kv_bytes, q_bytes + kv_bytes, profile), up);
   }
-  put(t.attention_core, AttentionCore(w.core, profile), Bit(RecomputeModule::kCoreAttn));
+  put(t.attention_core, AttentionCore(w.core, rates), Bit(RecomputeModule::kCoreAttn));
   const double residual = sp_tokens * hidden;
   put(t.residual_adds,
       Traffic(2 * kResidualAddFwdBytesPerElement * residual,
@@ -270,14 +289,14 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
   // ---- dense MLP ----
   if (!w.moe) {
     const uint32_t m = Bit(RecomputeModule::kMlp);
-    put(t.mlp, Gemms({w.mlp_up, w.mlp_down}, precision, profile), m);
+    put(t.mlp, Gemms({w.mlp_up, w.mlp_down}, precision, rates), m);
     put(t.mlp_activation, ActivationPass(model.activation, w.mlp_down.m * w.mlp_down.k, profile), m);
     put(t.fp8_casts, fp8.Of({w.mlp_up, w.mlp_down}), m);
     weights += WeightElements({w.mlp_up, w.mlp_down});
   } else {
     // ---- MoE: router, permute, routed experts, shared experts ----
     const MoeSpec& e = *model.moe;
-    put(t.router, Gemms({w.router}, Precision::kBF16, profile), moe_module);
+    put(t.router, Gemms({w.router}, Precision::kBF16, rates), moe_module);
     const double scores = w.router.m * e.experts;
     const bool rf = job.moe_router_fusion;
     put(t.router_scores,
@@ -286,7 +305,7 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
                 profile),
         moe_module);
     put(t.permute, PermuteTraffic(w, model, job, layout, profile), moe_module);
-    put(t.routed_experts, GroupedGemms({w.experts_up, w.experts_down}, precision, profile),
+    put(t.routed_experts, GroupedGemms({w.experts_up, w.experts_down}, precision, rates),
         moe_module);
     const double expert_out =
         w.experts_down.experts * w.experts_down.rows_per_expert * w.experts_down.k;
@@ -297,8 +316,8 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
 
     if (w.shared_up.m > 0) {
       const uint32_t s = moe_module | Bit(RecomputeModule::kSharedExperts);
-      OpTime shared = Gemms({w.shared_up, w.shared_down}, precision, profile);
-      Add(shared, Gemms({w.shared_gate}, Precision::kBF16, profile));
+      OpTime shared = Gemms({w.shared_up, w.shared_down}, precision, rates);
+      Add(shared, Gemms({w.shared_gate}, Precision::kBF16, rates));
       put(t.shared_experts, shared, s);
       put(t.shared_activation,
           ActivationPass(model.activation, w.shared_down.m * w.shared_down.k, profile), s);
@@ -356,7 +375,7 @@ long long MicroBatchesPerStep(const JobSpec& job, const Layout& layout) {
 }
 
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
-  return ComputeLayerTimes(layout, ctx, nullptr, nullptr);
+  return ComputeLayerTimes(layout, ctx, nullptr, nullptr, nullptr);
 }
 
 void LayerRecomputePieces::Add(const OpTime& x, uint32_t modules) {
@@ -378,10 +397,11 @@ void LayerRecomputePieces::Apply(Recompute rc, LayerTimes& times) const {
 }
 
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, LayerRecomputePieces* dense_pieces,
-                               LayerRecomputePieces* moe_pieces) {
+                               LayerRecomputePieces* moe_pieces, ComputeRateMemo* rate_memo) {
   const ModelSpec& model = *ctx.model;
   const JobSpec& job = *ctx.job;
   const ComputeProfile& profile = *ctx.profile;
+  const Rates rates{profile, rate_memo};
   Fp8Casts fp8;
   fp8.bytes = Fp8CastBytesOf(layout.precision);
   fp8.weight_share = 1.0 / double(MicroBatchesPerStep(job, layout));
@@ -389,10 +409,10 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
 
   ComputeTimes out;
   out.dense_layer =
-      TimeLayer(LayerForwardWork(model, job, layout, false), model, job, layout, fp8, profile, dense_pieces);
+      TimeLayer(LayerForwardWork(model, job, layout, false), model, job, layout, fp8, rates, dense_pieces);
   if (model.is_moe()) {
     out.moe_layer =
-        TimeLayer(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, profile, moe_pieces);
+        TimeLayer(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, rates, moe_pieces);
   }
 
   // Tokens whose embeddings and logits this rank handles: vocab-parallel
@@ -414,7 +434,7 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
     // of the hidden state and of that embedding, [T, H] each, and their
     // concat into [T, 2H].
     const GemmShape proj = {tokens, hidden / layout.tp, 2 * hidden};
-    out.mtp_projection = Gemms({proj}, layout.precision, profile);
+    out.mtp_projection = Gemms({proj}, layout.precision, rates);
     Add(out.mtp_projection, fp8.Of({proj}));
     out.mtp_projection.fwd_s += fp8.WeightSeconds(WeightElements({proj}));
     Add(out.mtp_projection, lookup);
@@ -425,7 +445,7 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
 
   // The final norm on [T, H], the logits GEMM (bf16) and the loss.
   const GemmShape logits = OutputLayerWork(model, job, layout);
-  out.output_layer = Gemms({logits}, Precision::kBF16, profile);
+  out.output_layer = Gemms({logits}, Precision::kBF16, rates);
   Add(out.output_layer, RmsNorm(sp_tokens * hidden, profile));
   const double logit_elements = logits.m * logits.n;
   Add(out.output_layer, Traffic(kLossFwdBytesPerLogit * logit_elements,
@@ -446,20 +466,37 @@ size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const {
   return static_cast<size_t>(h);
 }
 
+ComputeTimesCache::ComputeTimesCache(size_t max_entries)
+    : max_entries_(std::max<size_t>(1, max_entries)), rates_(std::make_unique<ComputeRateMemo>()) {}
+ComputeTimesCache::~ComputeTimesCache() = default;
+ComputeTimesCache::ComputeTimesCache(ComputeTimesCache&&) noexcept = default;
+ComputeTimesCache& ComputeTimesCache::operator=(ComputeTimesCache&&) noexcept = default;
+
+void ComputeTimesCache::Clear() {
+  bases_.clear();
+  rates_->Clear();  // another context may come next
+}
+
 const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostContext& ctx) {
   const Key key = KeyOf(layout, *ctx.job);
   auto base = bases_.find(key);
   if (base == bases_.end()) {
     if (bases_.size() >= max_entries_) bases_.clear();
-    Base b;
-    b.times = ComputeLayerTimes(layout, ctx, &b.dense, &b.moe);
-    base = bases_.emplace(key, b).first;
+    // Computed in place: an entry is 2.5 KB.
+    base = bases_.try_emplace(key).first;
+    Base& b = base->second;
+    b.times = ComputeLayerTimes(layout, ctx, &b.dense, &b.moe, rates_.get());
+    b.applied = layout.recompute;
+    return b.times;
   }
   // The recompute sums of this layout's set, from the pieces in order.
-  current_ = base->second.times;
-  base->second.dense.Apply(layout.recompute, current_.dense_layer);
-  base->second.moe.Apply(layout.recompute, current_.moe_layer);
-  return current_;
+  Base& b = base->second;
+  if (!(b.applied == layout.recompute)) {
+    b.dense.Apply(layout.recompute, b.times.dense_layer);
+    b.moe.Apply(layout.recompute, b.times.moe_layer);
+    b.applied = layout.recompute;
+  }
+  return b.times;
 }
 
 double OptimizerStepSeconds(double params_per_rank, const ComputeProfile& profile) {

@@ -29,6 +29,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <unordered_map>
 
 #include "costmodel/cost_context.h"
@@ -39,6 +40,7 @@
 namespace foldplan {
 
 class ComputeProfile;
+class ComputeRateMemo;
 
 // One part of the work on one rank, per micro-batch.
 struct OpTime {
@@ -163,9 +165,11 @@ struct LayerRecomputePieces {
   void Apply(Recompute rc, LayerTimes& times) const;
 };
 
-// ComputeLayerTimes that also records each layer's pieces (null: not).
+// ComputeLayerTimes that also records each layer's pieces (null: not), and
+// looks rates up through `rate_memo` (null: the profile directly; the same
+// bits either way).
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, LayerRecomputePieces* dense_pieces,
-                               LayerRecomputePieces* moe_pieces);
+                               LayerRecomputePieces* moe_pieces, ComputeRateMemo* rate_memo = nullptr);
 
 // Memoises ComputeLayerTimes for one context (use a cache with one context
 // only). Key: the layout fields it reads but the recompute set (tp, cp, ep,
@@ -174,16 +178,22 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
 // vpp, the order and the placement do not change a layer's compute, so a
 // search reuses each entry across them. Each entry holds the times and the
 // layers' pieces (LayerRecomputePieces), from which Get sums the layout's
-// recompute set. Not thread-safe: one per thread. Bounded: cleared when it
+// recompute set into the entry's times (kept until another set asks).
+// Misses look rates up through a ComputeRateMemo, which keys share most
+// shapes of. Not thread-safe: one per thread. Bounded: cleared when it
 // would exceed `max_entries` entries of about 2.5 KB (8192: 20 MB; a
-// DeepSeek-V3 search on 16,384 GPUs meets 4,371 keys).
+// DeepSeek-V3 search on 16,384 GPUs meets 4,371 keys, 714,068 with the
+// recipe options).
 class ComputeTimesCache {
  public:
-  explicit ComputeTimesCache(size_t max_entries = 8192) : max_entries_(std::max<size_t>(1, max_entries)) {}
+  explicit ComputeTimesCache(size_t max_entries = 8192);
+  ~ComputeTimesCache();
+  ComputeTimesCache(ComputeTimesCache&&) noexcept;
+  ComputeTimesCache& operator=(ComputeTimesCache&&) noexcept;
   // ComputeLayerTimes(layout, ctx), bit for bit; valid until the next Get.
   const ComputeTimes& Get(const Layout& layout, const CostContext& ctx);
   size_t size() const { return bases_.size(); }
-  void Clear() { bases_.clear(); }
+  void Clear();
 
   using Key = std::array<int64_t, 9>;
   struct KeyHash {
@@ -193,12 +203,13 @@ class ComputeTimesCache {
 
  private:
   struct Base {
-    ComputeTimes times;
+    ComputeTimes times;  // recompute_s and recompute_flops those of `applied`
     LayerRecomputePieces dense, moe;
+    Recompute applied;
   };
   size_t max_entries_;
   std::unordered_map<Key, Base, KeyHash> bases_;
-  ComputeTimes current_;  // the last Get's result
+  std::unique_ptr<ComputeRateMemo> rates_;  // for misses
 };
 
 // ---- memory traffic per element (bytes read + written), bf16 = 2, fp32 = 4 ----

@@ -18,6 +18,7 @@
 
 #include "core/mix64.h"
 #include "costmodel/comm_plan.h"
+#include "costmodel/compute_profile.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/evaluate.h"
 #include "inputs/loader.h"
@@ -346,6 +347,74 @@ TEST_CASE("ComputeTimesCache returns ComputeLayerTimes bit for bit") {
     static_assert(sizeof(ComputeTimes) % sizeof(double) == 0, "doubles only: compared bytewise");
     REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
     REQUIRE(cache.size() <= 64);
+  }
+}
+
+TEST_CASE("ComputeRateMemo returns the profile's rates bit for bit") {
+  Draws d{13};
+  for (int trial = 0; trial < 4; ++trial) {
+    const Case c = RandomCase(d);  // the cluster's GPU: FP8 or not, scaled
+    auto cost = std::move(CostModel::Create(c.cluster, c.model, c.job)).value();
+    const ComputeProfile& profile = *cost->context().profile;
+    // Few values per argument, so lookups repeat; fractions and 0 as the
+    // per-rank shares give them.
+    std::vector<double> dims = {0, 0.5, 1, 3};
+    for (int i = 0; i < 20; ++i) dims.push_back(std::exp(double(d.Below(1400)) / 100.0));
+    auto dim = [&] { return dims[d.Below(dims.size())]; };
+    const Precision precisions[] = {Precision::kBF16, Precision::kFP8Delayed, Precision::kFP8Tensorwise,
+                                    Precision::kFP8Blockwise, Precision::kMXFP8};
+    ComputeRateMemo roomy(1 << 16);
+    ComputeRateMemo small(16);  // evicts: cleared again and again
+    const int calls = 6000;
+    for (int i = 0; i < calls; ++i) {
+      const Precision p = precisions[d.Below(5)];
+      const double m = dim(), n = dim(), k = dim();
+      const int experts = int(d.Below(300)) - 1;
+      const int heads = int(d.Below(130)), kv = int(d.Below(130)), head_dim = int(d.Below(260));
+      const bool fwd_bwd = d.Coin();
+      INFO("m ", m, " n ", n, " k ", k, " experts ", experts, " heads ", heads, " kv ", kv, " d ", head_dim);
+      for (ComputeRateMemo* memo : {&roomy, &small}) {
+        REQUIRE(Bits(memo->GemmFlopsPerS(profile, m, n, k, p)) == Bits(profile.GemmFlopsPerS(m, n, k, p)));
+        REQUIRE(Bits(memo->GroupedGemmFlopsPerS(profile, experts, m, k, n, p)) ==
+                Bits(profile.GroupedGemmFlopsPerS(experts, m, k, n, p)));
+        REQUIRE(Bits(memo->AttentionFlopsPerS(profile, m, heads, kv, head_dim, fwd_bwd)) ==
+                Bits(profile.AttentionFlopsPerS(m, heads, kv, head_dim, fwd_bwd)));
+      }
+      REQUIRE(small.size() <= 16);
+    }
+    // Repeated lookups were found, not stored again (the pools repeat).
+    CHECK(roomy.size() < size_t(3 * calls));
+    CHECK(roomy.size() > 16);
+    roomy.Clear();
+    CHECK(roomy.size() == 0);
+  }
+}
+
+TEST_CASE("ComputeTimesCache gives each recompute set its sums when sets alternate on one key") {
+  Draws d{7};  // a case with legal DeepSeek-V3 layouts
+  Case c = RandomCase(d);
+  c.job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
+  auto cost = std::move(CostModel::Create(c.cluster, LoadModel("deepseek-v3").value(), c.job)).value();
+  const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
+  REQUIRE(!legal.empty());
+  const Recompute sets[] = {Recompute::None(), Recompute::Full(), Recompute::Selective(),
+                            Recompute::Modules(1u << int(RecomputeModule::kMoeAct))};
+  for (size_t i = 0; i < legal.size(); i += std::max<size_t>(1, legal.size() / 50)) {
+    ComputeTimesCache cache(4);
+    // The same key under set after set, each asked twice and again later
+    // (a hit with the set last applied, and with another).
+    for (int round = 0; round < 3; ++round) {
+      for (const Recompute& rc : sets) {
+        for (int again = 0; again < 2; ++again) {
+          Layout l = legal[i];
+          l.recompute = rc;
+          const ComputeTimes want = ComputeLayerTimes(l, cost->context());
+          const ComputeTimes& got = cache.Get(l, cost->context());
+          REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
+        }
+      }
+    }
+    CHECK(cache.size() == 1);
   }
 }
 
