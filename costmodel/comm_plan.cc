@@ -93,9 +93,8 @@ class PlanBuilder {
       if (memo_) memo_->Put(group, key, bytes, 0, value);
       known = &value;
     }
-    CommOp* op = Push(kind, name, group, collective, bytes, scope, calls_fwd, calls_bwd, overlappable, known->cost);
-    op->traffic = known->traffic;
-    return op;
+    return Push(kind, name, group, collective, bytes, 0, scope, calls_fwd, calls_bwd, overlappable, known->cost,
+                known->traffic);
   }
 
   // A flex dispatcher op: `network_bytes` through the NIC and
@@ -113,36 +112,36 @@ class PlanBuilder {
       if (memo_) memo_->Put(group, CollectiveTimeMemo::kForwarded, nvlink_bytes, network_bytes, value);
       known = &value;
     }
-    const CollectiveCost& cost = known->cost;
-    CommOp* op = Push(CommKind::kExpertParallel, name, group, Collective::kAllToAll, bytes, scope, calls_fwd,
-                      calls_bwd, false, cost);
-    op->network_bytes = network_bytes;
-    op->traffic = {nvlink_bytes, network_bytes, 0};
     // The RDMA copies to other units' domains cross the spine; the flex
     // model costs them all at the spine's rate when the group crosses it.
-    if (g.span.crosses_spine) op->traffic.spine_bytes = network_bytes;
-    return op;
+    const RankTraffic traffic{nvlink_bytes, network_bytes, g.span.crosses_spine ? network_bytes : 0};
+    return Push(CommKind::kExpertParallel, name, group, Collective::kAllToAll, bytes, network_bytes, scope,
+                calls_fwd, calls_bwd, false, known->cost, traffic);
   }
 
   const GroupPlacement& of(GroupKind group) const { return placement_.of(group); }
 
  private:
+  // Every field given: a value-initialised op would be zeroed first (GCC
+  // clears it with rep stos, which is slow to start, once per op).
   CommOp* Push(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
-               CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable,
-               const CollectiveCost& cost) {
-    CommOp& op = out_.emplace_back();
-    op.kind = kind;
-    op.name = name;
-    op.group = group;
-    op.collective = collective;
-    op.bytes = bytes;
-    op.scope = scope;
-    op.calls_fwd = calls_fwd;
-    op.calls_bwd = calls_bwd;
-    op.seconds_per_call = cost.seconds;
-    op.algorithm = cost.algorithm;
-    op.overlappable = overlappable;
-    return &op;
+               double network_bytes, CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable,
+               const CollectiveCost& cost, const RankTraffic& traffic) {
+    return &out_.emplace_back(CommOp{.kind = kind,
+                                     .name = name,
+                                     .group = group,
+                                     .collective = collective,
+                                     .bytes = bytes,
+                                     .network_bytes = network_bytes,
+                                     .scope = scope,
+                                     .calls_fwd = calls_fwd,
+                                     .calls_bwd = calls_bwd,
+                                     .seconds_per_call = cost.seconds,
+                                     .algorithm = cost.algorithm,
+                                     .overlappable = overlappable,
+                                     .hides_behind_other_microbatch = false,
+                                     .sms = 0,
+                                     .traffic = traffic});
   }
 
   const LayoutPlacement& placement_;
@@ -525,17 +524,16 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
   return BuildCommPlan(layout, ctx, placement, pipeline, nullptr);
 }
 
-std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
-                                  const PipelineDescription& pipeline, CollectiveTimeMemo* memo) {
+namespace {
+
+std::vector<CommOp> BuildPlan(const Layout& layout, const CostContext& ctx, const CommParams& params,
+                              const LayoutPlacement& placement, const PipelineDescription& pipeline,
+                              CollectiveTimeMemo* memo) {
   std::vector<CommOp> ops;
-  if (!ctx.cluster || !ctx.model || !ctx.job) return ops;
   // The most any layout appends: 9 TP (attention, dense MLP, shared
   // experts), 4 Ulysses, 8 for the all-to-all dispatcher with ETP, 1
   // pipeline, 10 FSDP.
   ops.reserve(32);
-  std::optional<CommParams> defaults;
-  if (!ctx.comm) defaults = DefaultCommParams(*ctx.cluster);
-  const CommParams& params = ctx.comm ? *ctx.comm : *defaults;
   PlanBuilder plan(placement, params, ops, memo);
   const Volumes v(layout, *ctx.model, *ctx.job);
 
@@ -561,6 +559,17 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
     AddDataParallel(v, ctx, rank_params, pipeline, plan);
   }
   return ops;
+}
+
+}  // namespace
+
+std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                                  const PipelineDescription& pipeline, CollectiveTimeMemo* memo) {
+  if (!ctx.cluster || !ctx.model || !ctx.job) return {};
+  // The defaults only when the context has none (no optional on the
+  // common path: GCC zeroes an optional's 456-byte storage per call).
+  if (!ctx.comm) return BuildPlan(layout, ctx, DefaultCommParams(*ctx.cluster), placement, pipeline, memo);
+  return BuildPlan(layout, ctx, *ctx.comm, placement, pipeline, memo);
 }
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx) {

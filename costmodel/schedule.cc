@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 
 namespace foldplan {
 namespace {
@@ -96,24 +97,42 @@ struct BlockComm {
   double steady = 0;   // of which exposed in the steady state
 };
 
-BlockComm SumBlockComm(const StepWork& work, BlockKind kind) {
-  BlockComm c;
-  int sms = 0;
+// Every block kind's BlockComm and one boundary crossing's seconds (forward
+// and backward, each op's calls), in one pass over the ops: each op is
+// added to the sums of every kind it runs in (BlockKindsOf), so each sum
+// still adds its ops in plan order, as a pass per kind would.
+struct PlanComm {
+  std::array<BlockComm, kBlockKindCount> blocks;
+  double crossing_s = 0;
+};
+
+PlanComm SumPlanComm(const StepWork& work) {
+  PlanComm c;
+  std::array<int, kBlockKindCount> sms{};
   for (const CommOp& op : work.ops) {
-    if (!work.Runs(op, kind)) continue;
-    if (op.hides_behind_other_microbatch) {
-      c.paired += op.seconds_per_microbatch();
-      sms = std::max(sms, op.sms);
-    } else {
-      (op.overlappable ? c.hidden : c.exposed) += op.seconds_per_microbatch();
+    const double a = op.seconds_per_microbatch();
+    if (op.scope == CommOp::kPerStageBoundary) c.crossing_s += a;
+    for (unsigned kinds = BlockKindsOf(op.scope, work.mtp_moe); kinds != 0; kinds &= kinds - 1) {
+      const auto i = static_cast<size_t>(std::countr_zero(kinds));
+      BlockComm& b = c.blocks[i];
+      if (op.hides_behind_other_microbatch) {
+        b.paired += a;
+        sms[i] = std::max(sms[i], op.sms);
+      } else {
+        (op.overlappable ? b.hidden : b.exposed) += a;
+      }
     }
   }
-  const double w = work.cost(kind).total_s();
-  c.excess = std::max(0.0, c.hidden - w);
-  if (c.paired > 0) {
-    const double w_left = std::max(0.0, w - c.hidden);
-    const double k = sms > 0 && sms < work.gpu_sms ? double(work.gpu_sms) / (work.gpu_sms - sms) : 1.0;
-    c.steady = c.paired - std::min(w_left, c.paired / k);
+  for (BlockKind kind : kAllBlockKinds) {
+    const auto i = static_cast<size_t>(kind);
+    BlockComm& b = c.blocks[i];
+    const double w = work.cost(kind).total_s();
+    b.excess = std::max(0.0, b.hidden - w);
+    if (b.paired > 0) {
+      const double w_left = std::max(0.0, w - b.hidden);
+      const double k = sms[i] > 0 && sms[i] < work.gpu_sms ? double(work.gpu_sms) / (work.gpu_sms - sms[i]) : 1.0;
+      b.steady = b.paired - std::min(w_left, b.paired / k);
+    }
   }
   return c;
 }
@@ -152,13 +171,11 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
   // Schedules whose boundary sends overlap the next chunk's compute.
   const bool overlapped_sends =
       work.schedule == PipelineSchedule::kInterleaved1F1B || work.schedule == PipelineSchedule::kDualPipeV;
-  // One boundary crossing, forward and backward (each op's calls).
-  double crossing_s = 0;
-  for (const CommOp& op : work.ops) {
-    if (op.scope == CommOp::kPerStageBoundary) crossing_s += op.seconds_per_microbatch();
-  }
-  std::array<BlockComm, kBlockKindCount> comm;
-  for (BlockKind kind : kAllBlockKinds) comm[static_cast<size_t>(kind)] = SumBlockComm(work, kind);
+  // One boundary crossing, forward and backward (each op's calls), and
+  // each block kind's communication.
+  const PlanComm plan = SumPlanComm(work);
+  const double crossing_s = plan.crossing_s;
+  const std::array<BlockComm, kBlockKindCount>& comm = plan.blocks;
   t.ranks.resize(work.ranks.size());
   for (size_t p = 0; p < work.ranks.size(); ++p) {
     const RankWork& r = work.ranks[p];

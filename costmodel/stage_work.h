@@ -64,23 +64,31 @@ struct MtpBlockParts {
 };
 MtpBlockParts MtpBlockPartsOf(const ComputeTimes& compute, bool mtp_moe);
 
-// Whether `op` runs in every block of `kind` (its scope is per layer, per
-// dense layer, per MoE layer, the embedding or the output layer; an MTP
-// module's layer is a MoE layer when `mtp_moe`); stage-boundary and
-// per-step ops run in no block.
-// Inline: the schedule asks it per op and block kind of every layout.
-inline bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
-  const bool mtp = kind == BlockKind::kMtpLayer;
-  switch (op.scope) {
-    case CommOp::kPerLayer: return kind == BlockKind::kDenseLayer || kind == BlockKind::kMoeLayer || mtp;
-    case CommOp::kPerDenseLayer: return kind == BlockKind::kDenseLayer || (mtp && !mtp_moe);
-    case CommOp::kPerMoeLayer: return kind == BlockKind::kMoeLayer || (mtp && mtp_moe);
-    case CommOp::kPerEmbedding: return kind == BlockKind::kEmbedding;
-    case CommOp::kPerOutputLayer: return kind == BlockKind::kOutputLayer;
+// The block kinds an op of `scope` runs in every block of, as bits (bit i:
+// BlockKind i): per layer, per dense layer, per MoE layer, the embedding or
+// the output layer (an MTP module's layer is a MoE layer when `mtp_moe`);
+// stage-boundary and per-step ops run in no block. One table for
+// RunsInBlock and the schedule, which sums each op into every kind it runs
+// in at once.
+inline unsigned BlockKindsOf(CommOp::Scope scope, bool mtp_moe) {
+  constexpr auto bit = [](BlockKind kind) { return 1u << static_cast<unsigned>(kind); };
+  const unsigned mtp = bit(BlockKind::kMtpLayer);
+  switch (scope) {
+    case CommOp::kPerLayer: return bit(BlockKind::kDenseLayer) | bit(BlockKind::kMoeLayer) | mtp;
+    case CommOp::kPerDenseLayer: return bit(BlockKind::kDenseLayer) | (mtp_moe ? 0u : mtp);
+    case CommOp::kPerMoeLayer: return bit(BlockKind::kMoeLayer) | (mtp_moe ? mtp : 0u);
+    case CommOp::kPerEmbedding: return bit(BlockKind::kEmbedding);
+    case CommOp::kPerOutputLayer: return bit(BlockKind::kOutputLayer);
     case CommOp::kPerStageBoundary:
-    case CommOp::kPerStep: return false;
+    case CommOp::kPerStep: return 0;
   }
-  return false;
+  return 0;
+}
+
+// Whether `op` runs in every block of `kind` (BlockKindsOf).
+// Inline: the simulator asks it per op and block.
+inline bool RunsInBlock(const CommOp& op, BlockKind kind, bool mtp_moe) {
+  return (BlockKindsOf(op.scope, mtp_moe) >> static_cast<unsigned>(kind) & 1u) != 0;
 }
 
 // One pipeline rank's work per micro-batch.

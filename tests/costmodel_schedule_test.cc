@@ -2,6 +2,9 @@
 // built by hand: each case states the formula, then the number it implies.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <initializer_list>
+
 #include "costmodel/schedule.h"
 
 using namespace foldplan;
@@ -314,4 +317,108 @@ TEST_CASE("DualPipeV: the bubble is (pp - 1) / 2 (t_max + max(F, B) - 3 W) + (pp
   const PipelineTimes ep = SchedulePipeline(EpOverlapRanks(PipelineSchedule::kDualPipeV, 2));
   CHECK(ep.ranks[0].exposed_comm_s == doctest::Approx((2.5 * 4 + 5.5 * 0.5) / 8));
   CHECK(ep.ranks[1].exposed_comm_s == doctest::Approx((2.5 * 4 + 5.5 * 0.5) / 8));
+}
+
+TEST_CASE("BlockKindsOf: the block kinds of each scope, an MTP module's layer of the last layer's kind") {
+  using K = BlockKind;
+  const auto kinds = [](std::initializer_list<K> list) {
+    unsigned bits = 0;
+    for (K k : list) bits |= 1u << static_cast<unsigned>(k);
+    return bits;
+  };
+  for (bool mtp_moe : {false, true}) {
+    CAPTURE(mtp_moe);
+    CHECK(BlockKindsOf(CommOp::kPerLayer, mtp_moe) == kinds({K::kDenseLayer, K::kMoeLayer, K::kMtpLayer}));
+    CHECK(BlockKindsOf(CommOp::kPerDenseLayer, mtp_moe) ==
+          (mtp_moe ? kinds({K::kDenseLayer}) : kinds({K::kDenseLayer, K::kMtpLayer})));
+    CHECK(BlockKindsOf(CommOp::kPerMoeLayer, mtp_moe) ==
+          (mtp_moe ? kinds({K::kMoeLayer, K::kMtpLayer}) : kinds({K::kMoeLayer})));
+    CHECK(BlockKindsOf(CommOp::kPerEmbedding, mtp_moe) == kinds({K::kEmbedding}));
+    CHECK(BlockKindsOf(CommOp::kPerOutputLayer, mtp_moe) == kinds({K::kOutputLayer}));
+    CHECK(BlockKindsOf(CommOp::kPerStageBoundary, mtp_moe) == 0);
+    CHECK(BlockKindsOf(CommOp::kPerStep, mtp_moe) == 0);
+    CommOp op;
+    for (CommOp::Scope scope : {CommOp::kPerLayer, CommOp::kPerDenseLayer, CommOp::kPerMoeLayer,
+                                CommOp::kPerEmbedding, CommOp::kPerOutputLayer, CommOp::kPerStageBoundary,
+                                CommOp::kPerStep}) {
+      op.scope = scope;
+      for (K k : kAllBlockKinds) {
+        CHECK(RunsInBlock(op, k, mtp_moe) == ((BlockKindsOf(scope, mtp_moe) >> static_cast<unsigned>(k) & 1u) != 0));
+      }
+    }
+  }
+}
+
+TEST_CASE("SchedulePipeline sums each block kind's ops in plan order, bit for bit a pass per kind") {
+  // Ops of every scope interleaved, plain, overlappable and EP-overlap
+  // ones, with seconds some of whose per-kind sums round differently when
+  // added in reverse or scope by scope; ranks holding every block kind. The
+  // reference below is the schedule's formula, summed one kind at a time
+  // over the ops in plan order (1F1B: lone = min(pp - p, m) / m).
+  for (bool mtp_moe : {false, true}) {
+    CAPTURE(mtp_moe);
+    StepWork w;
+    w.pp = 3;
+    w.microbatches = 5;
+    w.mtp_moe = mtp_moe;
+    w.gpu_sms = 132;
+    for (BlockKind k : kAllBlockKinds) w.block[static_cast<size_t>(k)] = {0.3, 0.7, 0.1};
+    w.ranks.resize(3);
+    for (int p = 0; p < 3; ++p) {
+      RankWork& r = w.ranks[static_cast<size_t>(p)];
+      r.pipeline_rank = p;
+      r.blocks = {2 + p, 3 - p, p == 0 ? 1 : 0, p == 2 ? 1 : 0, p == 2 ? 1 : 0};
+      r.forward_s = 1.1 + p;
+      r.backward_s = 2.3 + p;
+      r.boundary_crossings = 1;
+    }
+    const CommOp::Scope scopes[] = {CommOp::kPerLayer,     CommOp::kPerMoeLayer,       CommOp::kPerDenseLayer,
+                                    CommOp::kPerEmbedding, CommOp::kPerStageBoundary, CommOp::kPerOutputLayer,
+                                    CommOp::kPerStep};
+    const double seconds[] = {0.1, 0.7, 0.3, 1.0 / 3, 0.2, 3e-3};
+    for (int i = 0; i < 42; ++i) {
+      CommOp op = Op("op", scopes[i % 7], seconds[i % 6], i % 3 == 1);
+      if (i % 5 == 2) {
+        op.hides_behind_other_microbatch = true;
+        op.sms = 4 * (i % 7);
+      }
+      w.ops.push_back(op);
+    }
+    const PipelineTimes t = SchedulePipeline(w);
+    double crossing = 0;
+    for (const CommOp& op : w.ops) {
+      if (op.scope == CommOp::kPerStageBoundary) crossing += op.seconds_per_microbatch();
+    }
+    for (int p = 0; p < 3; ++p) {
+      CAPTURE(p);
+      const RankWork& r = w.ranks[static_cast<size_t>(p)];
+      const double lone = InflightMicrobatches(PipelineSchedule::k1F1B, 3, 1, p, 5) / 5.0;
+      double exposed_comm = 0;
+      for (BlockKind k : kAllBlockKinds) {
+        double exposed = 0, hidden = 0, paired = 0;
+        int sms = 0;
+        for (const CommOp& op : w.ops) {
+          if (!RunsInBlock(op, k, mtp_moe)) continue;
+          if (op.hides_behind_other_microbatch) {
+            paired += op.seconds_per_microbatch();
+            sms = std::max(sms, op.sms);
+          } else {
+            (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
+          }
+        }
+        const double work_s = w.cost(k).total_s();
+        const double excess = std::max(0.0, hidden - work_s);
+        double paired_exposed = 0;
+        if (paired > 0) {
+          const double left = std::max(0.0, work_s - hidden);
+          const double slow = sms > 0 && sms < w.gpu_sms ? double(w.gpu_sms) / (w.gpu_sms - sms) : 1.0;
+          const double steady = paired - std::min(left, paired / slow);
+          paired_exposed = lone * paired + (1 - lone) * steady;
+        }
+        if (r.count(k) > 0) exposed_comm += r.count(k) * (exposed + excess + paired_exposed);
+      }
+      CHECK(t.ranks[static_cast<size_t>(p)].exposed_comm_s == exposed_comm);
+      CHECK(t.ranks[static_cast<size_t>(p)].boundary_s == r.boundary_crossings * crossing);
+    }
+  }
 }
