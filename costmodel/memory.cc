@@ -1065,7 +1065,7 @@ struct FamilyKey {
   std::vector<int> stage_layers, stage_mtp;
   bool operator==(const FamilyKey&) const = default;
 };
-FamilyKey KeyOf(const Layout& l) {
+[[maybe_unused]] FamilyKey KeyOf(const Layout& l) {  // debug builds only
   return {l.world, l.pp,  l.vpp, l.tp,       l.cp,       l.dp,                    l.ep,
           l.etp,   l.edp, l.mbs, l.cp_style, ScheduleOf(l), l.stage_layers, l.stage_mtp};
 }
