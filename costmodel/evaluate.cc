@@ -135,6 +135,44 @@ CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const J
 
 std::atomic<uint64_t> CostModel::next_id_{0};
 
+namespace {
+
+// One thread's cache of type T for one cost model at a time: cleared
+// (T::Clear) when the thread next serves another model, so that no model
+// reads another's data.
+template <class T>
+T& ForModel(uint64_t model_id) {
+  struct Slot {
+    uint64_t model_id = 0;
+    T cache;
+  };
+  thread_local Slot slot;
+  if (slot.model_id != model_id) {
+    slot.model_id = model_id;
+    slot.cache.Clear();
+  }
+  return slot.cache;
+}
+
+// PlacementOf's: the last layout's placement, the placements of group
+// kinds under it, and that placement's collective timings.
+struct PlacementCache {
+  // Key: the fields PlaceGroups reads.
+  std::tuple<int, int, int, int, int, int, int, std::string, Placement> key;
+  Result<LayoutPlacement> placement = Status::Error("empty");
+  GroupPlacementCache kinds;
+  CollectiveTimeMemo timings;
+  void Clear() {
+    kinds.Clear();
+    timings.Clear();
+    placement = Status::Error("empty");
+    std::get<0>(key) = -1;  // no layout has world -1
+  }
+  PlacementCache() { Clear(); }
+};
+
+}  // namespace
+
 // Group placement depends only on the degrees, order and placement, and is
 // most of a layout's scoring time; the search scores layouts sharing them
 // one after another (planner/search.cc), so each thread keeps the last one,
@@ -142,20 +180,7 @@ std::atomic<uint64_t> CostModel::next_id_{0};
 // same TP, EP, CP ... groups recur across pp, dp and orders).
 // The collective timings of that placement go with it (CollectiveTimeMemo).
 const LayoutPlacement* CostModel::PlacementOf(const Layout& l, CollectiveTimeMemo** memo) const {
-  struct Cache {
-    uint64_t model_id = 0;
-    std::tuple<int, int, int, int, int, int, int, std::string, Placement> key;
-    Result<LayoutPlacement> placement = Status::Error("empty");
-    GroupPlacementCache kinds;
-    CollectiveTimeMemo timings;
-  };
-  thread_local Cache cache;
-  if (cache.model_id != id_) {
-    cache.model_id = id_;
-    cache.kinds.Clear();
-    cache.placement = Status::Error("empty");
-    std::get<0>(cache.key) = -1;  // no layout has world -1
-  }
+  PlacementCache& cache = ForModel<PlacementCache>(id_);
   const auto& key = cache.key;
   if (std::get<0>(key) != l.world || std::get<1>(key) != l.pp || std::get<2>(key) != l.tp ||
       std::get<3>(key) != l.cp || std::get<4>(key) != l.dp || std::get<5>(key) != l.ep || std::get<6>(key) != l.etp ||
@@ -192,18 +217,9 @@ void CostModel::AddCommOf(const Layout& layout, const PipelineDescription& pipel
 
 StepWork CostModel::ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const {
   // Compute times per thread (ComputeTimesCache), for this model only.
-  struct Compute {
-    uint64_t model_id = 0;
-    ComputeTimesCache times;
-  };
-  thread_local Compute compute;
-  if (cached && compute.model_id != id_) {
-    compute.model_id = id_;
-    compute.times.Clear();
-  }
   ComputeTimes uncached;
   if (!cached) uncached = ComputeLayerTimes(layout, ctx_);
-  const ComputeTimes& times = cached ? compute.times.Get(layout, ctx_) : uncached;
+  const ComputeTimes& times = cached ? ForModel<ComputeTimesCache>(id_).Get(layout, ctx_) : uncached;
   StepWork work = BuildStepWork(layout, model_, cluster_.gpu, pipeline, times, {}, MicroBatchesPerStep(job_, layout));
   work.load_factor = ExpertLoadFactor(job_, layout.ep);
   work.nvlink_bytes_per_s = comm_.nvlink_gb_per_s() * 1e9;
@@ -320,16 +336,7 @@ class PipelineMemo {
 }  // namespace
 
 const PipelineDescription& CostModel::CachedPipeline(const Layout& layout) const {
-  struct Pipelines {
-    uint64_t model_id = 0;
-    PipelineMemo memo;
-  };
-  thread_local Pipelines pipelines;
-  if (pipelines.model_id != id_) {
-    pipelines.model_id = id_;
-    pipelines.memo.Clear();
-  }
-  return pipelines.memo.Get(layout, model_, weights_);
+  return ForModel<PipelineMemo>(id_).Get(layout, model_, weights_);
 }
 
 LayoutScore CostModel::PeakScore(double peak_bytes) const {

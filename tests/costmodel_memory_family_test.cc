@@ -14,29 +14,18 @@
 #include <string>
 #include <vector>
 
-#include "core/mix64.h"
 #include "costmodel/memory.h"
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
 #include "planner/legality.h"
 #include "planner/pipeline.h"
+#include "seeded_draws.h"
 
 namespace foldplan {
 namespace {
 
-uint64_t Bits(double x) {
-  uint64_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-
-// A seeded stream of draws (core/mix64.h).
-struct Draws {
-  uint64_t state;
-  uint64_t Next() { return Mix64(state += kSplitMix64Increment); }
-  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
-  bool Coin() { return Next() & 1; }
-};
+using testing::Bits;
+using testing::Draws;
 
 uint32_t Bit(RecomputeModule m) { return 1u << int(m); }
 

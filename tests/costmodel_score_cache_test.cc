@@ -16,7 +16,6 @@
 #include <string>
 #include <vector>
 
-#include "core/mix64.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/compute_profile.h"
 #include "costmodel/compute_time.h"
@@ -24,32 +23,13 @@
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
 #include "planner/group_placement.h"
+#include "seeded_draws.h"
 
 namespace foldplan {
 namespace {
 
-uint64_t Bits(double x) {
-  uint64_t b;
-  std::memcpy(&b, &x, sizeof b);
-  return b;
-}
-
-// A seeded stream of draws (core/mix64.h).
-struct Draws {
-  uint64_t state;
-  uint64_t Next() { return Mix64(state += kSplitMix64Increment); }
-  size_t Below(size_t n) { return static_cast<size_t>(Next() % n); }
-  bool Coin() { return Next() & 1; }
-  template <class T>
-  std::vector<T> Subset(const std::vector<T>& all) {  // nonempty, in the given order
-    std::vector<T> out;
-    for (const T& x : all) {
-      if (Coin()) out.push_back(x);
-    }
-    if (out.empty()) out.push_back(all[Below(all.size())]);
-    return out;
-  }
-};
+using testing::Bits;
+using testing::Draws;
 
 struct Case {
   ClusterSpec cluster;
