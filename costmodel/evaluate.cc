@@ -398,9 +398,9 @@ bool SameMemory(const RecipeVariant& a, const RecipeVariant& b) {
 // members are then reported together when they do not fit or are pruned.
 // The rest are scored member by member, arrangement-major (the placement
 // and its collective timings computed once per arrangement), under the
-// bound of the moment. Every reported score is FinishScore's for that
-// member under a bound at least the current one, so Score's, bit for bit
-// (tests/costmodel_score_family_test.cc).
+// bound of the moment. Every reported score is the member's Score bit for
+// bit, or pruned under a bound the sink gave during the family
+// (tests/costmodel_score_cache_test.cc).
 void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, ScoreSink& sink) const {
   const PipelineDescription& pipeline = CachedPipeline(family.base);
   thread_local FamilyPeakMemo peaks;
