@@ -15,37 +15,20 @@
 #include "planner/group_placement.h"
 #include "planner/rank_generator.h"
 #include "topology/topology.h"
+#include "planner_random_layout.h"
 #include "topology_fixtures.h"
 
 namespace foldplan {
 namespace {
 
 using testing::MustBuild;
+using testing::RandomLayout;
 
-int Pick(const std::vector<int>& values, std::mt19937& rng) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
-
-Layout RandomLayout(int world, std::mt19937& rng) {
-  // Orders Megatron accepts and refuses alike (ep with cp, upper case, an
-  // axis missing or unknown): the cached call must refuse them the same way.
-  static const std::vector<std::string> kOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
-                                                   "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp",
-                                                   "TP-CP-EP-DP-PP", "tp-cp-dp-pp", "tp-cp-xx-dp-pp"};
-  Layout l;
-  l.world = world;
-  l.pp = Pick(Divisors(world), rng);
-  const int stage = world / l.pp;
-  l.tp = Pick(Divisors(stage), rng);
-  l.cp = Pick(Divisors(stage / l.tp), rng);
-  l.dp = stage / (l.tp * l.cp);
-  l.etp = Pick(Divisors(stage), rng);
-  l.ep = Pick(Divisors(stage / l.etp), rng);
-  l.edp = stage / (l.etp * l.ep);
-  l.order = kOrders[std::uniform_int_distribution<size_t>(0, kOrders.size() - 1)(rng)];
-  l.placement = rng() % 2 ? Placement::kPacked : Placement::kLinear;
-  return l;
-}
+// Orders Megatron accepts and refuses alike (ep with cp, upper case, an
+// axis missing or unknown): the cached call must refuse them the same way.
+const std::vector<std::string> kOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
+                                          "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp",
+                                          "TP-CP-EP-DP-PP", "tp-cp-dp-pp",    "tp-cp-xx-dp-pp"};
 
 bool SameDouble(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
 
@@ -109,7 +92,7 @@ TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
     GroupPlacementCache small(8);  // clears often
     for (int world : c.worlds) {
       for (int trial = 0; trial < kLayoutsPerWorld; ++trial) {
-        const Layout l = RandomLayout(world, rng);
+        const Layout l = RandomLayout(world, kOrders, rng);
         const Result<LayoutPlacement> want = PlaceGroups(l, topo);
         RequireSame(want, PlaceGroups(l, topo, &cache), l);
         RequireSame(want, PlaceGroups(l, topo, &small), l);

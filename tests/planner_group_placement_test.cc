@@ -9,6 +9,7 @@
 #include <doctest/doctest.h>
 
 #include "fixtures.h"
+#include "planner_random_layout.h"
 #include "topology_fixtures.h"
 #include "planner/group_placement.h"
 #include "planner/rank_map.h"
@@ -20,6 +21,7 @@ namespace {
 ClusterSpec Dgx(int nodes, int su_nodes = 32) { return testing::DgxH100(nodes, su_nodes); }
 using testing::MustBuild;
 using testing::Nvl72;
+using testing::RandomLayout;
 
 Layout MakeLayout(int pp, int tp, int cp, int dp, int ep, int etp, std::string order = kDefaultOrder,
                   Placement placement = Placement::kLinear) {
@@ -159,36 +161,9 @@ TEST_CASE("errors match the rank map's") {
   CHECK_FALSE(PlaceGroups(unknown, topo).ok());
 }
 
-std::vector<int> Divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
-}
-
-int Pick(const std::vector<int>& values, std::mt19937& rng) {
-  return values[std::uniform_int_distribution<size_t>(0, values.size() - 1)(rng)];
-}
-
-// A random layout of `world` ranks (degrees multiply out; the order may be
-// one Megatron refuses, which both sides must then refuse).
-Layout RandomLayout(int world, std::mt19937& rng) {
-  static const std::vector<std::string> kOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
-                                                   "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
-  Layout l;
-  l.world = world;
-  l.pp = Pick(Divisors(world), rng);
-  const int stage = world / l.pp;
-  l.tp = Pick(Divisors(stage), rng);
-  l.cp = Pick(Divisors(stage / l.tp), rng);
-  l.dp = stage / (l.tp * l.cp);
-  l.etp = Pick(Divisors(stage), rng);
-  l.ep = Pick(Divisors(stage / l.etp), rng);
-  l.edp = stage / (l.etp * l.ep);
-  l.order = kOrders[std::uniform_int_distribution<size_t>(0, kOrders.size() - 1)(rng)];
-  l.placement = rng() % 2 ? Placement::kPacked : Placement::kLinear;
-  return l;
-}
+// Orders Megatron accepts (each a distinct rank map).
+const std::vector<std::string> kOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
+                                          "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
 
 TEST_CASE("PlaceGroups equals the rank map's worst groups (property, seeded)") {
   std::mt19937 rng(424242);
@@ -215,7 +190,7 @@ TEST_CASE("PlaceGroups equals the rank map's worst groups (property, seeded)") {
     const Topology topo = MustBuild(c.cluster);
     for (int world : c.worlds) {
       for (int trial = 0; trial < 40; ++trial) {
-        CheckAgainstRankMap(RandomLayout(world, rng), topo);
+        CheckAgainstRankMap(RandomLayout(world, kOrders, rng), topo);
         ++checked;
       }
     }
