@@ -354,14 +354,15 @@ LayoutScore CostModel::PeakScore(double peak_bytes) const {
 // already exceeds the bound.
 LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore score,
                                    bool minimise_memory, bool cached, double prune_above,
-                                   const StepWork* compute_work) const {
+                                   const ComputedWork* computed) const {
   if (!score.fits) return score;
   if (minimise_memory && score.peak_memory_gib > prune_above) {
     score.pruned = true;
     return score;
   }
-  StepWork work = compute_work ? *compute_work : ComputeWorkOf(layout, pipeline, cached);
-  if (!minimise_memory && prune_above < kNoPruning && PipelineLowerBound(work) > prune_above) {
+  StepWork work = computed ? computed->work : ComputeWorkOf(layout, pipeline, cached);
+  if (!minimise_memory && prune_above < kNoPruning &&
+      (computed ? computed->bound_s : PipelineLowerBound(work)) > prune_above) {
     score.pruned = true;
     return score;
   }
@@ -369,6 +370,12 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
   score.step_time_s = StepOf(layout, pipeline, work, nullptr).step_time_s;
   score.objective = minimise_memory ? score.peak_memory_gib : score.step_time_s;
   return score;
+}
+
+CostModel::ComputedWork CostModel::ComputeWithBound(const Layout& layout, const PipelineDescription& pipeline) const {
+  ComputedWork c{ComputeWorkOf(layout, pipeline, true), 0};
+  c.bound_s = PipelineLowerBound(c.work);
+  return c;
 }
 
 LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const {
@@ -415,8 +422,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     Recompute recompute;
     Dispatcher dispatcher;
     Precision precision;
-    StepWork work;   // ComputeWorkOf: no communication yet
-    double bound_s;  // PipelineLowerBound(work)
+    ComputedWork computed;
   };
   thread_local std::vector<Survivor> survivors;
   thread_local std::vector<Compute> computes;
@@ -427,9 +433,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     for (const Compute& c : computes) {
       if (c.recompute == v.recompute && c.dispatcher == v.dispatcher && c.precision == v.precision) return c;
     }
-    Compute c{v.recompute, v.dispatcher, v.precision, ComputeWorkOf(l, pipeline, true), 0};
-    c.bound_s = PipelineLowerBound(c.work);
-    computes.push_back(std::move(c));
+    computes.push_back({v.recompute, v.dispatcher, v.precision, ComputeWithBound(l, pipeline)});
     return computes.back();
   };
   LayoutScore peak;
@@ -453,7 +457,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     if (minimise_memory) {
       pruned = score.peak_memory_gib > prune_above;
     } else if (prune_above < kNoPruning) {
-      pruned = compute_of(variant).bound_s > prune_above;
+      pruned = compute_of(variant).computed.bound_s > prune_above;
     }
     if (pruned) {
       score.pruned = true;
@@ -498,8 +502,8 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
         sink.Scored(l, scores[same * survivors.size() + k]);
         continue;
       }
-      const StepWork* work = minimise_memory ? nullptr : &compute_of(variant).work;
-      const LayoutScore score = FinishScore(l, pipeline, s.score, minimise_memory, true, sink.PruneAbove(), work);
+      const ComputedWork* computed = minimise_memory ? nullptr : &compute_of(variant).computed;
+      const LayoutScore score = FinishScore(l, pipeline, s.score, minimise_memory, true, sink.PruneAbove(), computed);
       if (record) scores[(scored_at.size() - 1) * survivors.size() + k] = score;
       sink.Scored(l, score);
     }

@@ -147,13 +147,20 @@ class CostModel {
   StepWork ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
   void AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* work) const;
   LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const;
+  // A layout's compute work (ComputeWorkOf: no communication yet) and its
+  // PipelineLowerBound, as ScoreFamily shares them across members.
+  struct ComputedWork {
+    StepWork work;
+    double bound_s = 0;
+  };
+  ComputedWork ComputeWithBound(const Layout& layout, const PipelineDescription& pipeline) const;
   // ScoreOf in two parts: fits and the peak from the peak bytes; then, for
   // a layout that fits, the objective (or pruned), from its compute work
-  // (ComputeWorkOf) when given.
+  // and bound when given.
   LayoutScore PeakScore(double peak_bytes) const;
   LayoutScore FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore peak,
                           bool minimise_memory, bool cached, double prune_above,
-                          const StepWork* compute_work = nullptr) const;
+                          const ComputedWork* computed = nullptr) const;
   // DescribePipeline, memoised per thread (PipelineMemo in evaluate.cc).
   const PipelineDescription& CachedPipeline(const Layout& layout) const;
   const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;
