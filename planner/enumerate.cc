@@ -100,7 +100,7 @@ class EnumerationWalker {
     return items;
   }
 
-  // The subtree of SearchPp's loops at (vpp, schedule, tp, cp); a rejection
+  // The subtree of one (pp, vpp, schedule, tp, cp); a rejection
   // at the vpp or tp level counts this cp's share of it (the shares add up
   // to LeavesBelowVpp over the items of one (pp, vpp, schedule), and to
   // LeavesBelowTp over those of one tp).

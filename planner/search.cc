@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <cassert>
 #include <atomic>
-#include <climits>
 #include <cstdint>
 #include <chrono>
 #include <limits>
