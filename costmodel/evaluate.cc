@@ -405,9 +405,11 @@ bool SameMemory(const RecipeVariant& a, const RecipeVariant& b) {
 // members are then reported together when they do not fit or are pruned.
 // The rest are scored member by member, arrangement-major (the placement
 // and its collective timings computed once per arrangement), under the
-// bound of the moment. Every reported score is the member's Score bit for
-// bit, or pruned under a bound the sink gave during the family
-// (tests/costmodel_score_cache_test.cc).
+// bound of the moment. Under a schedule where the bound grows with the
+// recomputation, a variant is pruned at once when the bound of its compute
+// key without recomputation prunes. Every reported score is the member's
+// Score bit for bit, or pruned under a bound the sink gave during the
+// family (tests/costmodel_score_cache_test.cc).
 void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, ScoreSink& sink) const {
   const PipelineDescription& pipeline = CachedPipeline(family.base);
   thread_local FamilyPeakMemo peaks;
@@ -436,6 +438,18 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     computes.push_back({v.recompute, v.dispatcher, v.precision, ComputeWithBound(l, pipeline)});
     return computes.back();
   };
+  // Where the bound grows with the recomputation (schedule.h), that of the
+  // variant's compute key without recomputation is below each of its
+  // recompute modes' bounds: when that prunes, their own are not needed.
+  const bool floor_by_none = LowerBoundGrowsWithRecompute(pipeline.schedule);
+  auto floor_of = [&](const RecipeVariant& v) {
+    RecipeVariant none = v;
+    none.recompute = Recompute::None();
+    l.recompute = none.recompute;
+    const double bound_s = compute_of(none).computed.bound_s;
+    l.recompute = v.recompute;
+    return bound_s;
+  };
   LayoutScore peak;
   const RecipeVariant* peak_of = nullptr;
   for (size_t v = 0; v < family.variants.size(); ++v) {
@@ -457,7 +471,8 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     if (minimise_memory) {
       pruned = score.peak_memory_gib > prune_above;
     } else if (prune_above < kNoPruning) {
-      pruned = compute_of(variant).computed.bound_s > prune_above;
+      pruned = (floor_by_none && !variant.recompute.none() && floor_of(variant) > prune_above) ||
+               compute_of(variant).computed.bound_s > prune_above;
     }
     if (pruned) {
       score.pruned = true;

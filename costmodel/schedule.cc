@@ -252,6 +252,21 @@ double PipelineLowerBound(const StepWork& work) {
   return m * c + bubble;
 }
 
+// The proof (fl monotone as above): BuildStepWork gives rank p
+// backward_s = sum over kinds of fl(n fl(b + r)) with r the block's
+// recompute_s and n >= 0, and forward_s, weight_grad_s free of r; so
+// backward_s, c_p = fl(forward_s + backward_s) and C = max_p c_p do not
+// fall as each r grows. PipelineLowerBound is fl(fl(m C) + min_p
+// bubble(C, p, 0)), and BubbleSeconds, for 1F1B and GPipe (C times a
+// factor >= 0), interleaved (the same, + 0) and DualPipeV (its b =
+// fl(backward_s - w) and max(f, b) grow with backward_s, then + C, - 3 w,
+// max(0, .) and x (pp - 1) / 2 are monotone), does not fall as C and the
+// rank's backward_s grow; a min over ranks of such is monotone too. ZB-H1's
+// - min(f, b, w) falls as b grows.
+bool LowerBoundGrowsWithRecompute(PipelineSchedule schedule) {
+  return schedule != PipelineSchedule::kZeroBubbleH1;
+}
+
 DataParallelTimes DataParallelExposure(const StepWork& work, const PipelineTimes& times) {
   DataParallelTimes dp;
   for (const CommOp& op : work.ops) {

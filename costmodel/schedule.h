@@ -57,6 +57,17 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
 // prunes by (CostModel::Score).
 double PipelineLowerBound(const StepWork& work);
 
+// Whether, under `schedule`, PipelineLowerBound never falls as the
+// recomputation grows, bit for bit: of two works built alike
+// (BuildStepWork) from compute times that differ only in their layers'
+// recompute_s, the one with every recompute_s at least the other's has the
+// larger or equal bound. True for every schedule but ZB-H1, whose bubble
+// subtracts min(F, B, W): B of a rank that is not the slowest can grow
+// while t_max does not. What lets the search prune a layout's every
+// recompute mode by the bound of its layout without recomputation
+// (CostModel::ScoreFamily). The proof is beside the definition.
+bool LowerBoundGrowsWithRecompute(PipelineSchedule schedule);
+
 // Data-parallel traffic (the per-step ops) hidden behind the slowest rank's
 // backward (gradient reductions) and forward (parameter all-gathers) of one
 // micro-batch.

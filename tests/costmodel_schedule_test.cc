@@ -282,6 +282,29 @@ TEST_CASE("ZB-H1: the bubble is (pp - 1)(t_max - W - min(F, B, W)), pp micro-bat
         doctest::Approx((2 * 4 + 6 * 0.5) / 8));
 }
 
+TEST_CASE("ZB-H1's bound can fall as a rank that is not the slowest recomputes more") {
+  // Rank 0 the slowest: F = 3, backward 7.5 s, W = 3 (B = 4.5), t_max =
+  // 10.5; rank 1: F = 3, backward 6 s, W = 4 (B = 2). The bound is m t_max
+  // + the least of the ranks' (pp - 1)(t_max - W - min(F, B, W)): rank 0's
+  // 10.5 - 3 - 3 = 4.5, rank 1's 10.5 - 4 - 2 = 4.5: 8 x 10.5 + 4.5. Rank
+  // 1 recomputing 1.5 s more (backward 7.5, B = 3.5, its compute 10.5, not
+  // above t_max) fills more of each gap: 10.5 - 4 - 3 = 3.5, and the bound
+  // falls by 1 s. Under the other schedules it cannot (schedule.h).
+  StepWork s = TwoRanksSplit(PipelineSchedule::kZeroBubbleH1, 1);
+  s.ranks[1].forward_s = 3;
+  s.ranks[1].backward_s = 6;
+  s.ranks[1].weight_grad_s = 4;
+  CHECK(PipelineLowerBound(s) == doctest::Approx(8 * 10.5 + 4.5));
+  s.ranks[1].backward_s += 1.5;
+  s.ranks[1].recompute_s += 1.5;
+  CHECK(PipelineLowerBound(s) == doctest::Approx(8 * 10.5 + 3.5));
+  CHECK(!LowerBoundGrowsWithRecompute(PipelineSchedule::kZeroBubbleH1));
+  for (const PipelineSchedule schedule : {PipelineSchedule::k1F1B, PipelineSchedule::kGPipe,
+                                          PipelineSchedule::kInterleaved1F1B, PipelineSchedule::kDualPipeV}) {
+    CHECK(LowerBoundGrowsWithRecompute(schedule));
+  }
+}
+
 TEST_CASE("DualPipeV: the bubble is (pp - 1) / 2 (t_max + max(F, B) - 3 W) + (pp - 1) s") {
   // Each rank's layers are its two chunks. With w = 1 of each layer's 2 s
   // backward, rank 0: F = 3, W = 3, B = 7.5 - 3 = 4.5, t_max = 10.5:

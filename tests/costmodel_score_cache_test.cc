@@ -9,10 +9,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
-#include <cstdint>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <limits>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -20,6 +21,7 @@
 #include "costmodel/compute_profile.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/evaluate.h"
+#include "costmodel/schedule.h"
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
 #include "planner/group_placement.h"
@@ -65,6 +67,12 @@ Case RandomCase(Draws& d) {
   j.fsdp = d.Subset(std::vector<bool>{false, true});
   j.tp_overlap = d.Subset(std::vector<bool>{false, true});
   j.routing_imbalance = d.Coin() ? 1.0 : 1.3;
+  // Empty (each layout's implied schedule) or some of the others too.
+  if (d.Coin()) {
+    j.pipeline_schedules = d.Subset(std::vector<PipelineSchedule>{
+        PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B, PipelineSchedule::kZeroBubbleH1,
+        PipelineSchedule::kDualPipeV, PipelineSchedule::kGPipe});
+  }
   return c;
 }
 
@@ -176,6 +184,48 @@ TEST_CASE("the step-time bound is below ScoreReference's, and a bounded Score pr
   CHECK(pruned > 1000);
   CHECK(kept > 1000);
   MESSAGE("step-time bound / step time, mean over " << fitting << " fitting layouts: " << tightness / double(fitting));
+}
+
+// What lets ScoreFamily prune every recompute mode of a compute key by the
+// bound without recomputation (schedule.h LowerBoundGrowsWithRecompute):
+// under each schedule but ZB-H1 no recompute set gives a layout a lower
+// StepTimeLowerBound, as doubles, than none does.
+TEST_CASE("the step-time bound without recomputation is below every recompute mode's, but under ZB-H1") {
+  Draws d{20261203};
+  const std::vector<Recompute> modes = {
+      Recompute::Selective(), Recompute::Full(),
+      Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) | (1u << int(RecomputeModule::kMoeAct))),
+      Recompute::Modules(1u << int(RecomputeModule::kMoe)),
+      Recompute::Modules((1u << kRecomputeModuleCount) - 1)};
+  std::map<PipelineSchedule, size_t> compared;
+  for (int trial = 0; trial < 24; ++trial) {
+    Case c = RandomCase(d);
+    c.job.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
+                                PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV,
+                                PipelineSchedule::kGPipe};
+    auto created = CostModel::Create(c.cluster, c.model, c.job);
+    REQUIRE(created.ok());
+    const CostModel& cost = *created.value();
+    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    for (int i = 0; i < 100 && !legal.empty(); ++i) {
+      Layout l = legal[d.Below(legal.size())];
+      const PipelineSchedule schedule = l.schedule_or_default();
+      if (!LowerBoundGrowsWithRecompute(schedule)) continue;
+      l.recompute = Recompute::None();
+      const double floor = cost.StepTimeLowerBound(l);
+      for (const Recompute rc : modes) {
+        l.recompute = rc;
+        INFO("layout: " << FormatLayout(l));
+        REQUIRE(cost.StepTimeLowerBound(l) >= floor);
+        ++compared[schedule];
+      }
+    }
+  }
+  CHECK(compared[PipelineSchedule::k1F1B] > 500);
+  CHECK(compared[PipelineSchedule::kInterleaved1F1B] > 500);
+  CHECK(compared[PipelineSchedule::kDualPipeV] > 100);
+  CHECK(compared[PipelineSchedule::kGPipe] > 100);
+  CHECK(!LowerBoundGrowsWithRecompute(PipelineSchedule::kZeroBubbleH1));
 }
 
 // ScoreFamily (the search's way) against Score, member by member. A sink
