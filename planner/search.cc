@@ -66,9 +66,14 @@ struct alignas(64) Shard {
   //    dropped in the merge as they would be without pruning.
   // Pruning therefore changes no ranked candidate, class count or count
   // but `pruned` (which depends on the order layouts reach the shard, so on
-  // the thread count and timing).
-  double PruneAbove(size_t top, const std::optional<double>& rank_objective) const {
-    double bound = best.size() == top ? best.back().score.objective : std::numeric_limits<double>::infinity();
+  // the thread count and timing). The same holds of another shard's bound
+  // (its `top` better candidates or classes are kept there), so the least
+  // any shard has reached (`shared`) serves too.
+  double OwnBound(size_t top) const {
+    return best.size() == top ? best.back().score.objective : std::numeric_limits<double>::infinity();
+  }
+  double PruneAbove(size_t top, const std::optional<double>& rank_objective, double shared) const {
+    double bound = std::min(OwnBound(top), shared);
     if (rank_objective) bound = std::max(bound, *rank_objective);
     return bound;
   }
@@ -98,17 +103,32 @@ struct alignas(64) Shard {
   }
 };
 
+// The least of the shards' own bounds (Shard::OwnBound), which every
+// thread prunes by. It only falls, and is written only when a shard's
+// worst kept candidate improves; read per family, on a line of its own.
+struct alignas(64) SharedBound {
+  std::atomic<double> objective{std::numeric_limits<double>::infinity()};
+  double Get() const { return objective.load(std::memory_order_relaxed); }
+  void Lower(double x) {
+    double now = Get();
+    while (x < now && !objective.compare_exchange_weak(now, x, std::memory_order_relaxed)) {
+    }
+  }
+};
+
 // What a scorer reports of a family's members, into one thread's shard:
 // the memory rejections, the memory limit, pruning and the reference count
 // as for a single layout; alike members counted at once.
 class ShardSink : public ScoreSink {
  public:
-  ShardSink(Shard* shard, const SearchOptions& options, size_t top) : shard_(*shard), options_(options), top_(top) {}
-  double PruneAbove() const override { return shard_.PruneAbove(top_, options_.rank_objective); }
+  ShardSink(Shard* shard, SharedBound* shared, const SearchOptions& options, size_t top)
+      : shard_(*shard), shared_(*shared), options_(options), top_(top) {}
+  double PruneAbove() const override { return shard_.PruneAbove(top_, options_.rank_objective, shared_.Get()); }
   void Scored(const Layout& layout, const LayoutScore& score) override {
     if (Count(score, 1)) return;
     if (options_.rank_objective && score.objective < *options_.rank_objective) ++shard_.better;
     shard_.Offer(layout, score, top_, options_.distinct);
+    shared_.Lower(shard_.OwnBound(top_));
   }
   void ScoredAlike(const LayoutScore& score, uint64_t count) override {
     [[maybe_unused]] const bool counted = Count(score, count);
@@ -136,6 +156,7 @@ class ShardSink : public ScoreSink {
     return false;
   }
   Shard& shard_;
+  SharedBound& shared_;
   const SearchOptions& options_;
   size_t top_;
 };
@@ -178,10 +199,11 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   run_starts.push_back(by_run.size());
 
   std::vector<Shard> shards(static_cast<size_t>(threads));
+  SharedBound shared_bound;
   std::atomic<size_t> next{0};
   std::atomic<size_t> done{0};
   auto work = [&](size_t t) {
-    ShardSink sink(&shards[t], options, top);
+    ShardSink sink(&shards[t], &shared_bound, options, top);
     const FamilyVisitor score = [&](const LayoutFamily& family) { scorer.ScoreFamily(family, sink); };
     for (;;) {
       const size_t run = next.fetch_add(1);
