@@ -526,10 +526,10 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
 
 namespace {
 
-std::vector<CommOp> BuildPlan(const Layout& layout, const CostContext& ctx, const CommParams& params,
-                              const LayoutPlacement& placement, const PipelineDescription& pipeline,
-                              CollectiveTimeMemo* memo) {
-  std::vector<CommOp> ops;
+void BuildPlan(const Layout& layout, const CostContext& ctx, const CommParams& params,
+               const LayoutPlacement& placement, const PipelineDescription& pipeline, CollectiveTimeMemo* memo,
+               std::vector<CommOp>& ops) {
+  ops.clear();
   // The most any layout appends: 9 TP (attention, dense MLP, shared
   // experts), 4 Ulysses, 8 for the all-to-all dispatcher with ETP, 1
   // pipeline, 10 FSDP.
@@ -558,18 +558,27 @@ std::vector<CommOp> BuildPlan(const Layout& layout, const CostContext& ctx, cons
   } else {
     AddDataParallel(v, ctx, rank_params, pipeline, plan);
   }
-  return ops;
 }
 
 }  // namespace
 
-std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
-                                  const PipelineDescription& pipeline, CollectiveTimeMemo* memo) {
-  if (!ctx.cluster || !ctx.model || !ctx.job) return {};
+void BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                   const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops) {
+  if (!ctx.cluster || !ctx.model || !ctx.job) {
+    ops->clear();
+    return;
+  }
   // The defaults only when the context has none (no optional on the
   // common path: GCC zeroes an optional's 456-byte storage per call).
-  if (!ctx.comm) return BuildPlan(layout, ctx, DefaultCommParams(*ctx.cluster), placement, pipeline, memo);
-  return BuildPlan(layout, ctx, *ctx.comm, placement, pipeline, memo);
+  if (!ctx.comm) return BuildPlan(layout, ctx, DefaultCommParams(*ctx.cluster), placement, pipeline, memo, *ops);
+  BuildPlan(layout, ctx, *ctx.comm, placement, pipeline, memo, *ops);
+}
+
+std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                                  const PipelineDescription& pipeline, CollectiveTimeMemo* memo) {
+  std::vector<CommOp> ops;
+  BuildCommPlan(layout, ctx, placement, pipeline, memo, &ops);
+  return ops;
 }
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx) {

@@ -147,6 +147,10 @@ class CollectiveTimeMemo {
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
                                   const LayoutPlacement& placement, const PipelineDescription& pipeline,
                                   CollectiveTimeMemo* memo);
+// The same into *ops (replaced; its storage kept, for a search that plans
+// one layout after another without allocating).
+void BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                   const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops);
 
 // Copies of one token a flex dispatcher (DeepEP, HybridEP) moves, for
 // uniform top-k routing over the expert TP x EP group (etp x ep ranks,

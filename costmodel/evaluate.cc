@@ -208,7 +208,7 @@ void CostModel::AddCommOf(const Layout& layout, const PipelineDescription& pipel
   if (cached) {
     CollectiveTimeMemo* memo = nullptr;
     if (const LayoutPlacement* placement = PlacementOf(layout, &memo)) {
-      work->ops = BuildCommPlan(layout, ctx_, *placement, pipeline, memo);
+      BuildCommPlan(layout, ctx_, *placement, pipeline, memo, &work->ops);
     }
   } else if (const Result<LayoutPlacement> placement = PlaceGroups(layout, topology_); placement.ok()) {
     work->ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
@@ -216,17 +216,24 @@ void CostModel::AddCommOf(const Layout& layout, const PipelineDescription& pipel
 }
 
 StepWork CostModel::ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const {
+  StepWork work;
+  ComputeWorkOf(layout, pipeline, cached, &work);
+  return work;
+}
+
+void CostModel::ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached,
+                              StepWork* out) const {
   // Compute times per thread (ComputeTimesCache), for this model only.
   ComputeTimes uncached;
   if (!cached) uncached = ComputeLayerTimes(layout, ctx_);
   const ComputeTimes& times = cached ? ForModel<ComputeTimesCache>(id_).Get(layout, ctx_) : uncached;
-  StepWork work = BuildStepWork(layout, model_, cluster_.gpu, pipeline, times, {}, MicroBatchesPerStep(job_, layout));
+  BuildStepWork(layout, model_, cluster_.gpu, pipeline, times, MicroBatchesPerStep(job_, layout), out);
+  StepWork& work = *out;
   work.load_factor = ExpertLoadFactor(job_, layout.ep);
   work.nvlink_bytes_per_s = comm_.nvlink_gb_per_s() * 1e9;
   const double nic_share = double(comm_.nics_per_node) / std::max(1, cluster_.gpus_per_node);
   work.nic_bytes_per_s = comm_.network_gb_per_s() * 1e9 * nic_share;
   work.spine_bytes_per_s = comm_.spine_gb_per_s() * 1e9 * nic_share;
-  return work;
 }
 
 double CostModel::OptimizerSeconds(const Layout& layout, const PipelineDescription& pipeline, int stage) const {
@@ -250,7 +257,8 @@ StepBreakdown CostModel::StepOf(const Layout& layout, const PipelineDescription&
   StepBreakdown s;
   s.microbatches = MicroBatchesPerStep(job_, layout);
   std::vector<double> op_exposed;
-  const PipelineTimes times = SchedulePipeline(work, comm_out ? &op_exposed : nullptr);
+  thread_local PipelineTimes times;  // its storage kept from step to step
+  SchedulePipeline(work, &times, comm_out ? &op_exposed : nullptr);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
   s.slowest_stage = times.slowest;
   s.stage_compute_s = worst.compute_s;
@@ -360,7 +368,12 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
     score.pruned = true;
     return score;
   }
-  StepWork work = computed ? computed->work : ComputeWorkOf(layout, pipeline, cached);
+  thread_local StepWork work;  // its storage kept from score to score
+  if (computed) {
+    work = computed->work;
+  } else {
+    ComputeWorkOf(layout, pipeline, cached, &work);
+  }
   if (!minimise_memory && prune_above < kNoPruning &&
       (computed ? computed->bound_s : PipelineLowerBound(work)) > prune_above) {
     score.pruned = true;
@@ -372,10 +385,10 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
   return score;
 }
 
-CostModel::ComputedWork CostModel::ComputeWithBound(const Layout& layout, const PipelineDescription& pipeline) const {
-  ComputedWork c{ComputeWorkOf(layout, pipeline, true), 0};
-  c.bound_s = PipelineLowerBound(c.work);
-  return c;
+void CostModel::ComputeWithBound(const Layout& layout, const PipelineDescription& pipeline,
+                                 ComputedWork* out) const {
+  ComputeWorkOf(layout, pipeline, true, &out->work);
+  out->bound_s = PipelineLowerBound(out->work);
 }
 
 LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const {
@@ -427,16 +440,23 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     ComputedWork computed;
   };
   thread_local std::vector<Survivor> survivors;
+  // The first `used` are this family's; the rest keep their works' storage.
   thread_local std::vector<Compute> computes;
+  size_t used = 0;
   survivors.clear();
-  computes.clear();
   // `l` set to the variant: its compute key's entry.
   auto compute_of = [&](const RecipeVariant& v) -> const Compute& {
-    for (const Compute& c : computes) {
+    for (size_t i = 0; i < used; ++i) {
+      const Compute& c = computes[i];
       if (c.recompute == v.recompute && c.dispatcher == v.dispatcher && c.precision == v.precision) return c;
     }
-    computes.push_back({v.recompute, v.dispatcher, v.precision, ComputeWithBound(l, pipeline)});
-    return computes.back();
+    if (used == computes.size()) computes.emplace_back();
+    Compute& c = computes[used++];
+    c.recompute = v.recompute;
+    c.dispatcher = v.dispatcher;
+    c.precision = v.precision;
+    ComputeWithBound(l, pipeline, &c.computed);
+    return c;
   };
   // Where the bound grows with the recomputation (schedule.h), that of the
   // variant's compute key without recomputation is below each of its

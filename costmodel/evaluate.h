@@ -145,6 +145,7 @@ class CostModel {
   StepWork WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
   // WorkOf in two parts: the compute (no ops yet), then the comm plan.
   StepWork ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
+  void ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* out) const;
   void AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* work) const;
   LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const;
   // A layout's compute work (ComputeWorkOf: no communication yet) and its
@@ -153,7 +154,7 @@ class CostModel {
     StepWork work;
     double bound_s = 0;
   };
-  ComputedWork ComputeWithBound(const Layout& layout, const PipelineDescription& pipeline) const;
+  void ComputeWithBound(const Layout& layout, const PipelineDescription& pipeline, ComputedWork* out) const;
   // ScoreOf in two parts: fits and the peak from the peak bytes; then, for
   // a layout that fits, the objective (or pruned), from its compute work
   // and bound when given.

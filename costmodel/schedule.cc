@@ -167,6 +167,16 @@ void ShareOfBlocks(const StepWork& work, BlockKind kind, const BlockComm& c, dou
 
 PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s) {
   PipelineTimes t;
+  SchedulePipeline(work, &t, op_exposed_s);
+  return t;
+}
+
+void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<double>* op_exposed_s) {
+  std::vector<RankTime> ranks = std::move(times->ranks);
+  ranks.assign(work.ranks.size(), RankTime{});
+  *times = PipelineTimes{};
+  times->ranks = std::move(ranks);
+  PipelineTimes& t = *times;
   const double m = double(work.microbatches);
   // Schedules whose boundary sends overlap the next chunk's compute.
   const bool overlapped_sends =
@@ -176,7 +186,6 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
   const PlanComm plan = SumPlanComm(work);
   const double crossing_s = plan.crossing_s;
   const std::array<BlockComm, kBlockKindCount>& comm = plan.blocks;
-  t.ranks.resize(work.ranks.size());
   for (size_t p = 0; p < work.ranks.size(); ++p) {
     const RankWork& r = work.ranks[p];
     RankTime& rt = t.ranks[p];
@@ -222,7 +231,6 @@ PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exp
       }
     }
   }
-  return t;
 }
 
 // The proof that this is <= SchedulePipeline(work).pipeline_s for the same

@@ -49,6 +49,8 @@ struct PipelineTimes {
 // per micro-batch the slowest rank waits on it (an overlappable op's share
 // of what its block could not hide; 0 for per-step ops).
 PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s = nullptr);
+// The same into *times (replaced; its storage kept).
+void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<double>* op_exposed_s = nullptr);
 
 // A lower bound on SchedulePipeline(work).pipeline_s, bit for bit in
 // floating point, from the ranks' compute alone (work.ops is not read, so

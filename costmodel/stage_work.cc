@@ -31,6 +31,23 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
                        const PipelineDescription& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches) {
   StepWork w;
+  BuildStepWork(layout, model, gpu, pipeline, compute, microbatches, &w);
+  w.ops = std::move(ops);
+  return w;
+}
+
+void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
+                   const PipelineDescription& pipeline, const ComputeTimes& compute, long long microbatches,
+                   StepWork* out) {
+  // Every field set, the vectors' storage kept.
+  std::vector<CommOp> ops = std::move(out->ops);
+  std::vector<RankWork> ranks = std::move(out->ranks);
+  ops.clear();
+  ranks.clear();
+  *out = StepWork{};
+  StepWork& w = *out;
+  w.ops = std::move(ops);
+  w.ranks = std::move(ranks);
   w.schedule = pipeline.schedule;
   w.pp = pipeline.pp;
   w.vpp = pipeline.vpp;
@@ -63,7 +80,7 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
   w.shared[static_cast<size_t>(BlockKind::kMoeLayer)] = shared;
   if (w.mtp_moe) w.shared[static_cast<size_t>(BlockKind::kMtpLayer)] = shared;
 
-  w.ranks.resize(pipeline.ranks.size());
+  w.ranks.resize(pipeline.ranks.size());  // value-initialised: the sums below start at 0
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
     const PipelineRank& held = pipeline.ranks[p];
     RankWork& r = w.ranks[p];
@@ -85,8 +102,6 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
       r.weight_grad_s += n * c.weight_grad_s;
     }
   }
-  w.ops = std::move(ops);
-  return w;
 }
 
 }  // namespace foldplan

@@ -159,5 +159,10 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
 StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
                        const PipelineDescription&& pipeline, const ComputeTimes& compute, std::vector<CommOp> ops,
                        long long microbatches) = delete;
+// The same with no ops, into *out, whose vectors keep their storage (a
+// search builds one work after another without allocating).
+void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
+                   const PipelineDescription& pipeline, const ComputeTimes& compute, long long microbatches,
+                   StepWork* out);
 
 }  // namespace foldplan
