@@ -385,12 +385,6 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
   return score;
 }
 
-void CostModel::ComputeWithBound(const Layout& layout, const PipelineDescription& pipeline,
-                                 ComputedWork* out) const {
-  ComputeWorkOf(layout, pipeline, true, &out->work);
-  out->bound_s = PipelineLowerBound(out->work);
-}
-
 LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const {
   PipelineDescription uncached;
   if (!cached) uncached = DescribePipeline(layout, model_, &weights_);
@@ -432,11 +426,27 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     size_t variant;
     LayoutScore score;  // its peak, fitting
   };
-  // The compute work of one compute key, and its step-time bound.
+  // The pipeline with one rank of each shape (what it holds): the bound
+  // reads each rank's compute alone, in a max and a min over the ranks
+  // (schedule.h), so a work of these ranks gives it bit for bit without
+  // building every rank's.
+  thread_local PipelineDescription shapes;
+  shapes.schedule = pipeline.schedule;
+  shapes.pp = pipeline.pp;
+  shapes.vpp = pipeline.vpp;
+  shapes.ranks.clear();
+  for (const PipelineRank& r : pipeline.ranks) {
+    if (std::find(shapes.ranks.begin(), shapes.ranks.end(), r) == shapes.ranks.end()) shapes.ranks.push_back(r);
+  }
+  thread_local StepWork shape_work;
+  // One compute key's step-time bound, and its work once a member is
+  // scored in full.
   struct Compute {
     Recompute recompute;
     Dispatcher dispatcher;
     Precision precision;
+    double bound_s = 0;
+    bool built = false;  // `computed` holds the key's work
     ComputedWork computed;
   };
   thread_local std::vector<Survivor> survivors;
@@ -445,9 +455,9 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   size_t used = 0;
   survivors.clear();
   // `l` set to the variant: its compute key's entry.
-  auto compute_of = [&](const RecipeVariant& v) -> const Compute& {
+  auto compute_of = [&](const RecipeVariant& v) -> Compute& {
     for (size_t i = 0; i < used; ++i) {
-      const Compute& c = computes[i];
+      Compute& c = computes[i];
       if (c.recompute == v.recompute && c.dispatcher == v.dispatcher && c.precision == v.precision) return c;
     }
     if (used == computes.size()) computes.emplace_back();
@@ -455,8 +465,19 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     c.recompute = v.recompute;
     c.dispatcher = v.dispatcher;
     c.precision = v.precision;
-    ComputeWithBound(l, pipeline, &c.computed);
+    ComputeWorkOf(l, shapes, true, &shape_work);
+    c.bound_s = PipelineLowerBound(shape_work);
+    c.built = false;
     return c;
+  };
+  auto computed_of = [&](const RecipeVariant& v) -> const ComputedWork& {
+    Compute& c = compute_of(v);
+    if (!c.built) {
+      ComputeWorkOf(l, pipeline, true, &c.computed.work);
+      c.computed.bound_s = c.bound_s;
+      c.built = true;
+    }
+    return c.computed;
   };
   // Where the bound grows with the recomputation (schedule.h), that of the
   // variant's compute key without recomputation is below each of its
@@ -466,7 +487,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     RecipeVariant none = v;
     none.recompute = Recompute::None();
     l.recompute = none.recompute;
-    const double bound_s = compute_of(none).computed.bound_s;
+    const double bound_s = compute_of(none).bound_s;
     l.recompute = v.recompute;
     return bound_s;
   };
@@ -492,7 +513,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       pruned = score.peak_memory_gib > prune_above;
     } else if (prune_above < kNoPruning) {
       pruned = (floor_by_none && !variant.recompute.none() && floor_of(variant) > prune_above) ||
-               compute_of(variant).computed.bound_s > prune_above;
+               compute_of(variant).bound_s > prune_above;
     }
     if (pruned) {
       score.pruned = true;
@@ -537,7 +558,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
         sink.Scored(l, scores[same * survivors.size() + k]);
         continue;
       }
-      const ComputedWork* computed = minimise_memory ? nullptr : &compute_of(variant).computed;
+      const ComputedWork* computed = minimise_memory ? nullptr : &computed_of(variant);
       const LayoutScore score = FinishScore(l, pipeline, s.score, minimise_memory, true, sink.PruneAbove(), computed);
       if (record) scores[(scored_at.size() - 1) * survivors.size() + k] = score;
       sink.Scored(l, score);

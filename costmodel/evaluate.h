@@ -154,7 +154,6 @@ class CostModel {
     StepWork work;
     double bound_s = 0;
   };
-  void ComputeWithBound(const Layout& layout, const PipelineDescription& pipeline, ComputedWork* out) const;
   // ScoreOf in two parts: fits and the peak from the peak bytes; then, for
   // a layout that fits, the objective (or pruned), from its compute work
   // and bound when given.

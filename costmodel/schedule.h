@@ -56,7 +56,9 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
 // floating point, from the ranks' compute alone (work.ops is not read, so
 // it may be empty): m x the largest rank compute + the least bubble that
 // compute allows (the proof is beside the definition). What the search
-// prunes by (CostModel::Score).
+// prunes by (CostModel::Score). It reads the ranks only through a max and
+// a min over them: their order and repeats do not change it (a work of one
+// rank of each shape gives it too).
 double PipelineLowerBound(const StepWork& work);
 
 // Whether, under `schedule`, PipelineLowerBound never falls as the

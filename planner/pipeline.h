@@ -56,6 +56,7 @@ struct PipelineRank {
   bool embedding = false;
   bool loss = false;
   int dense_layers() const { return layers - moe_layers; }
+  bool operator==(const PipelineRank&) const = default;
 };
 
 struct PipelineDescription {
