@@ -272,7 +272,16 @@ double PipelineLowerBound(const StepWork& work) {
 // rank's backward_s grow; a min over ranks of such is monotone too. ZB-H1's
 // - min(f, b, w) falls as b grows.
 bool LowerBoundGrowsWithRecompute(PipelineSchedule schedule) {
-  return schedule != PipelineSchedule::kZeroBubbleH1;
+  // A switch with no default: a new schedule is a compiler warning here
+  // until its bubble is checked against the proof.
+  switch (schedule) {
+    case PipelineSchedule::k1F1B:
+    case PipelineSchedule::kGPipe:
+    case PipelineSchedule::kInterleaved1F1B:
+    case PipelineSchedule::kDualPipeV: return true;
+    case PipelineSchedule::kZeroBubbleH1: return false;
+  }
+  return false;
 }
 
 DataParallelTimes DataParallelExposure(const StepWork& work, const PipelineTimes& times) {
