@@ -205,6 +205,7 @@ StepWork CostModel::WorkOf(const Layout& layout, const PipelineDescription& pipe
 
 void CostModel::AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached,
                           StepWork* work) const {
+  work->ops.clear();  // a layout that cannot be placed has no plan, whatever the work held
   if (cached) {
     CollectiveTimeMemo* memo = nullptr;
     if (const LayoutPlacement* placement = PlacementOf(layout, &memo)) {
@@ -362,18 +363,18 @@ LayoutScore CostModel::PeakScore(double peak_bytes) const {
 // already exceeds the bound.
 LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore score,
                                    bool minimise_memory, bool cached, double prune_above,
-                                   const ComputedWork* computed) const {
+                                   ComputedWork* computed) const {
   if (!score.fits) return score;
   if (minimise_memory && score.peak_memory_gib > prune_above) {
     score.pruned = true;
     return score;
   }
-  thread_local StepWork work;  // its storage kept from score to score
-  if (computed) {
-    work = computed->work;
-  } else {
-    ComputeWorkOf(layout, pipeline, cached, &work);
-  }
+  // The given work takes this layout's plan in place (AddCommOf replaces
+  // its ops and reads nothing else of it); otherwise one per thread, its
+  // storage kept from score to score.
+  thread_local StepWork own;
+  StepWork& work = computed ? computed->work : own;
+  if (!computed) ComputeWorkOf(layout, pipeline, cached, &own);
   if (!minimise_memory && prune_above < kNoPruning &&
       (computed ? computed->bound_s : PipelineLowerBound(work)) > prune_above) {
     score.pruned = true;
@@ -445,8 +446,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     Recompute recompute;
     Dispatcher dispatcher;
     Precision precision;
-    double bound_s = 0;
-    bool built = false;  // `computed` holds the key's work
+    bool built = false;  // computed.work holds the key's work (its bound is set at once)
     ComputedWork computed;
   };
   thread_local std::vector<Survivor> survivors;
@@ -466,15 +466,14 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     c.dispatcher = v.dispatcher;
     c.precision = v.precision;
     ComputeWorkOf(l, shapes, true, &shape_work);
-    c.bound_s = PipelineLowerBound(shape_work);
+    c.computed.bound_s = PipelineLowerBound(shape_work);
     c.built = false;
     return c;
   };
-  auto computed_of = [&](const RecipeVariant& v) -> const ComputedWork& {
+  auto computed_of = [&](const RecipeVariant& v) -> ComputedWork& {
     Compute& c = compute_of(v);
     if (!c.built) {
       ComputeWorkOf(l, pipeline, true, &c.computed.work);
-      c.computed.bound_s = c.bound_s;
       c.built = true;
     }
     return c.computed;
@@ -487,7 +486,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     RecipeVariant none = v;
     none.recompute = Recompute::None();
     l.recompute = none.recompute;
-    const double bound_s = compute_of(none).bound_s;
+    const double bound_s = compute_of(none).computed.bound_s;
     l.recompute = v.recompute;
     return bound_s;
   };
@@ -513,7 +512,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       pruned = score.peak_memory_gib > prune_above;
     } else if (prune_above < kNoPruning) {
       pruned = (floor_by_none && !variant.recompute.none() && floor_of(variant) > prune_above) ||
-               compute_of(variant).bound_s > prune_above;
+               compute_of(variant).computed.bound_s > prune_above;
     }
     if (pruned) {
       score.pruned = true;
@@ -558,7 +557,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
         sink.Scored(l, scores[same * survivors.size() + k]);
         continue;
       }
-      const ComputedWork* computed = minimise_memory ? nullptr : &computed_of(variant);
+      ComputedWork* computed = minimise_memory ? nullptr : &computed_of(variant);
       const LayoutScore score = FinishScore(l, pipeline, s.score, minimise_memory, true, sink.PruneAbove(), computed);
       if (record) scores[(scored_at.size() - 1) * survivors.size() + k] = score;
       sink.Scored(l, score);

@@ -149,7 +149,8 @@ class CostModel {
   void AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* work) const;
   LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const;
   // A layout's compute work (ComputeWorkOf: no communication yet) and its
-  // PipelineLowerBound, as ScoreFamily shares them across members.
+  // PipelineLowerBound, as ScoreFamily shares them across members. FinishScore
+  // puts each member's plan into work.ops in turn (the rest stays the key's).
   struct ComputedWork {
     StepWork work;
     double bound_s = 0;
@@ -160,7 +161,7 @@ class CostModel {
   LayoutScore PeakScore(double peak_bytes) const;
   LayoutScore FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore peak,
                           bool minimise_memory, bool cached, double prune_above,
-                          const ComputedWork* computed = nullptr) const;
+                          ComputedWork* computed = nullptr) const;
   // DescribePipeline, memoised per thread (PipelineMemo in evaluate.cc).
   const PipelineDescription& CachedPipeline(const Layout& layout) const;
   const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;
