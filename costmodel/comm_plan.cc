@@ -27,6 +27,14 @@ const char* Name(CommKind kind) {
   return "?";
 }
 
+RecipeVariant CommFloorVariant(const RecipeVariant& v) {
+  RecipeVariant least = v;
+  least.recompute = Recompute::None();
+  least.a2a_overlap = false;
+  least.tp_overlap = false;
+  return least;
+}
+
 FlexTokenCopies ExpectedFlexCopies(int experts, int top_k, int ep, int etp, const GroupSpan& span) {
   FlexTokenCopies c;
   ep = std::max(ep, 1);

@@ -24,6 +24,7 @@
 #include "costmodel/routing.h"
 #include "planner/group_placement.h"
 #include "planner/layout.h"
+#include "planner/layout_family.h"
 #include "planner/pipeline.h"
 #include "planner/rank_map.h"
 
@@ -151,6 +152,20 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
 // one layout after another without allocating).
 void BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                    const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops);
+
+// The recipe variant whose plan takes no longer than `v`'s, per block kind
+// and per stage crossing, on every placement (schedule.h CommSecondsOf of
+// its plan is at most v's, field by field): `v` without recomputation and
+// without EP or TP overlap. Recomputation only adds forward calls the
+// backward repeats (Volumes' again), and the overlaps only mark ops
+// overlappable (tp_overlap) or hidden behind another micro-batch
+// (MarkEpOverlap); none changes an op's group, collective or bytes, so each
+// op of the floor's plan is in v's with as many calls or more, at the same
+// seconds per call. FSDP, the dispatcher and the precision change which ops
+// run and their bytes: they stay v's. What the search's step-time bound with
+// communication reads (CostModel::ScoreFamily);
+// tests/costmodel_score_cache_test.cc holds the claim to the builders below.
+RecipeVariant CommFloorVariant(const RecipeVariant& v);
 
 // Copies of one token a flex dispatcher (DeepEP, HybridEP) moves, for
 // uniform top-k routing over the expert TP x EP group (etp x ep ranks,

@@ -309,6 +309,13 @@ double CostModel::StepTimeLowerBound(const Layout& layout) const {
   return PipelineLowerBound(ComputeWorkOf(layout, pipeline, false));
 }
 
+double CostModel::StepTimeLowerBoundWithComm(const Layout& layout) const {
+  const PipelineDescription pipeline = DescribePipeline(layout, model_, &weights_);
+  Layout least = layout;
+  LayoutFamily::SetVariant(CommFloorVariant(LayoutFamily::VariantOf(layout)), &least);
+  return PipelineLowerBound(ComputeWorkOf(layout, pipeline, false), CommSecondsOf(WorkOf(least, pipeline, false)));
+}
+
 namespace {
 
 // Memoises DescribePipeline for one model and its block weights. Key: what
@@ -413,7 +420,10 @@ bool SameMemory(const RecipeVariant& a, const RecipeVariant& b) {
 // members are then reported together when they do not fit or are pruned.
 // The rest are scored member by member, arrangement-major (the placement
 // and its collective timings computed once per arrangement), under the
-// bound of the moment. Under a schedule where the bound grows with the
+// bound of the moment: a member is first held to its compute key's bound
+// with the communication floor of its arrangement (StepTimeLowerBoundWithComm,
+// one floor plan per CommFloorVariant and arrangement), and scored in full
+// only when that does not prune it. Under a schedule where the bound grows with the
 // recomputation, a variant is pruned at once when the bound of its compute
 // key without recomputation prunes. Every reported score is the member's
 // Score bit for bit, or pruned under a bound the sink gave during the
@@ -439,14 +449,14 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   for (const PipelineRank& r : pipeline.ranks) {
     if (std::find(shapes.ranks.begin(), shapes.ranks.end(), r) == shapes.ranks.end()) shapes.ranks.push_back(r);
   }
-  thread_local StepWork shape_work;
-  // One compute key's step-time bound, and its work once a member is
-  // scored in full.
+  // One compute key's step-time bound on the work of `shapes`, and its
+  // work once a member is scored in full.
   struct Compute {
     Recompute recompute;
     Dispatcher dispatcher;
     Precision precision;
     bool built = false;  // computed.work holds the key's work (its bound is set at once)
+    StepWork shape_work;  // on `shapes`: what the bounds read
     ComputedWork computed;
   };
   thread_local std::vector<Survivor> survivors;
@@ -465,8 +475,8 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     c.recompute = v.recompute;
     c.dispatcher = v.dispatcher;
     c.precision = v.precision;
-    ComputeWorkOf(l, shapes, true, &shape_work);
-    c.computed.bound_s = PipelineLowerBound(shape_work);
+    ComputeWorkOf(l, shapes, true, &c.shape_work);
+    c.computed.bound_s = PipelineLowerBound(c.shape_work);
     c.built = false;
     return c;
   };
@@ -527,6 +537,33 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   // the members of an arrangement placed as an earlier one take that one's
   // scores: each is its Score, or pruned (its bound above one at least the
   // current bound); pruning is never required (planner/scoring.h).
+  // The communication floor of a member under the arrangement in hand: the
+  // CommSeconds of the plan of its variant with no recomputation, no FSDP
+  // change, no EP or TP overlap (CommFloorVariant), one per (dispatcher,
+  // precision, fsdp), built when first asked. A member's own ops take at
+  // least as long per block and per crossing (CommFloorVariant says why), so
+  // PipelineLowerBound(its compute key's shape work, floor) bounds its step
+  // time, communication included.
+  struct Floor {
+    RecipeVariant least;  // CommFloorVariant of the members it serves
+    CommSeconds seconds;
+  };
+  thread_local std::vector<Floor> floors;
+  thread_local StepWork floor_work;
+  thread_local Layout floor_layout;
+  auto comm_floor_of = [&](const RecipeVariant& v, const LayoutPlacement& placement, CollectiveTimeMemo* memo,
+                           bool mtp_moe) -> const CommSeconds& {
+    const RecipeVariant least = CommFloorVariant(v);
+    for (const Floor& f : floors) {
+      if (f.least == least) return f.seconds;
+    }
+    floor_layout = l;
+    LayoutFamily::SetVariant(least, &floor_layout);
+    BuildCommPlan(floor_layout, ctx_, placement, pipeline, memo, &floor_work.ops);
+    floor_work.mtp_moe = mtp_moe;
+    floors.push_back({least, CommSecondsOf(floor_work)});
+    return floors.back().seconds;
+  };
   thread_local std::vector<LayoutPlacement> placed;  // per arrangement scored, when placed
   thread_local std::vector<size_t> scored_at;        // their indices
   thread_local std::vector<LayoutScore> scores;      // [scored arrangement][survivor]
@@ -548,6 +585,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       scores.resize(scores.size() + survivors.size());
     }
     const bool record = !reuse && placement;
+    floors.clear();
     for (size_t k = 0; k < survivors.size(); ++k) {
       const Survivor& s = survivors[k];
       if (!family.Legal(a, s.variant)) continue;
@@ -557,8 +595,19 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
         sink.Scored(l, scores[same * survivors.size() + k]);
         continue;
       }
-      ComputedWork* computed = minimise_memory ? nullptr : &computed_of(variant);
-      const LayoutScore score = FinishScore(l, pipeline, s.score, minimise_memory, true, sink.PruneAbove(), computed);
+      const double prune_above = sink.PruneAbove();
+      LayoutScore score = s.score;
+      if (!minimise_memory && placement && prune_above < kNoPruning) {
+        const Compute& c = compute_of(variant);
+        if (PipelineLowerBound(c.shape_work, comm_floor_of(variant, *placement, memo, c.shape_work.mtp_moe)) >
+            prune_above) {
+          score.pruned = true;
+        }
+      }
+      if (!score.pruned) {
+        ComputedWork* computed = minimise_memory ? nullptr : &computed_of(variant);
+        score = FinishScore(l, pipeline, s.score, minimise_memory, true, prune_above, computed);
+      }
       if (record) scores[(scored_at.size() - 1) * survivors.size() + k] = score;
       sink.Scored(l, score);
     }

@@ -107,12 +107,20 @@ class CostModel {
   // Score of every member of a family (LayoutScorer::ScoreFamily), each
   // under the sink's bound at the time, bit for bit Score's, sharing the
   // pipeline, each variant's peak and each compute key's step-time bound.
+  // It prunes more than Score: also by StepTimeLowerBoundWithComm, the
+  // bound with communication, once the member's arrangement is placed.
   void ScoreFamily(const LayoutFamily& family, bool minimise_memory, ScoreSink& sink) const;
   // A lower bound on the layout's step time, bit for bit <= Score's
   // step_time_s: m x the slowest stage's compute + the least bubble it
   // allows (schedule.h PipelineLowerBound), from the compute times alone.
   // The throughput objective prunes by it. Uncached (for tests).
   double StepTimeLowerBound(const Layout& layout) const;
+  // A lower bound on the step time with communication, <= Score's
+  // step_time_s: schedule.h PipelineLowerBound of the layout's compute with
+  // the CommSecondsOf of its CommFloorVariant's plan (comm_plan.h) as the
+  // floor. ScoreFamily prunes by it, bit for bit this value. Uncached (for
+  // tests).
+  double StepTimeLowerBoundWithComm(const Layout& layout) const;
 
   // What each block kind costs, for choosing pipeline layouts
   // (planner/pipeline.h): forward + backward seconds of one sequence on one

@@ -76,6 +76,12 @@ double BubbleSeconds(const StepWork& work, double stage_time_s, const RankWork* 
   return 0;
 }
 
+// Schedules whose boundary sends overlap the next chunk's compute
+// (SchedulePipeline says why).
+bool OverlapsSends(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::kInterleaved1F1B || schedule == PipelineSchedule::kDualPipeV;
+}
+
 // Per-layer communication of one block of `kind` on a rank whose share of
 // micro-batches running alone (not paired with another's) is `lone`:
 //  - plain ops are exposed;
@@ -178,9 +184,7 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
   times->ranks = std::move(ranks);
   PipelineTimes& t = *times;
   const double m = double(work.microbatches);
-  // Schedules whose boundary sends overlap the next chunk's compute.
-  const bool overlapped_sends =
-      work.schedule == PipelineSchedule::kInterleaved1F1B || work.schedule == PipelineSchedule::kDualPipeV;
+  const bool overlapped_sends = OverlapsSends(work.schedule);
   // One boundary crossing, forward and backward (each op's calls), and
   // each block kind's communication.
   const PlanComm plan = SumPlanComm(work);
@@ -258,6 +262,61 @@ double PipelineLowerBound(const StepWork& work) {
   double bubble = BubbleSeconds(work, c, &work.ranks.front(), 0.0);
   for (const RankWork& r : work.ranks) bubble = std::min(bubble, BubbleSeconds(work, c, &r, 0.0));
   return m * c + bubble;
+}
+
+CommSeconds CommSecondsOf(const StepWork& work) {
+  CommSeconds s;
+  for (const CommOp& op : work.ops) {
+    const double a = op.seconds_per_microbatch();
+    if (op.scope == CommOp::kPerStageBoundary) s.crossing_s += a;
+    for (unsigned kinds = BlockKindsOf(op.scope, work.mtp_moe); kinds != 0; kinds &= kinds - 1) {
+      s.block_s[static_cast<size_t>(std::countr_zero(kinds))] += a;
+    }
+  }
+  return s;
+}
+
+// The proof, in real numbers. For a work w as the header says,
+// SchedulePipeline gives rank p t_p = c_p + e_p + s_p with
+// e_p = sum_k n_pk X_k, a block's exposure being (SumPlanComm)
+//   X = exposed + max(0, hidden - W) + paired',
+//   paired' = lone paired + (1 - lone) steady, lone in [0, 1],
+//   steady = paired - min(w_left, paired / k), k >= 1, w_left = max(0, W - hidden),
+// so steady >= max(0, paired - w_left) and paired' >= steady. When
+// hidden >= W, X >= exposed + (hidden - W) + paired = T - W; otherwise
+// X >= exposed + paired - (W - hidden) = T - W. With X >= 0:
+// X_k >= max(0, T_k - W_k) >= max(0, F_k - W_k), F = floor.block_s. The
+// sends: 1F1B, GPipe and ZB-H1 wait for them, s_p = crossings x crossing
+// >= crossings x floor.crossing_s; interleaved and DualPipeV expose only
+// what the compute does not cover, so t_p = max(c_p + e_p, sends). Either
+// way t_p >= t'_p as computed below, hence t_max >= C' = max_p t'_p, and as
+// in PipelineLowerBound (BubbleSeconds is non-decreasing in the stage time
+// and the crossing) pipeline_s >= m C' + min_p bubble(C', p, floor.crossing_s).
+// Rounding: both sides are sums, products, maxima and minima of
+// non-negative terms, and differences, over at most a few hundred
+// operations whose terms are no larger than the result (sum_k n_pk T_k <=
+// c_p + sum_k n_pk max(0, T_k - W_k)); each operation errs by at most
+// u = 2^-53 of its operands, so either side strays from its real value by
+// under 1e-13 of the result, well inside the margin.
+double PipelineLowerBound(const StepWork& work, const CommSeconds& floor) {
+  constexpr double kRoundingMargin = 1e-9;  // relative; see the proof
+  if (work.ranks.empty()) return 0;
+  const bool overlapped_sends = OverlapsSends(work.schedule);
+  double c = 0;
+  for (const RankWork& r : work.ranks) {
+    double t = r.compute_s();
+    for (BlockKind kind : kAllBlockKinds) {
+      const int n = r.count(kind);
+      const double uncovered = floor.block_s[static_cast<size_t>(kind)] - work.cost(kind).total_s();
+      if (n > 0 && uncovered > 0) t += n * uncovered;
+    }
+    const double sends = r.boundary_crossings * floor.crossing_s;
+    t = overlapped_sends ? std::max(t, sends) : t + sends;
+    c = std::max(c, t);
+  }
+  double bubble = BubbleSeconds(work, c, &work.ranks.front(), floor.crossing_s);
+  for (const RankWork& r : work.ranks) bubble = std::min(bubble, BubbleSeconds(work, c, &r, floor.crossing_s));
+  return (double(work.microbatches) * c + bubble) * (1 - kRoundingMargin);
 }
 
 // The proof (fl monotone as above): BuildStepWork gives rank p

@@ -23,6 +23,7 @@
 // behind another micro-batch's compute in the steady state only.
 #pragma once
 
+#include <array>
 #include <vector>
 
 #include "costmodel/stage_work.h"
@@ -60,6 +61,31 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
 // a min over them: their order and repeats do not change it (a work of one
 // rank of each shape gives it too).
 double PipelineLowerBound(const StepWork& work);
+
+// What a work's ops take per micro-batch, before the schedule decides what
+// hides: per block kind, the seconds of every op that runs in one block of
+// that kind (exposed, overlappable and EP-overlap ops alike; T_k below), and
+// one stage-boundary crossing's, forward and backward. Reads work.ops and
+// work.mtp_moe only.
+struct CommSeconds {
+  std::array<double, kBlockKindCount> block_s{};  // indexed by BlockKind
+  double crossing_s = 0;
+};
+CommSeconds CommSecondsOf(const StepWork& work);
+
+// A lower bound on SchedulePipeline(w).pipeline_s for every work w with
+// `work`'s compute (its ranks, block costs, m and schedule) whose ops take,
+// per block of kind k, at least floor.block_s[k] and, per crossing, at least
+// floor.crossing_s (CommSecondsOf(w) at least `floor`, field by field).
+// Whatever of a block's T_k its own compute W_k cannot cover is exposed
+// however the ops overlap, so each rank waits at least
+//   t_p >= c_p + sum_k n_pk max(0, T_k - W_k)   (+ its sends, by schedule);
+// the proof is beside the definition. `work.ops` is not read. Real-number
+// arithmetic proves it; the result is scaled down by a relative 1e-9 so
+// that rounding (at most ~1e-13 relative here) cannot lift it above the
+// schedule's own floating-point result. Unlike PipelineLowerBound it is
+// not bit-comparable: use it to prune only.
+double PipelineLowerBound(const StepWork& work, const CommSeconds& floor);
 
 // Whether, under `schedule`, PipelineLowerBound never falls as the
 // recomputation grows, bit for bit: of two works built alike

@@ -36,6 +36,7 @@ struct RecipeVariant {
   bool fsdp = false;
   bool tp_overlap = false;
   bool needs_expert_in_domain = false;  // HybridEP (rule hybridep_in_domain)
+  bool operator==(const RecipeVariant&) const = default;
 };
 
 struct LayoutFamily {
@@ -65,6 +66,18 @@ struct LayoutFamily {
   static void SetArrangement(const LayoutArrangement& a, Layout* layout) {
     layout->order = a.order;
     layout->placement = a.placement;
+  }
+  // The recipe variant a layout runs (needs_expert_in_domain left false:
+  // the rules decide it).
+  static RecipeVariant VariantOf(const Layout& layout) {
+    RecipeVariant v;
+    v.recompute = layout.recompute;
+    v.dispatcher = layout.dispatcher;
+    v.a2a_overlap = layout.a2a_overlap;
+    v.precision = layout.precision;
+    v.fsdp = layout.fsdp;
+    v.tp_overlap = layout.tp_overlap;
+    return v;
   }
   static void SetVariant(const RecipeVariant& v, Layout* layout) {
     layout->recompute = v.recompute;

@@ -6,6 +6,7 @@
 #include <initializer_list>
 
 #include "costmodel/schedule.h"
+#include "seeded_draws.h"
 
 using namespace foldplan;
 
@@ -444,4 +445,100 @@ TEST_CASE("SchedulePipeline sums each block kind's ops in plan order, bit for bi
       CHECK(t.ranks[static_cast<size_t>(p)].boundary_s == r.boundary_crossings * crossing);
     }
   }
+}
+
+TEST_CASE("the bound with a communication floor: by hand, where it is tight") {
+  // TwoRanks with per layer an exposed op of 0.2 s and an overlappable one
+  // of 4 s (T = 4.2 s against W = 3.5 s of layer compute) and a 0.5 s
+  // crossing. max(0, T - W) = 0.7 s is exactly what the schedule exposes
+  // per layer here, so rank 0's t' = 10.5 + 3 x 0.7 + 0.5 = 13.1 s = t_max,
+  // and the bound is 1F1B's (m + pp - 1) t_max = 9 x 13.1 s, less the
+  // relative 1e-9 margin.
+  StepWork w = TwoRanks(8);
+  w.ops = {Op("a", CommOp::kPerLayer, 0.1, false), Op("b", CommOp::kPerDenseLayer, 2, true),
+           Op("send", CommOp::kPerStageBoundary, 0.25, false)};
+  const CommSeconds floor = CommSecondsOf(w);
+  CHECK(floor.block_s[static_cast<size_t>(BlockKind::kDenseLayer)] == doctest::Approx(4.2));
+  CHECK(floor.block_s[static_cast<size_t>(BlockKind::kMoeLayer)] == doctest::Approx(0.2));
+  CHECK(floor.block_s[static_cast<size_t>(BlockKind::kEmbedding)] == 0);
+  CHECK(floor.crossing_s == doctest::Approx(0.5));
+  const double bound = PipelineLowerBound(w, floor);
+  CHECK(bound == doctest::Approx(9 * 13.1).epsilon(1e-8));
+  CHECK(bound < SchedulePipeline(w).pipeline_s);
+  // The compute alone gives only 9 x 10.5.
+  CHECK(PipelineLowerBound(w) == doctest::Approx(9 * 10.5));
+  // No communication at all: the compute-only bound, less the margin.
+  CHECK(PipelineLowerBound(w, CommSeconds{}) == doctest::Approx(9 * 10.5).epsilon(1e-8));
+  CHECK(PipelineLowerBound(w, CommSeconds{}) < 9 * 10.5);
+}
+
+TEST_CASE("the bound with a communication floor is below the schedule of every work whose ops reach it") {
+  // Random works under every schedule: ranks with random block counts and
+  // compute, ops of every scope, plain, overlappable or EP-overlap (with
+  // SMs), and floors at or below the work's own CommSecondsOf. Whatever of
+  // a block's ops its compute cannot cover is exposed however they overlap
+  // (the proof in schedule.cc), so the bound never exceeds pipeline_s; at
+  // the work's own floor it is never weaker than the compute-only bound
+  // (but for the margin), and it is often well above it.
+  testing::Draws d{20261204};
+  const PipelineSchedule schedules[] = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
+                                        PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV,
+                                        PipelineSchedule::kGPipe};
+  const CommOp::Scope scopes[] = {CommOp::kPerLayer,     CommOp::kPerMoeLayer,       CommOp::kPerDenseLayer,
+                                  CommOp::kPerEmbedding, CommOp::kPerStageBoundary, CommOp::kPerOutputLayer,
+                                  CommOp::kPerStep};
+  auto unit = [&] { return double(d.Below(1000) + 1) / 1000.0; };
+  int above = 0, cases = 0;
+  for (int trial = 0; trial < 4000; ++trial) {
+    StepWork w;
+    w.schedule = schedules[d.Below(5)];
+    w.pp = 1 + static_cast<int>(d.Below(6));
+    w.vpp = w.schedule == PipelineSchedule::kInterleaved1F1B ? 2 + static_cast<int>(d.Below(3)) : 1;
+    w.microbatches = 1 + static_cast<long long>(d.Below(40));
+    w.mtp_moe = d.Coin();
+    for (BlockKind k : kAllBlockKinds) {
+      BlockCost& b = w.block[static_cast<size_t>(k)];
+      b.forward_s = unit();
+      b.weight_grad_s = unit() * b.forward_s;
+      b.backward_s = b.weight_grad_s + unit() * 2;
+      b.recompute_s = d.Coin() ? unit() : 0;
+    }
+    w.ranks.resize(static_cast<size_t>(w.pp));
+    for (int p = 0; p < w.pp; ++p) {
+      RankWork& r = w.ranks[static_cast<size_t>(p)];
+      r.pipeline_rank = p;
+      r.boundary_crossings = w.pp > 1 ? w.vpp : 0;
+      for (BlockKind k : kAllBlockKinds) {
+        const int n = static_cast<int>(d.Below(4));
+        const BlockCost& b = w.cost(k);
+        r.blocks[static_cast<size_t>(k)] = n;
+        r.forward_s += n * b.forward_s;
+        r.backward_s += n * (b.backward_s + b.recompute_s);
+        r.recompute_s += n * b.recompute_s;
+        r.weight_grad_s += n * b.weight_grad_s;
+      }
+    }
+    const int ops = static_cast<int>(d.Below(12));
+    for (int i = 0; i < ops; ++i) {
+      CommOp op = Op("op", scopes[d.Below(7)], unit() * (d.Coin() ? 4 : 0.2), d.Coin());
+      op.calls_bwd = double(d.Below(3));
+      if (d.Below(3) == 0) {
+        op.hides_behind_other_microbatch = true;
+        op.sms = static_cast<int>(d.Below(40));
+      }
+      w.ops.push_back(op);
+    }
+    const double pipeline_s = SchedulePipeline(w).pipeline_s;
+    const CommSeconds own = CommSecondsOf(w);
+    CommSeconds lower = own;
+    for (double& s : lower.block_s) s *= unit();
+    lower.crossing_s *= unit();
+    CAPTURE(trial);
+    REQUIRE(PipelineLowerBound(w, own) <= pipeline_s);
+    REQUIRE(PipelineLowerBound(w, lower) <= pipeline_s);
+    REQUIRE(PipelineLowerBound(w, own) >= PipelineLowerBound(w) * (1 - 2e-9));
+    ++cases;
+    above += PipelineLowerBound(w, own) > PipelineLowerBound(w) * 1.01;
+  }
+  CHECK(above > cases / 4);
 }

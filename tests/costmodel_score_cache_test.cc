@@ -76,6 +76,24 @@ Case RandomCase(Draws& d) {
   return c;
 }
 
+// Calls f(cost, c, l) with `per_case` random legal layouts l of each of 24
+// random cases c (none for a case without legal layouts).
+template <class F>
+void ForSampledLayouts(Draws& d, int per_case, F&& f) {
+  for (int trial = 0; trial < 24; ++trial) {
+    const Case c = RandomCase(d);
+    auto created = CostModel::Create(c.cluster, c.model, c.job);
+    REQUIRE(created.ok());
+    const CostModel& cost = *created.value();
+    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    for (int i = 0; i < per_case && !legal.empty(); ++i) {
+      const Layout& l = legal[d.Below(legal.size())];
+      INFO("layout: " << FormatLayout(l));
+      f(cost, c, l);
+    }
+  }
+}
+
 void RequireSame(const LayoutScore& a, const LayoutScore& b, const Layout& l) {
   INFO("layout: " << FormatLayout(l));
   REQUIRE(a.fits == b.fits);
@@ -129,57 +147,47 @@ TEST_CASE("the step-time bound is below ScoreReference's, and a bounded Score pr
   Draws d{20261201};
   size_t fitting = 0, pruned = 0, kept = 0;
   double tightness = 0;  // the sum of bound / step
-  for (int trial = 0; trial < 24; ++trial) {
-    const Case c = RandomCase(d);
-    auto created = CostModel::Create(c.cluster, c.model, c.job);
-    REQUIRE(created.ok());
-    const CostModel& cost = *created.value();
-    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
-    if (legal.empty()) continue;
-    for (int i = 0; i < 200; ++i) {
-      const Layout& l = legal[d.Below(legal.size())];
-      INFO("layout: " << FormatLayout(l));
-      for (const bool memory : {false, true}) {
-        const LayoutScore want = cost.ScoreReference(l, memory);
-        REQUIRE(!want.pruned);
-        if (!want.fits) {
-          // Never pruned: the memory check decides first.
-          RequireSame(cost.Score(l, memory, 0.0), want, l);
-          continue;
-        }
-        const double bound = memory ? want.peak_memory_gib : cost.StepTimeLowerBound(l);
-        if (!memory) {
-          REQUIRE(bound > 0);
-          REQUIRE(bound <= want.step_time_s);
-          tightness += bound / want.step_time_s;
-          ++fitting;
-        }
-        const double inf = std::numeric_limits<double>::infinity();
-        const double thresholds[] = {bound,
-                                     std::nextafter(bound, -inf),
-                                     std::nextafter(bound, inf),
-                                     want.objective,
-                                     want.objective * 0.5,
-                                     bound * (0.5 + 0.5 * double(d.Below(1000)) / 1000.0),
-                                     0.0,
-                                     inf};
-        for (const double t : thresholds) {
-          CAPTURE(t);
-          const LayoutScore got = cost.Score(l, memory, t);
-          REQUIRE(got.pruned == (bound > t));
-          if (got.pruned) {
-            REQUIRE(got.fits);
-            REQUIRE(Bits(got.peak_memory_gib) == Bits(want.peak_memory_gib));
-            REQUIRE(want.objective > t);  // what pruning promises
-            ++pruned;
-          } else {
-            RequireSame(got, want, l);
-            ++kept;
-          }
+  ForSampledLayouts(d, 200, [&](const CostModel& cost, const Case&, const Layout& l) {
+    for (const bool memory : {false, true}) {
+      const LayoutScore want = cost.ScoreReference(l, memory);
+      REQUIRE(!want.pruned);
+      if (!want.fits) {
+        // Never pruned: the memory check decides first.
+        RequireSame(cost.Score(l, memory, 0.0), want, l);
+        continue;
+      }
+      const double bound = memory ? want.peak_memory_gib : cost.StepTimeLowerBound(l);
+      if (!memory) {
+        REQUIRE(bound > 0);
+        REQUIRE(bound <= want.step_time_s);
+        tightness += bound / want.step_time_s;
+        ++fitting;
+      }
+      const double inf = std::numeric_limits<double>::infinity();
+      const double thresholds[] = {bound,
+                                   std::nextafter(bound, -inf),
+                                   std::nextafter(bound, inf),
+                                   want.objective,
+                                   want.objective * 0.5,
+                                   bound * (0.5 + 0.5 * double(d.Below(1000)) / 1000.0),
+                                   0.0,
+                                   inf};
+      for (const double t : thresholds) {
+        CAPTURE(t);
+        const LayoutScore got = cost.Score(l, memory, t);
+        REQUIRE(got.pruned == (bound > t));
+        if (got.pruned) {
+          REQUIRE(got.fits);
+          REQUIRE(Bits(got.peak_memory_gib) == Bits(want.peak_memory_gib));
+          REQUIRE(want.objective > t);  // what pruning promises
+          ++pruned;
+        } else {
+          RequireSame(got, want, l);
+          ++kept;
         }
       }
     }
-  }
+  });
   CHECK(fitting > 500);
   CHECK(pruned > 1000);
   CHECK(kept > 1000);
@@ -261,7 +269,7 @@ class RecordingSink : public ScoreSink {
 
 TEST_CASE("ScoreFamily reports every member once, with its Score or pruned under the bound of the moment") {
   Draws d{20261202};
-  size_t families = 0, members_seen = 0, alike_pruned = 0, alike_unfit = 0, ranked = 0;
+  size_t families = 0, members_seen = 0, alike_pruned = 0, alike_unfit = 0, ranked = 0, comm_pruned = 0;
   for (int trial = 0; trial < 16; ++trial) {
     const Case c = RandomCase(d);
     auto created = CostModel::Create(c.cluster, c.model, c.job);
@@ -316,12 +324,16 @@ TEST_CASE("ScoreFamily reports every member once, with its Score or pruned under
             REQUIRE(std::any_of(members.begin(), members.end(), [&](const Layout& l) { return FormatLayout(l) == t; }));
           }
           if (falling) continue;
-          // Under a fixed bound the outcome of each member is Score's.
+          // Under a fixed bound a member is pruned when Score prunes it or,
+          // with the throughput objective, when its bound with
+          // communication is above the bound; it fits as Score says.
           uint64_t unfit = 0, pruned = 0, want_unfit = 0, want_pruned = 0;
           for (const Layout& l : members) {
             const LayoutScore s = cost.Score(l, memory, middle);
             want_unfit += !s.fits;
-            want_pruned += s.pruned;
+            const bool by_comm = s.fits && !s.pruned && !memory && cost.StepTimeLowerBoundWithComm(l) > middle;
+            want_pruned += s.pruned || by_comm;
+            comm_pruned += by_comm;
           }
           for (const RecordingSink::One& o : sink.one) {
             unfit += !o.score.fits;
@@ -343,6 +355,40 @@ TEST_CASE("ScoreFamily reports every member once, with its Score or pruned under
   CHECK(alike_pruned > 100);  // members pruned together, and checked
   CHECK(alike_unfit > 100);
   CHECK(ranked > 500);
+  CHECK(comm_pruned > 10);  // pruned by the bound with communication only
+}
+
+// What ScoreFamily's bound with communication rests on (comm_plan.h
+// CommFloorVariant): on its placement, every member's plan takes at least
+// the plan of its variant with no recomputation and no EP or TP overlap,
+// per block kind and per stage crossing, as doubles. And that bound is
+// below the member's step time, at least the compute-only bound (but for
+// its 1e-9 margin), and often well above it.
+TEST_CASE("a layout's plan takes at least its CommFloorVariant's per block, and the bound with it is below the step") {
+  Draws d{20261205};
+  size_t layouts = 0, above = 0;
+  double tightness = 0;
+  ForSampledLayouts(d, 100, [&](const CostModel& cost, const Case& c, const Layout& l) {
+    Layout least = l;
+    LayoutFamily::SetVariant(CommFloorVariant(LayoutFamily::VariantOf(l)), &least);
+    const PipelineDescription pipeline = DescribePipeline(l, c.model, &cost.pipeline_weights());
+    const CommSeconds own = CommSecondsOf(cost.Work(l, pipeline));
+    const CommSeconds floor = CommSecondsOf(cost.Work(least, pipeline));
+    for (size_t k = 0; k < own.block_s.size(); ++k) REQUIRE(own.block_s[k] >= floor.block_s[k]);
+    REQUIRE(own.crossing_s >= floor.crossing_s);
+    const LayoutScore want = cost.ScoreReference(l, false);
+    if (!want.fits) return;  // no step time to compare
+    const double bound = cost.StepTimeLowerBoundWithComm(l);
+    REQUIRE(bound <= want.step_time_s);
+    REQUIRE(bound >= cost.StepTimeLowerBound(l) * (1 - 2e-9));
+    ++layouts;
+    above += bound > cost.StepTimeLowerBound(l) * 1.01;
+    tightness += bound / want.step_time_s;
+  });
+  CHECK(layouts > 1000);
+  CHECK(above > layouts / 10);
+  MESSAGE(above << " of " << layouts << " fitting layouts: the bound with communication over 1% above the compute-only"
+                   " one; bound / step time, mean: " << tightness / double(layouts));
 }
 
 TEST_CASE("two cost models on one thread keep their caches apart") {
