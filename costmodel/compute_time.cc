@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cmath>
 #include <initializer_list>
+#include <unordered_map>
 
 #include "costmodel/compute_profile.h"
 #include "costmodel/dtype_bytes.h"
@@ -213,33 +214,35 @@ uint32_t ModulesOf(Recompute rc) {
   return modules;
 }
 
-LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& job,
-                     const Layout& layout, const Fp8Casts& fp8, const Rates& rates,
-                     LayerRecomputePieces* pieces) {
-  const ComputeProfile& profile = rates.profile;
+// A layer's times being summed: its parts, its forward pieces in order with
+// the recompute modules that rerun each (a piece goes into its part and,
+// when the layout's set covers it, into recompute_s: FinishLayer sums
+// those from the pieces, as LayerRecomputePieces::Apply does for any set),
+// and its FP8 weight elements on this rank.
+struct LayerSum {
   LayerTimes t;
-  const Precision precision = layout.precision;
-  const Recompute rc = layout.recompute;
-  // Each piece of work goes into its part, and into recompute_s when a
-  // module of the layout's set (or full) covers it; every piece is counted
-  // once, so overlapping modules (moe and moe_act) do not double count.
-  // A piece's `modules`: those that rerun it (any one does; full reruns all).
-  const uint32_t rc_modules = ModulesOf(rc);
-  auto put = [&](OpTime& part, const OpTime& x, uint32_t modules) {
+  LayerRecomputePieces pieces;
+  double weights = 0;
+  void Put(OpTime& part, const OpTime& x, uint32_t modules) {
     Add(part, x);
-    if (pieces) pieces->Add(x, modules);
-    if (rc.full() || (rc_modules & modules) != 0) {
-      t.recompute_s += x.fwd_s;
-      t.recompute_flops += x.fwd_flops;
-    }
-  };
-  const uint32_t moe_module = Bit(RecomputeModule::kMoe);
+    pieces.Add(x, modules);
+  }
+};
+
+// The first half of a layer, every kind alike: input norms, attention
+// projections, rotary, the attention core and the residual adds. Reads of
+// `layout` tp, cp, mbs and cp_style (through `w`) and the precision.
+void AddAttention(const LayerWork& w, const ModelSpec& model, const JobSpec& job, const Layout& layout,
+                  const Fp8Casts& fp8, const Rates& rates, LayerSum& s) {
+  const ComputeProfile& profile = rates.profile;
+  LayerTimes& t = s.t;
+  const Precision precision = layout.precision;
+  auto put = [&](OpTime& part, const OpTime& x, uint32_t modules) { s.Put(part, x, modules); };
   const bool mla = w.k.m <= 0;
   const double hidden = model.hidden;
   const double tokens = double(layout.mbs) * job.seq_len / layout.cp;  // M: TP-split rows
   const double sp_tokens = tokens / layout.tp;                         // T: sequence-parallel rows
-  double weights = 0;  // FP8 weight elements of the layer on this rank
-
+  double& weights = s.weights;
   // ---- attention ----
   put(t.norms, RmsNorm(2 * sp_tokens * hidden, profile), Bit(RecomputeModule::kLayernorm));
   if (!mla) {
@@ -285,7 +288,21 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
       Traffic(2 * kResidualAddFwdBytesPerElement * residual,
               2 * kResidualAddBwdBytesPerElement * residual, profile),
       0);
+}
 
+// The second half: the dense MLP, or the MoE block (router, permute,
+// routed and shared experts). Reads of `layout` what `w` does, the
+// precision, and for the MoE block ep, etp and the dispatcher.
+void AddFeedForward(const LayerWork& w, const ModelSpec& model, const JobSpec& job, const Layout& layout,
+                    const Fp8Casts& fp8, const Rates& rates, LayerSum& s) {
+  const ComputeProfile& profile = rates.profile;
+  LayerTimes& t = s.t;
+  const Precision precision = layout.precision;
+  auto put = [&](OpTime& part, const OpTime& x, uint32_t modules) { s.Put(part, x, modules); };
+  const uint32_t moe_module = Bit(RecomputeModule::kMoe);
+  const double tokens = double(layout.mbs) * job.seq_len / layout.cp;
+  const double residual = tokens / layout.tp * model.hidden;
+  double& weights = s.weights;
   // ---- dense MLP ----
   if (!w.moe) {
     const uint32_t m = Bit(RecomputeModule::kMlp);
@@ -315,20 +332,20 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
     weights += WeightElements(w.experts_up) + WeightElements(w.experts_down);
 
     if (w.shared_up.m > 0) {
-      const uint32_t s = moe_module | Bit(RecomputeModule::kSharedExperts);
+      const uint32_t shared_modules = moe_module | Bit(RecomputeModule::kSharedExperts);
       OpTime shared = Gemms({w.shared_up, w.shared_down}, precision, rates);
       Add(shared, Gemms({w.shared_gate}, Precision::kBF16, rates));
-      put(t.shared_experts, shared, s);
+      put(t.shared_experts, shared, shared_modules);
       put(t.shared_activation,
-          ActivationPass(model.activation, w.shared_down.m * w.shared_down.k, profile), s);
+          ActivationPass(model.activation, w.shared_down.m * w.shared_down.k, profile), shared_modules);
       if (w.shared_gate.m > 0) {
         // sigmoid(gate) x the shared output [T, H].
         put(t.shared_activation,
             Traffic(kGateMultiplyFwdBytesPerElement * residual,
                     kGateMultiplyBwdBytesPerElement * residual, profile),
-            s);
+            shared_modules);
       }
-      put(t.fp8_casts, fp8.Of({w.shared_up, w.shared_down}), s);
+      put(t.fp8_casts, fp8.Of({w.shared_up, w.shared_down}), shared_modules);
       weights += WeightElements({w.shared_up, w.shared_down});
       // The MoE output is routed + shared (inside the MoE module): an add
       // forward; backward hands the same grad to both branches.
@@ -336,8 +353,16 @@ LayerTimes TimeLayer(const LayerWork& w, const ModelSpec& model, const JobSpec& 
           moe_module);
     }
   }
-  // Weights are cast once per step and cached (never recomputed).
-  t.fp8_weight_casts.fwd_s = fp8.WeightSeconds(weights);
+}
+
+// A summed layer's times: its weights cast once per step (never
+// recomputed) and the recompute sums of `rc`, from its pieces in order
+// (into `pieces` too when given).
+LayerTimes FinishLayer(const LayerSum& s, const Fp8Casts& fp8, Recompute rc, LayerRecomputePieces* pieces) {
+  LayerTimes t = s.t;
+  t.fp8_weight_casts.fwd_s = fp8.WeightSeconds(s.weights);
+  s.pieces.Apply(rc, t);
+  if (pieces) *pieces = s.pieces;
   return t;
 }
 
@@ -396,23 +421,40 @@ void LayerRecomputePieces::Apply(Recompute rc, LayerTimes& times) const {
   }
 }
 
-ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, LayerRecomputePieces* dense_pieces,
-                               LayerRecomputePieces* moe_pieces, ComputeRateMemo* rate_memo) {
-  const ModelSpec& model = *ctx.model;
-  const JobSpec& job = *ctx.job;
-  const ComputeProfile& profile = *ctx.profile;
-  const Rates rates{profile, rate_memo};
+namespace {
+
+// What a layout's compute times share with every layout that differs from
+// it only in ep, etp, the dispatcher and the recompute set: the dense layer
+// (but its recompute sums), a MoE layer's first half, the embedding, the
+// output layer and the MTP projection. Reads of `layout` tp, cp, mbs,
+// cp_style, the precision and (for the FP8 weight casts) the micro-batches
+// per step (SharedTimesCache's key).
+struct SharedTimes {
+  LayerSum dense;
+  LayerSum moe_attention;
+  OpTime embedding, output_layer, mtp_projection;
+};
+
+Fp8Casts Fp8CastsOf(const Layout& layout, const JobSpec& job, const ComputeProfile& profile) {
   Fp8Casts fp8;
   fp8.bytes = Fp8CastBytesOf(layout.precision);
   fp8.weight_share = 1.0 / double(MicroBatchesPerStep(job, layout));
   fp8.profile = &profile;
+  return fp8;
+}
 
-  ComputeTimes out;
-  out.dense_layer =
-      TimeLayer(LayerForwardWork(model, job, layout, false), model, job, layout, fp8, rates, dense_pieces);
+void ComputeShared(const Layout& layout, const CostContext& ctx, const Rates& rates, SharedTimes* out) {
+  const ModelSpec& model = *ctx.model;
+  const JobSpec& job = *ctx.job;
+  const ComputeProfile& profile = *ctx.profile;
+  const Fp8Casts fp8 = Fp8CastsOf(layout, job, profile);
+  SharedTimes& s = *out;
+  s = SharedTimes{};
+  const LayerWork dense = LayerForwardWork(model, job, layout, false);
+  AddAttention(dense, model, job, layout, fp8, rates, s.dense);
+  AddFeedForward(dense, model, job, layout, fp8, rates, s.dense);
   if (model.is_moe()) {
-    out.moe_layer =
-        TimeLayer(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, rates, moe_pieces);
+    AddAttention(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, rates, s.moe_attention);
   }
 
   // Tokens whose embeddings and logits this rank handles: vocab-parallel
@@ -425,7 +467,7 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
                                 kEmbeddingBwdBytesPerTokenHidden * tokens * hidden +
                                     kEmbeddingBwdBytesPerTableElement * vocab_per_rank * hidden,
                                 profile);
-  out.embedding = lookup;
+  s.embedding = lookup;
 
   if (model.mtp_layers > 0) {
     // MTP: [mbs S / cp, 2H] x [2H, H / tp] per rank (a column-parallel
@@ -434,24 +476,90 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
     // of the hidden state and of that embedding, [T, H] each, and their
     // concat into [T, 2H].
     const GemmShape proj = {tokens, hidden / layout.tp, 2 * hidden};
-    out.mtp_projection = Gemms({proj}, layout.precision, rates);
-    Add(out.mtp_projection, fp8.Of({proj}));
-    out.mtp_projection.fwd_s += fp8.WeightSeconds(WeightElements({proj}));
-    Add(out.mtp_projection, lookup);
-    Add(out.mtp_projection, RmsNorm(2 * sp_tokens * hidden, profile));
-    Add(out.mtp_projection,
+    s.mtp_projection = Gemms({proj}, layout.precision, rates);
+    Add(s.mtp_projection, fp8.Of({proj}));
+    s.mtp_projection.fwd_s += fp8.WeightSeconds(WeightElements({proj}));
+    Add(s.mtp_projection, lookup);
+    Add(s.mtp_projection, RmsNorm(2 * sp_tokens * hidden, profile));
+    Add(s.mtp_projection,
         Traffic(kMtpConcatFwdBytesPerTokenHidden * sp_tokens * hidden, 0, profile));
   }
 
   // The final norm on [T, H], the logits GEMM (bf16) and the loss.
   const GemmShape logits = OutputLayerWork(model, job, layout);
-  out.output_layer = Gemms({logits}, Precision::kBF16, rates);
-  Add(out.output_layer, RmsNorm(sp_tokens * hidden, profile));
+  s.output_layer = Gemms({logits}, Precision::kBF16, rates);
+  Add(s.output_layer, RmsNorm(sp_tokens * hidden, profile));
   const double logit_elements = logits.m * logits.n;
-  Add(out.output_layer, Traffic(kLossFwdBytesPerLogit * logit_elements,
-                                kLossBwdBytesPerLogit * logit_elements, profile));
+  Add(s.output_layer, Traffic(kLossFwdBytesPerLogit * logit_elements,
+                              kLossBwdBytesPerLogit * logit_elements, profile));
+}
+
+// The layout's times from what it shares: a MoE layer's second half, and
+// each layer's recompute sums for its set.
+ComputeTimes Assemble(const SharedTimes& s, const Layout& layout, const CostContext& ctx, const Rates& rates,
+                      LayerRecomputePieces* dense_pieces, LayerRecomputePieces* moe_pieces) {
+  const ModelSpec& model = *ctx.model;
+  const JobSpec& job = *ctx.job;
+  const Fp8Casts fp8 = Fp8CastsOf(layout, job, *ctx.profile);
+  ComputeTimes out;
+  out.dense_layer = FinishLayer(s.dense, fp8, layout.recompute, dense_pieces);
+  if (model.is_moe()) {
+    LayerSum moe = s.moe_attention;
+    AddFeedForward(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, rates, moe);
+    out.moe_layer = FinishLayer(moe, fp8, layout.recompute, moe_pieces);
+  }
+  out.embedding = s.embedding;
+  out.output_layer = s.output_layer;
+  out.mtp_projection = s.mtp_projection;
   return out;
 }
+
+}  // namespace
+
+ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, LayerRecomputePieces* dense_pieces,
+                               LayerRecomputePieces* moe_pieces, ComputeRateMemo* rate_memo) {
+  const Rates rates{*ctx.profile, rate_memo};
+  SharedTimes shared;
+  ComputeShared(layout, ctx, rates, &shared);
+  return Assemble(shared, layout, ctx, rates, dense_pieces, moe_pieces);
+}
+
+namespace {
+
+template <size_t N>
+size_t HashWords(const std::array<int64_t, N>& key) {
+  uint64_t h = 0x9e3779b97f4a7c15ull;
+  for (int64_t v : key) h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  return static_cast<size_t>(h);
+}
+
+}  // namespace
+
+// ComputeTimesCache's second level: ComputeShared memoised. Key: the fields
+// it reads (tp, cp, mbs, cp_style, the precision and, under FP8, the
+// micro-batches per step). A search meets each for many (ep, etp,
+// dispatcher), which most of ComputeTimesCache's keys differ in. Bounded:
+// cleared at kMaxEntries (~2 KB each).
+struct ComputeTimesCache::Shared {
+  using Key = std::array<int64_t, 6>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const { return HashWords(key); }
+  };
+  static constexpr size_t kMaxEntries = 2048;
+  std::unordered_map<Key, SharedTimes, KeyHash> entries;
+
+  const SharedTimes& Get(const Layout& layout, const CostContext& ctx, const Rates& rates) {
+    const bool fp8 = Fp8CastBytesOf(layout.precision).activation_bytes_per_element > 0;
+    const Key key = {layout.tp, layout.cp, layout.mbs, static_cast<int64_t>(layout.cp_style),
+                     static_cast<int64_t>(layout.precision), fp8 ? MicroBatchesPerStep(*ctx.job, layout) : 0};
+    auto it = entries.find(key);
+    if (it != entries.end()) return it->second;
+    if (entries.size() >= kMaxEntries) entries.clear();
+    SharedTimes& s = entries[key];
+    ComputeShared(layout, ctx, rates, &s);
+    return s;
+  }
+};
 
 ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l, const JobSpec& job) {
   // The micro-batches only share out the FP8 weight casts (none in bf16).
@@ -460,20 +568,19 @@ ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l, const JobSpec& 
           static_cast<int64_t>(l.precision), fp8 ? MicroBatchesPerStep(job, l) : 0};
 }
 
-size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int64_t v : key) h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return static_cast<size_t>(h);
-}
+size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const { return HashWords(key); }
 
 ComputeTimesCache::ComputeTimesCache(size_t max_entries)
-    : max_entries_(std::max<size_t>(1, max_entries)), rates_(std::make_unique<ComputeRateMemo>()) {}
+    : max_entries_(std::max<size_t>(1, max_entries)),
+      rates_(std::make_unique<ComputeRateMemo>()),
+      shared_(std::make_unique<Shared>()) {}
 ComputeTimesCache::~ComputeTimesCache() = default;
 ComputeTimesCache::ComputeTimesCache(ComputeTimesCache&&) noexcept = default;
 ComputeTimesCache& ComputeTimesCache::operator=(ComputeTimesCache&&) noexcept = default;
 
 void ComputeTimesCache::Clear() {
   bases_.clear();
+  shared_->entries.clear();
   rates_->Clear();  // another context may come next
 }
 
@@ -485,7 +592,8 @@ const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostConte
     // Computed in place: an entry is 2.5 KB.
     base = bases_.try_emplace(key).first;
     Base& b = base->second;
-    b.times = ComputeLayerTimes(layout, ctx, &b.dense, &b.moe, rates_.get());
+    const Rates rates{*ctx.profile, rates_.get()};
+    b.times = Assemble(shared_->Get(layout, ctx, rates), layout, ctx, rates, &b.dense, &b.moe);
     b.applied = layout.recompute;
     return b.times;
   }

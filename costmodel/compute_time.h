@@ -180,7 +180,10 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
 // layers' pieces (LayerRecomputePieces), from which Get sums the layout's
 // recompute set into the entry's times (kept until another set asks).
 // Misses look rates up through a ComputeRateMemo, which keys share most
-// shapes of. Not thread-safe: one per thread. Bounded: cleared when it
+// shapes of, and take what does not read ep, etp or the dispatcher (the
+// dense layer, a MoE layer's attention, the embedding, the output layer
+// and the MTP projection) from a second memo keyed by the rest, so a miss
+// mostly times a MoE block. Not thread-safe: one per thread. Bounded: cleared when it
 // would exceed `max_entries` entries of about 2.5 KB (8192: 20 MB; a
 // DeepSeek-V3 search on 16,384 GPUs meets 4,371 keys, 714,068 with the
 // recipe options).
@@ -207,9 +210,11 @@ class ComputeTimesCache {
     LayerRecomputePieces dense, moe;
     Recompute applied;
   };
+  struct Shared;  // compute_time.cc: what keys differing in ep, etp and the dispatcher share
   size_t max_entries_;
   std::unordered_map<Key, Base, KeyHash> bases_;
   std::unique_ptr<ComputeRateMemo> rates_;  // for misses
+  std::unique_ptr<Shared> shared_;          // for misses
 };
 
 // ---- memory traffic per element (bytes read + written), bf16 = 2, fp32 = 4 ----

@@ -405,24 +405,46 @@ TEST_CASE("two cost models on one thread keep their caches apart") {
   }
 }
 
+// The cache's entries, and its second level (what keys differing only in
+// ep, etp and the dispatcher share), against the uncached times: each drawn
+// layout is asked for as drawn and with one field its keys hold changed
+// (ep and etp, the dispatcher, the CP style, the micro-batch size, the
+// precision), so that keys meet their neighbours in both levels.
 TEST_CASE("ComputeTimesCache returns ComputeLayerTimes bit for bit") {
   Draws d{7};
-  Case c = RandomCase(d);
-  c.job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
-  auto cost = std::move(CostModel::Create(c.cluster, LoadModel("deepseek-v3").value(), c.job)).value();
-  const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
-  REQUIRE(!legal.empty());
-  ComputeTimesCache cache(64);  // small: the clearing path runs too
-  for (int i = 0; i < 2000; ++i) {
-    // Any recompute set (the cache derives each from one base's pieces).
-    Layout l = legal[d.Below(legal.size())];
-    const uint64_t r = d.Below(1u << kRecomputeModuleCount) + 1;
-    l.recompute = r == (1u << kRecomputeModuleCount) ? Recompute::Full() : Recompute::Modules(static_cast<uint32_t>(r));
-    const ComputeTimes want = ComputeLayerTimes(l, cost->context());
-    const ComputeTimes& got = cache.Get(l, cost->context());
-    static_assert(sizeof(ComputeTimes) % sizeof(double) == 0, "doubles only: compared bytewise");
-    REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
-    REQUIRE(cache.size() <= 64);
+  for (const char* model : {"deepseek-v3", "qwen3-30b-a3b"}) {
+    CAPTURE(model);
+    Case c = RandomCase(d);
+    c.job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
+    c.job.cp_styles = {CpStyle::kUlysses, CpStyle::kRing};
+    auto cost = std::move(CostModel::Create(c.cluster, LoadModel(model).value(), c.job)).value();
+    const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
+    REQUIRE(!legal.empty());
+    ComputeTimesCache cache(64);  // small: the clearing path runs too
+    for (int i = 0; i < 2000; ++i) {
+      // Any recompute set (the cache derives each from one base's pieces).
+      Layout l = legal[d.Below(legal.size())];
+      const uint64_t r = d.Below(1u << kRecomputeModuleCount) + 1;
+      l.recompute =
+          r == (1u << kRecomputeModuleCount) ? Recompute::Full() : Recompute::Modules(static_cast<uint32_t>(r));
+      const Layout& other = legal[d.Below(legal.size())];
+      Layout neighbour = l;
+      switch (d.Below(5)) {
+        case 0: neighbour.ep = other.ep, neighbour.etp = other.etp; break;
+        case 1: neighbour.dispatcher = static_cast<Dispatcher>(d.Below(kDispatcherCount)); break;
+        case 2: neighbour.cp_style = l.cp_style == CpStyle::kRing ? CpStyle::kUlysses : CpStyle::kRing; break;
+        case 3: neighbour.mbs = other.mbs; break;
+        case 4: neighbour.precision = other.precision; break;
+      }
+      for (const Layout& asked : {l, neighbour}) {
+        INFO("layout: " << FormatLayout(asked));
+        const ComputeTimes want = ComputeLayerTimes(asked, cost->context());
+        const ComputeTimes& got = cache.Get(asked, cost->context());
+        static_assert(sizeof(ComputeTimes) % sizeof(double) == 0, "doubles only: compared bytewise");
+        REQUIRE(std::memcmp(&want, &got, sizeof want) == 0);
+        REQUIRE(cache.size() <= 64);
+      }
+    }
   }
 }
 
