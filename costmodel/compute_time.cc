@@ -595,16 +595,41 @@ const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostConte
     const Rates rates{*ctx.profile, rates_.get()};
     b.times = Assemble(shared_->Get(layout, ctx, rates), layout, ctx, rates, &b.dense, &b.moe);
     b.applied = layout.recompute;
+    b.sums_used = 1;
+    b.sums[0] = {layout.recompute, b.times.dense_layer.recompute_s, b.times.dense_layer.recompute_flops,
+                 b.times.moe_layer.recompute_s, b.times.moe_layer.recompute_flops};
     return b.times;
   }
-  // The recompute sums of this layout's set, from the pieces in order.
   Base& b = base->second;
-  if (!(b.applied == layout.recompute)) {
-    b.dense.Apply(layout.recompute, b.times.dense_layer);
-    b.moe.Apply(layout.recompute, b.times.moe_layer);
-    b.applied = layout.recompute;
-  }
+  if (!(b.applied == layout.recompute)) b.Reapply(layout.recompute);
   return b.times;
+}
+
+// The recompute sums of `rc`, from the pieces in order (once per set, then
+// from `sums`).
+void ComputeTimesCache::Base::Reapply(Recompute rc) {
+  LayerTimes& dense_layer = times.dense_layer;
+  LayerTimes& moe_layer = times.moe_layer;
+  for (int i = 0; i < sums_used; ++i) {
+    const Sums& s = sums[static_cast<size_t>(i)];
+    if (!(s.recompute == rc)) continue;
+    dense_layer.recompute_s = s.dense_s, dense_layer.recompute_flops = s.dense_flops;
+    moe_layer.recompute_s = s.moe_s, moe_layer.recompute_flops = s.moe_flops;
+    applied = rc;
+    return;
+  }
+  dense.Apply(rc, dense_layer);
+  moe.Apply(rc, moe_layer);
+  applied = rc;
+  // Kept in the next slot, the oldest overwritten when all are used.
+  const Sums s{rc, dense_layer.recompute_s, dense_layer.recompute_flops, moe_layer.recompute_s,
+               moe_layer.recompute_flops};
+  if (sums_used < static_cast<int>(sums.size())) {
+    sums[static_cast<size_t>(sums_used++)] = s;
+  } else {
+    std::rotate(sums.begin(), sums.begin() + 1, sums.end());
+    sums.back() = s;
+  }
 }
 
 double OptimizerStepSeconds(double params_per_rank, const ComputeProfile& profile) {

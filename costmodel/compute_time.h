@@ -182,11 +182,11 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
 // Misses look rates up through a ComputeRateMemo, which keys share most
 // shapes of, and take what does not read ep, etp or the dispatcher (the
 // dense layer, a MoE layer's attention, the embedding, the output layer
-// and the MTP projection) from a second memo keyed by the rest, so a miss
-// mostly times a MoE block. Not thread-safe: one per thread. Bounded: cleared when it
-// would exceed `max_entries` entries of about 2.5 KB (8192: 20 MB; a
-// DeepSeek-V3 search on 16,384 GPUs meets 4,371 keys, 714,068 with the
-// recipe options).
+// and the MTP projection) from a second memo keyed by the rest (at most
+// 2,048 entries of about 2 KB), so a miss mostly times a MoE block. Not
+// thread-safe: one per thread. Bounded: cleared when it would exceed
+// `max_entries` entries of about 2.7 KB (8192: 22 MB; a DeepSeek-V3 search
+// on 16,384 GPUs meets 4,371 keys, 714,068 with the recipe options).
 class ComputeTimesCache {
  public:
   explicit ComputeTimesCache(size_t max_entries = 8192);
@@ -209,6 +209,16 @@ class ComputeTimesCache {
     ComputeTimes times;  // recompute_s and recompute_flops those of `applied`
     LayerRecomputePieces dense, moe;
     Recompute applied;
+    // The sums of the last few sets asked for (a search's families ask for
+    // each of the job's sets in turn), as LayerRecomputePieces::Apply gave
+    // them: copied back instead of summed again.
+    struct Sums {
+      Recompute recompute;
+      double dense_s, dense_flops, moe_s, moe_flops;
+    };
+    std::array<Sums, 4> sums;
+    int sums_used = 0;
+    void Reapply(Recompute rc);
   };
   struct Shared;  // compute_time.cc: what keys differing in ep, etp and the dispatcher share
   size_t max_entries_;
