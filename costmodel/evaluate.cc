@@ -1,6 +1,8 @@
 #include "costmodel/evaluate.h"
 
 #include <algorithm>
+#include <cmath>
+#include <limits>
 #include <map>
 #include <tuple>
 
@@ -538,31 +540,46 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   // scores: each is its Score, or pruned (its bound above one at least the
   // current bound); pruning is never required (planner/scoring.h).
   // The communication floor of a member under the arrangement in hand: the
-  // CommSeconds of the plan of its variant with no recomputation, no FSDP
-  // change, no EP or TP overlap (CommFloorVariant), one per (dispatcher,
-  // precision, fsdp), built when first asked. A member's own ops take at
-  // least as long per block and per crossing (CommFloorVariant says why), so
-  // PipelineLowerBound(its compute key's shape work, floor) bounds its step
-  // time, communication included.
+  // CommSeconds of the plan of its CommFloorVariant (no recomputation, no
+  // EP or TP overlap), built when first asked, one per such variant. A
+  // member's own ops take at least as long per block and per crossing
+  // (comm_plan.h says why), so PipelineLowerBound(its compute key's shape
+  // work, floor) bounds its step time, communication included: one value
+  // per (floor, compute key), which the members differing in overlaps share.
   struct Floor {
     RecipeVariant least;  // CommFloorVariant of the members it serves
     CommSeconds seconds;
+    std::vector<double> bounds;  // the bound on each compute key's shape work (by index), NaN until asked
   };
-  thread_local std::vector<Floor> floors;
+  thread_local std::vector<Floor> floors;  // the first `floors_used` are the arrangement's
+  size_t floors_used = 0;
   thread_local StepWork floor_work;
   thread_local Layout floor_layout;
-  auto comm_floor_of = [&](const RecipeVariant& v, const LayoutPlacement& placement, CollectiveTimeMemo* memo,
-                           bool mtp_moe) -> const CommSeconds& {
+  // The bound with communication of a member of variant `v` under the
+  // arrangement in hand (`l` set to it): its compute key's shape work with
+  // its floor.
+  auto comm_bound_of = [&](const RecipeVariant& v, const LayoutPlacement& placement,
+                           CollectiveTimeMemo* memo) -> double {
+    const Compute& c = compute_of(v);
+    const size_t key = static_cast<size_t>(&c - computes.data());
     const RecipeVariant least = CommFloorVariant(v);
-    for (const Floor& f : floors) {
-      if (f.least == least) return f.seconds;
+    size_t f = 0;
+    while (f < floors_used && !(floors[f].least == least)) ++f;
+    if (f == floors_used) {
+      if (floors_used == floors.size()) floors.emplace_back();
+      Floor& added = floors[floors_used++];
+      floor_layout = l;
+      LayoutFamily::SetVariant(least, &floor_layout);
+      BuildCommPlan(floor_layout, ctx_, placement, pipeline, memo, &floor_work.ops);
+      floor_work.mtp_moe = c.shape_work.mtp_moe;
+      added.least = least;
+      added.seconds = CommSecondsOf(floor_work);
+      added.bounds.clear();
     }
-    floor_layout = l;
-    LayoutFamily::SetVariant(least, &floor_layout);
-    BuildCommPlan(floor_layout, ctx_, placement, pipeline, memo, &floor_work.ops);
-    floor_work.mtp_moe = mtp_moe;
-    floors.push_back({least, CommSecondsOf(floor_work)});
-    return floors.back().seconds;
+    std::vector<double>& bounds = floors[f].bounds;
+    if (bounds.size() <= key) bounds.resize(key + 1, std::numeric_limits<double>::quiet_NaN());
+    if (std::isnan(bounds[key])) bounds[key] = PipelineLowerBound(c.shape_work, floors[f].seconds);
+    return bounds[key];
   };
   thread_local std::vector<LayoutPlacement> placed;  // per arrangement scored, when placed
   thread_local std::vector<size_t> scored_at;        // their indices
@@ -585,7 +602,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       scores.resize(scores.size() + survivors.size());
     }
     const bool record = !reuse && placement;
-    floors.clear();
+    floors_used = 0;
     for (size_t k = 0; k < survivors.size(); ++k) {
       const Survivor& s = survivors[k];
       if (!family.Legal(a, s.variant)) continue;
@@ -598,11 +615,9 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       const double prune_above = sink.PruneAbove();
       LayoutScore score = s.score;
       if (!minimise_memory && placement && prune_above < kNoPruning) {
-        const Compute& c = compute_of(variant);
-        if (PipelineLowerBound(c.shape_work, comm_floor_of(variant, *placement, memo, c.shape_work.mtp_moe)) >
-            prune_above) {
-          score.pruned = true;
-        }
+        // The compute-only bound first: it may prune without a floor plan.
+        score.pruned = compute_of(variant).computed.bound_s > prune_above ||
+                       comm_bound_of(variant, *placement, memo) > prune_above;
       }
       if (!score.pruned) {
         ComputedWork* computed = minimise_memory ? nullptr : &computed_of(variant);
