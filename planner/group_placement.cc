@@ -638,53 +638,89 @@ i64 RankPeriod(const Shape& shape, const Placer& placer, int world) {
 }
 
 
-// PlaceKind's cache key (GroupPlacementCache): the masked digits, the
+// PlaceKind's cache key (GroupPlacementCache::Key): P, the placement's ranks
+// per domain and domain, the ranks a node runs, the masked digits, and the
 // unmasked ones as BaseResidues reads them (stride mod P and the multiples
-// that stay distinct), P, the placement's ranks per domain and domain, and
-// the ranks a node runs. Unused slots stay zero.
-GroupPlacementCache::Key KindKeyOf(const KindDigits& digits, i64 period, const Placer& placer, i64 used) {
-  GroupPlacementCache::Key key{};
+// that stay distinct). Every figure is at most the world (an int). False
+// when the digits do not fit the key (no kind of a Megatron layout has more
+// than four): the kind is then placed without the cache.
+bool KindKeyOf(const KindDigits& digits, i64 period, const Placer& placer, i64 used, GroupPlacementCache::Key& key) {
+  key = {};
+  constexpr size_t kHeader = 5;
+  if (kHeader + 2 * (static_cast<size_t>(digits.masked.count) + static_cast<size_t>(digits.unmasked.count)) >
+      key.size())
+    return false;
   size_t i = 0;
-  key[i++] = period;
-  key[i++] = placer.ranks_per_domain;
-  key[i++] = placer.domain_gpus;
-  key[i++] = used;
-  key[i++] = digits.masked.count;
-  for (const Digit& d : digits.masked) key[i++] = d.stride, key[i++] = d.size;
-  i = 15;
+  auto put = [&](i64 v) { key[i++] = static_cast<int32_t>(v); };
+  put(period);
+  put(placer.ranks_per_domain);
+  put(placer.domain_gpus);
+  put(used);
+  put(digits.masked.count);
+  for (const Digit& d : digits.masked) put(d.stride), put(d.size);
   for (const Digit& d : digits.unmasked) {
     const i64 step = d.stride % period;
     if (step == 0) continue;
-    key[i++] = step;
-    key[i++] = std::min<i64>(d.size, period / std::gcd<i64>(step, period));
+    put(step);
+    put(std::min<i64>(d.size, period / std::gcd<i64>(step, period)));
   }
-  assert(i <= key.size());
-  return key;
+  return true;
+}
+
+// A multiply per two words of the key, its high half folded into the low
+// (whose bits pick the slot).
+uint64_t HashOf(const GroupPlacementCache::Key& key) {
+  static_assert(std::tuple_size_v<GroupPlacementCache::Key> % 2 == 0);
+  uint64_t h = 0;
+  for (size_t i = 0; i < key.size(); i += 2) {
+    const uint64_t word = uint64_t{static_cast<uint32_t>(key[i])} | uint64_t{static_cast<uint32_t>(key[i + 1])} << 32;
+    h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 32;
+  }
+  return h;
 }
 
 }  // namespace
 
-size_t GroupPlacementCache::KeyHash::operator()(const Key& key) const {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int64_t v : key) {
-    h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+void GroupPlacementCache::Clear() {
+  entries_.clear();
+  for (Slot& slot : slots_) slot.entry = 0;
+}
+
+GroupPlacementCache::Slot& GroupPlacementCache::SlotOf(const Key& key) {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = HashOf(key) & mask;; i = (i + 1) & mask) {
+    Slot& slot = slots_[i];
+    if (slot.entry == 0 || slot.key == key) return slot;
   }
-  return static_cast<size_t>(h);
+}
+
+void GroupPlacementCache::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{});
+  for (const Slot& slot : old) {
+    if (slot.entry != 0) SlotOf(slot.key) = slot;
+  }
 }
 
 const GroupPlacement* GroupPlacementCache::Find(const Key& key) {
-  auto it = map_.find(key);
-  if (it == map_.end()) {
+  const Slot* slot = slots_.empty() ? nullptr : &SlotOf(key);
+  if (!slot || slot->entry == 0) {
     ++misses_;
     return nullptr;
   }
   ++hits_;
-  return &it->second;
+  return &entries_[slot->entry - 1];
 }
 
 void GroupPlacementCache::Put(const Key& key, const GroupPlacement& placement) {
-  if (map_.size() >= max_entries_) map_.clear();
-  map_.emplace(key, placement);
+  if (entries_.size() >= max_entries_) Clear();
+  if (2 * (entries_.size() + 1) > slots_.size()) Grow();  // at most half the slots in use
+  Slot& slot = SlotOf(key);
+  if (slot.entry != 0) return;  // stored already (the same placement)
+  entries_.push_back(placement);
+  slot.key = key;
+  slot.entry = static_cast<uint32_t>(entries_.size());
 }
 
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology) {
@@ -727,8 +763,10 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
     } else if (!cache) {
       placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
     } else {
-      const GroupPlacementCache::Key key = KindKeyOf(digits[k], period, *placer, used);
-      if (const GroupPlacement* hit = cache->Find(key)) {
+      GroupPlacementCache::Key key;
+      if (!KindKeyOf(digits[k], period, *placer, used, key)) {
+        placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
+      } else if (const GroupPlacement* hit = cache->Find(key)) {
         placement = *hit;
         placement.groups = layout.world / placement.size;  // the one field that depends on the world
       } else {
