@@ -8,6 +8,7 @@
 #include <bit>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <span>
 #include <string>
@@ -638,46 +639,79 @@ i64 RankPeriod(const Shape& shape, const Placer& placer, int world) {
 }
 
 
-// PlaceKind's cache key (GroupPlacementCache::Key): P, the placement's ranks
-// per domain and domain, the ranks a node runs, the masked digits, and the
-// unmasked ones as BaseResidues reads them (stride mod P and the multiples
-// that stay distinct). Every figure is at most the world (an int). False
-// when the digits do not fit the key (no kind of a Megatron layout has more
-// than four): the kind is then placed without the cache.
-bool KindKeyOf(const KindDigits& digits, i64 period, const Placer& placer, i64 used, GroupPlacementCache::Key& key) {
+// A generator's axes of size > 1 as PlaceKind's cache key reads them: the
+// stride and size of each (for the kinds that vary over it), and the stride
+// mod P with the multiples of it that stay distinct mod P (as BaseResidues
+// reads the others; step 0: P absorbs it). Once per generator, not per kind.
+struct KeyAxis {
+  Axis axis;
+  i64 stride, size, step, distinct;
+};
+struct KeyAxes {
+  std::array<KeyAxis, kAxisCount> items{};
+  int count = 0;
+};
+KeyAxes KeyAxesOf(const std::array<AxisInfo, kAxisCount>& axes, i64 period) {
+  KeyAxes out;
+  for (const AxisInfo& axis : axes) {
+    if (axis.size < 2) continue;  // as DigitsOf
+    const i64 step = axis.stride % period;
+    const i64 distinct = step == 0 ? 0 : std::min<i64>(axis.size, period / std::gcd<i64>(step, period));
+    out.items[static_cast<size_t>(out.count++)] = {axis.axis, axis.stride, axis.size, step, distinct};
+  }
+  return out;
+}
+
+// PlaceKind's cache key (GroupPlacementCache::Key) for `source`'s digits
+// (DigitsOf) on `axes`: P, the placement's ranks per domain and domain, the
+// ranks a node runs, the masked digits, and the unmasked ones as
+// BaseResidues reads them. Every figure is at most the world (an int).
+// False when the digits do not fit the key (no kind of a Megatron layout
+// has more than four): the kind is then placed without the cache.
+bool KindKeyOf(const KindSource& source, const KeyAxes& axes, i64 period, const Placer& placer, i64 used,
+               GroupPlacementCache::Key& key) {
+  constexpr int kHeader = 5;
+  int masked = 0, unmasked = 0;
+  for (int i = 0; i < axes.count; ++i) {
+    const KeyAxis& a = axes.items[static_cast<size_t>(i)];
+    if (source.masked[a.axis]) {
+      ++masked;
+    } else if (a.step != 0) {
+      ++unmasked;
+    }
+  }
+  if (kHeader + 2 * (masked + unmasked) > static_cast<int>(key.size())) return false;
   key = {};
-  constexpr size_t kHeader = 5;
-  if (kHeader + 2 * (static_cast<size_t>(digits.masked.count) + static_cast<size_t>(digits.unmasked.count)) >
-      key.size())
-    return false;
-  size_t i = 0;
-  auto put = [&](i64 v) { key[i++] = static_cast<int32_t>(v); };
-  put(period);
-  put(placer.ranks_per_domain);
-  put(placer.domain_gpus);
-  put(used);
-  put(digits.masked.count);
-  for (const Digit& d : digits.masked) put(d.stride), put(d.size);
-  for (const Digit& d : digits.unmasked) {
-    const i64 step = d.stride % period;
-    if (step == 0) continue;
-    put(step);
-    put(std::min<i64>(d.size, period / std::gcd<i64>(step, period)));
+  key[0] = static_cast<int32_t>(period);
+  key[1] = placer.ranks_per_domain;
+  key[2] = placer.domain_gpus;
+  key[3] = static_cast<int32_t>(used);
+  key[4] = masked;
+  size_t m = kHeader, u = kHeader + 2 * static_cast<size_t>(masked);
+  for (int i = 0; i < axes.count; ++i) {
+    const KeyAxis& a = axes.items[static_cast<size_t>(i)];
+    if (source.masked[a.axis]) {
+      key[m++] = static_cast<int32_t>(a.stride);
+      key[m++] = static_cast<int32_t>(a.size);
+    } else if (a.step != 0) {
+      key[u++] = static_cast<int32_t>(a.step);
+      key[u++] = static_cast<int32_t>(a.distinct);
+    }
   }
   return true;
 }
 
-// A multiply per two words of the key, its high half folded into the low
-// (whose bits pick the slot).
+// A multiply per two words of the key; the high half, which every bit of
+// the key reaches, folded into the low one (whose bits pick the slot).
 uint64_t HashOf(const GroupPlacementCache::Key& key) {
-  static_assert(std::tuple_size_v<GroupPlacementCache::Key> % 2 == 0);
+  static_assert(sizeof(GroupPlacementCache::Key) % sizeof(uint64_t) == 0);
   uint64_t h = 0;
-  for (size_t i = 0; i < key.size(); i += 2) {
-    const uint64_t word = uint64_t{static_cast<uint32_t>(key[i])} | uint64_t{static_cast<uint32_t>(key[i + 1])} << 32;
+  for (size_t i = 0; i < sizeof(key); i += sizeof(uint64_t)) {
+    uint64_t word;
+    std::memcpy(&word, reinterpret_cast<const char*>(key.data()) + i, sizeof word);
     h = (h ^ word) * 0x9e3779b97f4a7c15ull;
-    h ^= h >> 32;
   }
-  return h;
+  return h ^ (h >> 32);
 }
 
 }  // namespace
@@ -728,6 +762,12 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
 }
 
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache) {
+  LayoutPlacement out;
+  if (Status s = PlaceGroups(layout, topology, cache, &out); !s.ok()) return s;
+  return out;
+}
+
+Status PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache, LayoutPlacement* out) {
   const ClusterSpec& cluster = topology.cluster();
   if (Status s = CheckDegrees(layout, cluster); !s.ok()) return s;
   FoldedAxes axes;
@@ -750,33 +790,42 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
   const std::array<AxisInfo, kAxisCount>& expert = axes.expert;
   const i64 used = std::min<i64>({shape.gpus_per_node, placer->ranks_per_domain, layout.world});
   thread_local Workspace ws;
-  LayoutPlacement out;
-  std::array<KindDigits, std::size(kKindSources)> digits;
-  for (size_t k = 0; k < std::size(kKindSources); ++k) {
-    const KindSource& source = kKindSources[k];
-    GroupPlacement& placement = out.by_kind[static_cast<int>(source.kind)];
-    digits[k] = DigitsOf(source, source.expert ? expert : dense);
-    size_t same = 0;
-    while (same < k && !(digits[same] == digits[k])) ++same;
-    if (same < k) {
-      placement = out.by_kind[static_cast<int>(kKindSources[same].kind)];
-    } else if (!cache) {
-      placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
+  auto place = [&](const KindDigits& digits) {
+    return PlaceKind(digits, shape, *placer, period, layout.world, topology, ws);
+  };
+  if (!cache) {
+    // Kinds whose digits equal an earlier kind's take its placement (tp and
+    // etp when TP = ETP, for instance).
+    std::array<KindDigits, std::size(kKindSources)> digits;
+    for (size_t k = 0; k < std::size(kKindSources); ++k) {
+      const KindSource& source = kKindSources[k];
+      GroupPlacement& placement = out->by_kind[static_cast<int>(source.kind)];
+      digits[k] = DigitsOf(source, source.expert ? expert : dense);
+      size_t same = 0;
+      while (same < k && !(digits[same] == digits[k])) ++same;
+      placement = same < k ? out->by_kind[static_cast<int>(kKindSources[same].kind)] : place(digits[k]);
+      placement.kind = source.kind;
+    }
+    return Status();
+  }
+  // With the cache such kinds meet the earlier one's entry.
+  const KeyAxes dense_keys = KeyAxesOf(dense, period), expert_keys = KeyAxesOf(expert, period);
+  for (const KindSource& source : kKindSources) {
+    GroupPlacement& placement = out->by_kind[static_cast<int>(source.kind)];
+    const std::array<AxisInfo, kAxisCount>& generator = source.expert ? expert : dense;
+    GroupPlacementCache::Key key;
+    if (!KindKeyOf(source, source.expert ? expert_keys : dense_keys, period, *placer, used, key)) {
+      placement = place(DigitsOf(source, generator));
+    } else if (const GroupPlacement* hit = cache->Find(key)) {
+      placement = *hit;
+      placement.groups = layout.world / placement.size;  // the one field that depends on the world
     } else {
-      GroupPlacementCache::Key key;
-      if (!KindKeyOf(digits[k], period, *placer, used, key)) {
-        placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
-      } else if (const GroupPlacement* hit = cache->Find(key)) {
-        placement = *hit;
-        placement.groups = layout.world / placement.size;  // the one field that depends on the world
-      } else {
-        placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
-        cache->Put(key, placement);
-      }
+      placement = place(DigitsOf(source, generator));
+      cache->Put(key, placement);
     }
     placement.kind = source.kind;
   }
-  return out;
+  return Status();
 }
 
 }  // namespace foldplan

@@ -120,5 +120,9 @@ class GroupPlacementCache {
 // The same, each kind looked up in `cache` first (null: none). Results are
 // identical to the uncached call.
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache);
+// The same into *out, a caller's (a LayoutPlacement is 2.5 KB: returning one
+// in a Result copies it twice). Writes the timed kinds only: the others stay
+// as they are (default in a fresh one). *out is unspecified after an error.
+Status PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache, LayoutPlacement* out);
 
 }  // namespace foldplan

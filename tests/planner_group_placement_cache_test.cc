@@ -91,6 +91,8 @@ TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
     const Topology topo = MustBuild(c.cluster);
     GroupPlacementCache cache;     // one per topology, shared by every layout and world
     GroupPlacementCache small(8);  // clears often
+    GroupPlacementCache filling;   // for the form that fills a caller's placement
+    LayoutPlacement into;          // filled layout after layout, never cleared
     for (int world : c.worlds) {
       for (int trial = 0; trial < kLayoutsPerWorld; ++trial) {
         const Layout l = RandomLayout(world, kOrders, rng);
@@ -98,6 +100,12 @@ TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
         RequireSame(want, PlaceGroups(l, topo, &cache), l);
         RequireSame(want, PlaceGroups(l, topo, &small), l);
         REQUIRE(small.size() <= 8);
+        if (const Status filled = PlaceGroups(l, topo, &filling, &into); filled.ok()) {
+          RequireSame(want, into, l);
+          REQUIRE(into == *want);  // the kinds not timed too
+        } else {
+          RequireSame(want, filled, l);
+        }
         placed += want.ok();
       }
     }
