@@ -2,6 +2,7 @@
 
 #include <array>
 #include <cassert>
+#include <span>
 #include <string>
 
 #include "planner/pipeline.h"
@@ -128,6 +129,17 @@ class EnumerationWalker {
   }
 
  private:
+  // One order of orders_, parsed, and its JudgeOrder for the degrees last
+  // asked: the families of one set of degrees (each mbs, CP style) meet
+  // each order again. Key: the order (one slot per orders_ entry, reset
+  // with them) and (pp, dp, edp, tp, cp, ep, etp), all JudgeOrder reads
+  // besides the order.
+  struct OrderSlot {
+    OrderString parsed;  // of orders_[i] (its token a view into it)
+    std::array<int, 7> degrees{};  // all 0 (no layout's): none yet
+    OrderVerdict verdict;
+  };
+
   // Sets stage_, divisors_ and orders_ for pp (once per pp in a row).
   void SetPp(int pp) {
     if (pp_set_ == pp) return;
@@ -185,22 +197,29 @@ class EnumerationWalker {
     }
     return out;
   }
-  // (ep, etp) pairs; a dense model has one, (1, tp).
-  std::vector<std::pair<int, int>> ExpertValues(int tp) const {
-    std::vector<std::pair<int, int>> out;
-    auto add = [&](int ep, int etp) {
-      if (!Agrees(pins_.ep, ep) || !Agrees(pins_.etp, etp)) return;
-      if (pins_.edp && (stage_ % (ep * etp) != 0 || stage_ / (ep * etp) != *pins_.edp)) return;
-      out.push_back({ep, etp});
-    };
-    if (!model_.is_moe()) {
-      add(1, tp);
-    } else {
-      for (int ep : divisors_) {
-        for (int etp : divisors_) add(ep, etp);
+  // (ep, etp) pairs; a dense model has one, (1, tp). A MoE model's do not
+  // depend on tp: listed once per pp (moe_experts_, by ListMoeExperts).
+  bool ExpertAgrees(int ep, int etp) const {
+    if (!Agrees(pins_.ep, ep) || !Agrees(pins_.etp, etp)) return false;
+    return !pins_.edp || (stage_ % (ep * etp) == 0 && stage_ / (ep * etp) == *pins_.edp);
+  }
+  void ListMoeExperts() {
+    moe_experts_.clear();
+    if (!model_.is_moe()) return;
+    for (int ep : divisors_) {
+      for (int etp : divisors_) {
+        if (ExpertAgrees(ep, etp)) moe_experts_.push_back({ep, etp});
       }
     }
-    return out;
+  }
+  // The pairs of tp; `dense` holds a dense model's.
+  std::span<const std::pair<int, int>> ExpertValues(int tp, std::pair<int, int>& dense) const {
+    if (model_.is_moe()) return moe_experts_;
+    dense = {1, tp};
+    return {&dense, ExpertAgrees(1, tp) ? size_t{1} : size_t{0}};
+  }
+  uint64_t ExpertCount(int tp) const {
+    return model_.is_moe() ? moe_experts_.size() : ExpertAgrees(1, tp) ? 1 : 0;
   }
 
   // --- Subtree sizes: the number of candidates below each level. ---
@@ -211,7 +230,7 @@ class EnumerationWalker {
   }
   uint64_t LeavesBelowMbs() const { return orders_.size() * OptionLeaves(); }
   uint64_t LeavesBelowEtp() const { return job_.micro_batch_sizes.size() * LeavesBelowMbs(); }
-  uint64_t LeavesBelowStyle(int tp) const { return ExpertValues(tp).size() * LeavesBelowEtp(); }
+  uint64_t LeavesBelowStyle(int tp) const { return ExpertCount(tp) * LeavesBelowEtp(); }
   uint64_t LeavesBelowCp(int tp, int cp) const { return Styles(cp) * LeavesBelowStyle(tp); }
   uint64_t LeavesBelowTp(int tp) const {
     uint64_t n = 0;
@@ -226,22 +245,16 @@ class EnumerationWalker {
   uint64_t LeavesBelowPp(int world, int pp) {
     stage_ = world / pp;
     divisors_ = Divisors(stage_);
+    ListMoeExperts();
     orders_ = DistinctOrders(job_.orders, pp);
+    order_slots_.assign(orders_.size(), OrderSlot{});
+    for (size_t i = 0; i < orders_.size(); ++i) order_slots_[i].parsed = ParseOrderString(orders_[i]);
     return VppValues(pp).size() * schedules_.size() * LeavesBelowVpp();
   }
 
   void Reject(Rule rule, uint64_t n) {
     out_->rejected[static_cast<size_t>(rule)] += n;
     out_->candidates += n;
-  }
-  bool RejectIf(const std::vector<Violation>& v, Rule rule, uint64_t n) {
-    for (const auto& x : v) {
-      if (x.rule == rule) {
-        Reject(rule, n);
-        return true;
-      }
-    }
-    return false;
   }
 
   // The stages of (pp, vpp): the pinned ones, else the chosen ones.
@@ -259,7 +272,10 @@ class EnumerationWalker {
     return true;
   }
 
-  void SearchTp(Layout l, int tp, int cp) {
+  // The levels below fill `l` in place, each field before it is read: a
+  // level writes the fields it chooses and reads only those of the levels
+  // above it (no copy per candidate).
+  void SearchTp(Layout& l, int tp, int cp) {
     l.tp = tp;
     if (!rules::TpDividesHeads(model_, tp)) return Reject(Rule::kTpDividesHeads, LeavesBelowCp(tp, cp));
     if (!rules::TpDividesKvHeads(model_, tp)) return Reject(Rule::kTpDividesKvHeads, LeavesBelowCp(tp, cp));
@@ -278,8 +294,9 @@ class EnumerationWalker {
     }
   }
 
-  void SearchStyle(Layout l) {
-    const std::vector<std::pair<int, int>> experts = ExpertValues(l.tp);
+  void SearchStyle(Layout& l) {
+    std::pair<int, int> dense;
+    const std::span<const std::pair<int, int>> experts = ExpertValues(l.tp, dense);
     const uint64_t leaves = experts.size() * LeavesBelowEtp();  // LeavesBelowStyle
     if (!rules::UlyssesHeads(model_, l)) return Reject(Rule::kUlyssesHeads, leaves);
     if (!rules::UlyssesKvHeads(model_, job_, l)) return Reject(Rule::kUlyssesKvHeads, leaves);
@@ -307,7 +324,7 @@ class EnumerationWalker {
     }
   }
 
-  void SearchMbs(Layout l) {
+  void SearchMbs(Layout& l) {
     for (int mbs : job_.micro_batch_sizes) {
       l.mbs = mbs;
       if (!rules::BatchDivides(job_.global_batch, l)) {
@@ -327,52 +344,45 @@ class EnumerationWalker {
         continue;
       }
       family_.arrangements.clear();
-      for (const auto& order : orders_) {
-        l.order = order;
-        SearchOrder(l);
+      for (size_t i = 0; i < orders_.size(); ++i) {
+        l.order = orders_[i];
+        SearchOrder(l, order_slots_[i]);
       }
       EmitFamily(l);
     }
   }
 
-  void SearchOrder(Layout l) {
-    if (l.order != order_checked_ || l.pp != pp_checked_ || l.dp != dp_checked_ ||
-        l.edp != edp_checked_ || l.tp != tp_checked_ || l.cp != cp_checked_ ||
-        l.ep != ep_checked_ || l.etp != etp_checked_) {
-      // Order rules and blocks depend only on these fields; cache the last answer.
-      order_violations_ = CheckOrder(l);
-      order_blocks_ = BlocksOf(l);
-      order_checked_ = l.order;
-      pp_checked_ = l.pp, dp_checked_ = l.dp, edp_checked_ = l.edp, tp_checked_ = l.tp;
-      cp_checked_ = l.cp, ep_checked_ = l.ep, etp_checked_ = l.etp;
+  // `slot` is l.order's of order_slots_.
+  void SearchOrder(Layout& l, OrderSlot& slot) {
+    const std::array<int, 7> degrees = {l.pp, l.dp, l.edp, l.tp, l.cp, l.ep, l.etp};
+    if (slot.degrees != degrees) {
+      slot.degrees = degrees;
+      slot.verdict = JudgeOrder(l, slot.parsed);
     }
-    for (Rule r : {Rule::kOrderValid, Rule::kOrderPpStride}) {
-      if (RejectIf(order_violations_, r, OptionLeaves())) return;
-    }
-    if (!pins_.placement || *pins_.placement == Placement::kLinear) AddArrangement(l, Placement::kLinear);
-    MaybePacked(l);
+    const OrderVerdict& verdict = slot.verdict;
+    if (verdict.broken) return Reject(*verdict.broken, OptionLeaves());
+    if (!pins_.placement || *pins_.placement == Placement::kLinear) AddArrangement(l, Placement::kLinear, verdict.blocks);
+    MaybePacked(l, verdict.blocks);
   }
 
   // A packed variant is a distinct candidate only where it moves ranks:
   // the heavy block is smaller than a domain and does not divide it.
-  void MaybePacked(Layout l) {
+  void MaybePacked(Layout& l, const OrderBlocks& blocks) {
     if (pins_.placement && *pins_.placement == Placement::kLinear) return;
     const int domain = ctx_.cluster->nvlink_domain_gpus;
-    const int block = order_blocks_.heavy;
+    const int block = blocks.heavy;
     if (block <= 0 || block >= domain || domain % block == 0) return;
-    l.placement = Placement::kPacked;
     if (PackBlocks(l.world, block, domain).gpus_needed > ctx_.cluster->total_gpus()) {
       return Reject(Rule::kPlacementFits, OptionLeaves());
     }
-    AddArrangement(l, Placement::kPacked);
+    AddArrangement(l, Placement::kPacked, blocks);
   }
 
   // An (order, placement) that passed every rule before the recipe ones,
   // with what the HybridEP rule reads of it (needed only for HybridEP).
-  void AddArrangement(Layout l, Placement placement) {
+  void AddArrangement(Layout& l, Placement placement, const OrderBlocks& blocks) {
     l.placement = placement;
-    const bool in_domain =
-        has_hybridep_ && ExpertGroupInDomain(l, ctx_.cluster->nvlink_domain_gpus, order_blocks_);
+    const bool in_domain = has_hybridep_ && ExpertGroupInDomain(l, ctx_.cluster->nvlink_domain_gpus, blocks);
     family_.arrangements.push_back({l.order, placement, in_domain});
   }
 
@@ -435,6 +445,12 @@ class EnumerationWalker {
         }
       }
     }
+    variant_rules_.clear();
+    for (int r = 0; r < kRuleCount; ++r) {
+      if (in_domain[static_cast<size_t>(r)] + off_domain[static_cast<size_t>(r)] > 0) {
+        variant_rules_.push_back(static_cast<Rule>(r));
+      }
+    }
   }
 
   // Every combination of the recipe candidates of the family's arrangements,
@@ -442,18 +458,21 @@ class EnumerationWalker {
   // rule reads the arrangement (read only for HybridEP), so the variants
   // and the rejections are decided once for an arrangement whose expert
   // group is in one domain and once for one whose is not; each arrangement
-  // then adds its kind's counts. The family's layouts go to the visitor.
+  // then adds its kind's counts (added once per kind, times its
+  // arrangements). The family's layouts go to the visitor.
   void EmitFamily(const Layout& shared) {
     if (family_.arrangements.empty()) return;
     DecideVariants(shared);
     const VariantCounts& in_domain = variant_counts_[0];
     const VariantCounts& off_domain = variant_counts_[1];
-    uint64_t legal = 0;
-    for (const LayoutArrangement& a : family_.arrangements) {
-      const VariantCounts& counts = a.expert_in_domain ? in_domain : off_domain;
-      for (int r = 0; r < kRuleCount; ++r) Reject(static_cast<Rule>(r), counts.rejected[static_cast<size_t>(r)]);
-      legal += counts.legal;
+    uint64_t in_domain_arrangements = 0;
+    for (const LayoutArrangement& a : family_.arrangements) in_domain_arrangements += a.expert_in_domain ? 1 : 0;
+    const uint64_t off_domain_arrangements = family_.arrangements.size() - in_domain_arrangements;
+    for (Rule r : variant_rules_) {
+      const size_t i = static_cast<size_t>(r);
+      Reject(r, in_domain.rejected[i] * in_domain_arrangements + off_domain.rejected[i] * off_domain_arrangements);
     }
+    const uint64_t legal = in_domain.legal * in_domain_arrangements + off_domain.legal * off_domain_arrangements;
     out_->candidates += legal;
     out_->legal_count += legal;
     if (legal == 0) return;
@@ -484,6 +503,7 @@ class EnumerationWalker {
   bool variants_decided_ = false;         // family_.variants are those of variants_key_
   std::array<int, 4> variants_key_{};     // DecideVariants' key
   std::array<VariantCounts, 2> variant_counts_{};  // in one domain, not
+  std::vector<Rule> variant_rules_;                 // the rules either counts some rejections under
   int world_ = 0;
   int pp_set_ = 0;  // the pp stage_, divisors_ and orders_ are of (0: none yet)
   Layout item_layout_;
@@ -500,12 +520,9 @@ class EnumerationWalker {
   std::vector<bool> precision_ok_;  // per job precision: the GPU runs it
   int stage_ = 1;                   // G = world / pp
   std::vector<int> divisors_;
+  std::vector<std::pair<int, int>> moe_experts_;  // a MoE model's (ep, etp) of this pp
   std::vector<std::string> orders_;
-  std::vector<Violation> order_violations_;
-  OrderBlocks order_blocks_;  // BlocksOf the order last checked
-  std::string order_checked_;
-  int pp_checked_ = 0, dp_checked_ = 0, edp_checked_ = 0, tp_checked_ = 0, cp_checked_ = 0;
-  int ep_checked_ = 0, etp_checked_ = 0;
+  std::vector<OrderSlot> order_slots_;  // one per orders_ entry
 };
 
 LayoutEnumerator::LayoutEnumerator(const LegalityContext& ctx, const LayoutPins* pins)

@@ -8,6 +8,7 @@
 #include <bit>
 #include <cassert>
 #include <cstdint>
+#include <cstring>
 #include <numeric>
 #include <span>
 #include <string>
@@ -638,53 +639,122 @@ i64 RankPeriod(const Shape& shape, const Placer& placer, int world) {
 }
 
 
-// PlaceKind's cache key (GroupPlacementCache): the masked digits, the
-// unmasked ones as BaseResidues reads them (stride mod P and the multiples
-// that stay distinct), P, the placement's ranks per domain and domain, and
-// the ranks a node runs. Unused slots stay zero.
-GroupPlacementCache::Key KindKeyOf(const KindDigits& digits, i64 period, const Placer& placer, i64 used) {
-  GroupPlacementCache::Key key{};
-  size_t i = 0;
-  key[i++] = period;
-  key[i++] = placer.ranks_per_domain;
-  key[i++] = placer.domain_gpus;
-  key[i++] = used;
-  key[i++] = digits.masked.count;
-  for (const Digit& d : digits.masked) key[i++] = d.stride, key[i++] = d.size;
-  i = 15;
-  for (const Digit& d : digits.unmasked) {
-    const i64 step = d.stride % period;
-    if (step == 0) continue;
-    key[i++] = step;
-    key[i++] = std::min<i64>(d.size, period / std::gcd<i64>(step, period));
+// A generator's axes of size > 1 as PlaceKind's cache key reads them: the
+// stride and size of each (for the kinds that vary over it), and the stride
+// mod P with the multiples of it that stay distinct mod P (as BaseResidues
+// reads the others; step 0: P absorbs it). Once per generator, not per kind.
+struct KeyAxis {
+  Axis axis;
+  i64 stride, size, step, distinct;
+};
+struct KeyAxes {
+  std::array<KeyAxis, kAxisCount> items{};
+  int count = 0;
+};
+KeyAxes KeyAxesOf(const std::array<AxisInfo, kAxisCount>& axes, i64 period) {
+  KeyAxes out;
+  for (const AxisInfo& axis : axes) {
+    if (axis.size < 2) continue;  // as DigitsOf
+    const i64 step = axis.stride % period;
+    const i64 distinct = step == 0 ? 0 : std::min<i64>(axis.size, period / std::gcd<i64>(step, period));
+    out.items[static_cast<size_t>(out.count++)] = {axis.axis, axis.stride, axis.size, step, distinct};
   }
-  assert(i <= key.size());
-  return key;
+  return out;
+}
+
+// PlaceKind's cache key (GroupPlacementCache::Key) for `source`'s digits
+// (DigitsOf) on `axes`: P, the placement's ranks per domain and domain, the
+// ranks a node runs, the masked digits, and the unmasked ones as
+// BaseResidues reads them. Every figure is at most the world (an int).
+// False when the digits do not fit the key (no kind of a Megatron layout
+// has more than four): the kind is then placed without the cache.
+bool KindKeyOf(const KindSource& source, const KeyAxes& axes, i64 period, const Placer& placer, i64 used,
+               GroupPlacementCache::Key& key) {
+  constexpr int kHeader = 5;
+  int masked = 0, unmasked = 0;
+  for (int i = 0; i < axes.count; ++i) {
+    const KeyAxis& a = axes.items[static_cast<size_t>(i)];
+    if (source.masked[a.axis]) {
+      ++masked;
+    } else if (a.step != 0) {
+      ++unmasked;
+    }
+  }
+  if (kHeader + 2 * (masked + unmasked) > static_cast<int>(key.size())) return false;
+  key = {};
+  key[0] = static_cast<int32_t>(period);
+  key[1] = placer.ranks_per_domain;
+  key[2] = placer.domain_gpus;
+  key[3] = static_cast<int32_t>(used);
+  key[4] = masked;
+  size_t m = kHeader, u = kHeader + 2 * static_cast<size_t>(masked);
+  for (int i = 0; i < axes.count; ++i) {
+    const KeyAxis& a = axes.items[static_cast<size_t>(i)];
+    if (source.masked[a.axis]) {
+      key[m++] = static_cast<int32_t>(a.stride);
+      key[m++] = static_cast<int32_t>(a.size);
+    } else if (a.step != 0) {
+      key[u++] = static_cast<int32_t>(a.step);
+      key[u++] = static_cast<int32_t>(a.distinct);
+    }
+  }
+  return true;
+}
+
+// A multiply per two words of the key; the high half, which every bit of
+// the key reaches, folded into the low one (whose bits pick the slot).
+uint64_t HashOf(const GroupPlacementCache::Key& key) {
+  static_assert(sizeof(GroupPlacementCache::Key) % sizeof(uint64_t) == 0);
+  uint64_t h = 0;
+  for (size_t i = 0; i < sizeof(key); i += sizeof(uint64_t)) {
+    uint64_t word;
+    std::memcpy(&word, reinterpret_cast<const char*>(key.data()) + i, sizeof word);
+    h = (h ^ word) * 0x9e3779b97f4a7c15ull;
+  }
+  return h ^ (h >> 32);
 }
 
 }  // namespace
 
-size_t GroupPlacementCache::KeyHash::operator()(const Key& key) const {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int64_t v : key) {
-    h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+void GroupPlacementCache::Clear() {
+  entries_.clear();
+  for (Slot& slot : slots_) slot.entry = 0;
+}
+
+GroupPlacementCache::Slot& GroupPlacementCache::SlotOf(const Key& key) {
+  const size_t mask = slots_.size() - 1;
+  for (size_t i = HashOf(key) & mask;; i = (i + 1) & mask) {
+    Slot& slot = slots_[i];
+    if (slot.entry == 0 || slot.key == key) return slot;
   }
-  return static_cast<size_t>(h);
+}
+
+void GroupPlacementCache::Grow() {
+  std::vector<Slot> old = std::move(slots_);
+  slots_.assign(std::max<size_t>(16, old.size() * 2), Slot{});
+  for (const Slot& slot : old) {
+    if (slot.entry != 0) SlotOf(slot.key) = slot;
+  }
 }
 
 const GroupPlacement* GroupPlacementCache::Find(const Key& key) {
-  auto it = map_.find(key);
-  if (it == map_.end()) {
+  const Slot* slot = slots_.empty() ? nullptr : &SlotOf(key);
+  if (!slot || slot->entry == 0) {
     ++misses_;
     return nullptr;
   }
   ++hits_;
-  return &it->second;
+  return &entries_[slot->entry - 1];
 }
 
 void GroupPlacementCache::Put(const Key& key, const GroupPlacement& placement) {
-  if (map_.size() >= max_entries_) map_.clear();
-  map_.emplace(key, placement);
+  if (entries_.size() >= max_entries_) Clear();
+  if (2 * (entries_.size() + 1) > slots_.size()) Grow();  // at most half the slots in use
+  Slot& slot = SlotOf(key);
+  if (slot.entry != 0) return;  // stored already (the same placement)
+  entries_.push_back(placement);
+  slot.key = key;
+  slot.entry = static_cast<uint32_t>(entries_.size());
 }
 
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology) {
@@ -692,6 +762,12 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
 }
 
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache) {
+  LayoutPlacement out;
+  if (Status s = PlaceGroups(layout, topology, cache, &out); !s.ok()) return s;
+  return out;
+}
+
+Status PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache, LayoutPlacement* out) {
   const ClusterSpec& cluster = topology.cluster();
   if (Status s = CheckDegrees(layout, cluster); !s.ok()) return s;
   FoldedAxes axes;
@@ -714,31 +790,42 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
   const std::array<AxisInfo, kAxisCount>& expert = axes.expert;
   const i64 used = std::min<i64>({shape.gpus_per_node, placer->ranks_per_domain, layout.world});
   thread_local Workspace ws;
-  LayoutPlacement out;
-  std::array<KindDigits, std::size(kKindSources)> digits;
-  for (size_t k = 0; k < std::size(kKindSources); ++k) {
-    const KindSource& source = kKindSources[k];
-    GroupPlacement& placement = out.by_kind[static_cast<int>(source.kind)];
-    digits[k] = DigitsOf(source, source.expert ? expert : dense);
-    size_t same = 0;
-    while (same < k && !(digits[same] == digits[k])) ++same;
-    if (same < k) {
-      placement = out.by_kind[static_cast<int>(kKindSources[same].kind)];
-    } else if (!cache) {
-      placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
+  auto place = [&](const KindDigits& digits) {
+    return PlaceKind(digits, shape, *placer, period, layout.world, topology, ws);
+  };
+  if (!cache) {
+    // Kinds whose digits equal an earlier kind's take its placement (tp and
+    // etp when TP = ETP, for instance).
+    std::array<KindDigits, std::size(kKindSources)> digits;
+    for (size_t k = 0; k < std::size(kKindSources); ++k) {
+      const KindSource& source = kKindSources[k];
+      GroupPlacement& placement = out->by_kind[static_cast<int>(source.kind)];
+      digits[k] = DigitsOf(source, source.expert ? expert : dense);
+      size_t same = 0;
+      while (same < k && !(digits[same] == digits[k])) ++same;
+      placement = same < k ? out->by_kind[static_cast<int>(kKindSources[same].kind)] : place(digits[k]);
+      placement.kind = source.kind;
+    }
+    return Status();
+  }
+  // With the cache such kinds meet the earlier one's entry.
+  const KeyAxes dense_keys = KeyAxesOf(dense, period), expert_keys = KeyAxesOf(expert, period);
+  for (const KindSource& source : kKindSources) {
+    GroupPlacement& placement = out->by_kind[static_cast<int>(source.kind)];
+    const std::array<AxisInfo, kAxisCount>& generator = source.expert ? expert : dense;
+    GroupPlacementCache::Key key;
+    if (!KindKeyOf(source, source.expert ? expert_keys : dense_keys, period, *placer, used, key)) {
+      placement = place(DigitsOf(source, generator));
+    } else if (const GroupPlacement* hit = cache->Find(key)) {
+      placement = *hit;
+      placement.groups = layout.world / placement.size;  // the one field that depends on the world
     } else {
-      const GroupPlacementCache::Key key = KindKeyOf(digits[k], period, *placer, used);
-      if (const GroupPlacement* hit = cache->Find(key)) {
-        placement = *hit;
-        placement.groups = layout.world / placement.size;  // the one field that depends on the world
-      } else {
-        placement = PlaceKind(digits[k], shape, *placer, period, layout.world, topology, ws);
-        cache->Put(key, placement);
-      }
+      placement = place(DigitsOf(source, generator));
+      cache->Put(key, placement);
     }
     placement.kind = source.kind;
   }
-  return out;
+  return Status();
 }
 
 }  // namespace foldplan

@@ -19,7 +19,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
+#include <vector>
 
 #include "core/status.h"
 #include "planner/layout.h"
@@ -78,31 +78,51 @@ Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topolo
 // matter modulo P). The same TP, EP, CP ... groups recur across pp, dp and
 // orders, so a search places each once. Not thread-safe: one per thread.
 // Bounded: cleared when it would exceed `max_entries` (each a GroupPlacement,
-// about 200 bytes with its tiers).
+// 160 bytes, and its key).
+//
+// An open-addressing table (PlaceGroups looks up ten kinds per layout, so a
+// lookup must cost little): the key is 32-bit words, every figure in it being
+// at most the world size, hashed by a multiply per pair of words.
 class GroupPlacementCache {
  public:
   explicit GroupPlacementCache(size_t max_entries = 8192) : max_entries_(max_entries) {}
-  size_t size() const { return map_.size(); }
+  size_t size() const { return entries_.size(); }
   size_t hits() const { return hits_; }
   size_t misses() const { return misses_; }
-  void Clear() { map_.clear(); }
+  void Clear();
 
-  using Key = std::array<int64_t, 26>;
-  struct KeyHash {
-    size_t operator()(const Key& key) const;
-  };
-  // The placement of `key`, or null; Put stores one (clearing first when full).
+  // (P, ranks per domain, domain GPUs, ranks a node runs, masked digits,
+  // then per masked digit its stride and size, then per unmasked digit that
+  // P does not absorb its stride mod P and distinct multiples), zero-padded.
+  // A kind varies over at most two axes and a generator has at most four of
+  // size > 1 (group_placement.cc KindKeyOf).
+  using Key = std::array<int32_t, 14>;
+  // The placement of `key`, or null; valid until the next Put or Clear.
   const GroupPlacement* Find(const Key& key);
+  // Stores one (clearing first when full); a key stored already keeps its own.
   void Put(const Key& key, const GroupPlacement& placement);
 
  private:
+  struct Slot {
+    Key key{};
+    uint32_t entry = 0;  // 1 + index into entries_; 0: empty
+  };
+  // The slot that holds `key`, or the empty one where it would go.
+  Slot& SlotOf(const Key& key);
+  void Grow();
+
   size_t max_entries_;
   size_t hits_ = 0, misses_ = 0;
-  std::unordered_map<Key, GroupPlacement, KeyHash> map_;
+  std::vector<Slot> slots_;  // a power of two of them, at most half in use
+  std::vector<GroupPlacement> entries_;
 };
 
 // The same, each kind looked up in `cache` first (null: none). Results are
 // identical to the uncached call.
 Result<LayoutPlacement> PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache);
+// The same into *out, a caller's (a LayoutPlacement is 2.5 KB: returning one
+// in a Result copies it twice). Writes the timed kinds only: the others stay
+// as they are (default in a fresh one). *out is unspecified after an error.
+Status PlaceGroups(const Layout& layout, const Topology& topology, GroupPlacementCache* cache, LayoutPlacement* out);
 
 }  // namespace foldplan

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <numeric>
+#include <optional>
 #include <string_view>
 
 #include "core/order_string.h"
@@ -79,32 +80,18 @@ void Complete(OrderString* order) {
   }
 }
 
-int DenseSize(const Layout& l, Axis axis) {
-  switch (axis) {
-    case kTpAxis: return l.tp;
-    case kCpAxis: return l.cp;
-    case kDpAxis: return l.dp;
-    case kPpAxis: return l.pp;
-    default: return 1;  // ep in the dense generator
-  }
-}
-
-int ExpertSize(const Layout& l, Axis axis) {
-  switch (axis) {
-    case kTpAxis: return l.etp;
-    case kEpAxis: return l.ep;
-    case kDpAxis: return l.edp;
-    case kPpAxis: return l.pp;
-    default: return 1;  // cp in the expert generator
-  }
-}
+// The layout's axis sizes by Axis in the dense generator (ep 1) and in the
+// expert one (cp 1, etp for tp, edp for dp).
+struct AxisSizes {
+  explicit AxisSizes(const Layout& l) : dense{l.tp, l.cp, 1, l.dp, l.pp}, expert{l.etp, 1, l.ep, l.edp, l.pp} {}
+  std::array<long long, kAxisCount> dense, expert;
+};
 
 // Product of the sizes of the axes before `axis` (missing axes come last).
-template <class SizeFn>
-long long StrideOf(const OrderString& order, Axis axis, SizeFn size) {
+long long StrideOf(const OrderString& order, Axis axis, const std::array<long long, kAxisCount>& size) {
   long long stride = 1;
   for (int i = 0; i < order.count && order.axes[static_cast<size_t>(i)] != axis; ++i) {
-    stride *= size(Axis(order.axes[static_cast<size_t>(i)]));
+    stride *= size[static_cast<size_t>(order.axes[static_cast<size_t>(i)])];
   }
   return stride;
 }
@@ -112,13 +99,12 @@ long long StrideOf(const OrderString& order, Axis axis, SizeFn size) {
 // The prefix product through the last heavy axis of size > 1. Each prefix
 // divides the world (<= kMaxWorldSize) for any layout ParseLayout or
 // enumeration makes, so long long holds it.
-template <class SizeFn>
-long long BlockOf(const OrderString& order, Axis heavy_a, Axis heavy_b, SizeFn size) {
+long long BlockOf(const OrderString& order, Axis heavy_a, Axis heavy_b, const std::array<long long, kAxisCount>& size) {
   long long prefix = 1, block = 1;
   for (int i = 0; i < order.count; ++i) {
     const Axis a = Axis(order.axes[static_cast<size_t>(i)]);
-    prefix *= size(a);
-    if ((a == heavy_a || a == heavy_b) && size(a) > 1) block = prefix;
+    prefix *= size[a];
+    if ((a == heavy_a || a == heavy_b) && size[a] > 1) block = prefix;
   }
   return block;
 }
@@ -329,31 +315,91 @@ std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l) {
 }
 }  // namespace rules
 
-std::vector<Violation> CheckOrder(const Layout& l) {
-  std::vector<Violation> violations;
-  const OrderString order = ParseOrderString(l.order);
-  if (!order.ok()) {
-    Add(&violations, Rule::kOrderValid, OrderError(l.order, order));
-    return violations;
+namespace {
+
+// The first order rule a parsed order breaks, with what its message needs
+// (CheckOrder words it; JudgeOrder needs only the rule).
+struct OrderIssue {
+  enum class Kind { kNone, kNotAnOrder, kMissingAxis, kPpStride };
+  Kind kind = Kind::kNone;
+  int axis = 0;                                    // kMissingAxis
+  long long size = 0;
+  long long dense_stride = 0, expert_stride = 0;  // kPpStride
+  std::optional<Rule> rule() const {
+    switch (kind) {
+      case Kind::kNone: return std::nullopt;
+      case Kind::kNotAnOrder:
+      case Kind::kMissingAxis: return Rule::kOrderValid;
+      case Kind::kPpStride: return Rule::kOrderPpStride;
+    }
+    return std::nullopt;
   }
+};
+
+OrderIssue OrderIssueOf(const Layout& l, const OrderString& order) {
+  OrderIssue issue;
+  if (!order.ok()) {
+    issue.kind = OrderIssue::Kind::kNotAnOrder;
+    return issue;
+  }
+  const AxisSizes sizes(l);
+  unsigned named = 0;  // bit a: the order names axis a
+  for (int i = 0; i < order.count; ++i) named |= 1u << order.axes[static_cast<size_t>(i)];
   for (int a = 0; a < kAxisCount; ++a) {
-    const int size = std::max(DenseSize(l, Axis(a)), ExpertSize(l, Axis(a)));
-    if (!order.Has(a) && size > 1) {
-      Add(&violations, Rule::kOrderValid, "axis " + std::string(kOrderAxisNames[a]) + " has size " +
-                                              Str(size) + " but is missing from order " + l.order);
-      return violations;
+    const long long size = std::max(sizes.dense[a], sizes.expert[a]);
+    if (!(named >> a & 1u) && size > 1) {
+      issue.kind = OrderIssue::Kind::kMissingAxis;
+      issue.axis = a;
+      issue.size = size;
+      return issue;
     }
   }
   // pp groups are {low + s*k + s*pp*high}: equal in both views iff the pp
   // stride s (product of the sizes of the axes before pp) is equal.
-  const long long dense_stride = StrideOf(order, kPpAxis, [&](Axis a) { return DenseSize(l, a); });
-  const long long expert_stride = StrideOf(order, kPpAxis, [&](Axis a) { return ExpertSize(l, a); });
-  if (l.pp > 1 && dense_stride != expert_stride) {
-    Add(&violations, Rule::kOrderPpStride,
-        "order " + l.order + ": pp stride " + Str(dense_stride) + " in the dense view but " +
-            Str(expert_stride) + " in the expert view (edp " + Str(l.edp) + " != dp " + Str(l.dp) + ")");
+  issue.dense_stride = StrideOf(order, kPpAxis, sizes.dense);
+  issue.expert_stride = StrideOf(order, kPpAxis, sizes.expert);
+  if (l.pp > 1 && issue.dense_stride != issue.expert_stride) issue.kind = OrderIssue::Kind::kPpStride;
+  return issue;
+}
+
+// BlocksOf a parsed order (`order` is completed in place).
+OrderBlocks BlocksOfParsed(const Layout& l, OrderString& order) {
+  if (!order.ok()) return {};
+  Complete(&order);
+  const AxisSizes sizes(l);
+  const long long dense = BlockOf(order, kTpAxis, kCpAxis, sizes.dense);
+  const long long expert = BlockOf(order, kTpAxis, kEpAxis, sizes.expert);
+  return {static_cast<int>(std::lcm(dense, expert)), static_cast<int>(expert)};
+}
+
+}  // namespace
+
+std::vector<Violation> CheckOrder(const Layout& l) {
+  std::vector<Violation> violations;
+  const OrderString order = ParseOrderString(l.order);
+  const OrderIssue issue = OrderIssueOf(l, order);
+  switch (issue.kind) {
+    case OrderIssue::Kind::kNone: break;
+    case OrderIssue::Kind::kNotAnOrder: Add(&violations, Rule::kOrderValid, OrderError(l.order, order)); break;
+    case OrderIssue::Kind::kMissingAxis:
+      Add(&violations, Rule::kOrderValid, "axis " + std::string(kOrderAxisNames[issue.axis]) + " has size " +
+                                              Str(issue.size) + " but is missing from order " + l.order);
+      break;
+    case OrderIssue::Kind::kPpStride:
+      Add(&violations, Rule::kOrderPpStride,
+          "order " + l.order + ": pp stride " + Str(issue.dense_stride) + " in the dense view but " +
+              Str(issue.expert_stride) + " in the expert view (edp " + Str(l.edp) + " != dp " + Str(l.dp) + ")");
+      break;
   }
   return violations;
+}
+
+OrderVerdict JudgeOrder(const Layout& l, const OrderString& parsed) {
+  OrderString order = parsed;
+  OrderVerdict verdict;
+  verdict.broken = OrderIssueOf(l, order).rule();
+  verdict.blocks = BlocksOfParsed(l, order);
+  return verdict;
 }
 
 const RuleInfo& Info(Rule rule) { return kRules[static_cast<size_t>(rule)]; }
@@ -361,11 +407,7 @@ const char* Name(Rule rule) { return Info(rule).id; }
 
 OrderBlocks BlocksOf(const Layout& l) {
   OrderString order = ParseOrderString(l.order);
-  if (!order.ok()) return {};
-  Complete(&order);
-  const long long dense = BlockOf(order, kTpAxis, kCpAxis, [&](Axis a) { return DenseSize(l, a); });
-  const long long expert = BlockOf(order, kTpAxis, kEpAxis, [&](Axis a) { return ExpertSize(l, a); });
-  return {static_cast<int>(std::lcm(dense, expert)), static_cast<int>(expert)};
+  return BlocksOfParsed(l, order);
 }
 
 int ExpertBlock(const Layout& l) { return BlocksOf(l).expert; }

@@ -4,9 +4,11 @@
 // (it needs the cost model).
 #pragma once
 
+#include <optional>
 #include <string>
 #include <vector>
 
+#include "core/order_string.h"
 #include "inputs/cluster.h"
 #include "inputs/job.h"
 #include "inputs/model.h"
@@ -134,5 +136,15 @@ bool ExpertGroupInDomain(const Layout& layout, int domain_gpus, const OrderBlock
 
 // kOrderValid and kOrderPpStride for the layout's order and degrees.
 std::vector<Violation> CheckOrder(const Layout& layout);
+
+// What enumeration needs of a layout's order, without words: the rule of
+// CheckOrder's first violation (none when it passes) and BlocksOf. Reads
+// the order, as `parsed` (ParseOrderString(layout.order), which enumeration
+// parses once per order), and pp, dp, edp, tp, cp, ep, etp.
+struct OrderVerdict {
+  std::optional<Rule> broken;
+  OrderBlocks blocks;
+};
+OrderVerdict JudgeOrder(const Layout& layout, const OrderString& parsed);
 
 }  // namespace foldplan

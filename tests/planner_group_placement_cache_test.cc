@@ -4,6 +4,7 @@
 // (tiers included) and every error message; and the integer axes agree
 // with the rank generators wherever those accept the order.
 #include <cstring>
+#include <map>
 #include <random>
 #include <string>
 #include <vector>
@@ -90,6 +91,8 @@ TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
     const Topology topo = MustBuild(c.cluster);
     GroupPlacementCache cache;     // one per topology, shared by every layout and world
     GroupPlacementCache small(8);  // clears often
+    GroupPlacementCache filling;   // for the form that fills a caller's placement
+    LayoutPlacement into;          // filled layout after layout, never cleared
     for (int world : c.worlds) {
       for (int trial = 0; trial < kLayoutsPerWorld; ++trial) {
         const Layout l = RandomLayout(world, kOrders, rng);
@@ -97,6 +100,12 @@ TEST_CASE("PlaceGroups with a GroupPlacementCache equals PlaceGroups without") {
         RequireSame(want, PlaceGroups(l, topo, &cache), l);
         RequireSame(want, PlaceGroups(l, topo, &small), l);
         REQUIRE(small.size() <= 8);
+        if (const Status filled = PlaceGroups(l, topo, &filling, &into); filled.ok()) {
+          RequireSame(want, into, l);
+          REQUIRE(into == *want);  // the kinds not timed too
+        } else {
+          RequireSame(want, filled, l);
+        }
         placed += want.ok();
       }
     }
@@ -119,6 +128,48 @@ TEST_CASE("an order the rank generator refuses is refused with its message, cach
   upper.order = "TP-CP-EP-DP-PP";
   l.order = "tp-cp-ep-dp-pp";
   RequireSame(PlaceGroups(l, topo), PlaceGroups(upper, topo, &cache), upper);
+}
+
+TEST_CASE("GroupPlacementCache finds what was put under a key, only that, and clears at its bound") {
+  // Keys that differ in one word, anywhere, and many that collide in the
+  // slot bits, a third of them the key before again (hits even at bound 1);
+  // a map with the same clearing rule is the reference.
+  std::mt19937 rng(77);
+  for (size_t bound : {size_t{1}, size_t{8}, size_t{100}, size_t{8192}}) {
+    GroupPlacementCache cache(bound);
+    std::map<GroupPlacementCache::Key, GroupPlacement> want;
+    size_t hits = 0, misses = 0;
+    GroupPlacementCache::Key key{};
+    for (int trial = 0; trial < 20000; ++trial) {
+      if (rng() % 3 != 0) {
+        key = {};
+        for (size_t w = 0; w < 6; ++w) key[w] = static_cast<int32_t>(rng() % 3);
+        key[rng() % key.size()] = static_cast<int32_t>(rng() % 64);
+      }
+      const GroupPlacement* got = cache.Find(key);
+      const auto it = want.find(key);
+      REQUIRE((got != nullptr) == (it != want.end()));
+      if (got) {
+        ++hits;
+        REQUIRE(*got == it->second);
+        continue;
+      }
+      ++misses;
+      GroupPlacement placement;
+      placement.size = static_cast<int>(rng() % 1000) + 1;
+      placement.span.gpus = trial;
+      if (want.size() >= bound) want.clear();
+      want[key] = placement;
+      cache.Put(key, placement);
+      REQUIRE(cache.size() == want.size());
+    }
+    CHECK(cache.hits() == hits);
+    CHECK(cache.misses() == misses);
+    CHECK(hits > 0);
+    cache.Clear();
+    CHECK(cache.size() == 0);
+    CHECK(cache.Find(key) == nullptr);
+  }
 }
 
 }  // namespace

@@ -2,9 +2,11 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <random>
 
 #include "fixtures.h"
 #include "planner/legality.h"
+#include "planner_random_layout.h"
 
 using namespace foldplan;
 using namespace foldplan::testing;
@@ -223,6 +225,32 @@ TEST_CASE("order_pp_stride: pp not last needs edp == dp") {
   CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-cp-ep-dp-pp", Rule::kOrderPpStride));
   // ep 2 etp 1: edp = 16 == dp -> equal strides.
   CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=2,etp=1,order=tp-cp-ep-pp-dp", Rule::kOrderPpStride));
+}
+
+TEST_CASE("JudgeOrder is CheckOrder's first rule and BlocksOf, without words") {
+  // Orders that pass and orders that break each way: unknown, repeated and
+  // empty tokens, upper case, an axis missing, pp not last.
+  const std::vector<std::string> orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp", "pp-dp-ep-cp-tp",
+                                           "tp-dp-cp-ep-pp", "tp-cp-dp-pp",    "tp-ep-dp-pp",    "dp-pp",
+                                           "tp-cp-xx-dp-pp", "tp-tp-ep-dp-pp", "tp--ep-dp-pp",   "TP-CP-EP-DP-PP",
+                                           ""};
+  std::mt19937 rng(2024);
+  int broken = 0;
+  for (int world : {1, 8, 96, 144, 1024}) {
+    for (int trial = 0; trial < 500; ++trial) {
+      const Layout l = RandomLayout(world, orders, rng);
+      INFO("layout: " << FormatLayout(l));
+      const std::vector<Violation> v = CheckOrder(l);
+      const OrderVerdict verdict = JudgeOrder(l, ParseOrderString(l.order));
+      REQUIRE(verdict.broken.has_value() == !v.empty());
+      if (!v.empty()) REQUIRE(*verdict.broken == v.front().rule);
+      broken += !v.empty();
+      const OrderBlocks blocks = BlocksOf(l);
+      CHECK(verdict.blocks.heavy == blocks.heavy);
+      CHECK(verdict.blocks.expert == blocks.expert);
+    }
+  }
+  CHECK(broken > 100);
 }
 
 TEST_CASE("placement_fits: packed heavy blocks per NVLink domain") {

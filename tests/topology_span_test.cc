@@ -300,5 +300,24 @@ TEST_CASE("spans of big sets, in any member order") {
   CheckSameSpan(span, shuffled_span);
 }
 
+TEST_CASE("a span's tiers, held in place, compare by the tiers held only") {
+  // A span crossing the spine has all three tiers, the most there are.
+  const Topology topo = MustBuild(DgxH100(64));
+  const GroupSpan span = topo.Span(Range(0, 512));
+  REQUIRE(span.tiers.size() == SpanTiers::kCapacity);
+  CHECK(TierKinds(span) == std::vector{LinkTier::kNvlink, LinkTier::kNetwork, LinkTier::kSpine});
+  CHECK(span.tiers.back().tier == LinkTier::kSpine);
+
+  // Slots past the tiers held (left by a longer list) do not count.
+  SpanTiers shorter = span.tiers;
+  shorter.clear();
+  shorter.push_back(span.tiers[0]);
+  SpanTiers one;
+  one.push_back(span.tiers[0]);
+  CHECK(shorter == one);
+  CHECK(!(shorter == span.tiers));
+  CHECK(std::vector<TierInfo>(shorter.begin(), shorter.end()) == std::vector{span.tiers[0]});
+}
+
 }  // namespace
 }  // namespace foldplan

@@ -12,6 +12,11 @@
 // traffic between SUs crosses the spine.
 #pragma once
 
+#include <algorithm>
+#include <array>
+#include <cassert>
+#include <cstddef>
+#include <cstdint>
 #include <memory>
 #include <span>
 #include <string>
@@ -33,6 +38,37 @@ struct TierInfo {
   bool operator==(const TierInfo&) const = default;
 };
 
+// The tiers a span's traffic uses, fastest first: at most one of each
+// LinkTier, so they are held in place. A span is copied with every group
+// placement a search keeps (planner/group_placement.h), and copying it must
+// not allocate. A vector's interface, as far as spans use one.
+class SpanTiers {
+ public:
+  static constexpr size_t kCapacity = 3;  // nvlink, network, spine
+
+  size_t size() const { return count_; }
+  bool empty() const { return count_ == 0; }
+  const TierInfo& operator[](size_t i) const { return items_[i]; }
+  TierInfo& operator[](size_t i) { return items_[i]; }
+  const TierInfo* begin() const { return items_.data(); }
+  const TierInfo* end() const { return items_.data() + count_; }
+  TierInfo* begin() { return items_.data(); }
+  TierInfo* end() { return items_.data() + count_; }
+  const TierInfo& back() const { return items_[count_ - 1]; }
+  void reserve(size_t) {}  // the capacity is fixed
+  void push_back(const TierInfo& tier) {
+    assert(count_ < kCapacity && "a span has one tier of each kind at most");
+    if (count_ < kCapacity) items_[count_++] = tier;
+  }
+  void clear() { count_ = 0; }
+  // The tiers held, not the slots past them.
+  bool operator==(const SpanTiers& o) const { return std::equal(begin(), end(), o.begin(), o.end()); }
+
+ private:
+  std::array<TierInfo, kCapacity> items_{};
+  uint8_t count_ = 0;
+};
+
 // What a set of GPUs spans.
 struct GroupSpan {
   int gpus = 0;
@@ -47,7 +83,7 @@ struct GroupSpan {
   // Tiers the group's all-to-all traffic uses, fastest first: nvlink when two
   // members share a domain, network when members sit in different domains,
   // spine when they sit in different scalable units.
-  std::vector<TierInfo> tiers;
+  SpanTiers tiers;
   bool operator==(const GroupSpan&) const = default;
 };
 
