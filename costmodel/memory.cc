@@ -5,7 +5,6 @@
 
 #include <algorithm>
 #include <array>
-#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstdarg>
@@ -648,7 +647,7 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
   const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
 
   StageShape s;
-  s.stage = stage;
+  PlaceStage(layout, l, stage, &s);
   s.held = held;
 
   // Parameters, gradients, optimizer states.
@@ -683,7 +682,6 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
   s.gemms = dense_layers * dense_gemms + held.moe_layers * moe_gemms +
             mtp * ((params_.mtp_moe ? moe_gemms : dense_gemms) + 1);  // + eh_proj
 
-  s.inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
 
   // The tie group joins the embedding's rank and the loss's; none when one
   // rank holds both (pp 1, or DualPipeV's V).
@@ -694,10 +692,6 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
       pp > 1 && !tied_group && ((mtp > 0 && !first) || (first && l.mtp_off_first));
   s.collectives = l.collectives + (has_moe ? l.moe_collectives : 0) + (tied_group ? 1 : 0) +
                   (mtp_group ? 1 : 0);
-  // Pipeline neighbours: ranks stage - 1 and stage + 1 where they exist,
-  // under every schedule (under DualPipeV's V both of rank 0's stages
-  // border rank 1, both of rank pp - 1's rank pp - 2).
-  s.p2p_peers = l.p2p_peers + (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
 
   // Distributed optimizer: reduce-scatter and all-gather run in place on
   // bucket views of the gradient and parameter buffers; only each bucket's
@@ -712,6 +706,16 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
     s.optimizer_buckets = (kBf16Bytes + a_.grad_bytes) * pad;
   }
   return s;
+}
+
+void MemoryModel::PlaceStage(const Layout& layout, const FamilyTerms& l, int stage, StageShape* s) const {
+  const int pp = std::max(1, layout.pp);
+  s->stage = stage;
+  s->inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
+  // Pipeline neighbours: ranks stage - 1 and stage + 1 where they exist,
+  // under every schedule (under DualPipeV's V both of rank 0's stages
+  // border rank 1, both of rank pp - 1's rank pp - 2).
+  s->p2p_peers = l.p2p_peers + (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
 }
 
 MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const FamilyTerms& l,
@@ -1055,7 +1059,6 @@ MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) cons
 namespace {
 
 bool NonNegativeFinite(double x) { return x >= 0 && x <= std::numeric_limits<double>::max(); }
-bool SameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
 
 // The fields a family shares (FamilyPeakMemo), for its debug check.
 struct FamilyKey {
@@ -1085,7 +1088,16 @@ struct FamilyPeakMemo::Cache {
   std::vector<int> all;         // 0 .. pp - 1
   std::vector<int> candidates;  // the stages that can be the worst (Reset's proof)
   bool family_monotone = false;  // the family's factors of `inflight` are >= 0 and finite
-  std::vector<std::pair<int, double>> classes;  // Reset's scratch: (first stage, largest inflight)
+  // Reset's scratch: the first rank of each distinct PipelineRank; each
+  // rank's index among those; the stages alike but for inflight, each with
+  // the largest inflight met so far.
+  std::vector<size_t> distinct;
+  std::vector<int> held_class;
+  struct Class {
+    int held_class = 0, p2p_peers = 0;
+    double inflight = 0;
+  };
+  std::vector<Class> classes;
 
   // Key: (recompute, precision, dispatcher), at slot
   // (index in `recomputes` x kPrecisionCount + precision) x kDispatcherCount + dispatcher.
@@ -1098,10 +1110,6 @@ struct FamilyPeakMemo::Cache {
   std::vector<Options> options;
 
   const Options& For(const Layout& layout);
-  // ComputeStage reads every field of a shape but `stage`: two shapes whose
-  // other fields are equal bit for bit, `inflight` aside, give the same
-  // terms but those computed from inflight. Keep it in step with StageShape.
-  static bool SameButInflight(const MemoryModel::StageShape& a, const MemoryModel::StageShape& b);
 };
 
 const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& layout) {
@@ -1140,16 +1148,31 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   c.family = model.ComputeFamily(base, pipeline);
   c.shapes.clear();
   c.all.clear();
+  c.held_class.clear();
+  c.distinct.clear();
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    c.shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), pipeline.ranks[p], /*fsdp=*/true));
+    const PipelineRank& held = pipeline.ranks[p];
+    size_t k = 0;
+    while (k < c.distinct.size() && !(pipeline.ranks[c.distinct[k]] == held)) ++k;
+    if (k == c.distinct.size()) {
+      c.distinct.push_back(p);
+      c.shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, /*fsdp=*/true));
+    } else {
+      // ShapeStage(p) bit for bit: it reads the stage only in PlaceStage.
+      c.shapes.push_back(c.shapes[c.distinct[k]]);
+      model.PlaceStage(base, c.family, static_cast<int>(p), &c.shapes.back());
+    }
+    c.held_class.push_back(static_cast<int>(k));
     c.all.push_back(static_cast<int>(p));
   }
   c.recomputes.clear();
   c.options.clear();
 
   // The stages that can be the worst. Stage q need not be scored when an
-  // earlier stage r has a shape equal but for inflight (SameButInflight)
-  // and inflight_r >= inflight_q:
+  // earlier stage r has a shape equal but for inflight and `stage` (which
+  // ComputeStage does not read) and inflight_r >= inflight_q. Such are the
+  // stages that hold the same PipelineRank and have as many point-to-point
+  // peers: their shapes are one copy with PlaceStage's fields set anew.
   //  - Then every term of r is >= the same term of q. The terms of a stage
   //    differ from another's of the same shape only through inflight: the
   //    activations inflight x A, the embedding's inflight x E, the MTP
@@ -1182,14 +1205,14 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
     if (!NonNegativeFinite(s.inflight)) c.family_monotone = false;
     size_t k = 0;
     while (k < c.classes.size() &&
-           !Cache::SameButInflight(c.shapes[static_cast<size_t>(c.classes[k].first)], s)) {
+           !(c.classes[k].held_class == c.held_class[p] && c.classes[k].p2p_peers == s.p2p_peers)) {
       ++k;
     }
     if (k == c.classes.size()) {
-      c.classes.emplace_back(static_cast<int>(p), s.inflight);
+      c.classes.push_back({c.held_class[p], s.p2p_peers, s.inflight});
       c.candidates.push_back(static_cast<int>(p));
-    } else if (s.inflight > c.classes[k].second) {
-      c.classes[k].second = s.inflight;
+    } else if (s.inflight > c.classes[k].inflight) {
+      c.classes[k].inflight = s.inflight;
       c.candidates.push_back(static_cast<int>(p));
     }
   }
@@ -1218,19 +1241,6 @@ size_t FamilyPeakMemo::StagesScored() const {
   // The family's own conditions; an option with a negative factor (none
   // the model computes) would widen its own calls to every stage.
   return cache_->family_monotone ? cache_->candidates.size() : cache_->all.size();
-}
-
-bool FamilyPeakMemo::Cache::SameButInflight(const MemoryModel::StageShape& a,
-                                            const MemoryModel::StageShape& b) {
-  const PipelineRank& x = a.held;
-  const PipelineRank& y = b.held;
-  return x.layers == y.layers && x.moe_layers == y.moe_layers && x.mtp_layers == y.mtp_layers &&
-         x.embedding == y.embedding && x.loss == y.loss && SameBits(a.params.dense, b.params.dense) &&
-         SameBits(a.params.expert, b.params.expert) && SameBits(a.params.gemm, b.params.gemm) &&
-         SameBits(a.sharded, b.sharded) && SameBits(a.fsdp_gathered, b.fsdp_gathered) &&
-         SameBits(a.fsdp_gradient, b.fsdp_gradient) && SameBits(a.fsdp_fp8_gemm, b.fsdp_fp8_gemm) &&
-         SameBits(a.gemms, b.gemms) && a.collectives == b.collectives && a.p2p_peers == b.p2p_peers &&
-         SameBits(a.optimizer_buckets, b.optimizer_buckets);
 }
 
 MemoryBreakdown EstimateMemory(const Layout& layout, const CostContext& ctx) {

@@ -190,6 +190,10 @@ class MemoryModel {
   // `fsdp`: with the FSDP units (else left 0: ComputeStage reads them only under fsdp).
   StageShape ShapeStage(const Layout& layout, const FamilyTerms& family, int stage,
                         const PipelineRank& held, bool fsdp) const;
+  // The fields of a shape that read the stage's index (stage, inflight,
+  // p2p_peers); ShapeStage reads it nowhere else, so a shape of another
+  // stage that holds the same is this one's with these set anew.
+  void PlaceStage(const Layout& layout, const FamilyTerms& family, int stage, StageShape* shape) const;
   // Reads of `layout` only fsdp, a2a_overlap and precision.
   StageTerms ComputeStage(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
                           const StageShape& shape) const;
