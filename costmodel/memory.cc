@@ -543,6 +543,18 @@ MemoryModel::FamilyTerms MemoryModel::ComputeFamily(const Layout& layout,
 
 MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
                                                      const FamilyTerms& l) const {
+  OptionTerms o;
+  ComputeLayers(layout, &o);
+  ComputeDispatch(layout, l, &o);
+  return o;
+}
+
+void MemoryModel::ComputeLayers(const Layout& layout, OptionTerms* o) const {
+  o->dense = Layer(layout, false, layout.recompute);
+  if (model_.moe) o->moe = Layer(layout, true, layout.recompute);
+}
+
+void MemoryModel::ComputeDispatch(const Layout& layout, const FamilyTerms& l, OptionTerms* out) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
   const double h = m.hidden;
@@ -552,9 +564,7 @@ MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
   const bool fp8 = IsFp8(layout.precision);
   const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
 
-  OptionTerms o;
-  o.dense = Layer(layout, false, layout.recompute);
-  if (moe_model) o.moe = Layer(layout, true, layout.recompute);
+  OptionTerms& o = *out;
   // An MTP module's own tensors per row: enorm's input (the next tokens'
   // embedding), eh_proj's input [hnorm(h); enorm(e)] (2H, an FP8 linear's
   // input under FP8), its final norm's input and the output head's input.
@@ -632,7 +642,6 @@ MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
   // NCCL all-to-all only for the alltoall dispatcher: the flex kernels move
   // tokens through their own NVLink / RDMA buffers.
   if (ep > 1 && layout.dispatcher == Dispatcher::kAllToAll) o.moe_p2p_peers = int(ep) - 1;
-  return o;
 }
 
 MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const FamilyTerms& l, int stage,
@@ -1101,32 +1110,65 @@ struct FamilyPeakMemo::Cache {
 
   // Key: (recompute, precision, dispatcher), at slot
   // (index in `recomputes` x kPrecisionCount + precision) x kDispatcherCount + dispatcher.
+  // An entry is the family's when `made` is its number (`family_number`,
+  // one per Reset): the slots are kept from family to family, not cleared.
+  uint64_t family_number = 0;
   struct Options {
-    bool ready = false;
+    uint64_t made = 0;
     bool monotone = false;  // the options' factors of `inflight` are >= 0 and finite
     MemoryModel::OptionTerms terms;
   };
   std::vector<Recompute> recomputes;
   std::vector<Options> options;
+  size_t last_recompute = 0;  // where the last layout's recompute is in `recomputes`
+  // Their parts (ComputeLayers' fields, ComputeDispatch's), each computed
+  // once: key (recompute, precision), at slot index in `recomputes` x
+  // kPrecisionCount + precision; key (precision, dispatcher), at slot
+  // precision x kDispatcherCount + dispatcher.
+  struct Part {
+    uint64_t made = 0;
+    MemoryModel::OptionTerms terms;  // only the part's fields
+  };
+  std::vector<Part> layers;
+  std::array<Part, size_t{kPrecisionCount} * kDispatcherCount> dispatch;
 
   const Options& For(const Layout& layout);
 };
 
 const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& layout) {
-  size_t r = 0;
-  while (r < recomputes.size() && !(recomputes[r] == layout.recompute)) ++r;
-  constexpr size_t kPerRecompute = size_t{kPrecisionCount} * kDispatcherCount;
-  if (r == recomputes.size()) {
-    recomputes.push_back(layout.recompute);
-    options.resize(options.size() + kPerRecompute);
+  size_t r = last_recompute;
+  if (r >= recomputes.size() || !(recomputes[r] == layout.recompute)) {
+    r = 0;
+    while (r < recomputes.size() && !(recomputes[r] == layout.recompute)) ++r;
+    if (r == recomputes.size()) {
+      recomputes.push_back(layout.recompute);
+      options.resize(std::max(options.size(), recomputes.size() * kPrecisionCount * kDispatcherCount));
+      layers.resize(std::max(layers.size(), recomputes.size() * kPrecisionCount));
+    }
+    last_recompute = r;
   }
-  Options& o = options[r * kPerRecompute + static_cast<size_t>(layout.precision) * kDispatcherCount +
-                       static_cast<size_t>(layout.dispatcher)];
-  if (!o.ready) {
-    o.terms = model->ComputeOptions(layout, family);
+  const size_t precision = static_cast<size_t>(layout.precision);
+  const size_t dispatcher = precision * kDispatcherCount + static_cast<size_t>(layout.dispatcher);
+  Options& o = options[r * kPrecisionCount * kDispatcherCount + dispatcher];
+  if (o.made != family_number) {
+    // ComputeOptions, its parts shared.
+    Part& d = dispatch[dispatcher];
+    if (d.made != family_number) {
+      d.terms = {};
+      model->ComputeDispatch(layout, family, &d.terms);
+      d.made = family_number;
+    }
+    Part& y = layers[r * kPrecisionCount + precision];
+    if (y.made != family_number) {
+      model->ComputeLayers(layout, &y.terms);
+      y.made = family_number;
+    }
+    o.terms = d.terms;
+    o.terms.dense = y.terms.dense;
+    o.terms.moe = y.terms.moe;
     o.monotone = NonNegativeFinite(o.terms.dense.stored) && NonNegativeFinite(o.terms.moe.stored) &&
                  NonNegativeFinite(o.terms.mtp_row);
-    o.ready = true;
+    o.made = family_number;
   }
   return o;
 }
@@ -1165,8 +1207,8 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
     c.held_class.push_back(static_cast<int>(k));
     c.all.push_back(static_cast<int>(p));
   }
+  ++c.family_number;
   c.recomputes.clear();
-  c.options.clear();
 
   // The stages that can be the worst. Stage q need not be scored when an
   // earlier stage r has a shape equal but for inflight and `stage` (which

@@ -187,6 +187,11 @@ class MemoryModel {
 
   FamilyTerms ComputeFamily(const Layout& layout, const PipelineDescription& pipeline) const;
   OptionTerms ComputeOptions(const Layout& layout, const FamilyTerms& family) const;
+  // Its two parts, each setting its own fields of *options: the layers
+  // (dense, moe: read of the options recompute and precision) and the rest
+  // (read precision and dispatcher).
+  void ComputeLayers(const Layout& layout, OptionTerms* options) const;
+  void ComputeDispatch(const Layout& layout, const FamilyTerms& family, OptionTerms* options) const;
   // `fsdp`: with the FSDP units (else left 0: ComputeStage reads them only under fsdp).
   StageShape ShapeStage(const Layout& layout, const FamilyTerms& family, int stage,
                         const PipelineRank& held, bool fsdp) const;
