@@ -249,6 +249,7 @@ struct MemoryModel::OptionTerms {
   double dispatch = 0;         // one MoE layer's transient dispatch / combine buffers
   double flex_nvl = 0, flex_rdma = 0;  // persistent flex-dispatcher buffers
   double flex_peers = 0;       // for the notes
+  bool fp8 = false;            // an FP8 precision
   double fp8_weight_bytes = 0;  // per GEMM weight element
   double fp8_state_per_gemm = 0;
   int moe_p2p_peers = 0;       // NCCL all-to-all peers (alltoall dispatcher)
@@ -256,18 +257,37 @@ struct MemoryModel::OptionTerms {
 
 // One pipeline rank of a family: what it holds and every number of its
 // terms that no recipe option changes.
+// The fields of a stage's shape that read its index.
+struct MemoryModel::StagePlace {
+  int stage = 0;
+  double inflight = 0;  // micro-batches of activations alive
+  int p2p_peers = 0;    // NCCL point-to-point peers, but the all-to-all's
+};
+
 struct MemoryModel::StageShape {
+  void Place(const StagePlace& at) {
+    stage = at.stage;
+    inflight = at.inflight;
+    p2p_peers = at.p2p_peers;
+  }
   int stage = 0;
   PipelineRank held;
   StageParams params;          // params_.OnRank
-  double sharded = 0;          // dense / (dp x cp) + expert / edp
   double fsdp_gathered = 0, fsdp_gradient = 0;  // FSDP: the largest units' elements
-  double fsdp_fp8_gemm = 0;    // FSDP: GEMM weights of the gathered units
   double gemms = 0;            // FP8 GEMMs (scaling state)
   double inflight = 0;         // micro-batches of activations alive
   int collectives = 0;         // NCCL collective communicators in use
   int p2p_peers = 0;           // NCCL point-to-point peers, but the all-to-all's
-  double optimizer_buckets = 0;  // distributed optimizer's bucket padding, bytes (no FSDP)
+  // The terms that of the options only fsdp changes, bytes, and the GEMM
+  // weights with FP8 copies: without FSDP at [0], with FSDP at [1] (left 0
+  // unless ShapeStage is asked for the FSDP units).
+  struct ParamTerms {
+    double parameters = 0, gradients = 0, optimizer_states = 0;
+    double fsdp_gathered = 0, fsdp_gradients = 0;
+    double optimizer_buckets = 0;  // the distributed optimizer's bucket padding (no FSDP)
+    double fp8_gemm = 0;
+  };
+  std::array<ParamTerms, 2> by_fsdp;
 };
 
 MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const ClusterSpec& cluster,
@@ -634,6 +654,7 @@ void MemoryModel::ComputeDispatch(const Layout& layout, const FamilyTerms& l, Op
   }
 
   // FP8 weight copies and scaling state.
+  o.fp8 = fp8;
   if (fp8) {
     o.fp8_weight_bytes = Fp8WeightCopyBytes(layout.precision, blackwell_);
     o.fp8_state_per_gemm = Fp8StatePerGemm(layout.precision, a_.fp8_amax_history_len);
@@ -656,16 +677,23 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
   const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
 
   StageShape s;
-  PlaceStage(layout, l, stage, &s);
+  s.Place(PlaceStage(layout, l, stage));
   s.held = held;
 
   // Parameters, gradients, optimizer states.
   s.params = params_.OnRank(layout, held);
   const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
   const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
-  s.sharded = s.params.dense / dense_group + s.params.expert / expert_group;
+  const double params = s.params.total();
+  const double sharded = s.params.dense / dense_group + s.params.expert / expert_group;
+  StageShape::ParamTerms& plain = s.by_fsdp[0];
+  plain.parameters = kBf16Bytes * params;
+  plain.gradients = a_.grad_bytes * params;
+  plain.optimizer_states = job.distributed_optimizer ? kAdamBytes * sharded : kAdamBytes * params;
+  plain.fp8_gemm = s.params.gemm;
 
-  // FSDP (ZeRO-3): the units gathered at a time.
+  // FSDP (ZeRO-3): weights, gradients and optimizer states all sharded over
+  // the gradient-reduction groups, plus the units gathered at a time.
   if (fsdp) {
     LargestUnits units;
     units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1,
@@ -680,7 +708,13 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
     // FP8 copies exist for the gathered units only.
     LargestUnits gathered = units;
     gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
-    s.fsdp_fp8_gemm = gathered.Gemm();
+    StageShape::ParamTerms& sharded_terms = s.by_fsdp[1];
+    sharded_terms.parameters = kBf16Bytes * sharded;
+    sharded_terms.gradients = a_.grad_bytes * sharded;
+    sharded_terms.optimizer_states = kAdamBytes * sharded;
+    sharded_terms.fsdp_gathered = kBf16Bytes * s.fsdp_gathered;
+    sharded_terms.fsdp_gradients = a_.grad_bytes * s.fsdp_gradient;
+    sharded_terms.fp8_gemm = gathered.Gemm();
   }
 
   // FP8 GEMMs (scaling state).
@@ -712,25 +746,26 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
     };
     const double pad =
         padding(s.params.dense, dense_group) + padding(s.params.expert, expert_group);
-    s.optimizer_buckets = (kBf16Bytes + a_.grad_bytes) * pad;
+    plain.optimizer_buckets = (kBf16Bytes + a_.grad_bytes) * pad;
   }
   return s;
 }
 
-void MemoryModel::PlaceStage(const Layout& layout, const FamilyTerms& l, int stage, StageShape* s) const {
+MemoryModel::StagePlace MemoryModel::PlaceStage(const Layout& layout, const FamilyTerms& l, int stage) const {
   const int pp = std::max(1, layout.pp);
-  s->stage = stage;
-  s->inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
+  StagePlace at;
+  at.stage = stage;
+  at.inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
   // Pipeline neighbours: ranks stage - 1 and stage + 1 where they exist,
   // under every schedule (under DualPipeV's V both of rank 0's stages
   // border rank 1, both of rank pp - 1's rank pp - 2).
-  s->p2p_peers = l.p2p_peers + (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
+  at.p2p_peers = l.p2p_peers + (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
+  return at;
 }
 
 MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const FamilyTerms& l,
                                                   const OptionTerms& o, const StageShape& s) const {
   const ModelSpec& m = model_;
-  const JobSpec& job = job_;
   const PipelineRank& held = s.held;
   const bool first = held.embedding;
   const bool last = held.loss;
@@ -740,39 +775,27 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
   const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
   const bool has_dense = held.dense_layers() > 0 || mtp_dense;
   const double dense_layers = held.dense_layers();
-  const bool fp8 = IsFp8(layout.precision);
 
   StageTerms t;
   t.count = held;
-  auto& b = t.bytes;
+  std::array<double, kMemoryTermCount> b;  // every term is set below, in order
 
-  // Parameters, gradients, optimizer states.
+  // Parameters, gradients, optimizer states (ShapeStage).
   t.params = s.params;
-  const double params = t.params.total();
-  const double sharded = s.sharded;
-  t.fp8_gemm = t.params.gemm;
+  const StageShape::ParamTerms& p = s.by_fsdp[layout.fsdp ? 1 : 0];
   if (layout.fsdp) {
-    // ZeRO-3: weights, gradients and optimizer states all sharded over the
-    // gradient-reduction groups, plus the units gathered at a time.
-    b[kParametersIdx] = kBf16Bytes * sharded;
-    b[kGradientsIdx] = a_.grad_bytes * sharded;
-    b[kOptimizerStatesIdx] = kAdamBytes * sharded;
     t.fsdp_gathered = s.fsdp_gathered;
     t.fsdp_gradient = s.fsdp_gradient;
-    b[kFsdpGatheredIdx] = kBf16Bytes * t.fsdp_gathered;
-    b[kFsdpGradientsIdx] = a_.grad_bytes * t.fsdp_gradient;
-    t.fp8_gemm = s.fsdp_fp8_gemm;
-  } else {
-    b[kParametersIdx] = kBf16Bytes * params;
-    b[kGradientsIdx] = a_.grad_bytes * params;
-    b[kOptimizerStatesIdx] =
-        job.distributed_optimizer ? kAdamBytes * sharded : kAdamBytes * params;
   }
-  if (fp8) {
-    b[kFp8WeightCopiesIdx] = o.fp8_weight_bytes * t.fp8_gemm;
-    t.gemms = s.gemms;
-    b[kFp8ScalingStateIdx] = o.fp8_state_per_gemm * t.gemms;
-  }
+  t.fp8_gemm = p.fp8_gemm;
+  if (o.fp8) t.gemms = s.gemms;
+  b[kParametersIdx] = p.parameters;
+  b[kFp8WeightCopiesIdx] = o.fp8 ? o.fp8_weight_bytes * t.fp8_gemm : 0;
+  b[kFp8ScalingStateIdx] = o.fp8 ? o.fp8_state_per_gemm * t.gemms : 0;
+  b[kGradientsIdx] = p.gradients;
+  b[kOptimizerStatesIdx] = p.optimizer_states;
+  b[kFsdpGatheredIdx] = p.fsdp_gathered;
+  b[kFsdpGradientsIdx] = p.fsdp_gradients;
 
   // Activations of the micro-batches in flight, and the one layer that
   // backward rebuilds at a time.
@@ -781,6 +804,8 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
       t.inflight * (dense_layers * o.dense.stored + held.moe_layers * o.moe.stored);
   b[kRecomputeWorkingSetIdx] =
       std::max(has_dense ? o.dense.rebuilt : 0, has_moe ? o.moe.rebuilt : 0);
+  b[kMtpActivationsIdx] = 0;
+  b[kMtpLogitsIdx] = 0;
   if (mtp > 0) {
     // MTP sits in the loss's virtual stage: that chunk runs each
     // micro-batch's backward right after its forward, so one micro-batch
@@ -791,13 +816,11 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
     b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * o.mtp_row + hidden);
     b[kMtpLogitsIdx] = t.mtp_inflight * mtp * l.mtp_logits;
   }
-  if (first) b[kEmbeddingActivationsIdx] = t.inflight * l.embedding_per_microbatch;
-  if (last) b[kOutputLogitsIdx] = l.logits;
-  if (has_moe) {
-    b[kDispatchBuffersIdx] = o.dispatch;
-    if (layout.a2a_overlap) b[kEpOverlapIdx] = o.dispatch + l.deferred_wgrad;
-    b[kFlexBuffersIdx] = o.flex_nvl + o.flex_rdma;
-  }
+  b[kEmbeddingActivationsIdx] = first ? t.inflight * l.embedding_per_microbatch : 0;
+  b[kOutputLogitsIdx] = last ? l.logits : 0;
+  b[kDispatchBuffersIdx] = has_moe ? o.dispatch : 0;
+  b[kEpOverlapIdx] = has_moe && layout.a2a_overlap ? o.dispatch + l.deferred_wgrad : 0;
+  b[kFlexBuffersIdx] = has_moe ? o.flex_nvl + o.flex_rdma : 0;
 
   t.collectives = s.collectives;
   t.p2p_peers = s.p2p_peers + (has_moe ? o.moe_p2p_peers : 0);
@@ -805,13 +828,14 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
       t.collectives * a_.nccl_collective_channels * a_.nccl_collective_connection_bytes +
       t.p2p_peers * a_.nccl_p2p_channels_per_peer * a_.nccl_p2p_buffer_bytes;
 
-  if (!layout.fsdp) b[kOptimizerBucketsIdx] = s.optimizer_buckets;
+  b[kOptimizerBucketsIdx] = p.optimizer_buckets;
 
   b[kCudaContextIdx] = a_.cuda_context_gib * kBytesPerGiB;
   t.short_lived = b[kActivationsIdx] + b[kRecomputeWorkingSetIdx] + b[kMtpActivationsIdx] +
                   b[kEmbeddingActivationsIdx] + b[kOutputLogitsIdx] + b[kMtpLogitsIdx] +
                   b[kDispatchBuffersIdx] + b[kEpOverlapIdx];
   b[kFragmentationIdx] = a_.fragmentation * t.short_lived;
+  t.bytes = b;
   return t;
 }
 
@@ -1093,20 +1117,25 @@ struct FamilyPeakMemo::Cache {
 
   // Key: the family.
   MemoryModel::FamilyTerms family;
-  std::vector<MemoryModel::StageShape> shapes;  // one per pipeline rank
-  std::vector<int> all;         // 0 .. pp - 1
-  std::vector<int> candidates;  // the stages that can be the worst (Reset's proof)
+  // A shape per distinct PipelineRank (ShapeStage at its first rank), and
+  // each rank's index among them and its place: a rank's shape is its
+  // PipelineRank's with its place (ShapeStage reads the stage only there).
+  std::vector<MemoryModel::StageShape> held_shapes;
+  std::vector<size_t> held_class;
+  std::vector<MemoryModel::StagePlace> places;
+  std::vector<MemoryModel::StageShape> candidates;  // of the stages that can be the worst (Reset's proof)
   bool family_monotone = false;  // the family's factors of `inflight` are >= 0 and finite
-  // Reset's scratch: the first rank of each distinct PipelineRank; each
-  // rank's index among those; the stages alike but for inflight, each with
-  // the largest inflight met so far.
-  std::vector<size_t> distinct;
-  std::vector<int> held_class;
+  std::vector<MemoryModel::StageShape> all;  // every stage's, built when first needed
+  // Reset's scratch: the stages alike but for inflight, each with the
+  // largest inflight met so far.
   struct Class {
-    int held_class = 0, p2p_peers = 0;
+    size_t held_class = 0;
+    int p2p_peers = 0;
     double inflight = 0;
   };
   std::vector<Class> classes;
+
+  const std::vector<MemoryModel::StageShape>& AllShapes();
 
   // Key: (recompute, precision, dispatcher), at slot
   // (index in `recomputes` x kPrecisionCount + precision) x kDispatcherCount + dispatcher.
@@ -1188,25 +1217,6 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   c.base = KeyOf(base);
 #endif
   c.family = model.ComputeFamily(base, pipeline);
-  c.shapes.clear();
-  c.all.clear();
-  c.held_class.clear();
-  c.distinct.clear();
-  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    const PipelineRank& held = pipeline.ranks[p];
-    size_t k = 0;
-    while (k < c.distinct.size() && !(pipeline.ranks[c.distinct[k]] == held)) ++k;
-    if (k == c.distinct.size()) {
-      c.distinct.push_back(p);
-      c.shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, /*fsdp=*/true));
-    } else {
-      // ShapeStage(p) bit for bit: it reads the stage only in PlaceStage.
-      c.shapes.push_back(c.shapes[c.distinct[k]]);
-      model.PlaceStage(base, c.family, static_cast<int>(p), &c.shapes.back());
-    }
-    c.held_class.push_back(static_cast<int>(k));
-    c.all.push_back(static_cast<int>(p));
-  }
   ++c.family_number;
   c.recomputes.clear();
 
@@ -1237,27 +1247,47 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   // The earliest stage of a shape with inflight the largest so far is kept:
   // a stage left out has an earlier kept one of its shape with inflight at
   // least its own (by induction over the stages).
+  c.held_shapes.clear();
+  c.held_class.clear();
+  c.places.clear();
   c.candidates.clear();
+  c.all.clear();
   c.classes.clear();
   c.family_monotone = NonNegativeFinite(c.family.rows) && NonNegativeFinite(c.family.embedding_per_microbatch) &&
                       NonNegativeFinite(c.family.mtp_logits) && NonNegativeFinite(model.a_.fragmentation) &&
                       model.model_.hidden >= 0;
-  for (size_t p = 0; p < c.shapes.size(); ++p) {
-    const MemoryModel::StageShape& s = c.shapes[p];
-    if (!NonNegativeFinite(s.inflight)) c.family_monotone = false;
-    size_t k = 0;
-    while (k < c.classes.size() &&
-           !(c.classes[k].held_class == c.held_class[p] && c.classes[k].p2p_peers == s.p2p_peers)) {
-      ++k;
+  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
+    const PipelineRank& held = pipeline.ranks[p];
+    size_t h = 0;
+    while (h < c.held_shapes.size() && !(c.held_shapes[h].held == held)) ++h;
+    if (h == c.held_shapes.size()) {
+      c.held_shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, /*fsdp=*/true));
     }
+    c.held_class.push_back(h);
+    const MemoryModel::StagePlace& at = c.places.emplace_back(model.PlaceStage(base, c.family, static_cast<int>(p)));
+    if (!NonNegativeFinite(at.inflight)) c.family_monotone = false;
+    size_t k = 0;
+    while (k < c.classes.size() && !(c.classes[k].held_class == h && c.classes[k].p2p_peers == at.p2p_peers)) ++k;
     if (k == c.classes.size()) {
-      c.classes.push_back({c.held_class[p], s.p2p_peers, s.inflight});
-      c.candidates.push_back(static_cast<int>(p));
-    } else if (s.inflight > c.classes[k].inflight) {
-      c.classes[k].inflight = s.inflight;
-      c.candidates.push_back(static_cast<int>(p));
+      c.classes.push_back({h, at.p2p_peers, at.inflight});
+    } else if (at.inflight > c.classes[k].inflight) {
+      c.classes[k].inflight = at.inflight;
+    } else {
+      continue;
+    }
+    c.candidates.push_back(c.held_shapes[h]);
+    c.candidates.back().Place(at);
+  }
+}
+
+const std::vector<MemoryModel::StageShape>& FamilyPeakMemo::Cache::AllShapes() {
+  if (all.empty()) {
+    for (size_t p = 0; p < places.size(); ++p) {
+      all.push_back(held_shapes[held_class[p]]);
+      all.back().Place(places[p]);
     }
   }
+  return all;
 }
 
 double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
@@ -1267,12 +1297,11 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
   const Cache::Options& o = c.For(layout);
   double worst = -1;
   int worst_at = 0;
-  for (int p : c.family_monotone && o.monotone ? c.candidates : c.all) {
-    const double peak =
-        model.ComputeStage(layout, c.family, o.terms, c.shapes[static_cast<size_t>(p)]).peak();
+  for (const MemoryModel::StageShape& s : c.family_monotone && o.monotone ? c.candidates : c.AllShapes()) {
+    const double peak = model.ComputeStage(layout, c.family, o.terms, s).peak();
     if (peak > worst) {
       worst = peak;
-      worst_at = p;
+      worst_at = s.stage;
     }
   }
   if (worst_stage) *worst_stage = worst_at;
@@ -1282,7 +1311,7 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
 size_t FamilyPeakMemo::StagesScored() const {
   // The family's own conditions; an option with a negative factor (none
   // the model computes) would widen its own calls to every stage.
-  return cache_->family_monotone ? cache_->candidates.size() : cache_->all.size();
+  return cache_->family_monotone ? cache_->candidates.size() : cache_->places.size();
 }
 
 MemoryBreakdown EstimateMemory(const Layout& layout, const CostContext& ctx) {

@@ -178,6 +178,7 @@ class MemoryModel {
   // recipe options share the first two (FamilyPeakMemo):
   struct FamilyTerms;  // what every stage of the layouts of one family shares
   struct StageShape;   // one stage of a family: what no recipe option changes
+  struct StagePlace;   // the fields of a StageShape that read the stage's index
   struct OptionTerms;  // what (recompute, precision, dispatcher) add
   struct StageTerms;   // the terms of one stage, as plain doubles
   struct LayerBytes {  // one layer kind, one micro-batch, on one rank
@@ -195,10 +196,10 @@ class MemoryModel {
   // `fsdp`: with the FSDP units (else left 0: ComputeStage reads them only under fsdp).
   StageShape ShapeStage(const Layout& layout, const FamilyTerms& family, int stage,
                         const PipelineRank& held, bool fsdp) const;
-  // The fields of a shape that read the stage's index (stage, inflight,
-  // p2p_peers); ShapeStage reads it nowhere else, so a shape of another
-  // stage that holds the same is this one's with these set anew.
-  void PlaceStage(const Layout& layout, const FamilyTerms& family, int stage, StageShape* shape) const;
+  // The fields of a shape that read the stage's index; ShapeStage reads it
+  // nowhere else, so a shape of another stage that holds the same is this
+  // one's placed anew (StageShape::Place).
+  StagePlace PlaceStage(const Layout& layout, const FamilyTerms& family, int stage) const;
   // Reads of `layout` only fsdp, a2a_overlap and precision.
   StageTerms ComputeStage(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
                           const StageShape& shape) const;

@@ -218,6 +218,31 @@ TEST_CASE("FamilyPeakMemo leaves out dominated stages yet keeps PeakBytes' worst
   }
 }
 
+// With a negative fragmentation share the terms may fall as inflight grows:
+// no stage is left out, and the peak and worst stage are PeakBytes' still.
+TEST_CASE("FamilyPeakMemo scores every stage when a factor of inflight is negative") {
+  Draws d{20260803};
+  const Setup s = MakeSetup("h100-dgx-128n", "deepseek-v3", 1024, d);
+  MemoryAssumptions falling;
+  falling.fragmentation = -0.5;
+  const MemoryModel model(s.model, s.job, s.cluster, falling);
+  FamilyPeakMemo memo;
+  size_t compared = 0;
+  int largest_pp = 0;
+  for (const Layout& base : SampleLegal(s, 8, d)) {
+    const PipelineDescription pipeline = DescribePipeline(base, s.model);
+    largest_pp = std::max(largest_pp, base.pp);
+    memo.Reset(model, base, pipeline);
+    CHECK(memo.StagesScored() == pipeline.ranks.size());
+    for (const Layout& l : Variants(base)) {
+      RequireSamePeak(memo, model, l, pipeline);
+      ++compared;
+    }
+  }
+  CHECK(compared > 1000);
+  CHECK(largest_pp >= 4);
+}
+
 TEST_CASE("the peak does not depend on order, placement or tp_overlap") {
   Draws d{20260802};
   size_t compared = 0;
