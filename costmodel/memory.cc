@@ -5,6 +5,8 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
+#include <bit>
 #include <cassert>
 #include <cmath>
 #include <cstdarg>
@@ -12,6 +14,7 @@
 #include <limits>
 #include <numeric>
 
+#include "core/mix64.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/dtype_bytes.h"
 #include "costmodel/routing.h"
@@ -189,6 +192,8 @@ struct LargestUnits {
   }
 };
 
+std::atomic<uint64_t> next_model_id{1};  // MemoryModel::id_
+
 }  // namespace
 
 double MemoryBreakdown::bytes_of(std::string_view name) const {
@@ -292,7 +297,8 @@ struct MemoryModel::StageShape {
 
 MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const ClusterSpec& cluster,
                          const MemoryAssumptions& assumptions)
-    : model_(model),
+    : id_(next_model_id.fetch_add(1, std::memory_order_relaxed)),
+      model_(model),
       job_(job),
       hbm_gib_(cluster.gpu.hbm_gib),
       blackwell_(cluster.gpu.architecture == GpuArchitecture::kBlackwell),
@@ -1150,19 +1156,80 @@ struct FamilyPeakMemo::Cache {
   std::vector<Recompute> recomputes;
   std::vector<Options> options;
   size_t last_recompute = 0;  // where the last layout's recompute is in `recomputes`
-  // Their parts (ComputeLayers' fields, ComputeDispatch's), each computed
-  // once: key (recompute, precision), at slot index in `recomputes` x
-  // kPrecisionCount + precision; key (precision, dispatcher), at slot
-  // precision x kDispatcherCount + dispatcher.
+  // Their parts, each computed once. ComputeDispatch's fields: key
+  // (precision, dispatcher), at slot precision x kDispatcherCount + dispatcher.
   struct Part {
     uint64_t made = 0;
-    MemoryModel::OptionTerms terms;  // only the part's fields
+    MemoryModel::OptionTerms terms;  // only ComputeDispatch's fields
   };
-  std::vector<Part> layers;
   std::array<Part, size_t{kPrecisionCount} * kDispatcherCount> dispatch;
+  // ComputeLayers' fields, shared across families: Layer reads of a layout
+  // only tp, cp, mbs, etp, the expert load (ExpertLoad, of ep), precision
+  // and recompute. Key of a block: the model (MemoryModel::id_), (tp, cp,
+  // mbs, etp) and the load's bits; within it (recompute, precision), at
+  // slot index in the block's `recomputes` x kPrecisionCount + precision.
+  // The families of one (tp, cp) meet a few dozen blocks, for every pp,
+  // vpp, schedule, CP style and ep of one load; kLayerBlocks are kept,
+  // direct-mapped by the key's hash (a block met again in another slot's
+  // place is recomputed).
+  struct LayerKey {
+    uint64_t model = 0;  // 0: no block
+    int tp = 0, cp = 0, mbs = 0, etp = 0;
+    uint64_t load = 0;
+    bool operator==(const LayerKey&) const = default;
+  };
+  struct Layers {
+    bool ready = false;
+    MemoryModel::LayerBytes dense, moe;
+  };
+  struct LayerBlock {
+    LayerKey key;
+    std::vector<Recompute> recomputes;
+    std::vector<Layers> slots;
+  };
+  static constexpr size_t kLayerBlocks = 512;
+  std::vector<LayerBlock> layer_blocks = std::vector<LayerBlock>(kLayerBlocks);
+  LayerBlock* layer_block = nullptr;  // the family's
 
+  void FindLayerBlock(const Layout& base);
+  const Layers& LayersFor(const Layout& layout);
   const Options& For(const Layout& layout);
 };
+
+void FamilyPeakMemo::Cache::FindLayerBlock(const Layout& base) {
+  const LayerKey key{model->id_, base.tp, base.cp, base.mbs, base.etp,
+                     std::bit_cast<uint64_t>(model->ExpertLoad(base))};
+  uint64_t h = key.model;
+  for (uint64_t x : {uint64_t(uint32_t(key.tp)), uint64_t(uint32_t(key.cp)), uint64_t(uint32_t(key.mbs)),
+                     uint64_t(uint32_t(key.etp)), key.load}) {
+    h = (h ^ x) * kSplitMix64Increment;
+  }
+  layer_block = &layer_blocks[Mix64(h) % kLayerBlocks];
+  if (!(layer_block->key == key)) {
+    layer_block->key = key;
+    layer_block->recomputes.clear();
+    layer_block->slots.clear();
+  }
+}
+
+const FamilyPeakMemo::Cache::Layers& FamilyPeakMemo::Cache::LayersFor(const Layout& layout) {
+  LayerBlock& b = *layer_block;
+  size_t r = 0;
+  while (r < b.recomputes.size() && !(b.recomputes[r] == layout.recompute)) ++r;
+  if (r == b.recomputes.size()) {
+    b.recomputes.push_back(layout.recompute);
+    b.slots.resize(b.recomputes.size() * kPrecisionCount);
+  }
+  Layers& y = b.slots[r * kPrecisionCount + static_cast<size_t>(layout.precision)];
+  if (!y.ready) {
+    MemoryModel::OptionTerms terms;
+    model->ComputeLayers(layout, &terms);
+    y.dense = terms.dense;
+    y.moe = terms.moe;
+    y.ready = true;
+  }
+  return y;
+}
 
 const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& layout) {
   size_t r = last_recompute;
@@ -1172,7 +1239,6 @@ const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& l
     if (r == recomputes.size()) {
       recomputes.push_back(layout.recompute);
       options.resize(std::max(options.size(), recomputes.size() * kPrecisionCount * kDispatcherCount));
-      layers.resize(std::max(layers.size(), recomputes.size() * kPrecisionCount));
     }
     last_recompute = r;
   }
@@ -1187,14 +1253,10 @@ const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& l
       model->ComputeDispatch(layout, family, &d.terms);
       d.made = family_number;
     }
-    Part& y = layers[r * kPrecisionCount + precision];
-    if (y.made != family_number) {
-      model->ComputeLayers(layout, &y.terms);
-      y.made = family_number;
-    }
+    const Layers& y = LayersFor(layout);
     o.terms = d.terms;
-    o.terms.dense = y.terms.dense;
-    o.terms.moe = y.terms.moe;
+    o.terms.dense = y.dense;
+    o.terms.moe = y.moe;
     o.monotone = NonNegativeFinite(o.terms.dense.stored) && NonNegativeFinite(o.terms.moe.stored) &&
                  NonNegativeFinite(o.terms.mtp_row);
     o.made = family_number;
@@ -1219,6 +1281,7 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   c.family = model.ComputeFamily(base, pipeline);
   ++c.family_number;
   c.recomputes.clear();
+  c.FindLayerBlock(base);
 
   // The stages that can be the worst. Stage q need not be scored when an
   // earlier stage r has a shape equal but for inflight and `stage` (which

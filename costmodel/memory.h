@@ -208,6 +208,7 @@ class MemoryModel {
   LayerBytes Layer(const Layout& layout, bool moe_layer, Recompute recompute) const;
   double ExpertLoad(const Layout& layout) const;  // busiest expert rank's rows / mean
 
+  uint64_t id_;  // one per model constructed (copies share it): FamilyPeakMemo's key
   ModelSpec model_;
   JobSpec job_;
   double hbm_gib_;
@@ -238,8 +239,10 @@ class MemoryModel {
 // a2a_overlap and fsdp (and order, placement and tp_overlap, which memory
 // does not read). Per family it keeps each stage's shape and the stages
 // that can be the worst; per (recompute, precision, dispatcher) the option
-// terms. Not thread-safe (one per thread); reads the model it was Reset
-// with, which must outlive its use, like the pipeline.
+// terms, of which the layers' bytes it keeps across families too (in a
+// bounded table; its key, with the model, is stated beside it in
+// memory.cc). Not thread-safe (one per thread); reads the model it was
+// Reset with, which must outlive its use, like the pipeline.
 class FamilyPeakMemo {
  public:
   FamilyPeakMemo();
