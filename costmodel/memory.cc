@@ -246,9 +246,14 @@ struct MemoryModel::FamilyTerms {
 };
 
 // What the recipe options (recompute, precision, dispatcher) add to a
-// family's terms; a2a_overlap and fsdp only pick among stage terms.
-struct MemoryModel::OptionTerms {
+// family's terms, in two parts; a2a_overlap and fsdp only pick among stage
+// terms. The layers, of (recompute, precision):
+struct MemoryModel::LayerTerms {
   LayerBytes dense, moe;       // one layer of each kind, one micro-batch
+};
+
+// ... and the rest, of (precision, dispatcher).
+struct MemoryModel::DispatchTerms {
   double mtp_row = 0;          // an MTP module's own tensors per row, outside its decoder layer
   double destinations = 0;     // D: distinct EP ranks a token goes to (flex)
   double dispatch = 0;         // one MoE layer's transient dispatch / combine buffers
@@ -260,8 +265,6 @@ struct MemoryModel::OptionTerms {
   int moe_p2p_peers = 0;       // NCCL all-to-all peers (alltoall dispatcher)
 };
 
-// One pipeline rank of a family: what it holds and every number of its
-// terms that no recipe option changes.
 // The fields of a stage's shape that read its index.
 struct MemoryModel::StagePlace {
   int stage = 0;
@@ -269,6 +272,8 @@ struct MemoryModel::StagePlace {
   int p2p_peers = 0;    // NCCL point-to-point peers, but the all-to-all's
 };
 
+// One pipeline rank of a family: what it holds and every number of its
+// terms that no recipe option but fsdp changes.
 struct MemoryModel::StageShape {
   void Place(const StagePlace& at) {
     stage = at.stage;
@@ -278,6 +283,7 @@ struct MemoryModel::StageShape {
   int stage = 0;
   PipelineRank held;
   StageParams params;          // params_.OnRank
+  double sharded = 0;          // dense / (dp x cp) + expert / edp
   double fsdp_gathered = 0, fsdp_gradient = 0;  // FSDP: the largest units' elements
   double gemms = 0;            // FP8 GEMMs (scaling state)
   double inflight = 0;         // micro-batches of activations alive
@@ -285,7 +291,7 @@ struct MemoryModel::StageShape {
   int p2p_peers = 0;           // NCCL point-to-point peers, but the all-to-all's
   // The terms that of the options only fsdp changes, bytes, and the GEMM
   // weights with FP8 copies: without FSDP at [0], with FSDP at [1] (left 0
-  // unless ShapeStage is asked for the FSDP units).
+  // until ShapeFsdp).
   struct ParamTerms {
     double parameters = 0, gradients = 0, optimizer_states = 0;
     double fsdp_gathered = 0, fsdp_gradients = 0;
@@ -554,7 +560,7 @@ MemoryModel::FamilyTerms MemoryModel::ComputeFamily(const Layout& layout,
 
   // NCCL communicators every stage uses (created lazily, so only those used);
   // the MoE ones only on stages with MoE layers, the pipeline and embedding
-  // ones per stage (ShapeStage), the all-to-all's per dispatcher (ComputeOptions).
+  // ones per stage (ShapeStage), the all-to-all's per dispatcher (ComputeDispatch).
   auto groups = [](double size) { return size > 1 ? 1 : 0; };
   l.collectives = groups(tp)                                        // sequence-parallel AG / RS
                   + groups(double(std::max(1, layout.dp)) * cp);    // dense gradients
@@ -567,20 +573,14 @@ MemoryModel::FamilyTerms MemoryModel::ComputeFamily(const Layout& layout,
   return l;
 }
 
-MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
-                                                     const FamilyTerms& l) const {
-  OptionTerms o;
-  ComputeLayers(layout, &o);
-  ComputeDispatch(layout, l, &o);
-  return o;
+MemoryModel::LayerTerms MemoryModel::ComputeLayers(const Layout& layout) const {
+  LayerTerms y;
+  y.dense = Layer(layout, false, layout.recompute);
+  if (model_.moe) y.moe = Layer(layout, true, layout.recompute);
+  return y;
 }
 
-void MemoryModel::ComputeLayers(const Layout& layout, OptionTerms* o) const {
-  o->dense = Layer(layout, false, layout.recompute);
-  if (model_.moe) o->moe = Layer(layout, true, layout.recompute);
-}
-
-void MemoryModel::ComputeDispatch(const Layout& layout, const FamilyTerms& l, OptionTerms* out) const {
+MemoryModel::DispatchTerms MemoryModel::ComputeDispatch(const Layout& layout, const FamilyTerms& l) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
   const double h = m.hidden;
@@ -590,7 +590,7 @@ void MemoryModel::ComputeDispatch(const Layout& layout, const FamilyTerms& l, Op
   const bool fp8 = IsFp8(layout.precision);
   const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
 
-  OptionTerms& o = *out;
+  DispatchTerms o;
   // An MTP module's own tensors per row: enorm's input (the next tokens'
   // embedding), eh_proj's input [hnorm(h); enorm(e)] (2H, an FP8 linear's
   // input under FP8), its final norm's input and the output head's input.
@@ -669,6 +669,7 @@ void MemoryModel::ComputeDispatch(const Layout& layout, const FamilyTerms& l, Op
   // NCCL all-to-all only for the alltoall dispatcher: the flex kernels move
   // tokens through their own NVLink / RDMA buffers.
   if (ep > 1 && layout.dispatcher == Dispatcher::kAllToAll) o.moe_p2p_peers = int(ep) - 1;
+  return o;
 }
 
 MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const FamilyTerms& l, int stage,
@@ -691,37 +692,13 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
   const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
   const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
   const double params = s.params.total();
-  const double sharded = s.params.dense / dense_group + s.params.expert / expert_group;
+  s.sharded = s.params.dense / dense_group + s.params.expert / expert_group;
   StageShape::ParamTerms& plain = s.by_fsdp[0];
   plain.parameters = kBf16Bytes * params;
   plain.gradients = a_.grad_bytes * params;
-  plain.optimizer_states = job.distributed_optimizer ? kAdamBytes * sharded : kAdamBytes * params;
+  plain.optimizer_states = job.distributed_optimizer ? kAdamBytes * s.sharded : kAdamBytes * params;
   plain.fp8_gemm = s.params.gemm;
-
-  // FSDP (ZeRO-3): weights, gradients and optimizer states all sharded over
-  // the gradient-reduction groups, plus the units gathered at a time.
-  if (fsdp) {
-    LargestUnits units;
-    units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1,
-                         LargestUnits::kMax);
-    units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
-    if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
-    units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
-    const TablesHeld tables = params_.Tables(held);
-    units.Add(l.table_unit, 0, tables.input + tables.output);
-    s.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
-    s.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
-    // FP8 copies exist for the gathered units only.
-    LargestUnits gathered = units;
-    gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
-    StageShape::ParamTerms& sharded_terms = s.by_fsdp[1];
-    sharded_terms.parameters = kBf16Bytes * sharded;
-    sharded_terms.gradients = a_.grad_bytes * sharded;
-    sharded_terms.optimizer_states = kAdamBytes * sharded;
-    sharded_terms.fsdp_gathered = kBf16Bytes * s.fsdp_gathered;
-    sharded_terms.fsdp_gradients = a_.grad_bytes * s.fsdp_gradient;
-    sharded_terms.fp8_gemm = gathered.Gemm();
-  }
+  if (fsdp) ShapeFsdp(l, &s);
 
   // FP8 GEMMs (scaling state).
   const double attn = attention_gemms_;
@@ -757,6 +734,31 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
   return s;
 }
 
+void MemoryModel::ShapeFsdp(const FamilyTerms& l, StageShape* s) const {
+  // FSDP (ZeRO-3): weights, gradients and optimizer states all sharded over
+  // the gradient-reduction groups, plus the units gathered at a time.
+  const PipelineRank& held = s->held;
+  LargestUnits units;
+  units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1, LargestUnits::kMax);
+  units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
+  if (model_.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
+  units.Add(l.mtp_unit, l.mtp_unit_gemm, held.mtp_layers);
+  const TablesHeld tables = params_.Tables(held);
+  units.Add(l.table_unit, 0, tables.input + tables.output);
+  s->fsdp_gathered = units.Params(a_.fsdp_gathered_units);
+  s->fsdp_gradient = units.Params(a_.fsdp_gradient_units);
+  // FP8 copies exist for the gathered units only.
+  LargestUnits gathered = units;
+  gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
+  StageShape::ParamTerms& sharded = s->by_fsdp[1];
+  sharded.parameters = kBf16Bytes * s->sharded;
+  sharded.gradients = a_.grad_bytes * s->sharded;
+  sharded.optimizer_states = kAdamBytes * s->sharded;
+  sharded.fsdp_gathered = kBf16Bytes * s->fsdp_gathered;
+  sharded.fsdp_gradients = a_.grad_bytes * s->fsdp_gradient;
+  sharded.fp8_gemm = gathered.Gemm();
+}
+
 MemoryModel::StagePlace MemoryModel::PlaceStage(const Layout& layout, const FamilyTerms& l, int stage) const {
   const int pp = std::max(1, layout.pp);
   StagePlace at;
@@ -769,8 +771,8 @@ MemoryModel::StagePlace MemoryModel::PlaceStage(const Layout& layout, const Fami
   return at;
 }
 
-MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const FamilyTerms& l,
-                                                  const OptionTerms& o, const StageShape& s) const {
+MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const FamilyTerms& l, const LayerTerms& y,
+                                                  const DispatchTerms& o, const StageShape& s) const {
   const ModelSpec& m = model_;
   const PipelineRank& held = s.held;
   const bool first = held.embedding;
@@ -807,9 +809,9 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
   // backward rebuilds at a time.
   t.inflight = s.inflight;
   b[kActivationsIdx] =
-      t.inflight * (dense_layers * o.dense.stored + held.moe_layers * o.moe.stored);
+      t.inflight * (dense_layers * y.dense.stored + held.moe_layers * y.moe.stored);
   b[kRecomputeWorkingSetIdx] =
-      std::max(has_dense ? o.dense.rebuilt : 0, has_moe ? o.moe.rebuilt : 0);
+      std::max(has_dense ? y.dense.rebuilt : 0, has_moe ? y.moe.rebuilt : 0);
   b[kMtpActivationsIdx] = 0;
   b[kMtpLogitsIdx] = 0;
   if (mtp > 0) {
@@ -817,7 +819,7 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
     // micro-batch's backward right after its forward, so one micro-batch
     // of it is alive; elsewhere (a pp_layout's m) the stage's count.
     t.mtp_inflight = l.mtp_with_loss && last ? 1 : t.inflight;
-    const double layer = mtp_moe ? o.moe.stored : o.dense.stored;
+    const double layer = mtp_moe ? y.moe.stored : y.dense.stored;
     const double hidden = last ? 0 : kBf16Bytes * l.rows * m.hidden;  // hnorm's input, off the loss stage
     b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * o.mtp_row + hidden);
     b[kMtpLogitsIdx] = t.mtp_inflight * mtp * l.mtp_logits;
@@ -845,8 +847,8 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
   return t;
 }
 
-MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, const OptionTerms& o,
-                                   int stage, const StageTerms& t) const {
+MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, const LayerTerms& y,
+                                   const DispatchTerms& o, int stage, const StageTerms& t) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
   const double h = m.hidden;
@@ -936,20 +938,20 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, c
   notes[kActivationsIdx] = Format(
       "%.3g micro-batches in flight x (%d dense x %.3f GiB + %d MoE x %.3f GiB) per micro-batch, "
       "recompute %s, %s, T = %.0f rows, R = %.0f expert rows",
-      t.inflight, t.count.layers - t.count.moe_layers, GiB(o.dense.stored), t.count.moe_layers,
-      GiB(o.moe.stored), Name(layout.recompute).c_str(), Name(layout.precision), l.rows,
+      t.inflight, t.count.layers - t.count.moe_layers, GiB(y.dense.stored), t.count.moe_layers,
+      GiB(y.moe.stored), Name(layout.recompute).c_str(), Name(layout.precision), l.rows,
       l.expert_rows);
   if (t.bytes[kRecomputeWorkingSetIdx] <= 0) {
     notes[kRecomputeWorkingSetIdx] = "nothing recomputed";
   } else if (layout.recompute.full()) {
     notes[kRecomputeWorkingSetIdx] = Format(
         "one layer's full activations while it is recomputed: max(dense %.3f, MoE %.3f GiB)",
-        GiB(o.dense.rebuilt), GiB(o.moe.rebuilt));
+        GiB(y.dense.rebuilt), GiB(y.moe.rebuilt));
   } else {
     notes[kRecomputeWorkingSetIdx] = Format(
         "the largest sub-layer set %s rebuilds at a time: max(dense layer %.3f, MoE layer "
         "%.3f GiB)",
-        Name(layout.recompute).c_str(), GiB(o.dense.rebuilt), GiB(o.moe.rebuilt));
+        Name(layout.recompute).c_str(), GiB(y.dense.rebuilt), GiB(y.moe.rebuilt));
   }
   notes[kMtpActivationsIdx] =
       t.count.mtp_layers > 0
@@ -1044,10 +1046,11 @@ double MemoryModel::PeakBytes(const Layout& layout, const PipelineDescription& p
   double worst = -1;
   int worst_at = 0;
   const FamilyTerms l = ComputeFamily(layout, pipeline);
-  const OptionTerms o = ComputeOptions(layout, l);
+  const LayerTerms y = ComputeLayers(layout);
+  const DispatchTerms o = ComputeDispatch(layout, l);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
     const StageShape s = ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp);
-    const double peak = ComputeStage(layout, l, o, s).peak();
+    const double peak = ComputeStage(layout, l, y, o, s).peak();
     if (peak > worst) {
       worst = peak;
       worst_at = static_cast<int>(p);
@@ -1070,9 +1073,10 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
   double worst_peak = -1;
   int worst_at = 0;
   const FamilyTerms l = ComputeFamily(layout, pipeline);
-  const OptionTerms o = ComputeOptions(layout, l);
+  const LayerTerms y = ComputeLayers(layout);
+  const DispatchTerms o = ComputeDispatch(layout, l);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    StageTerms t = ComputeStage(layout, l, o, ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp));
+    StageTerms t = ComputeStage(layout, l, y, o, ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp));
     const double peak = t.peak();
     if (peak > worst_peak) {
       worst_peak = peak;
@@ -1080,16 +1084,17 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
       worst = t;
     }
   }
-  return Build(layout, l, o, worst_at, worst);
+  return Build(layout, l, y, o, worst_at, worst);
 }
 
 MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) const {
   assert(stage >= 0 && stage < std::max(1, layout.pp));
   const PipelineDescription pipeline = DescribePipeline(layout, model_);
   const FamilyTerms l = ComputeFamily(layout, pipeline);
-  const OptionTerms o = ComputeOptions(layout, l);
+  const LayerTerms y = ComputeLayers(layout);
+  const DispatchTerms o = ComputeDispatch(layout, l);
   const StageShape s = ShapeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)], layout.fsdp);
-  return Build(layout, l, o, stage, ComputeStage(layout, l, o, s));
+  return Build(layout, l, y, o, stage, ComputeStage(layout, l, y, o, s));
 }
 
 // ---------------------------------------------------------------------------
@@ -1132,6 +1137,7 @@ struct FamilyPeakMemo::Cache {
   std::vector<MemoryModel::StageShape> candidates;  // of the stages that can be the worst (Reset's proof)
   bool family_monotone = false;  // the family's factors of `inflight` are >= 0 and finite
   std::vector<MemoryModel::StageShape> all;  // every stage's, built when first needed
+  bool fsdp_shaped = false;  // the shapes have their FSDP terms (ShapeFsdp), first needed by an FSDP layout
   // Reset's scratch: the stages alike but for inflight, each with the
   // largest inflight met so far.
   struct Class {
@@ -1143,33 +1149,26 @@ struct FamilyPeakMemo::Cache {
 
   const std::vector<MemoryModel::StageShape>& AllShapes();
 
-  // Key: (recompute, precision, dispatcher), at slot
-  // (index in `recomputes` x kPrecisionCount + precision) x kDispatcherCount + dispatcher.
-  // An entry is the family's when `made` is its number (`family_number`,
-  // one per Reset): the slots are kept from family to family, not cleared.
+  // The option terms, in their two parts (a layout's are LayersFor's and
+  // DispatchFor's), each with whether its factors of `inflight` are >= 0
+  // and finite.
+  // ComputeDispatch's, per family: key (precision, dispatcher), at slot
+  // precision x kDispatcherCount + dispatcher; an entry is the family's
+  // when `made` is its number (`family_number`, one per Reset).
   uint64_t family_number = 0;
-  struct Options {
+  struct Dispatch {
     uint64_t made = 0;
-    bool monotone = false;  // the options' factors of `inflight` are >= 0 and finite
-    MemoryModel::OptionTerms terms;
+    bool monotone = false;
+    MemoryModel::DispatchTerms terms;
   };
-  std::vector<Recompute> recomputes;
-  std::vector<Options> options;
-  size_t last_recompute = 0;  // where the last layout's recompute is in `recomputes`
-  // Their parts, each computed once. ComputeDispatch's fields: key
-  // (precision, dispatcher), at slot precision x kDispatcherCount + dispatcher.
-  struct Part {
-    uint64_t made = 0;
-    MemoryModel::OptionTerms terms;  // only ComputeDispatch's fields
-  };
-  std::array<Part, size_t{kPrecisionCount} * kDispatcherCount> dispatch;
-  // ComputeLayers' fields, shared across families: Layer reads of a layout
-  // only tp, cp, mbs, etp, the expert load (ExpertLoad, of ep), precision
-  // and recompute. Key of a block: the model (MemoryModel::id_), (tp, cp,
-  // mbs, etp) and the load's bits; within it (recompute, precision), at
-  // slot index in the block's `recomputes` x kPrecisionCount + precision.
-  // The families of one (tp, cp) meet a few dozen blocks, for every pp,
-  // vpp, schedule, CP style and ep of one load; kLayerBlocks are kept,
+  std::array<Dispatch, size_t{kPrecisionCount} * kDispatcherCount> dispatch;
+  // ComputeLayers', shared across families: Layer reads of a layout only
+  // tp, cp, mbs, etp, the expert load (ExpertLoad, of ep), precision and
+  // recompute. Key of a block: the model (MemoryModel::id_), (tp, cp, mbs,
+  // etp) and the load's bits; within it (recompute, precision), at slot
+  // index in the block's `recomputes` x kPrecisionCount + precision. The
+  // families of one (tp, cp) meet a few dozen blocks, for every pp, vpp,
+  // schedule, CP style and ep of one load; kLayerBlocks are kept,
   // direct-mapped by the key's hash (a block met again in another slot's
   // place is recomputed).
   struct LayerKey {
@@ -1180,7 +1179,8 @@ struct FamilyPeakMemo::Cache {
   };
   struct Layers {
     bool ready = false;
-    MemoryModel::LayerBytes dense, moe;
+    bool monotone = false;
+    MemoryModel::LayerTerms terms;
   };
   struct LayerBlock {
     LayerKey key;
@@ -1190,10 +1190,11 @@ struct FamilyPeakMemo::Cache {
   static constexpr size_t kLayerBlocks = 512;
   std::vector<LayerBlock> layer_blocks = std::vector<LayerBlock>(kLayerBlocks);
   LayerBlock* layer_block = nullptr;  // the family's
+  size_t last_recompute = 0;          // where the last layout's recompute is in its `recomputes`
 
   void FindLayerBlock(const Layout& base);
   const Layers& LayersFor(const Layout& layout);
-  const Options& For(const Layout& layout);
+  const Dispatch& DispatchFor(const Layout& layout);
 };
 
 void FamilyPeakMemo::Cache::FindLayerBlock(const Layout& base) {
@@ -1205,6 +1206,7 @@ void FamilyPeakMemo::Cache::FindLayerBlock(const Layout& base) {
     h = (h ^ x) * kSplitMix64Increment;
   }
   layer_block = &layer_blocks[Mix64(h) % kLayerBlocks];
+  last_recompute = 0;
   if (!(layer_block->key == key)) {
     layer_block->key = key;
     layer_block->recomputes.clear();
@@ -1214,54 +1216,34 @@ void FamilyPeakMemo::Cache::FindLayerBlock(const Layout& base) {
 
 const FamilyPeakMemo::Cache::Layers& FamilyPeakMemo::Cache::LayersFor(const Layout& layout) {
   LayerBlock& b = *layer_block;
-  size_t r = 0;
-  while (r < b.recomputes.size() && !(b.recomputes[r] == layout.recompute)) ++r;
-  if (r == b.recomputes.size()) {
-    b.recomputes.push_back(layout.recompute);
-    b.slots.resize(b.recomputes.size() * kPrecisionCount);
+  size_t r = last_recompute;
+  if (r >= b.recomputes.size() || !(b.recomputes[r] == layout.recompute)) {
+    r = 0;
+    while (r < b.recomputes.size() && !(b.recomputes[r] == layout.recompute)) ++r;
+    if (r == b.recomputes.size()) {
+      b.recomputes.push_back(layout.recompute);
+      b.slots.resize(b.recomputes.size() * kPrecisionCount);
+    }
+    last_recompute = r;
   }
   Layers& y = b.slots[r * kPrecisionCount + static_cast<size_t>(layout.precision)];
   if (!y.ready) {
-    MemoryModel::OptionTerms terms;
-    model->ComputeLayers(layout, &terms);
-    y.dense = terms.dense;
-    y.moe = terms.moe;
+    y.terms = model->ComputeLayers(layout);
+    y.monotone = NonNegativeFinite(y.terms.dense.stored) && NonNegativeFinite(y.terms.moe.stored);
     y.ready = true;
   }
   return y;
 }
 
-const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& layout) {
-  size_t r = last_recompute;
-  if (r >= recomputes.size() || !(recomputes[r] == layout.recompute)) {
-    r = 0;
-    while (r < recomputes.size() && !(recomputes[r] == layout.recompute)) ++r;
-    if (r == recomputes.size()) {
-      recomputes.push_back(layout.recompute);
-      options.resize(std::max(options.size(), recomputes.size() * kPrecisionCount * kDispatcherCount));
-    }
-    last_recompute = r;
+const FamilyPeakMemo::Cache::Dispatch& FamilyPeakMemo::Cache::DispatchFor(const Layout& layout) {
+  Dispatch& d = dispatch[static_cast<size_t>(layout.precision) * kDispatcherCount +
+                         static_cast<size_t>(layout.dispatcher)];
+  if (d.made != family_number) {
+    d.terms = model->ComputeDispatch(layout, family);
+    d.monotone = NonNegativeFinite(d.terms.mtp_row);
+    d.made = family_number;
   }
-  const size_t precision = static_cast<size_t>(layout.precision);
-  const size_t dispatcher = precision * kDispatcherCount + static_cast<size_t>(layout.dispatcher);
-  Options& o = options[r * kPrecisionCount * kDispatcherCount + dispatcher];
-  if (o.made != family_number) {
-    // ComputeOptions, its parts shared.
-    Part& d = dispatch[dispatcher];
-    if (d.made != family_number) {
-      d.terms = {};
-      model->ComputeDispatch(layout, family, &d.terms);
-      d.made = family_number;
-    }
-    const Layers& y = LayersFor(layout);
-    o.terms = d.terms;
-    o.terms.dense = y.dense;
-    o.terms.moe = y.moe;
-    o.monotone = NonNegativeFinite(o.terms.dense.stored) && NonNegativeFinite(o.terms.moe.stored) &&
-                 NonNegativeFinite(o.terms.mtp_row);
-    o.made = family_number;
-  }
-  return o;
+  return d;
 }
 
 FamilyPeakMemo::FamilyPeakMemo() : cache_(std::make_unique<Cache>()) {}
@@ -1280,7 +1262,6 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
 #endif
   c.family = model.ComputeFamily(base, pipeline);
   ++c.family_number;
-  c.recomputes.clear();
   c.FindLayerBlock(base);
 
   // The stages that can be the worst. Stage q need not be scored when an
@@ -1310,6 +1291,7 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   // The earliest stage of a shape with inflight the largest so far is kept:
   // a stage left out has an earlier kept one of its shape with inflight at
   // least its own (by induction over the stages).
+  c.fsdp_shaped = false;
   c.held_shapes.clear();
   c.held_class.clear();
   c.places.clear();
@@ -1324,7 +1306,7 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
     size_t h = 0;
     while (h < c.held_shapes.size() && !(c.held_shapes[h].held == held)) ++h;
     if (h == c.held_shapes.size()) {
-      c.held_shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, /*fsdp=*/true));
+      c.held_shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, /*fsdp=*/false));
     }
     c.held_class.push_back(h);
     const MemoryModel::StagePlace& at = c.places.emplace_back(model.PlaceStage(base, c.family, static_cast<int>(p)));
@@ -1357,11 +1339,19 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
   Cache& c = *cache_;
   assert(c.model && KeyOf(layout) == c.base);
   const MemoryModel& model = *c.model;
-  const Cache::Options& o = c.For(layout);
+  if (layout.fsdp && !c.fsdp_shaped) {
+    for (std::vector<MemoryModel::StageShape>* shapes : {&c.held_shapes, &c.candidates, &c.all}) {
+      for (MemoryModel::StageShape& s : *shapes) model.ShapeFsdp(c.family, &s);
+    }
+    c.fsdp_shaped = true;
+  }
+  const Cache::Layers& y = c.LayersFor(layout);
+  const Cache::Dispatch& o = c.DispatchFor(layout);
   double worst = -1;
   int worst_at = 0;
-  for (const MemoryModel::StageShape& s : c.family_monotone && o.monotone ? c.candidates : c.AllShapes()) {
-    const double peak = model.ComputeStage(layout, c.family, o.terms, s).peak();
+  for (const MemoryModel::StageShape& s :
+       c.family_monotone && y.monotone && o.monotone ? c.candidates : c.AllShapes()) {
+    const double peak = model.ComputeStage(layout, c.family, y.terms, o.terms, s).peak();
     if (peak > worst) {
       worst = peak;
       worst_at = s.stage;

@@ -254,10 +254,9 @@ TEST_CASE("FamilyPeakMemo scores every stage when a factor of inflight is negati
 // stage.
 TEST_CASE("FamilyPeakMemo shares the layers across families and keeps models apart") {
   Draws d{20260804};
-  Setup setups[3] = {MakeSetup("h100-dgx-128n", "deepseek-v3", 512, d), {}, {}};
-  setups[1] = setups[0];
+  const Setup base = MakeSetup("h100-dgx-128n", "deepseek-v3", 512, d);
+  Setup setups[3] = {base, base, base};
   setups[1].job.seq_len *= 2;
-  setups[2] = setups[0];
   setups[2].job.routing_imbalance += 0.25;
   // Groups of legal layouts that share (tp, cp, mbs): those of one (etp,
   // ep > 1) share their layers, the others must not. Each group: random
