@@ -1134,10 +1134,15 @@ struct FamilyPeakMemo::Cache {
   std::vector<MemoryModel::StageShape> held_shapes;
   std::vector<size_t> held_class;
   std::vector<MemoryModel::StagePlace> places;
-  std::vector<MemoryModel::StageShape> candidates;  // of the stages that can be the worst (Reset's proof)
+  std::vector<size_t> candidate_stages;             // the stages that can be the worst (Reset's proof)
+  std::vector<MemoryModel::StageShape> candidates;  // their shapes
   bool family_monotone = false;  // the family's factors of `inflight` are >= 0 and finite
   std::vector<MemoryModel::StageShape> all;  // every stage's, built when first needed
-  bool fsdp_shaped = false;  // the shapes have their FSDP terms (ShapeFsdp), first needed by an FSDP layout
+  std::vector<size_t> all_stages;            // 0 .. pp - 1
+  // The shapes have their FSDP terms (ShapeFsdp): from Reset when the last
+  // family had an FSDP layout, else from the family's first.
+  bool fsdp_shaped = false;
+  bool fsdp_met = false;  // the family has had an FSDP layout
   // Reset's scratch: the stages alike but for inflight, each with the
   // largest inflight met so far.
   struct Class {
@@ -1147,6 +1152,8 @@ struct FamilyPeakMemo::Cache {
   };
   std::vector<Class> classes;
 
+  // The shape of each stage in `stages`, into *shapes.
+  void ShapesOf(const std::vector<size_t>& stages, std::vector<MemoryModel::StageShape>* shapes) const;
   const std::vector<MemoryModel::StageShape>& AllShapes();
 
   // The option terms, in their two parts (a layout's are LayersFor's and
@@ -1291,11 +1298,12 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   // The earliest stage of a shape with inflight the largest so far is kept:
   // a stage left out has an earlier kept one of its shape with inflight at
   // least its own (by induction over the stages).
-  c.fsdp_shaped = false;
+  c.fsdp_shaped = c.fsdp_met;
+  c.fsdp_met = false;
   c.held_shapes.clear();
   c.held_class.clear();
   c.places.clear();
-  c.candidates.clear();
+  c.candidate_stages.clear();
   c.all.clear();
   c.classes.clear();
   c.family_monotone = NonNegativeFinite(c.family.rows) && NonNegativeFinite(c.family.embedding_per_microbatch) &&
@@ -1306,7 +1314,7 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
     size_t h = 0;
     while (h < c.held_shapes.size() && !(c.held_shapes[h].held == held)) ++h;
     if (h == c.held_shapes.size()) {
-      c.held_shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, /*fsdp=*/false));
+      c.held_shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, c.fsdp_shaped));
     }
     c.held_class.push_back(h);
     const MemoryModel::StagePlace& at = c.places.emplace_back(model.PlaceStage(base, c.family, static_cast<int>(p)));
@@ -1320,17 +1328,25 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
     } else {
       continue;
     }
-    c.candidates.push_back(c.held_shapes[h]);
-    c.candidates.back().Place(at);
+    c.candidate_stages.push_back(p);
+  }
+  c.ShapesOf(c.candidate_stages, &c.candidates);
+}
+
+void FamilyPeakMemo::Cache::ShapesOf(const std::vector<size_t>& stages,
+                                     std::vector<MemoryModel::StageShape>* shapes) const {
+  shapes->clear();
+  for (size_t p : stages) {
+    shapes->push_back(held_shapes[held_class[p]]);
+    shapes->back().Place(places[p]);
   }
 }
 
 const std::vector<MemoryModel::StageShape>& FamilyPeakMemo::Cache::AllShapes() {
   if (all.empty()) {
-    for (size_t p = 0; p < places.size(); ++p) {
-      all.push_back(held_shapes[held_class[p]]);
-      all.back().Place(places[p]);
-    }
+    all_stages.resize(places.size());
+    std::iota(all_stages.begin(), all_stages.end(), size_t{0});
+    ShapesOf(all_stages, &all);
   }
   return all;
 }
@@ -1339,11 +1355,14 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
   Cache& c = *cache_;
   assert(c.model && KeyOf(layout) == c.base);
   const MemoryModel& model = *c.model;
-  if (layout.fsdp && !c.fsdp_shaped) {
-    for (std::vector<MemoryModel::StageShape>* shapes : {&c.held_shapes, &c.candidates, &c.all}) {
-      for (MemoryModel::StageShape& s : *shapes) model.ShapeFsdp(c.family, &s);
+  if (layout.fsdp) {
+    c.fsdp_met = true;
+    if (!c.fsdp_shaped) {
+      for (MemoryModel::StageShape& s : c.held_shapes) model.ShapeFsdp(c.family, &s);
+      c.ShapesOf(c.candidate_stages, &c.candidates);
+      c.all.clear();
+      c.fsdp_shaped = true;
     }
-    c.fsdp_shaped = true;
   }
   const Cache::Layers& y = c.LayersFor(layout);
   const Cache::Dispatch& o = c.DispatchFor(layout);
