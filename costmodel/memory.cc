@@ -13,6 +13,7 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
 #include "core/mix64.h"
 #include "costmodel/compute_time.h"
@@ -204,8 +205,10 @@ double MemoryBreakdown::bytes_of(std::string_view name) const {
 }
 
 // One stage's terms as plain numbers, plus what the notes quote.
+// Every field is set by OptionStageTerms and FsdpStageTerms together, so
+// the terms are left unset here (no zeroing per stage scored).
 struct MemoryModel::StageTerms {
-  std::array<double, kMemoryTermCount> bytes{};
+  std::array<double, kMemoryTermCount> bytes;
   PipelineRank count;  // what the stage holds
   StageParams params;
   double inflight = 0;
@@ -773,6 +776,31 @@ MemoryModel::StagePlace MemoryModel::PlaceStage(const Layout& layout, const Fami
 
 MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const FamilyTerms& l, const LayerTerms& y,
                                                   const DispatchTerms& o, const StageShape& s) const {
+  StageTerms t;
+  OptionStageTerms(layout.a2a_overlap, l, y, o, s, &t);
+  FsdpStageTerms(layout.fsdp, o, s, &t);
+  return t;
+}
+
+inline void MemoryModel::FsdpStageTerms(bool fsdp, const DispatchTerms& o, const StageShape& s, StageTerms* t) const {
+  auto& b = t->bytes;
+  // Parameters, gradients, optimizer states (ShapeStage).
+  t->params = s.params;
+  const StageShape::ParamTerms& p = s.by_fsdp[fsdp ? 1 : 0];
+  t->fsdp_gathered = fsdp ? s.fsdp_gathered : 0;
+  t->fsdp_gradient = fsdp ? s.fsdp_gradient : 0;
+  t->fp8_gemm = p.fp8_gemm;
+  b[kParametersIdx] = p.parameters;
+  b[kFp8WeightCopiesIdx] = o.fp8 ? o.fp8_weight_bytes * t->fp8_gemm : 0;
+  b[kGradientsIdx] = p.gradients;
+  b[kOptimizerStatesIdx] = p.optimizer_states;
+  b[kFsdpGatheredIdx] = p.fsdp_gathered;
+  b[kFsdpGradientsIdx] = p.fsdp_gradients;
+  b[kOptimizerBucketsIdx] = p.optimizer_buckets;
+}
+
+inline void MemoryModel::OptionStageTerms(bool a2a_overlap, const FamilyTerms& l, const LayerTerms& y,
+                                   const DispatchTerms& o, const StageShape& s, StageTerms* t) const {
   const ModelSpec& m = model_;
   const PipelineRank& held = s.held;
   const bool first = held.embedding;
@@ -783,68 +811,50 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
   const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
   const bool has_dense = held.dense_layers() > 0 || mtp_dense;
   const double dense_layers = held.dense_layers();
+  auto& b = t->bytes;
+  t->count = held;
 
-  StageTerms t;
-  t.count = held;
-  std::array<double, kMemoryTermCount> b;  // every term is set below, in order
-
-  // Parameters, gradients, optimizer states (ShapeStage).
-  t.params = s.params;
-  const StageShape::ParamTerms& p = s.by_fsdp[layout.fsdp ? 1 : 0];
-  if (layout.fsdp) {
-    t.fsdp_gathered = s.fsdp_gathered;
-    t.fsdp_gradient = s.fsdp_gradient;
-  }
-  t.fp8_gemm = p.fp8_gemm;
-  if (o.fp8) t.gemms = s.gemms;
-  b[kParametersIdx] = p.parameters;
-  b[kFp8WeightCopiesIdx] = o.fp8 ? o.fp8_weight_bytes * t.fp8_gemm : 0;
-  b[kFp8ScalingStateIdx] = o.fp8 ? o.fp8_state_per_gemm * t.gemms : 0;
-  b[kGradientsIdx] = p.gradients;
-  b[kOptimizerStatesIdx] = p.optimizer_states;
-  b[kFsdpGatheredIdx] = p.fsdp_gathered;
-  b[kFsdpGradientsIdx] = p.fsdp_gradients;
+  // FP8 scaling state.
+  t->gemms = o.fp8 ? s.gemms : 0;
+  b[kFp8ScalingStateIdx] = o.fp8 ? o.fp8_state_per_gemm * t->gemms : 0;
 
   // Activations of the micro-batches in flight, and the one layer that
   // backward rebuilds at a time.
-  t.inflight = s.inflight;
+  t->inflight = s.inflight;
   b[kActivationsIdx] =
-      t.inflight * (dense_layers * y.dense.stored + held.moe_layers * y.moe.stored);
+      t->inflight * (dense_layers * y.dense.stored + held.moe_layers * y.moe.stored);
   b[kRecomputeWorkingSetIdx] =
       std::max(has_dense ? y.dense.rebuilt : 0, has_moe ? y.moe.rebuilt : 0);
+  t->mtp_inflight = 0;
   b[kMtpActivationsIdx] = 0;
   b[kMtpLogitsIdx] = 0;
   if (mtp > 0) {
     // MTP sits in the loss's virtual stage: that chunk runs each
     // micro-batch's backward right after its forward, so one micro-batch
     // of it is alive; elsewhere (a pp_layout's m) the stage's count.
-    t.mtp_inflight = l.mtp_with_loss && last ? 1 : t.inflight;
+    t->mtp_inflight = l.mtp_with_loss && last ? 1 : t->inflight;
     const double layer = mtp_moe ? y.moe.stored : y.dense.stored;
     const double hidden = last ? 0 : kBf16Bytes * l.rows * m.hidden;  // hnorm's input, off the loss stage
-    b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * o.mtp_row + hidden);
-    b[kMtpLogitsIdx] = t.mtp_inflight * mtp * l.mtp_logits;
+    b[kMtpActivationsIdx] = t->mtp_inflight * mtp * (layer + l.rows * o.mtp_row + hidden);
+    b[kMtpLogitsIdx] = t->mtp_inflight * mtp * l.mtp_logits;
   }
-  b[kEmbeddingActivationsIdx] = first ? t.inflight * l.embedding_per_microbatch : 0;
+  b[kEmbeddingActivationsIdx] = first ? t->inflight * l.embedding_per_microbatch : 0;
   b[kOutputLogitsIdx] = last ? l.logits : 0;
   b[kDispatchBuffersIdx] = has_moe ? o.dispatch : 0;
-  b[kEpOverlapIdx] = has_moe && layout.a2a_overlap ? o.dispatch + l.deferred_wgrad : 0;
+  b[kEpOverlapIdx] = has_moe && a2a_overlap ? o.dispatch + l.deferred_wgrad : 0;
   b[kFlexBuffersIdx] = has_moe ? o.flex_nvl + o.flex_rdma : 0;
 
-  t.collectives = s.collectives;
-  t.p2p_peers = s.p2p_peers + (has_moe ? o.moe_p2p_peers : 0);
+  t->collectives = s.collectives;
+  t->p2p_peers = s.p2p_peers + (has_moe ? o.moe_p2p_peers : 0);
   b[kNcclBuffersIdx] =
-      t.collectives * a_.nccl_collective_channels * a_.nccl_collective_connection_bytes +
-      t.p2p_peers * a_.nccl_p2p_channels_per_peer * a_.nccl_p2p_buffer_bytes;
-
-  b[kOptimizerBucketsIdx] = p.optimizer_buckets;
+      t->collectives * a_.nccl_collective_channels * a_.nccl_collective_connection_bytes +
+      t->p2p_peers * a_.nccl_p2p_channels_per_peer * a_.nccl_p2p_buffer_bytes;
 
   b[kCudaContextIdx] = a_.cuda_context_gib * kBytesPerGiB;
-  t.short_lived = b[kActivationsIdx] + b[kRecomputeWorkingSetIdx] + b[kMtpActivationsIdx] +
-                  b[kEmbeddingActivationsIdx] + b[kOutputLogitsIdx] + b[kMtpLogitsIdx] +
-                  b[kDispatchBuffersIdx] + b[kEpOverlapIdx];
-  b[kFragmentationIdx] = a_.fragmentation * t.short_lived;
-  t.bytes = b;
-  return t;
+  t->short_lived = b[kActivationsIdx] + b[kRecomputeWorkingSetIdx] + b[kMtpActivationsIdx] +
+                   b[kEmbeddingActivationsIdx] + b[kOutputLogitsIdx] + b[kMtpLogitsIdx] +
+                   b[kDispatchBuffersIdx] + b[kEpOverlapIdx];
+  b[kFragmentationIdx] = a_.fragmentation * t->short_lived;
 }
 
 MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, const LayerTerms& y,
@@ -1069,7 +1079,7 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout) const {
 }
 
 MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescription& pipeline) const {
-  StageTerms worst;
+  StageTerms worst{};
   double worst_peak = -1;
   int worst_at = 0;
   const FamilyTerms l = ComputeFamily(layout, pipeline);
@@ -1198,6 +1208,21 @@ struct FamilyPeakMemo::Cache {
   std::vector<LayerBlock> layer_blocks = std::vector<LayerBlock>(kLayerBlocks);
   LayerBlock* layer_block = nullptr;  // the family's
   size_t last_recompute = 0;          // where the last layout's recompute is in its `recomputes`
+
+  // The peak and worst stage of the other fsdp way of the last layout
+  // PeakBytes scored (the search asks for a variant's two ways one after
+  // the other), with that layout's options; `family`: the family's number
+  // (0: none).
+  struct OtherWay {
+    uint64_t family = 0;
+    Recompute recompute;
+    Precision precision = Precision::kBF16;
+    Dispatcher dispatcher = Dispatcher::kAllToAll;
+    bool a2a_overlap = false, fsdp = false;
+    double peak = 0;
+    int worst_stage = 0;
+  };
+  OtherWay other_way;
 
   void FindLayerBlock(const Layout& base);
   const Layers& LayersFor(const Layout& layout);
@@ -1364,18 +1389,58 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
       c.fsdp_shaped = true;
     }
   }
+  Cache::OtherWay& other = c.other_way;
+  if (other.family == c.family_number && other.fsdp == layout.fsdp && other.recompute == layout.recompute &&
+      other.precision == layout.precision && other.dispatcher == layout.dispatcher &&
+      other.a2a_overlap == layout.a2a_overlap) {
+    other.family = 0;
+    if (worst_stage) *worst_stage = other.worst_stage;
+    return other.peak;
+  }
   const Cache::Layers& y = c.LayersFor(layout);
   const Cache::Dispatch& o = c.DispatchFor(layout);
-  double worst = -1;
-  int worst_at = 0;
-  for (const MemoryModel::StageShape& s :
-       c.family_monotone && y.monotone && o.monotone ? c.candidates : c.AllShapes()) {
-    const double peak = model.ComputeStage(layout, c.family, y.terms, o.terms, s).peak();
-    if (peak > worst) {
-      worst = peak;
-      worst_at = s.stage;
+  // The other fsdp way too, where its shapes are ready: the layout of the
+  // other way has the same stage terms but FsdpStageTerms', and scores the
+  // same stages (the same option terms, so the same monotone checks).
+  const bool both = c.fsdp_shaped;
+  double worst = -1, other_worst = -1;
+  int worst_at = 0, other_worst_at = 0;
+  const std::vector<MemoryModel::StageShape>& shapes =
+      c.family_monotone && y.monotone && o.monotone ? c.candidates : c.AllShapes();
+  auto scan = [&](auto other_too) {
+    for (const MemoryModel::StageShape& s : shapes) {
+      // ComputeStage(layout, ...), in its two parts.
+      MemoryModel::StageTerms t;
+      model.OptionStageTerms(layout.a2a_overlap, c.family, y.terms, o.terms, s, &t);
+      model.FsdpStageTerms(layout.fsdp, o.terms, s, &t);
+      const double peak = t.peak();
+      if (peak > worst) {
+        worst = peak;
+        worst_at = s.stage;
+      }
+      if constexpr (other_too) {
+        model.FsdpStageTerms(!layout.fsdp, o.terms, s, &t);
+        const double other_peak = t.peak();
+        if (other_peak > other_worst) {
+          other_worst = other_peak;
+          other_worst_at = s.stage;
+        }
+      }
     }
+  };
+  if (both) {
+    scan(std::true_type{});
+  } else {
+    scan(std::false_type{});
   }
+  other.family = both ? c.family_number : 0;
+  other.recompute = layout.recompute;
+  other.precision = layout.precision;
+  other.dispatcher = layout.dispatcher;
+  other.a2a_overlap = layout.a2a_overlap;
+  other.fsdp = !layout.fsdp;
+  other.peak = other_worst;
+  other.worst_stage = other_worst_at;
   if (worst_stage) *worst_stage = worst_at;
   return worst;
 }

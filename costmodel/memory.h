@@ -200,9 +200,14 @@ class MemoryModel {
   // nowhere else, so a shape of another stage that holds the same is this
   // one's placed anew (StageShape::Place).
   StagePlace PlaceStage(const Layout& layout, const FamilyTerms& family, int stage) const;
-  // Reads of `layout` only fsdp and a2a_overlap.
+  // Reads of `layout` only fsdp and a2a_overlap: OptionStageTerms sets every
+  // field of the stage's terms but those FsdpStageTerms sets (the parameter
+  // terms fsdp picks among), so the two fsdp ways share the first.
   StageTerms ComputeStage(const Layout& layout, const FamilyTerms& family, const LayerTerms& layers,
                           const DispatchTerms& dispatch, const StageShape& shape) const;
+  void OptionStageTerms(bool a2a_overlap, const FamilyTerms& family, const LayerTerms& layers,
+                        const DispatchTerms& dispatch, const StageShape& shape, StageTerms* t) const;
+  void FsdpStageTerms(bool fsdp, const DispatchTerms& dispatch, const StageShape& shape, StageTerms* t) const;
   MemoryBreakdown Build(const Layout& layout, const FamilyTerms& family, const LayerTerms& layers,
                         const DispatchTerms& dispatch, int stage, const StageTerms& t) const;
   LayerBytes Layer(const Layout& layout, bool moe_layer, Recompute recompute) const;
