@@ -1210,9 +1210,9 @@ struct FamilyPeakMemo::Cache {
   size_t last_recompute = 0;          // where the last layout's recompute is in its `recomputes`
 
   // The peak and worst stage of the other fsdp way of the last layout
-  // PeakBytes scored (the search asks for a variant's two ways one after
-  // the other), with that layout's options; `family`: the family's number
-  // (0: none).
+  // PeakBytes scored where the shapes had their FSDP terms (the search asks
+  // for a variant's two ways one after the other): that way's options and
+  // family's number (none is 0), the key.
   struct OtherWay {
     uint64_t family = 0;
     Recompute recompute;
@@ -1393,7 +1393,6 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
   if (other.family == c.family_number && other.fsdp == layout.fsdp && other.recompute == layout.recompute &&
       other.precision == layout.precision && other.dispatcher == layout.dispatcher &&
       other.a2a_overlap == layout.a2a_overlap) {
-    other.family = 0;
     if (worst_stage) *worst_stage = other.worst_stage;
     return other.peak;
   }
@@ -1433,14 +1432,10 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
   } else {
     scan(std::false_type{});
   }
-  other.family = both ? c.family_number : 0;
-  other.recompute = layout.recompute;
-  other.precision = layout.precision;
-  other.dispatcher = layout.dispatcher;
-  other.a2a_overlap = layout.a2a_overlap;
-  other.fsdp = !layout.fsdp;
-  other.peak = other_worst;
-  other.worst_stage = other_worst_at;
+  if (both) {
+    other = {c.family_number, layout.recompute, layout.precision, layout.dispatcher,
+             layout.a2a_overlap, !layout.fsdp, other_worst, other_worst_at};
+  }
   if (worst_stage) *worst_stage = worst_at;
   return worst;
 }
