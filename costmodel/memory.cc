@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <array>
+#include <atomic>
 #include <bit>
 #include <cassert>
 #include <cmath>
@@ -12,7 +13,9 @@
 #include <cstdio>
 #include <limits>
 #include <numeric>
+#include <type_traits>
 
+#include "core/mix64.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/dtype_bytes.h"
 #include "costmodel/routing.h"
@@ -190,6 +193,8 @@ struct LargestUnits {
   }
 };
 
+std::atomic<uint64_t> next_model_id{1};  // MemoryModel::id_
+
 }  // namespace
 
 double MemoryBreakdown::bytes_of(std::string_view name) const {
@@ -200,8 +205,10 @@ double MemoryBreakdown::bytes_of(std::string_view name) const {
 }
 
 // One stage's terms as plain numbers, plus what the notes quote.
+// Every field is set by OptionStageTerms and FsdpStageTerms together, so
+// the terms are left unset here (no zeroing per stage scored).
 struct MemoryModel::StageTerms {
-  std::array<double, kMemoryTermCount> bytes{};
+  std::array<double, kMemoryTermCount> bytes;
   PipelineRank count;  // what the stage holds
   StageParams params;
   double inflight = 0;
@@ -242,38 +249,65 @@ struct MemoryModel::FamilyTerms {
 };
 
 // What the recipe options (recompute, precision, dispatcher) add to a
-// family's terms; a2a_overlap and fsdp only pick among stage terms.
-struct MemoryModel::OptionTerms {
+// family's terms, in two parts; a2a_overlap and fsdp only pick among stage
+// terms. The layers, of (recompute, precision):
+struct MemoryModel::LayerTerms {
   LayerBytes dense, moe;       // one layer of each kind, one micro-batch
+};
+
+// ... and the rest, of (precision, dispatcher).
+struct MemoryModel::DispatchTerms {
   double mtp_row = 0;          // an MTP module's own tensors per row, outside its decoder layer
   double destinations = 0;     // D: distinct EP ranks a token goes to (flex)
   double dispatch = 0;         // one MoE layer's transient dispatch / combine buffers
   double flex_nvl = 0, flex_rdma = 0;  // persistent flex-dispatcher buffers
   double flex_peers = 0;       // for the notes
+  bool fp8 = false;            // an FP8 precision
   double fp8_weight_bytes = 0;  // per GEMM weight element
   double fp8_state_per_gemm = 0;
   int moe_p2p_peers = 0;       // NCCL all-to-all peers (alltoall dispatcher)
 };
 
+// The fields of a stage's shape that read its index.
+struct MemoryModel::StagePlace {
+  int stage = 0;
+  double inflight = 0;  // micro-batches of activations alive
+  int p2p_peers = 0;    // NCCL point-to-point peers, but the all-to-all's
+};
+
 // One pipeline rank of a family: what it holds and every number of its
-// terms that no recipe option changes.
+// terms that no recipe option but fsdp changes.
 struct MemoryModel::StageShape {
+  void Place(const StagePlace& at) {
+    stage = at.stage;
+    inflight = at.inflight;
+    p2p_peers = at.p2p_peers;
+  }
   int stage = 0;
   PipelineRank held;
   StageParams params;          // params_.OnRank
   double sharded = 0;          // dense / (dp x cp) + expert / edp
   double fsdp_gathered = 0, fsdp_gradient = 0;  // FSDP: the largest units' elements
-  double fsdp_fp8_gemm = 0;    // FSDP: GEMM weights of the gathered units
   double gemms = 0;            // FP8 GEMMs (scaling state)
   double inflight = 0;         // micro-batches of activations alive
   int collectives = 0;         // NCCL collective communicators in use
   int p2p_peers = 0;           // NCCL point-to-point peers, but the all-to-all's
-  double optimizer_buckets = 0;  // distributed optimizer's bucket padding, bytes (no FSDP)
+  // The terms that of the options only fsdp changes, bytes, and the GEMM
+  // weights with FP8 copies: without FSDP at [0], with FSDP at [1] (left 0
+  // until ShapeFsdp).
+  struct ParamTerms {
+    double parameters = 0, gradients = 0, optimizer_states = 0;
+    double fsdp_gathered = 0, fsdp_gradients = 0;
+    double optimizer_buckets = 0;  // the distributed optimizer's bucket padding (no FSDP)
+    double fp8_gemm = 0;
+  };
+  std::array<ParamTerms, 2> by_fsdp;
 };
 
 MemoryModel::MemoryModel(const ModelSpec& model, const JobSpec& job, const ClusterSpec& cluster,
                          const MemoryAssumptions& assumptions)
-    : model_(model),
+    : id_(next_model_id.fetch_add(1, std::memory_order_relaxed)),
+      model_(model),
       job_(job),
       hbm_gib_(cluster.gpu.hbm_gib),
       blackwell_(cluster.gpu.architecture == GpuArchitecture::kBlackwell),
@@ -529,7 +563,7 @@ MemoryModel::FamilyTerms MemoryModel::ComputeFamily(const Layout& layout,
 
   // NCCL communicators every stage uses (created lazily, so only those used);
   // the MoE ones only on stages with MoE layers, the pipeline and embedding
-  // ones per stage (ShapeStage), the all-to-all's per dispatcher (ComputeOptions).
+  // ones per stage (ShapeStage), the all-to-all's per dispatcher (ComputeDispatch).
   auto groups = [](double size) { return size > 1 ? 1 : 0; };
   l.collectives = groups(tp)                                        // sequence-parallel AG / RS
                   + groups(double(std::max(1, layout.dp)) * cp);    // dense gradients
@@ -542,8 +576,14 @@ MemoryModel::FamilyTerms MemoryModel::ComputeFamily(const Layout& layout,
   return l;
 }
 
-MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
-                                                     const FamilyTerms& l) const {
+MemoryModel::LayerTerms MemoryModel::ComputeLayers(const Layout& layout) const {
+  LayerTerms y;
+  y.dense = Layer(layout, false, layout.recompute);
+  if (model_.moe) y.moe = Layer(layout, true, layout.recompute);
+  return y;
+}
+
+MemoryModel::DispatchTerms MemoryModel::ComputeDispatch(const Layout& layout, const FamilyTerms& l) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
   const double h = m.hidden;
@@ -553,9 +593,7 @@ MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
   const bool fp8 = IsFp8(layout.precision);
   const double lin = fp8 ? Fp8ActivationBytes(layout.precision) : kBf16Bytes;
 
-  OptionTerms o;
-  o.dense = Layer(layout, false, layout.recompute);
-  if (moe_model) o.moe = Layer(layout, true, layout.recompute);
+  DispatchTerms o;
   // An MTP module's own tensors per row: enorm's input (the next tokens'
   // embedding), eh_proj's input [hnorm(h); enorm(e)] (2H, an FP8 linear's
   // input under FP8), its final norm's input and the output head's input.
@@ -625,6 +663,7 @@ MemoryModel::OptionTerms MemoryModel::ComputeOptions(const Layout& layout,
   }
 
   // FP8 weight copies and scaling state.
+  o.fp8 = fp8;
   if (fp8) {
     o.fp8_weight_bytes = Fp8WeightCopyBytes(layout.precision, blackwell_);
     o.fp8_state_per_gemm = Fp8StatePerGemm(layout.precision, a_.fp8_amax_history_len);
@@ -648,32 +687,21 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
   const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
 
   StageShape s;
-  s.stage = stage;
+  s.Place(PlaceStage(layout, l, stage));
   s.held = held;
 
   // Parameters, gradients, optimizer states.
   s.params = params_.OnRank(layout, held);
   const int dense_group = std::max(1, layout.dp) * std::max(1, layout.cp);  // dense grads: dp x cp
   const int expert_group = std::max(1, layout.edp);                        // expert grads: edp
+  const double params = s.params.total();
   s.sharded = s.params.dense / dense_group + s.params.expert / expert_group;
-
-  // FSDP (ZeRO-3): the units gathered at a time.
-  if (fsdp) {
-    LargestUnits units;
-    units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1,
-                         LargestUnits::kMax);
-    units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
-    if (m.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
-    units.Add(l.mtp_unit, l.mtp_unit_gemm, mtp);
-    const TablesHeld tables = params_.Tables(held);
-    units.Add(l.table_unit, 0, tables.input + tables.output);
-    s.fsdp_gathered = units.Params(a_.fsdp_gathered_units);
-    s.fsdp_gradient = units.Params(a_.fsdp_gradient_units);
-    // FP8 copies exist for the gathered units only.
-    LargestUnits gathered = units;
-    gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
-    s.fsdp_fp8_gemm = gathered.Gemm();
-  }
+  StageShape::ParamTerms& plain = s.by_fsdp[0];
+  plain.parameters = kBf16Bytes * params;
+  plain.gradients = a_.grad_bytes * params;
+  plain.optimizer_states = job.distributed_optimizer ? kAdamBytes * s.sharded : kAdamBytes * params;
+  plain.fp8_gemm = s.params.gemm;
+  if (fsdp) ShapeFsdp(l, &s);
 
   // FP8 GEMMs (scaling state).
   const double attn = attention_gemms_;
@@ -683,7 +711,6 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
   s.gemms = dense_layers * dense_gemms + held.moe_layers * moe_gemms +
             mtp * ((params_.mtp_moe ? moe_gemms : dense_gemms) + 1);  // + eh_proj
 
-  s.inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
 
   // The tie group joins the embedding's rank and the loss's; none when one
   // rank holds both (pp 1, or DualPipeV's V).
@@ -694,10 +721,6 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
       pp > 1 && !tied_group && ((mtp > 0 && !first) || (first && l.mtp_off_first));
   s.collectives = l.collectives + (has_moe ? l.moe_collectives : 0) + (tied_group ? 1 : 0) +
                   (mtp_group ? 1 : 0);
-  // Pipeline neighbours: ranks stage - 1 and stage + 1 where they exist,
-  // under every schedule (under DualPipeV's V both of rank 0's stages
-  // border rank 1, both of rank pp - 1's rank pp - 2).
-  s.p2p_peers = l.p2p_peers + (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
 
   // Distributed optimizer: reduce-scatter and all-gather run in place on
   // bucket views of the gradient and parameter buffers; only each bucket's
@@ -709,15 +732,76 @@ MemoryModel::StageShape MemoryModel::ShapeStage(const Layout& layout, const Fami
     };
     const double pad =
         padding(s.params.dense, dense_group) + padding(s.params.expert, expert_group);
-    s.optimizer_buckets = (kBf16Bytes + a_.grad_bytes) * pad;
+    plain.optimizer_buckets = (kBf16Bytes + a_.grad_bytes) * pad;
   }
   return s;
 }
 
-MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const FamilyTerms& l,
-                                                  const OptionTerms& o, const StageShape& s) const {
+void MemoryModel::ShapeFsdp(const FamilyTerms& l, StageShape* s) const {
+  // FSDP (ZeRO-3): weights, gradients and optimizer states all sharded over
+  // the gradient-reduction groups, plus the units gathered at a time.
+  const PipelineRank& held = s->held;
+  LargestUnits units;
+  units.n = std::clamp(std::max(a_.fsdp_gathered_units, a_.fsdp_gradient_units), 1, LargestUnits::kMax);
+  units.Add(l.dense_unit, l.dense_unit_gemm, held.dense_layers());
+  if (model_.moe) units.Add(l.moe_unit, l.moe_unit_gemm, held.moe_layers);
+  units.Add(l.mtp_unit, l.mtp_unit_gemm, held.mtp_layers);
+  const TablesHeld tables = params_.Tables(held);
+  units.Add(l.table_unit, 0, tables.input + tables.output);
+  s->fsdp_gathered = units.Params(a_.fsdp_gathered_units);
+  s->fsdp_gradient = units.Params(a_.fsdp_gradient_units);
+  // FP8 copies exist for the gathered units only.
+  LargestUnits gathered = units;
+  gathered.n = std::clamp(a_.fsdp_gathered_units, 1, LargestUnits::kMax);
+  StageShape::ParamTerms& sharded = s->by_fsdp[1];
+  sharded.parameters = kBf16Bytes * s->sharded;
+  sharded.gradients = a_.grad_bytes * s->sharded;
+  sharded.optimizer_states = kAdamBytes * s->sharded;
+  sharded.fsdp_gathered = kBf16Bytes * s->fsdp_gathered;
+  sharded.fsdp_gradients = a_.grad_bytes * s->fsdp_gradient;
+  sharded.fp8_gemm = gathered.Gemm();
+}
+
+MemoryModel::StagePlace MemoryModel::PlaceStage(const Layout& layout, const FamilyTerms& l, int stage) const {
+  const int pp = std::max(1, layout.pp);
+  StagePlace at;
+  at.stage = stage;
+  at.inflight = InflightMicrobatches(ScheduleOf(layout), pp, layout.vpp, stage, l.microbatches);
+  // Pipeline neighbours: ranks stage - 1 and stage + 1 where they exist,
+  // under every schedule (under DualPipeV's V both of rank 0's stages
+  // border rank 1, both of rank pp - 1's rank pp - 2).
+  at.p2p_peers = l.p2p_peers + (stage == 0 ? 0 : 1) + (stage == pp - 1 ? 0 : 1);
+  return at;
+}
+
+MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const FamilyTerms& l, const LayerTerms& y,
+                                                  const DispatchTerms& o, const StageShape& s) const {
+  StageTerms t;
+  OptionStageTerms(layout.a2a_overlap, l, y, o, s, &t);
+  FsdpStageTerms(layout.fsdp, o, s, &t);
+  return t;
+}
+
+inline void MemoryModel::FsdpStageTerms(bool fsdp, const DispatchTerms& o, const StageShape& s, StageTerms* t) const {
+  auto& b = t->bytes;
+  // Parameters, gradients, optimizer states (ShapeStage).
+  t->params = s.params;
+  const StageShape::ParamTerms& p = s.by_fsdp[fsdp ? 1 : 0];
+  t->fsdp_gathered = fsdp ? s.fsdp_gathered : 0;
+  t->fsdp_gradient = fsdp ? s.fsdp_gradient : 0;
+  t->fp8_gemm = p.fp8_gemm;
+  b[kParametersIdx] = p.parameters;
+  b[kFp8WeightCopiesIdx] = o.fp8 ? o.fp8_weight_bytes * t->fp8_gemm : 0;
+  b[kGradientsIdx] = p.gradients;
+  b[kOptimizerStatesIdx] = p.optimizer_states;
+  b[kFsdpGatheredIdx] = p.fsdp_gathered;
+  b[kFsdpGradientsIdx] = p.fsdp_gradients;
+  b[kOptimizerBucketsIdx] = p.optimizer_buckets;
+}
+
+inline void MemoryModel::OptionStageTerms(bool a2a_overlap, const FamilyTerms& l, const LayerTerms& y,
+                                   const DispatchTerms& o, const StageShape& s, StageTerms* t) const {
   const ModelSpec& m = model_;
-  const JobSpec& job = job_;
   const PipelineRank& held = s.held;
   const bool first = held.embedding;
   const bool last = held.loss;
@@ -727,83 +811,54 @@ MemoryModel::StageTerms MemoryModel::ComputeStage(const Layout& layout, const Fa
   const bool has_moe = (held.moe_layers > 0 || mtp_moe) && m.moe;
   const bool has_dense = held.dense_layers() > 0 || mtp_dense;
   const double dense_layers = held.dense_layers();
-  const bool fp8 = IsFp8(layout.precision);
+  auto& b = t->bytes;
+  t->count = held;
 
-  StageTerms t;
-  t.count = held;
-  auto& b = t.bytes;
-
-  // Parameters, gradients, optimizer states.
-  t.params = s.params;
-  const double params = t.params.total();
-  const double sharded = s.sharded;
-  t.fp8_gemm = t.params.gemm;
-  if (layout.fsdp) {
-    // ZeRO-3: weights, gradients and optimizer states all sharded over the
-    // gradient-reduction groups, plus the units gathered at a time.
-    b[kParametersIdx] = kBf16Bytes * sharded;
-    b[kGradientsIdx] = a_.grad_bytes * sharded;
-    b[kOptimizerStatesIdx] = kAdamBytes * sharded;
-    t.fsdp_gathered = s.fsdp_gathered;
-    t.fsdp_gradient = s.fsdp_gradient;
-    b[kFsdpGatheredIdx] = kBf16Bytes * t.fsdp_gathered;
-    b[kFsdpGradientsIdx] = a_.grad_bytes * t.fsdp_gradient;
-    t.fp8_gemm = s.fsdp_fp8_gemm;
-  } else {
-    b[kParametersIdx] = kBf16Bytes * params;
-    b[kGradientsIdx] = a_.grad_bytes * params;
-    b[kOptimizerStatesIdx] =
-        job.distributed_optimizer ? kAdamBytes * sharded : kAdamBytes * params;
-  }
-  if (fp8) {
-    b[kFp8WeightCopiesIdx] = o.fp8_weight_bytes * t.fp8_gemm;
-    t.gemms = s.gemms;
-    b[kFp8ScalingStateIdx] = o.fp8_state_per_gemm * t.gemms;
-  }
+  // FP8 scaling state.
+  t->gemms = o.fp8 ? s.gemms : 0;
+  b[kFp8ScalingStateIdx] = o.fp8 ? o.fp8_state_per_gemm * t->gemms : 0;
 
   // Activations of the micro-batches in flight, and the one layer that
   // backward rebuilds at a time.
-  t.inflight = s.inflight;
+  t->inflight = s.inflight;
   b[kActivationsIdx] =
-      t.inflight * (dense_layers * o.dense.stored + held.moe_layers * o.moe.stored);
+      t->inflight * (dense_layers * y.dense.stored + held.moe_layers * y.moe.stored);
   b[kRecomputeWorkingSetIdx] =
-      std::max(has_dense ? o.dense.rebuilt : 0, has_moe ? o.moe.rebuilt : 0);
+      std::max(has_dense ? y.dense.rebuilt : 0, has_moe ? y.moe.rebuilt : 0);
+  t->mtp_inflight = 0;
+  b[kMtpActivationsIdx] = 0;
+  b[kMtpLogitsIdx] = 0;
   if (mtp > 0) {
     // MTP sits in the loss's virtual stage: that chunk runs each
     // micro-batch's backward right after its forward, so one micro-batch
     // of it is alive; elsewhere (a pp_layout's m) the stage's count.
-    t.mtp_inflight = l.mtp_with_loss && last ? 1 : t.inflight;
-    const double layer = mtp_moe ? o.moe.stored : o.dense.stored;
+    t->mtp_inflight = l.mtp_with_loss && last ? 1 : t->inflight;
+    const double layer = mtp_moe ? y.moe.stored : y.dense.stored;
     const double hidden = last ? 0 : kBf16Bytes * l.rows * m.hidden;  // hnorm's input, off the loss stage
-    b[kMtpActivationsIdx] = t.mtp_inflight * mtp * (layer + l.rows * o.mtp_row + hidden);
-    b[kMtpLogitsIdx] = t.mtp_inflight * mtp * l.mtp_logits;
+    b[kMtpActivationsIdx] = t->mtp_inflight * mtp * (layer + l.rows * o.mtp_row + hidden);
+    b[kMtpLogitsIdx] = t->mtp_inflight * mtp * l.mtp_logits;
   }
-  if (first) b[kEmbeddingActivationsIdx] = t.inflight * l.embedding_per_microbatch;
-  if (last) b[kOutputLogitsIdx] = l.logits;
-  if (has_moe) {
-    b[kDispatchBuffersIdx] = o.dispatch;
-    if (layout.a2a_overlap) b[kEpOverlapIdx] = o.dispatch + l.deferred_wgrad;
-    b[kFlexBuffersIdx] = o.flex_nvl + o.flex_rdma;
-  }
+  b[kEmbeddingActivationsIdx] = first ? t->inflight * l.embedding_per_microbatch : 0;
+  b[kOutputLogitsIdx] = last ? l.logits : 0;
+  b[kDispatchBuffersIdx] = has_moe ? o.dispatch : 0;
+  b[kEpOverlapIdx] = has_moe && a2a_overlap ? o.dispatch + l.deferred_wgrad : 0;
+  b[kFlexBuffersIdx] = has_moe ? o.flex_nvl + o.flex_rdma : 0;
 
-  t.collectives = s.collectives;
-  t.p2p_peers = s.p2p_peers + (has_moe ? o.moe_p2p_peers : 0);
+  t->collectives = s.collectives;
+  t->p2p_peers = s.p2p_peers + (has_moe ? o.moe_p2p_peers : 0);
   b[kNcclBuffersIdx] =
-      t.collectives * a_.nccl_collective_channels * a_.nccl_collective_connection_bytes +
-      t.p2p_peers * a_.nccl_p2p_channels_per_peer * a_.nccl_p2p_buffer_bytes;
-
-  if (!layout.fsdp) b[kOptimizerBucketsIdx] = s.optimizer_buckets;
+      t->collectives * a_.nccl_collective_channels * a_.nccl_collective_connection_bytes +
+      t->p2p_peers * a_.nccl_p2p_channels_per_peer * a_.nccl_p2p_buffer_bytes;
 
   b[kCudaContextIdx] = a_.cuda_context_gib * kBytesPerGiB;
-  t.short_lived = b[kActivationsIdx] + b[kRecomputeWorkingSetIdx] + b[kMtpActivationsIdx] +
-                  b[kEmbeddingActivationsIdx] + b[kOutputLogitsIdx] + b[kMtpLogitsIdx] +
-                  b[kDispatchBuffersIdx] + b[kEpOverlapIdx];
-  b[kFragmentationIdx] = a_.fragmentation * t.short_lived;
-  return t;
+  t->short_lived = b[kActivationsIdx] + b[kRecomputeWorkingSetIdx] + b[kMtpActivationsIdx] +
+                   b[kEmbeddingActivationsIdx] + b[kOutputLogitsIdx] + b[kMtpLogitsIdx] +
+                   b[kDispatchBuffersIdx] + b[kEpOverlapIdx];
+  b[kFragmentationIdx] = a_.fragmentation * t->short_lived;
 }
 
-MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, const OptionTerms& o,
-                                   int stage, const StageTerms& t) const {
+MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, const LayerTerms& y,
+                                   const DispatchTerms& o, int stage, const StageTerms& t) const {
   const ModelSpec& m = model_;
   const JobSpec& job = job_;
   const double h = m.hidden;
@@ -893,20 +948,20 @@ MemoryBreakdown MemoryModel::Build(const Layout& layout, const FamilyTerms& l, c
   notes[kActivationsIdx] = Format(
       "%.3g micro-batches in flight x (%d dense x %.3f GiB + %d MoE x %.3f GiB) per micro-batch, "
       "recompute %s, %s, T = %.0f rows, R = %.0f expert rows",
-      t.inflight, t.count.layers - t.count.moe_layers, GiB(o.dense.stored), t.count.moe_layers,
-      GiB(o.moe.stored), Name(layout.recompute).c_str(), Name(layout.precision), l.rows,
+      t.inflight, t.count.layers - t.count.moe_layers, GiB(y.dense.stored), t.count.moe_layers,
+      GiB(y.moe.stored), Name(layout.recompute).c_str(), Name(layout.precision), l.rows,
       l.expert_rows);
   if (t.bytes[kRecomputeWorkingSetIdx] <= 0) {
     notes[kRecomputeWorkingSetIdx] = "nothing recomputed";
   } else if (layout.recompute.full()) {
     notes[kRecomputeWorkingSetIdx] = Format(
         "one layer's full activations while it is recomputed: max(dense %.3f, MoE %.3f GiB)",
-        GiB(o.dense.rebuilt), GiB(o.moe.rebuilt));
+        GiB(y.dense.rebuilt), GiB(y.moe.rebuilt));
   } else {
     notes[kRecomputeWorkingSetIdx] = Format(
         "the largest sub-layer set %s rebuilds at a time: max(dense layer %.3f, MoE layer "
         "%.3f GiB)",
-        Name(layout.recompute).c_str(), GiB(o.dense.rebuilt), GiB(o.moe.rebuilt));
+        Name(layout.recompute).c_str(), GiB(y.dense.rebuilt), GiB(y.moe.rebuilt));
   }
   notes[kMtpActivationsIdx] =
       t.count.mtp_layers > 0
@@ -1001,10 +1056,11 @@ double MemoryModel::PeakBytes(const Layout& layout, const PipelineDescription& p
   double worst = -1;
   int worst_at = 0;
   const FamilyTerms l = ComputeFamily(layout, pipeline);
-  const OptionTerms o = ComputeOptions(layout, l);
+  const LayerTerms y = ComputeLayers(layout);
+  const DispatchTerms o = ComputeDispatch(layout, l);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
     const StageShape s = ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp);
-    const double peak = ComputeStage(layout, l, o, s).peak();
+    const double peak = ComputeStage(layout, l, y, o, s).peak();
     if (peak > worst) {
       worst = peak;
       worst_at = static_cast<int>(p);
@@ -1023,13 +1079,14 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout) const {
 }
 
 MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescription& pipeline) const {
-  StageTerms worst;
+  StageTerms worst{};
   double worst_peak = -1;
   int worst_at = 0;
   const FamilyTerms l = ComputeFamily(layout, pipeline);
-  const OptionTerms o = ComputeOptions(layout, l);
+  const LayerTerms y = ComputeLayers(layout);
+  const DispatchTerms o = ComputeDispatch(layout, l);
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    StageTerms t = ComputeStage(layout, l, o, ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp));
+    StageTerms t = ComputeStage(layout, l, y, o, ShapeStage(layout, l, static_cast<int>(p), pipeline.ranks[p], layout.fsdp));
     const double peak = t.peak();
     if (peak > worst_peak) {
       worst_peak = peak;
@@ -1037,16 +1094,17 @@ MemoryBreakdown MemoryModel::Estimate(const Layout& layout, const PipelineDescri
       worst = t;
     }
   }
-  return Build(layout, l, o, worst_at, worst);
+  return Build(layout, l, y, o, worst_at, worst);
 }
 
 MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) const {
   assert(stage >= 0 && stage < std::max(1, layout.pp));
   const PipelineDescription pipeline = DescribePipeline(layout, model_);
   const FamilyTerms l = ComputeFamily(layout, pipeline);
-  const OptionTerms o = ComputeOptions(layout, l);
+  const LayerTerms y = ComputeLayers(layout);
+  const DispatchTerms o = ComputeDispatch(layout, l);
   const StageShape s = ShapeStage(layout, l, stage, pipeline.ranks[static_cast<size_t>(stage)], layout.fsdp);
-  return Build(layout, l, o, stage, ComputeStage(layout, l, o, s));
+  return Build(layout, l, y, o, stage, ComputeStage(layout, l, y, o, s));
 }
 
 // ---------------------------------------------------------------------------
@@ -1055,7 +1113,6 @@ MemoryBreakdown MemoryModel::EstimateStage(const Layout& layout, int stage) cons
 namespace {
 
 bool NonNegativeFinite(double x) { return x >= 0 && x <= std::numeric_limits<double>::max(); }
-bool SameBits(double a, double b) { return std::bit_cast<uint64_t>(a) == std::bit_cast<uint64_t>(b); }
 
 // The fields a family shares (FamilyPeakMemo), for its debug check.
 struct FamilyKey {
@@ -1081,46 +1138,144 @@ struct FamilyPeakMemo::Cache {
 
   // Key: the family.
   MemoryModel::FamilyTerms family;
-  std::vector<MemoryModel::StageShape> shapes;  // one per pipeline rank
-  std::vector<int> all;         // 0 .. pp - 1
-  std::vector<int> candidates;  // the stages that can be the worst (Reset's proof)
+  // A shape per distinct PipelineRank (ShapeStage at its first rank), and
+  // each rank's index among them and its place: a rank's shape is its
+  // PipelineRank's with its place (ShapeStage reads the stage only there).
+  std::vector<MemoryModel::StageShape> held_shapes;
+  std::vector<size_t> held_class;
+  std::vector<MemoryModel::StagePlace> places;
+  std::vector<size_t> candidate_stages;             // the stages that can be the worst (Reset's proof)
+  std::vector<MemoryModel::StageShape> candidates;  // their shapes
   bool family_monotone = false;  // the family's factors of `inflight` are >= 0 and finite
-  std::vector<std::pair<int, double>> classes;  // Reset's scratch: (first stage, largest inflight)
-
-  // Key: (recompute, precision, dispatcher), at slot
-  // (index in `recomputes` x kPrecisionCount + precision) x kDispatcherCount + dispatcher.
-  struct Options {
-    bool ready = false;
-    bool monotone = false;  // the options' factors of `inflight` are >= 0 and finite
-    MemoryModel::OptionTerms terms;
+  std::vector<MemoryModel::StageShape> all;  // every stage's, built when first needed
+  std::vector<size_t> all_stages;            // 0 .. pp - 1
+  // The shapes have their FSDP terms (ShapeFsdp): from Reset when the last
+  // family had an FSDP layout, else from the family's first.
+  bool fsdp_shaped = false;
+  bool fsdp_met = false;  // the family has had an FSDP layout
+  // Reset's scratch: the stages alike but for inflight, each with the
+  // largest inflight met so far.
+  struct Class {
+    size_t held_class = 0;
+    int p2p_peers = 0;
+    double inflight = 0;
   };
-  std::vector<Recompute> recomputes;
-  std::vector<Options> options;
+  std::vector<Class> classes;
 
-  const Options& For(const Layout& layout);
-  // ComputeStage reads every field of a shape but `stage`: two shapes whose
-  // other fields are equal bit for bit, `inflight` aside, give the same
-  // terms but those computed from inflight. Keep it in step with StageShape.
-  static bool SameButInflight(const MemoryModel::StageShape& a, const MemoryModel::StageShape& b);
+  // The shape of each stage in `stages`, into *shapes.
+  void ShapesOf(const std::vector<size_t>& stages, std::vector<MemoryModel::StageShape>* shapes) const;
+  const std::vector<MemoryModel::StageShape>& AllShapes();
+
+  // The option terms, in their two parts (a layout's are LayersFor's and
+  // DispatchFor's), each with whether its factors of `inflight` are >= 0
+  // and finite.
+  // ComputeDispatch's, per family: key (precision, dispatcher), at slot
+  // precision x kDispatcherCount + dispatcher; an entry is the family's
+  // when `made` is its number (`family_number`, one per Reset).
+  uint64_t family_number = 0;
+  struct Dispatch {
+    uint64_t made = 0;
+    bool monotone = false;
+    MemoryModel::DispatchTerms terms;
+  };
+  std::array<Dispatch, size_t{kPrecisionCount} * kDispatcherCount> dispatch;
+  // ComputeLayers', shared across families: Layer reads of a layout only
+  // tp, cp, mbs, etp, the expert load (ExpertLoad, of ep), precision and
+  // recompute. Key of a block: the model (MemoryModel::id_), (tp, cp, mbs,
+  // etp) and the load's bits; within it (recompute, precision), at slot
+  // index in the block's `recomputes` x kPrecisionCount + precision. The
+  // families of one (tp, cp) meet a few dozen blocks, for every pp, vpp,
+  // schedule, CP style and ep of one load; kLayerBlocks are kept,
+  // direct-mapped by the key's hash (a block met again in another slot's
+  // place is recomputed).
+  struct LayerKey {
+    uint64_t model = 0;  // 0: no block
+    int tp = 0, cp = 0, mbs = 0, etp = 0;
+    uint64_t load = 0;
+    bool operator==(const LayerKey&) const = default;
+  };
+  struct Layers {
+    bool ready = false;
+    bool monotone = false;
+    MemoryModel::LayerTerms terms;
+  };
+  struct LayerBlock {
+    LayerKey key;
+    std::vector<Recompute> recomputes;
+    std::vector<Layers> slots;
+  };
+  static constexpr size_t kLayerBlocks = 512;
+  std::vector<LayerBlock> layer_blocks = std::vector<LayerBlock>(kLayerBlocks);
+  LayerBlock* layer_block = nullptr;  // the family's
+  size_t last_recompute = 0;          // where the last layout's recompute is in its `recomputes`
+
+  // The peak and worst stage of the other fsdp way of the last layout
+  // PeakBytes scored where the shapes had their FSDP terms (the search asks
+  // for a variant's two ways one after the other): that way's options and
+  // family's number (none is 0), the key.
+  struct OtherWay {
+    uint64_t family = 0;
+    Recompute recompute;
+    Precision precision = Precision::kBF16;
+    Dispatcher dispatcher = Dispatcher::kAllToAll;
+    bool a2a_overlap = false, fsdp = false;
+    double peak = 0;
+    int worst_stage = 0;
+  };
+  OtherWay other_way;
+
+  void FindLayerBlock(const Layout& base);
+  const Layers& LayersFor(const Layout& layout);
+  const Dispatch& DispatchFor(const Layout& layout);
 };
 
-const FamilyPeakMemo::Cache::Options& FamilyPeakMemo::Cache::For(const Layout& layout) {
-  size_t r = 0;
-  while (r < recomputes.size() && !(recomputes[r] == layout.recompute)) ++r;
-  constexpr size_t kPerRecompute = size_t{kPrecisionCount} * kDispatcherCount;
-  if (r == recomputes.size()) {
-    recomputes.push_back(layout.recompute);
-    options.resize(options.size() + kPerRecompute);
+void FamilyPeakMemo::Cache::FindLayerBlock(const Layout& base) {
+  const LayerKey key{model->id_, base.tp, base.cp, base.mbs, base.etp,
+                     std::bit_cast<uint64_t>(model->ExpertLoad(base))};
+  uint64_t h = key.model;
+  for (uint64_t x : {uint64_t(uint32_t(key.tp)), uint64_t(uint32_t(key.cp)), uint64_t(uint32_t(key.mbs)),
+                     uint64_t(uint32_t(key.etp)), key.load}) {
+    h = (h ^ x) * kSplitMix64Increment;
   }
-  Options& o = options[r * kPerRecompute + static_cast<size_t>(layout.precision) * kDispatcherCount +
-                       static_cast<size_t>(layout.dispatcher)];
-  if (!o.ready) {
-    o.terms = model->ComputeOptions(layout, family);
-    o.monotone = NonNegativeFinite(o.terms.dense.stored) && NonNegativeFinite(o.terms.moe.stored) &&
-                 NonNegativeFinite(o.terms.mtp_row);
-    o.ready = true;
+  layer_block = &layer_blocks[Mix64(h) % kLayerBlocks];
+  last_recompute = 0;
+  if (!(layer_block->key == key)) {
+    layer_block->key = key;
+    layer_block->recomputes.clear();
+    layer_block->slots.clear();
   }
-  return o;
+}
+
+const FamilyPeakMemo::Cache::Layers& FamilyPeakMemo::Cache::LayersFor(const Layout& layout) {
+  LayerBlock& b = *layer_block;
+  size_t r = last_recompute;
+  if (r >= b.recomputes.size() || !(b.recomputes[r] == layout.recompute)) {
+    r = 0;
+    while (r < b.recomputes.size() && !(b.recomputes[r] == layout.recompute)) ++r;
+    if (r == b.recomputes.size()) {
+      b.recomputes.push_back(layout.recompute);
+      b.slots.resize(b.recomputes.size() * kPrecisionCount);
+    }
+    last_recompute = r;
+  }
+  Layers& y = b.slots[r * kPrecisionCount + static_cast<size_t>(layout.precision)];
+  if (!y.ready) {
+    y.terms = model->ComputeLayers(layout);
+    y.monotone = NonNegativeFinite(y.terms.dense.stored) && NonNegativeFinite(y.terms.moe.stored);
+    y.ready = true;
+  }
+  return y;
+}
+
+const FamilyPeakMemo::Cache::Dispatch& FamilyPeakMemo::Cache::DispatchFor(const Layout& layout) {
+  Dispatch& d = dispatch[static_cast<size_t>(layout.precision) * kDispatcherCount +
+                         static_cast<size_t>(layout.dispatcher)];
+  if (d.made != family_number) {
+    d.terms = model->ComputeDispatch(layout, family);
+    d.monotone = NonNegativeFinite(d.terms.mtp_row);
+    d.made = family_number;
+  }
+  return d;
 }
 
 FamilyPeakMemo::FamilyPeakMemo() : cache_(std::make_unique<Cache>()) {}
@@ -1138,18 +1293,14 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   c.base = KeyOf(base);
 #endif
   c.family = model.ComputeFamily(base, pipeline);
-  c.shapes.clear();
-  c.all.clear();
-  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    c.shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), pipeline.ranks[p], /*fsdp=*/true));
-    c.all.push_back(static_cast<int>(p));
-  }
-  c.recomputes.clear();
-  c.options.clear();
+  ++c.family_number;
+  c.FindLayerBlock(base);
 
   // The stages that can be the worst. Stage q need not be scored when an
-  // earlier stage r has a shape equal but for inflight (SameButInflight)
-  // and inflight_r >= inflight_q:
+  // earlier stage r has a shape equal but for inflight and `stage` (which
+  // ComputeStage does not read) and inflight_r >= inflight_q. Such are the
+  // stages that hold the same PipelineRank and have as many point-to-point
+  // peers: their shapes are one copy with PlaceStage's fields set anew.
   //  - Then every term of r is >= the same term of q. The terms of a stage
   //    differ from another's of the same shape only through inflight: the
   //    activations inflight x A, the embedding's inflight x E, the MTP
@@ -1172,43 +1323,118 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   // The earliest stage of a shape with inflight the largest so far is kept:
   // a stage left out has an earlier kept one of its shape with inflight at
   // least its own (by induction over the stages).
-  c.candidates.clear();
+  c.fsdp_shaped = c.fsdp_met;
+  c.fsdp_met = false;
+  c.held_shapes.clear();
+  c.held_class.clear();
+  c.places.clear();
+  c.candidate_stages.clear();
+  c.all.clear();
   c.classes.clear();
   c.family_monotone = NonNegativeFinite(c.family.rows) && NonNegativeFinite(c.family.embedding_per_microbatch) &&
                       NonNegativeFinite(c.family.mtp_logits) && NonNegativeFinite(model.a_.fragmentation) &&
                       model.model_.hidden >= 0;
-  for (size_t p = 0; p < c.shapes.size(); ++p) {
-    const MemoryModel::StageShape& s = c.shapes[p];
-    if (!NonNegativeFinite(s.inflight)) c.family_monotone = false;
+  for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
+    const PipelineRank& held = pipeline.ranks[p];
+    size_t h = 0;
+    while (h < c.held_shapes.size() && !(c.held_shapes[h].held == held)) ++h;
+    if (h == c.held_shapes.size()) {
+      c.held_shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, c.fsdp_shaped));
+    }
+    c.held_class.push_back(h);
+    const MemoryModel::StagePlace& at = c.places.emplace_back(model.PlaceStage(base, c.family, static_cast<int>(p)));
+    if (!NonNegativeFinite(at.inflight)) c.family_monotone = false;
     size_t k = 0;
-    while (k < c.classes.size() &&
-           !Cache::SameButInflight(c.shapes[static_cast<size_t>(c.classes[k].first)], s)) {
-      ++k;
-    }
+    while (k < c.classes.size() && !(c.classes[k].held_class == h && c.classes[k].p2p_peers == at.p2p_peers)) ++k;
     if (k == c.classes.size()) {
-      c.classes.emplace_back(static_cast<int>(p), s.inflight);
-      c.candidates.push_back(static_cast<int>(p));
-    } else if (s.inflight > c.classes[k].second) {
-      c.classes[k].second = s.inflight;
-      c.candidates.push_back(static_cast<int>(p));
+      c.classes.push_back({h, at.p2p_peers, at.inflight});
+    } else if (at.inflight > c.classes[k].inflight) {
+      c.classes[k].inflight = at.inflight;
+    } else {
+      continue;
     }
+    c.candidate_stages.push_back(p);
   }
+  c.ShapesOf(c.candidate_stages, &c.candidates);
+}
+
+void FamilyPeakMemo::Cache::ShapesOf(const std::vector<size_t>& stages,
+                                     std::vector<MemoryModel::StageShape>* shapes) const {
+  shapes->clear();
+  for (size_t p : stages) {
+    shapes->push_back(held_shapes[held_class[p]]);
+    shapes->back().Place(places[p]);
+  }
+}
+
+const std::vector<MemoryModel::StageShape>& FamilyPeakMemo::Cache::AllShapes() {
+  if (all.empty()) {
+    all_stages.resize(places.size());
+    std::iota(all_stages.begin(), all_stages.end(), size_t{0});
+    ShapesOf(all_stages, &all);
+  }
+  return all;
 }
 
 double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
   Cache& c = *cache_;
   assert(c.model && KeyOf(layout) == c.base);
   const MemoryModel& model = *c.model;
-  const Cache::Options& o = c.For(layout);
-  double worst = -1;
-  int worst_at = 0;
-  for (int p : c.family_monotone && o.monotone ? c.candidates : c.all) {
-    const double peak =
-        model.ComputeStage(layout, c.family, o.terms, c.shapes[static_cast<size_t>(p)]).peak();
-    if (peak > worst) {
-      worst = peak;
-      worst_at = p;
+  if (layout.fsdp) {
+    c.fsdp_met = true;
+    if (!c.fsdp_shaped) {
+      for (MemoryModel::StageShape& s : c.held_shapes) model.ShapeFsdp(c.family, &s);
+      c.ShapesOf(c.candidate_stages, &c.candidates);
+      c.all.clear();
+      c.fsdp_shaped = true;
     }
+  }
+  Cache::OtherWay& other = c.other_way;
+  if (other.family == c.family_number && other.fsdp == layout.fsdp && other.recompute == layout.recompute &&
+      other.precision == layout.precision && other.dispatcher == layout.dispatcher &&
+      other.a2a_overlap == layout.a2a_overlap) {
+    if (worst_stage) *worst_stage = other.worst_stage;
+    return other.peak;
+  }
+  const Cache::Layers& y = c.LayersFor(layout);
+  const Cache::Dispatch& o = c.DispatchFor(layout);
+  // The other fsdp way too, where its shapes are ready: the layout of the
+  // other way has the same stage terms but FsdpStageTerms', and scores the
+  // same stages (the same option terms, so the same monotone checks).
+  const bool both = c.fsdp_shaped;
+  double worst = -1, other_worst = -1;
+  int worst_at = 0, other_worst_at = 0;
+  const std::vector<MemoryModel::StageShape>& shapes =
+      c.family_monotone && y.monotone && o.monotone ? c.candidates : c.AllShapes();
+  auto scan = [&](auto other_too) {
+    for (const MemoryModel::StageShape& s : shapes) {
+      // ComputeStage(layout, ...), in its two parts.
+      MemoryModel::StageTerms t;
+      model.OptionStageTerms(layout.a2a_overlap, c.family, y.terms, o.terms, s, &t);
+      model.FsdpStageTerms(layout.fsdp, o.terms, s, &t);
+      const double peak = t.peak();
+      if (peak > worst) {
+        worst = peak;
+        worst_at = s.stage;
+      }
+      if constexpr (other_too) {
+        model.FsdpStageTerms(!layout.fsdp, o.terms, s, &t);
+        const double other_peak = t.peak();
+        if (other_peak > other_worst) {
+          other_worst = other_peak;
+          other_worst_at = s.stage;
+        }
+      }
+    }
+  };
+  if (both) {
+    scan(std::true_type{});
+  } else {
+    scan(std::false_type{});
+  }
+  if (both) {
+    other = {c.family_number, layout.recompute, layout.precision, layout.dispatcher,
+             layout.a2a_overlap, !layout.fsdp, other_worst, other_worst_at};
   }
   if (worst_stage) *worst_stage = worst_at;
   return worst;
@@ -1217,20 +1443,7 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
 size_t FamilyPeakMemo::StagesScored() const {
   // The family's own conditions; an option with a negative factor (none
   // the model computes) would widen its own calls to every stage.
-  return cache_->family_monotone ? cache_->candidates.size() : cache_->all.size();
-}
-
-bool FamilyPeakMemo::Cache::SameButInflight(const MemoryModel::StageShape& a,
-                                            const MemoryModel::StageShape& b) {
-  const PipelineRank& x = a.held;
-  const PipelineRank& y = b.held;
-  return x.layers == y.layers && x.moe_layers == y.moe_layers && x.mtp_layers == y.mtp_layers &&
-         x.embedding == y.embedding && x.loss == y.loss && SameBits(a.params.dense, b.params.dense) &&
-         SameBits(a.params.expert, b.params.expert) && SameBits(a.params.gemm, b.params.gemm) &&
-         SameBits(a.sharded, b.sharded) && SameBits(a.fsdp_gathered, b.fsdp_gathered) &&
-         SameBits(a.fsdp_gradient, b.fsdp_gradient) && SameBits(a.fsdp_fp8_gemm, b.fsdp_fp8_gemm) &&
-         SameBits(a.gemms, b.gemms) && a.collectives == b.collectives && a.p2p_peers == b.p2p_peers &&
-         SameBits(a.optimizer_buckets, b.optimizer_buckets);
+  return cache_->family_monotone ? cache_->candidates.size() : cache_->places.size();
 }
 
 MemoryBreakdown EstimateMemory(const Layout& layout, const CostContext& ctx) {

@@ -174,30 +174,46 @@ class MemoryModel {
 
  private:
   friend class FamilyPeakMemo;
-  // A layout's terms in three parts, so that layouts differing only in
-  // recipe options share the first two (FamilyPeakMemo):
-  struct FamilyTerms;  // what every stage of the layouts of one family shares
-  struct StageShape;   // one stage of a family: what no recipe option changes
-  struct OptionTerms;  // what (recompute, precision, dispatcher) add
-  struct StageTerms;   // the terms of one stage, as plain doubles
+  // A layout's terms in parts, so that layouts differing only in recipe
+  // options share the first two, and those differing only in options a
+  // part does not read share that part (FamilyPeakMemo):
+  struct FamilyTerms;    // what every stage of the layouts of one family shares
+  struct StageShape;     // one stage of a family: what no recipe option but fsdp changes
+  struct StagePlace;     // the fields of a StageShape that read the stage's index
+  struct LayerTerms;     // what (recompute, precision) add: the layers
+  struct DispatchTerms;  // what (precision, dispatcher) add
+  struct StageTerms;     // the terms of one stage, as plain doubles
   struct LayerBytes {  // one layer kind, one micro-batch, on one rank
     double stored = 0;   // kept for backward
     double rebuilt = 0;  // the largest set backward rebuilds at a time (recompute working set)
   };
 
   FamilyTerms ComputeFamily(const Layout& layout, const PipelineDescription& pipeline) const;
-  OptionTerms ComputeOptions(const Layout& layout, const FamilyTerms& family) const;
-  // `fsdp`: with the FSDP units (else left 0: ComputeStage reads them only under fsdp).
+  // Read of the recipe options only recompute and precision; precision and dispatcher.
+  LayerTerms ComputeLayers(const Layout& layout) const;
+  DispatchTerms ComputeDispatch(const Layout& layout, const FamilyTerms& family) const;
+  // `fsdp`: with the FSDP terms (ShapeFsdp; else left 0: ComputeStage reads them only under fsdp).
   StageShape ShapeStage(const Layout& layout, const FamilyTerms& family, int stage,
                         const PipelineRank& held, bool fsdp) const;
-  // Reads of `layout` only fsdp, a2a_overlap and precision.
-  StageTerms ComputeStage(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
-                          const StageShape& shape) const;
-  MemoryBreakdown Build(const Layout& layout, const FamilyTerms& family, const OptionTerms& options,
-                        int stage, const StageTerms& t) const;
+  void ShapeFsdp(const FamilyTerms& family, StageShape* shape) const;
+  // The fields of a shape that read the stage's index; ShapeStage reads it
+  // nowhere else, so a shape of another stage that holds the same is this
+  // one's placed anew (StageShape::Place).
+  StagePlace PlaceStage(const Layout& layout, const FamilyTerms& family, int stage) const;
+  // Reads of `layout` only fsdp and a2a_overlap: OptionStageTerms sets every
+  // field of the stage's terms but those FsdpStageTerms sets (the parameter
+  // terms fsdp picks among), so the two fsdp ways share the first.
+  StageTerms ComputeStage(const Layout& layout, const FamilyTerms& family, const LayerTerms& layers,
+                          const DispatchTerms& dispatch, const StageShape& shape) const;
+  void OptionStageTerms(bool a2a_overlap, const FamilyTerms& family, const LayerTerms& layers,
+                        const DispatchTerms& dispatch, const StageShape& shape, StageTerms* t) const;
+  void FsdpStageTerms(bool fsdp, const DispatchTerms& dispatch, const StageShape& shape, StageTerms* t) const;
+  MemoryBreakdown Build(const Layout& layout, const FamilyTerms& family, const LayerTerms& layers,
+                        const DispatchTerms& dispatch, int stage, const StageTerms& t) const;
   LayerBytes Layer(const Layout& layout, bool moe_layer, Recompute recompute) const;
   double ExpertLoad(const Layout& layout) const;  // busiest expert rank's rows / mean
 
+  uint64_t id_;  // one per model constructed (copies share it): FamilyPeakMemo's key
   ModelSpec model_;
   JobSpec job_;
   double hbm_gib_;
@@ -228,8 +244,10 @@ class MemoryModel {
 // a2a_overlap and fsdp (and order, placement and tp_overlap, which memory
 // does not read). Per family it keeps each stage's shape and the stages
 // that can be the worst; per (recompute, precision, dispatcher) the option
-// terms. Not thread-safe (one per thread); reads the model it was Reset
-// with, which must outlive its use, like the pipeline.
+// terms, of which the layers' bytes it keeps across families too (in a
+// bounded table; its key, with the model, is stated beside it in
+// memory.cc). Not thread-safe (one per thread); reads the model it was
+// Reset with, which must outlive its use, like the pipeline.
 class FamilyPeakMemo {
  public:
   FamilyPeakMemo();

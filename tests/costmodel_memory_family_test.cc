@@ -3,9 +3,12 @@
 // dense and a MoE model, shipped clusters, every pipeline schedule), every
 // memory variant of each (recompute sets, precisions, dispatchers,
 // a2a_overlap, fsdp) gives the same peak and worst stage, in shuffled
-// orders, repeated, and after a Reset to another family and back. And the
-// fields a family may differ in without a variant (order, placement,
-// tp_overlap) change no memory figure.
+// orders, repeated, and after a Reset to another family and back; so do
+// families of several models through one memo, which keeps the layers'
+// bytes across families; and so does a model whose terms may fall with the
+// micro-batches in flight (every stage scored). And the fields a family may
+// differ in without a variant (order, placement, tp_overlap) change no
+// memory figure.
 #include <doctest/doctest.h>
 
 #include <algorithm>
@@ -155,10 +158,13 @@ TEST_CASE("FamilyPeakMemo gives MemoryModel::PeakBytes' peak and worst stage for
       ++families;
       if (memo.StagesScored() < fam.pipeline.ranks.size()) ++pruned_families;
       std::vector<Layout> variants = Variants(fam.base);
-      // A shuffled order, then a second pass in another: the option terms
-      // are met cached and uncached in any order.
+      // The search's order (a variant's two fsdp ways one after the other,
+      // the second's peak computed beside the first's), then a shuffled
+      // one: the option terms are met cached and uncached in any order.
       for (int pass = 0; pass < 2; ++pass) {
-        for (size_t i = variants.size(); i > 1; --i) std::swap(variants[i - 1], variants[d.Below(i)]);
+        if (pass > 0) {
+          for (size_t i = variants.size(); i > 1; --i) std::swap(variants[i - 1], variants[d.Below(i)]);
+        }
         for (const Layout& l : variants) {
           RequireSamePeak(memo, model, l, fam.pipeline);
           ++compared;
@@ -216,6 +222,121 @@ TEST_CASE("FamilyPeakMemo leaves out dominated stages yet keeps PeakBytes' worst
       for (const Layout& l : Variants(base)) RequireSamePeak(memo, m, l, pipeline);
     }
   }
+}
+
+// With a negative fragmentation share the terms may fall as inflight grows:
+// no stage is left out, and the peak and worst stage are PeakBytes' still.
+TEST_CASE("FamilyPeakMemo scores every stage when a factor of inflight is negative") {
+  Draws d{20260803};
+  const Setup s = MakeSetup("h100-dgx-128n", "deepseek-v3", 1024, d);
+  MemoryAssumptions falling;
+  falling.fragmentation = -0.5;
+  const MemoryModel model(s.model, s.job, s.cluster, falling);
+  FamilyPeakMemo memo;
+  size_t compared = 0;
+  int largest_pp = 0;
+  for (const Layout& base : SampleLegal(s, 8, d)) {
+    const PipelineDescription pipeline = DescribePipeline(base, s.model);
+    largest_pp = std::max(largest_pp, base.pp);
+    memo.Reset(model, base, pipeline);
+    CHECK(memo.StagesScored() == pipeline.ranks.size());
+    for (const Layout& l : Variants(base)) {
+      RequireSamePeak(memo, model, l, pipeline);
+      ++compared;
+    }
+  }
+  CHECK(compared > 1000);
+  CHECK(largest_pp >= 4);
+}
+
+// The layers' bytes are kept across families, by model: families that share
+// what Layer reads of a layout (tp, cp, mbs, etp, the expert load) but
+// differ in the rest, under three models (a job of twice the sequence
+// length, one of a larger routing imbalance) through one memo, interleaved,
+// and models built anew in one place, all give PeakBytes' peak and worst
+// stage.
+TEST_CASE("FamilyPeakMemo shares the layers across families and keeps models apart") {
+  Draws d{20260804};
+  const Setup base = MakeSetup("h100-dgx-128n", "deepseek-v3", 512, d);
+  Setup setups[3] = {base, base, base};
+  setups[1].job.seq_len *= 2;
+  setups[2].job.routing_imbalance += 0.25;
+  // Groups of legal layouts that share (tp, cp, mbs): those of one (etp,
+  // ep > 1) share their layers, the others must not. Each group: random
+  // layouts, each with others of its etp, of its expert load and not; the
+  // same (tp, cp, mbs) under each setup.
+  std::vector<std::vector<Layout>> legal(3);
+  for (int m = 0; m < 3; ++m) {
+    legal[static_cast<size_t>(m)] =
+        EnumerateLayouts(LegalityContext{&setups[m].cluster, &setups[m].model, &setups[m].job, nullptr}).legal;
+    REQUIRE(!legal[static_cast<size_t>(m)].empty());
+  }
+  auto matching = [](const std::vector<Layout>& all, auto&& same) {
+    std::vector<const Layout*> out;
+    for (const Layout& l : all) {
+      if (same(l)) out.push_back(&l);
+    }
+    return out;
+  };
+  std::vector<std::vector<Layout>> groups[3];
+  for (int g = 0; g < 5; ++g) {
+    const Layout& anchor = legal[0][d.Below(legal[0].size())];
+    for (int m = 0; m < 3; ++m) {
+      const std::vector<const Layout*> alike = matching(legal[static_cast<size_t>(m)], [&](const Layout& l) {
+        return l.tp == anchor.tp && l.cp == anchor.cp && l.mbs == anchor.mbs;
+      });
+      std::vector<Layout> group;
+      for (int pair = 0; pair < 4 && !alike.empty(); ++pair) {
+        const Layout& first = *alike[d.Below(alike.size())];
+        group.push_back(first);
+        // One of its layers, and one of its etp under another expert load
+        // (ep 1 or not), where there is one.
+        for (bool same_load : {true, false}) {
+          const std::vector<const Layout*> twins = matching(legal[static_cast<size_t>(m)], [&](const Layout& l) {
+            return l.tp == first.tp && l.cp == first.cp && l.mbs == first.mbs && l.etp == first.etp &&
+                   ((l.ep > 1) == (first.ep > 1)) == same_load;
+          });
+          if (!twins.empty()) group.push_back(*twins[d.Below(twins.size())]);
+        }
+      }
+      groups[m].push_back(group);
+    }
+  }
+  FamilyPeakMemo memo;
+  size_t compared = 0, families = 0, sharing = 0, apart = 0;
+  for (int round = 0; round < 3; ++round) {
+    // Built anew each round, most likely where the last round's stood.
+    const MemoryModel models[3] = {MemoryModel(setups[0].model, setups[0].job, setups[0].cluster),
+                                   MemoryModel(setups[1].model, setups[1].job, setups[1].cluster),
+                                   MemoryModel(setups[2].model, setups[2].job, setups[2].cluster)};
+    std::vector<std::pair<int, Family>> fams;
+    for (int m = 0; m < 3; ++m) {
+      for (const std::vector<Layout>& group : groups[m]) {
+        for (size_t i = 0; i < group.size(); ++i) {
+          const Layout& b = group[i];
+          auto alike = [&](const Layout& o) { return o.etp == b.etp && (o.ep > 1) == (b.ep > 1); };
+          sharing += std::any_of(group.begin(), group.begin() + i, alike) ? 1 : 0;
+          apart += std::all_of(group.begin(), group.begin() + i, alike) ? 0 : 1;
+          fams.push_back({m, {b, DescribePipeline(b, setups[m].model)}});
+        }
+      }
+    }
+    for (size_t i = fams.size(); i > 1; --i) std::swap(fams[i - 1], fams[d.Below(i)]);
+    for (const auto& [m, fam] : fams) {
+      memo.Reset(models[m], fam.base, fam.pipeline);
+      ++families;
+      for (const Layout& l : Variants(fam.base)) {
+        if (d.Below(3) != 0) continue;
+        RequireSamePeak(memo, models[m], l, fam.pipeline);
+        ++compared;
+      }
+    }
+  }
+  MESSAGE(families << " families, " << sharing << " sharing an earlier one's layers, " << apart
+                   << " not some other's, " << compared << " variants compared");
+  CHECK(sharing * 3 > families);
+  CHECK(apart * 3 > families);
+  CHECK(compared > 10000);
 }
 
 TEST_CASE("the peak does not depend on order, placement or tp_overlap") {
