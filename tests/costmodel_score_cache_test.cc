@@ -448,6 +448,31 @@ TEST_CASE("ComputeTimesCache gives each recompute set its sums when sets alterna
   }
 }
 
+// Every field of two ops, bit for bit.
+void RequireSameOp(const CommOp& want, const CommOp& got) {
+  INFO(want.name);
+  REQUIRE(want.kind == got.kind);
+  REQUIRE(std::string(want.name) == got.name);
+  REQUIRE(want.group == got.group);
+  REQUIRE(want.collective == got.collective);
+  REQUIRE(Bits(want.bytes) == Bits(got.bytes));
+  REQUIRE(Bits(want.network_bytes) == Bits(got.network_bytes));
+  REQUIRE(want.scope == got.scope);
+  REQUIRE(Bits(want.calls_fwd) == Bits(got.calls_fwd));
+  REQUIRE(Bits(want.calls_bwd) == Bits(got.calls_bwd));
+  REQUIRE(Bits(want.seconds_per_call) == Bits(got.seconds_per_call));
+  REQUIRE(std::string(want.algorithm) == got.algorithm);
+  REQUIRE(want.overlappable == got.overlappable);
+  REQUIRE(want.hides_behind_other_microbatch == got.hides_behind_other_microbatch);
+  REQUIRE(want.sms == got.sms);
+  REQUIRE(Bits(want.traffic.nvlink_bytes) == Bits(got.traffic.nvlink_bytes));
+  REQUIRE(Bits(want.traffic.network_bytes) == Bits(got.traffic.network_bytes));
+  REQUIRE(Bits(want.traffic.spine_bytes) == Bits(got.traffic.spine_bytes));
+}
+
+// The memo's timings and flex copies, and the context's RankParamCounter
+// (CostModel's; the reference counts the model's parameters itself),
+// change no op.
 TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
   Draws d{11};
   Case c = RandomCase(d);
@@ -471,18 +496,13 @@ TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
             l.order != legal[start].order || l.placement != legal[start].placement)
           break;
         const PipelineDescription pipeline = DescribePipeline(l, c.model, &cost->pipeline_weights());
-        const std::vector<CommOp> want = BuildCommPlan(l, cost->context(), *placement, pipeline);
+        CostContext counting = cost->context();
+        counting.rank_params = nullptr;
+        const std::vector<CommOp> want = BuildCommPlan(l, counting, *placement, pipeline);
         const std::vector<CommOp> got = BuildCommPlan(l, cost->context(), *placement, pipeline, &memo);
         REQUIRE(want.size() == got.size());
         for (size_t k = 0; k < want.size(); ++k) {
-          INFO(want[k].name);
-          REQUIRE(std::string(want[k].name) == got[k].name);
-          REQUIRE(Bits(want[k].bytes) == Bits(got[k].bytes));
-          REQUIRE(Bits(want[k].seconds_per_call) == Bits(got[k].seconds_per_call));
-          REQUIRE(std::string(want[k].algorithm) == got[k].algorithm);
-          REQUIRE(Bits(want[k].traffic.nvlink_bytes) == Bits(got[k].traffic.nvlink_bytes));
-          REQUIRE(Bits(want[k].traffic.network_bytes) == Bits(got[k].traffic.network_bytes));
-          REQUIRE(Bits(want[k].traffic.spine_bytes) == Bits(got[k].traffic.spine_bytes));
+          RequireSameOp(want[k], got[k]);
           ++ops;
         }
       }
@@ -490,6 +510,37 @@ TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
   }
   CHECK(ops > 100);
   CHECK(memo.size() > 0);
+}
+
+TEST_CASE("CollectiveTimeMemo's flex copies are ExpectedFlexCopies' bit for bit") {
+  // Arguments drawn from few values, so keys repeat, follow one another
+  // and differ from the last in one field only.
+  Draws d{12};
+  CollectiveTimeMemo memo;
+  const std::vector<int> experts = {8, 64, 256}, top_k = {1, 2, 8}, ep = {1, 4, 8, 64}, etp = {1, 2},
+                         domains = {1, 2, 8}, per_domain = {0, 1, 4, 8};
+  auto draw = [&d](const std::vector<int>& values) { return values[d.Below(values.size())]; };
+  int e = 256, k = 8, p = 8, t = 1;
+  GroupSpan span;
+  for (int i = 0; i < 4000; ++i) {
+    switch (d.Below(8)) {  // one field changes, or none
+      case 0: e = draw(experts); break;
+      case 1: k = draw(top_k); break;
+      case 2: p = draw(ep); break;
+      case 3: t = draw(etp); break;
+      case 4: span.domains = draw(domains); break;
+      case 5: span.min_per_domain = draw(per_domain); break;
+      case 6: span.max_per_domain = draw(per_domain); break;
+      default: break;
+    }
+    const FlexTokenCopies want = ExpectedFlexCopies(e, k, p, t, span);
+    const FlexTokenCopies got = memo.FlexCopies(e, k, p, t, span);
+    REQUIRE(Bits(want.gpus) == Bits(got.gpus));
+    REQUIRE(Bits(want.domains) == Bits(got.domains));
+    REQUIRE(Bits(want.network) == Bits(got.network));
+    REQUIRE(Bits(want.nvlink) == Bits(got.nvlink));
+    if (i % 500 == 0) memo.Clear();
+  }
 }
 
 }  // namespace
