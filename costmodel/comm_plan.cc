@@ -507,10 +507,13 @@ const CollectiveTimeMemo::Value* CollectiveTimeMemo::Find(GroupKind group, int c
                                                          double network_bytes) const {
   const auto g = static_cast<uint8_t>(group), c = static_cast<uint8_t>(collective);
   const uint64_t b = Bits(bytes), n = Bits(network_bytes);
+  const uint16_t kind_generation = kind_generations_[g];
   for (size_t i = Slot(g, c, b, n), probes = 0; probes < kSlots; i = (i + 1) % kSlots, ++probes) {
     const Entry& e = entries_[i];
     if (e.generation != generation_) return nullptr;
-    if (e.bytes == b && e.group == g && e.collective == c && e.network_bytes == n) return &e.value;
+    if (e.bytes == b && e.group == g && e.collective == c && e.network_bytes == n &&
+        e.kind_generation == kind_generation)
+      return &e.value;
   }
   return nullptr;
 }
@@ -522,8 +525,20 @@ void CollectiveTimeMemo::Put(GroupKind group, int collective, double bytes, doub
   const uint64_t b = Bits(bytes), n = Bits(network_bytes);
   size_t i = Slot(g, c, b, n);
   while (entries_[i].generation == generation_) i = (i + 1) % kSlots;
-  entries_[i] = Entry{generation_, g, c, b, n, value};
+  entries_[i] = Entry{generation_, kind_generations_[g], g, c, b, n, value};
   ++used_;
+}
+
+void CollectiveTimeMemo::ChangePlacement(const LayoutPlacement* before, const LayoutPlacement* after) {
+  if (!before || !after) return Clear();
+  // The other kinds stay unplaced in every placement (group_placement.h).
+  for (const GroupKind kind : kTimedGroupKinds) {
+    if (before->of(kind) == after->of(kind)) continue;
+    // A forgotten entry stays occupied (Find probes past it) until Clear.
+    // Wrapped around: entries of the kind's generation 0 would come back
+    // to life.
+    if (++kind_generations_[static_cast<size_t>(kind)] == 0) Clear();
+  }
 }
 
 const FlexTokenCopies& CollectiveTimeMemo::FlexCopies(int experts, int top_k, int ep, int etp,

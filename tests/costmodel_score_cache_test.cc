@@ -512,6 +512,49 @@ TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
   CHECK(memo.size() > 0);
 }
 
+// CostModel carries its memo from one placement to the next, keeping the
+// timings of the group kinds placed alike (ChangePlacement). Layouts in
+// search order (neighbouring placements share kinds) and at random, some
+// not placeable.
+TEST_CASE("CollectiveTimeMemo carried across placements gives the plan's ops unchanged") {
+  Draws d{13};
+  size_t ops = 0, placements = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    const Case c = RandomCase(d);
+    auto created = CostModel::Create(c.cluster, c.model, c.job);
+    REQUIRE(created.ok());
+    const CostModel& cost = *created.value();
+    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    if (legal.empty()) continue;
+    CollectiveTimeMemo memo;
+    Result<LayoutPlacement> last = Status::Error("none yet");
+    size_t at = 0;
+    for (int i = 0; i < 300; ++i) {
+      at = d.Below(4) == 0 ? d.Below(legal.size()) : (at + 1) % legal.size();
+      Layout l = legal[at];
+      if (d.Below(16) == 0) l.world *= 2;  // the placement refuses it
+      INFO("layout: " << FormatLayout(l));
+      Result<LayoutPlacement> placement = PlaceGroups(l, *cost.context().topology);
+      if (!last.ok() || !placement.ok() || !(last.value() == placement.value())) {
+        memo.ChangePlacement(last.ok() ? &last.value() : nullptr, placement.ok() ? &placement.value() : nullptr);
+        ++placements;
+      }
+      last = std::move(placement);
+      if (!last.ok()) continue;
+      const PipelineDescription pipeline = DescribePipeline(l, c.model, &cost.pipeline_weights());
+      const std::vector<CommOp> want = BuildCommPlan(l, cost.context(), last.value(), pipeline);
+      const std::vector<CommOp> got = BuildCommPlan(l, cost.context(), last.value(), pipeline, &memo);
+      REQUIRE(want.size() == got.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        RequireSameOp(want[k], got[k]);
+        ++ops;
+      }
+    }
+  }
+  CHECK(ops > 1000);
+  CHECK(placements > 100);
+}
+
 TEST_CASE("CollectiveTimeMemo's flex copies are ExpectedFlexCopies' bit for bit") {
   // Arguments drawn from few values, so keys repeat, follow one another
   // and differ from the last in one field only.
