@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -85,15 +86,29 @@ void RequireSame(const LayoutScore& a, const LayoutScore& b, const Layout& l) {
   REQUIRE(Bits(a.objective) == Bits(b.objective));
 }
 
+// A case, its cost model and its legal layouts.
+struct Trial {
+  Case c;
+  std::unique_ptr<CostModel> cost;
+  std::vector<Layout> legal;
+};
+
+Trial TrialOf(Case c) {
+  Trial t{std::move(c), nullptr, {}};
+  auto created = CostModel::Create(t.c.cluster, t.c.model, t.c.job);
+  REQUIRE(created.ok());
+  t.cost = std::move(created).value();
+  t.legal = EnumerateLayouts(t.cost->legality()).legal;
+  return t;
+}
+
 TEST_CASE("Score equals ScoreReference bit for bit, and Evaluate's figures, over random jobs and clusters") {
   Draws d{20260613};
   size_t compared = 0, fitting = 0;
   for (int trial = 0; trial < 24; ++trial) {
-    const Case c = RandomCase(d);
-    auto created = CostModel::Create(c.cluster, c.model, c.job);
-    REQUIRE(created.ok());
-    const CostModel& cost = *created.value();
-    std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    const Trial drawn = TrialOf(RandomCase(d));
+    const CostModel& cost = *drawn.cost;
+    const std::vector<Layout>& legal = drawn.legal;
     if (legal.empty()) continue;
     // Up to 400 layouts, half in search order (the caches' common case),
     // half shuffled.
@@ -130,11 +145,9 @@ TEST_CASE("the step-time bound is below ScoreReference's, and a bounded Score pr
   size_t fitting = 0, pruned = 0, kept = 0;
   double tightness = 0;  // the sum of bound / step
   for (int trial = 0; trial < 24; ++trial) {
-    const Case c = RandomCase(d);
-    auto created = CostModel::Create(c.cluster, c.model, c.job);
-    REQUIRE(created.ok());
-    const CostModel& cost = *created.value();
-    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    const Trial drawn = TrialOf(RandomCase(d));
+    const CostModel& cost = *drawn.cost;
+    const std::vector<Layout>& legal = drawn.legal;
     if (legal.empty()) continue;
     for (int i = 0; i < 200; ++i) {
       const Layout& l = legal[d.Below(legal.size())];
@@ -203,10 +216,9 @@ TEST_CASE("the step-time bound without recomputation is below every recompute mo
     c.job.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
                                 PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV,
                                 PipelineSchedule::kGPipe};
-    auto created = CostModel::Create(c.cluster, c.model, c.job);
-    REQUIRE(created.ok());
-    const CostModel& cost = *created.value();
-    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    const Trial drawn = TrialOf(c);
+    const CostModel& cost = *drawn.cost;
+    const std::vector<Layout>& legal = drawn.legal;
     for (int i = 0; i < 100 && !legal.empty(); ++i) {
       Layout l = legal[d.Below(legal.size())];
       const PipelineSchedule schedule = l.schedule_or_default();
@@ -520,30 +532,27 @@ TEST_CASE("CollectiveTimeMemo carried across placements gives the plan's ops unc
   Draws d{13};
   size_t ops = 0, placements = 0;
   for (int trial = 0; trial < 8; ++trial) {
-    const Case c = RandomCase(d);
-    auto created = CostModel::Create(c.cluster, c.model, c.job);
-    REQUIRE(created.ok());
-    const CostModel& cost = *created.value();
-    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
-    if (legal.empty()) continue;
+    const Trial drawn = TrialOf(RandomCase(d));
+    const Case& c = drawn.c;
+    const std::vector<Layout>& legal = drawn.legal;
     CollectiveTimeMemo memo;
     Result<LayoutPlacement> last = Status::Error("none yet");
     size_t at = 0;
-    for (int i = 0; i < 300; ++i) {
+    for (int i = 0; i < 300 && !legal.empty(); ++i) {
       at = d.Below(4) == 0 ? d.Below(legal.size()) : (at + 1) % legal.size();
       Layout l = legal[at];
       if (d.Below(16) == 0) l.world *= 2;  // the placement refuses it
       INFO("layout: " << FormatLayout(l));
-      Result<LayoutPlacement> placement = PlaceGroups(l, *cost.context().topology);
+      Result<LayoutPlacement> placement = PlaceGroups(l, *drawn.cost->context().topology);
       if (!last.ok() || !placement.ok() || !(last.value() == placement.value())) {
         memo.ChangePlacement(last.ok() ? &last.value() : nullptr, placement.ok() ? &placement.value() : nullptr);
         ++placements;
       }
       last = std::move(placement);
       if (!last.ok()) continue;
-      const PipelineDescription pipeline = DescribePipeline(l, c.model, &cost.pipeline_weights());
-      const std::vector<CommOp> want = BuildCommPlan(l, cost.context(), last.value(), pipeline);
-      const std::vector<CommOp> got = BuildCommPlan(l, cost.context(), last.value(), pipeline, &memo);
+      const PipelineDescription pipeline = DescribePipeline(l, c.model, &drawn.cost->pipeline_weights());
+      const std::vector<CommOp> want = BuildCommPlan(l, drawn.cost->context(), last.value(), pipeline);
+      const std::vector<CommOp> got = BuildCommPlan(l, drawn.cost->context(), last.value(), pipeline, &memo);
       REQUIRE(want.size() == got.size());
       for (size_t k = 0; k < want.size(); ++k) {
         RequireSameOp(want[k], got[k]);
