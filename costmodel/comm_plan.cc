@@ -148,10 +148,11 @@ class PlanBuilder {
   }
 
   // A timing just computed (on a memo miss only: a hit neither builds nor
-  // copies a value), kept in the memo when there is one, else until the next.
+  // copies a value), kept in the memo when there is one, else until the
+  // next miss.
   const CollectiveTimeMemo::Value* Remember(GroupKind group, int key, double bytes, double network_bytes,
                                             const CollectiveTimeMemo::Value& value) {
-    if (memo_) memo_->Put(group, key, bytes, network_bytes, value);
+    if (memo_) return memo_->Put(group, key, bytes, network_bytes, value);
     timed_ = value;
     return &timed_;
   }
@@ -165,13 +166,14 @@ class PlanBuilder {
 
 // Sizes shared by the op builders below.
 struct Volumes {
-  Volumes(const Layout& l, const ModelSpec& m, const JobSpec& j)
+  Volumes(const Layout& l, const ModelSpec& m, const JobSpec& j) : Volumes(l, m, j, m.moe_layer_count()) {}
+  Volumes(const Layout& l, const ModelSpec& m, const JobSpec& j, int moe_layer_count)
       : layout(l), model(m), job(j),
         tokens_cp(double(l.mbs) * j.seq_len / l.cp),
         tokens(tokens_cp / l.tp),
         hidden(m.hidden),
-        dense_layers(m.layers > m.moe_layer_count()),
-        moe_layers(m.is_moe() && m.moe_layer_count() > 0) {}
+        dense_layers(m.layers > moe_layer_count),
+        moe_layers(m.is_moe() && moe_layer_count > 0) {}
   const Layout& layout;
   const ModelSpec& model;
   const JobSpec& job;
@@ -518,15 +520,22 @@ const CollectiveTimeMemo::Value* CollectiveTimeMemo::Find(GroupKind group, int c
   return nullptr;
 }
 
-void CollectiveTimeMemo::Put(GroupKind group, int collective, double bytes, double network_bytes,
-                             const Value& value) {
+const CollectiveTimeMemo::Value* CollectiveTimeMemo::Put(GroupKind group, int collective, double bytes,
+                                                        double network_bytes, const Value& value) {
   if (used_ >= kSlots / 2) Clear();  // at most half full: probes stay short
   const auto g = static_cast<uint8_t>(group), c = static_cast<uint8_t>(collective);
   const uint64_t b = Bits(bytes), n = Bits(network_bytes);
+  // The first slot of the run from the key's that is free or holds a
+  // forgotten entry (its kind's generation moved on): reusing those keeps
+  // the runs short when ChangePlacement forgets a kind again and again.
+  // Find probes past a forgotten entry, so any may be replaced.
   size_t i = Slot(g, c, b, n);
-  while (entries_[i].generation == generation_) i = (i + 1) % kSlots;
+  while (entries_[i].generation == generation_ &&
+         entries_[i].kind_generation == kind_generations_[entries_[i].group])
+    i = (i + 1) % kSlots;
+  if (entries_[i].generation != generation_) ++used_;
   entries_[i] = Entry{generation_, kind_generations_[g], g, c, b, n, value};
-  ++used_;
+  return &entries_[i].value;
 }
 
 void CollectiveTimeMemo::ChangePlacement(const LayoutPlacement* before, const LayoutPlacement* after) {
@@ -534,9 +543,9 @@ void CollectiveTimeMemo::ChangePlacement(const LayoutPlacement* before, const La
   // The other kinds stay unplaced in every placement (group_placement.h).
   for (const GroupKind kind : kTimedGroupKinds) {
     if (before->of(kind) == after->of(kind)) continue;
-    // A forgotten entry stays occupied (Find probes past it) until Clear.
-    // Wrapped around: entries of the kind's generation 0 would come back
-    // to life.
+    // A forgotten entry stays occupied (Find probes past it) until Put
+    // reuses its slot or Clear. Wrapped around: entries of the kind's
+    // generation 0 would come back to life.
     if (++kind_generations_[static_cast<size_t>(kind)] == 0) Clear();
   }
 }

@@ -144,7 +144,8 @@ class CollectiveTimeMemo {
   };
   // The value stored under the key, or null.
   const Value* Find(GroupKind group, int collective, double bytes, double network_bytes) const;
-  void Put(GroupKind group, int collective, double bytes, double network_bytes, const Value& value);
+  // Stores the value; returns it as stored (valid until the next Put or Clear).
+  const Value* Put(GroupKind group, int collective, double bytes, double network_bytes, const Value& value);
   void Clear();
   int size() const { return used_; }
   // For placement `after` in place of `before`: forgets the timings on the
