@@ -94,12 +94,10 @@ class PlanBuilder {
     if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
     const int key = static_cast<int>(collective);
     const CollectiveTimeMemo::Value* known = memo_ ? memo_->Find(group, key, bytes, 0) : nullptr;
-    CollectiveTimeMemo::Value value;
     if (!known) {
-      value.cost = CollectiveTime(collective, bytes, g.span, params_, g.groups_sharing_links);
-      value.traffic = RankTrafficOf(collective, bytes, g.span);
-      if (memo_) memo_->Put(group, key, bytes, 0, value);
-      known = &value;
+      known = Remember(group, key, bytes, 0,
+                       {CollectiveTime(collective, bytes, g.span, params_, g.groups_sharing_links),
+                        RankTrafficOf(collective, bytes, g.span)});
     }
     return Push(kind, name, group, collective, bytes, 0, scope, calls_fwd, calls_bwd, overlappable, known->cost,
                 known->traffic);
@@ -112,13 +110,12 @@ class PlanBuilder {
     const GroupPlacement& g = placement_.of(group);
     const double bytes = nvlink_bytes + network_bytes;
     if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
-    const CollectiveTimeMemo::Value* known =
-        memo_ ? memo_->Find(group, CollectiveTimeMemo::kForwarded, nvlink_bytes, network_bytes) : nullptr;
-    CollectiveTimeMemo::Value value;
+    const int key = CollectiveTimeMemo::kForwarded;
+    const CollectiveTimeMemo::Value* known = memo_ ? memo_->Find(group, key, nvlink_bytes, network_bytes) : nullptr;
     if (!known) {
-      value.cost = ForwardedAllToAllTime(nvlink_bytes, network_bytes, g.span, params_, g.groups_sharing_links);
-      if (memo_) memo_->Put(group, CollectiveTimeMemo::kForwarded, nvlink_bytes, network_bytes, value);
-      known = &value;
+      known = Remember(group, key, nvlink_bytes, network_bytes,
+                       {ForwardedAllToAllTime(nvlink_bytes, network_bytes, g.span, params_, g.groups_sharing_links),
+                        {}});
     }
     // The RDMA copies to other units' domains cross the spine; the flex
     // model costs them all at the spine's rate when the group crosses it.
@@ -128,6 +125,12 @@ class PlanBuilder {
   }
 
   const GroupPlacement& of(GroupKind group) const { return placement_.of(group); }
+
+  // ExpectedFlexCopies on `group`'s span, from the memo when there is one.
+  FlexTokenCopies FlexCopies(int experts, int top_k, int ep, int etp, GroupKind group) {
+    const GroupSpan& span = placement_.of(group).span;
+    return memo_ ? memo_->FlexCopies(experts, top_k, ep, etp, span) : ExpectedFlexCopies(experts, top_k, ep, etp, span);
+  }
 
  private:
   // Every field given: a value-initialised op would be zeroed first (GCC
@@ -152,21 +155,33 @@ class PlanBuilder {
                                      .traffic = traffic});
   }
 
+  // A timing just computed (on a memo miss only: a hit neither builds nor
+  // copies a value), kept in the memo when there is one, else until the
+  // next miss.
+  const CollectiveTimeMemo::Value* Remember(GroupKind group, int key, double bytes, double network_bytes,
+                                            const CollectiveTimeMemo::Value& value) {
+    if (memo_) return memo_->Put(group, key, bytes, network_bytes, value);
+    timed_ = value;
+    return &timed_;
+  }
+
   const LayoutPlacement& placement_;
   const CommParams& params_;
   std::vector<CommOp>& out_;
   CollectiveTimeMemo* memo_;  // null: time every op
+  CollectiveTimeMemo::Value timed_;
 };
 
 // Sizes shared by the op builders below.
 struct Volumes {
-  Volumes(const Layout& l, const ModelSpec& m, const JobSpec& j)
+  Volumes(const Layout& l, const ModelSpec& m, const JobSpec& j) : Volumes(l, m, j, m.moe_layer_count()) {}
+  Volumes(const Layout& l, const ModelSpec& m, const JobSpec& j, int moe_layer_count)
       : layout(l), model(m), job(j),
         tokens_cp(double(l.mbs) * j.seq_len / l.cp),
         tokens(tokens_cp / l.tp),
         hidden(m.hidden),
-        dense_layers(m.layers > m.moe_layer_count()),
-        moe_layers(m.is_moe() && m.moe_layer_count() > 0) {}
+        dense_layers(m.layers > moe_layer_count),
+        moe_layers(m.is_moe() && moe_layer_count > 0) {}
   const Layout& layout;
   const ModelSpec& model;
   const JobSpec& job;
@@ -356,8 +371,7 @@ void AddAllGatherDispatcher(const Volumes& v, PlanBuilder& plan) {
 void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& plan) {
   const MoeSpec& e = *v.model.moe;
   const Layout& l = v.layout;
-  const GroupPlacement& group = plan.of(GroupKind::kTpEp);
-  const FlexTokenCopies copies = ExpectedFlexCopies(e.experts, e.top_k, l.ep, l.etp, group.span);
+  const FlexTokenCopies copies = plan.FlexCopies(e.experts, e.top_k, l.ep, l.etp, GroupKind::kTpEp);
   const double rows = v.tokens * ExpertLoadFactor(v.job, v.layout.ep);
   const double again = v.recompute_moe();
   const int sms = l.dispatcher == Dispatcher::kHybridEP ? ctx.job->hybridep_sms : ctx.job->deepep_sms;
@@ -492,39 +506,77 @@ uint64_t Bits(double x) {
 }  // namespace
 
 size_t CollectiveTimeMemo::Slot(uint8_t group, uint8_t collective, uint64_t bytes, uint64_t network_bytes) {
-  uint64_t h = bytes * 0x9e3779b97f4a7c15ull ^ network_bytes * 0xc2b2ae3d27d4eb4full;
-  h ^= (uint64_t{group} << 8 | collective) * 0x165667b19e3779f9ull;
-  h ^= h >> 29;
-  return static_cast<size_t>(h % kSlots);
+  const uint64_t h = bytes * 0x9e3779b97f4a7c15ull ^ network_bytes * 0xc2b2ae3d27d4eb4full ^
+                     (uint64_t{group} << 8 | collective) * 0x165667b19e3779f9ull;
+  // The top bits: a product's depend on every bit of its factor, its low
+  // bits only on the factor's low bits, which a double's often leaves zero.
+  return static_cast<size_t>(h >> (64 - kSlotBits));
 }
 
 const CollectiveTimeMemo::Value* CollectiveTimeMemo::Find(GroupKind group, int collective, double bytes,
                                                          double network_bytes) const {
   const auto g = static_cast<uint8_t>(group), c = static_cast<uint8_t>(collective);
   const uint64_t b = Bits(bytes), n = Bits(network_bytes);
+  const uint16_t kind_generation = kind_generations_[g];
   for (size_t i = Slot(g, c, b, n), probes = 0; probes < kSlots; i = (i + 1) % kSlots, ++probes) {
     const Entry& e = entries_[i];
-    if (!e.used) return nullptr;
-    if (e.group == g && e.collective == c && e.bytes == b && e.network_bytes == n) return &e.value;
+    if (e.generation != generation_) return nullptr;
+    if (e.bytes == b && e.group == g && e.collective == c && e.network_bytes == n &&
+        e.kind_generation == kind_generation)
+      return &e.value;
   }
   return nullptr;
 }
 
-void CollectiveTimeMemo::Put(GroupKind group, int collective, double bytes, double network_bytes,
-                             const Value& value) {
+const CollectiveTimeMemo::Value* CollectiveTimeMemo::Put(GroupKind group, int collective, double bytes,
+                                                        double network_bytes, const Value& value) {
   if (used_ >= kSlots / 2) Clear();  // at most half full: probes stay short
   const auto g = static_cast<uint8_t>(group), c = static_cast<uint8_t>(collective);
   const uint64_t b = Bits(bytes), n = Bits(network_bytes);
+  // The first slot of the run from the key's that is free or holds a
+  // forgotten entry (its kind's generation moved on): reusing those keeps
+  // the runs short when ChangePlacement forgets a kind again and again.
+  // Find probes past a forgotten entry, so any may be replaced.
   size_t i = Slot(g, c, b, n);
-  while (entries_[i].used) i = (i + 1) % kSlots;
-  entries_[i] = Entry{true, g, c, b, n, value};
-  ++used_;
+  while (entries_[i].generation == generation_ &&
+         entries_[i].kind_generation == kind_generations_[entries_[i].group])
+    i = (i + 1) % kSlots;
+  if (entries_[i].generation != generation_) ++used_;
+  entries_[i] = Entry{generation_, kind_generations_[g], g, c, b, n, value};
+  return &entries_[i].value;
+}
+
+void CollectiveTimeMemo::ChangePlacement(const LayoutPlacement* before, const LayoutPlacement* after) {
+  if (!before || !after) return Clear();
+  // The other kinds stay unplaced in every placement (group_placement.h).
+  for (const GroupKind kind : kTimedGroupKinds) {
+    if (before->of(kind) == after->of(kind)) continue;
+    // A forgotten entry stays occupied (Find probes past it) until Put
+    // reuses its slot or Clear. Wrapped around: entries of the kind's
+    // generation 0 would come back to life.
+    if (++kind_generations_[static_cast<size_t>(kind)] == 0) Clear();
+  }
+}
+
+const FlexTokenCopies& CollectiveTimeMemo::FlexCopies(int experts, int top_k, int ep, int etp,
+                                                      const GroupSpan& span) {
+  const std::array<int, 7> key = {experts, top_k, ep, etp, span.domains, span.min_per_domain, span.max_per_domain};
+  if (!flex_known_ || key != flex_key_) {
+    flex_copies_ = ExpectedFlexCopies(experts, top_k, ep, etp, span);
+    flex_key_ = key;
+    flex_known_ = true;
+  }
+  return flex_copies_;
 }
 
 void CollectiveTimeMemo::Clear() {
   if (used_ == 0) return;
-  for (Entry& e : entries_) e.used = false;
   used_ = 0;
+  if (++generation_ != 0) return;  // every entry is of an earlier generation now
+  // Wrapped around (after 2^32 clears): entries of generation 1 would
+  // come back to life.
+  for (Entry& e : entries_) e.generation = 0;
+  generation_ = 1;
 }
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
@@ -534,15 +586,15 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
 
 namespace {
 
-void BuildPlan(const Layout& layout, const CostContext& ctx, const CommParams& params,
-               const LayoutPlacement& placement, const PipelineDescription& pipeline, CollectiveTimeMemo* memo,
-               std::vector<CommOp>& ops) {
+// Needs every pointer of ctx but topology and profile.
+void BuildPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+               const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
   ops.clear();
   // The most any layout appends: 9 TP (attention, dense MLP, shared
   // experts), 4 Ulysses, 8 for the all-to-all dispatcher with ETP, 1
   // pipeline, 10 FSDP.
   ops.reserve(32);
-  PlanBuilder plan(placement, params, ops, memo);
+  PlanBuilder plan(placement, *ctx.comm, ops, memo);
   const Volumes v(layout, *ctx.model, *ctx.job);
 
   AddTensorParallel(v, plan);
@@ -560,12 +612,25 @@ void BuildPlan(const Layout& layout, const CostContext& ctx, const CommParams& p
     }
   }
   AddPipeline(v, plan);
-  const RankParamCounter rank_params(*ctx.model);
   if (layout.fsdp) {
-    AddFsdp(v, rank_params, plan);
+    AddFsdp(v, *ctx.rank_params, plan);
   } else {
-    AddDataParallel(v, ctx, rank_params, pipeline, plan);
+    AddDataParallel(v, ctx, *ctx.rank_params, pipeline, plan);
   }
+}
+
+// BuildPlan on a copy of ctx given what it lacks: DefaultCommParams and the
+// model's RankParamCounter. Apart from the common path, where the context
+// has both (GCC zeroes an optional's storage, 456 bytes for the
+// parameters, on every call that declares one).
+void BuildPlanCompleted(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                        const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
+  CostContext full = ctx;
+  std::optional<CommParams> comm;
+  if (!full.comm) full.comm = &comm.emplace(DefaultCommParams(*ctx.cluster));
+  std::optional<RankParamCounter> rank_params;
+  if (!full.rank_params) full.rank_params = &rank_params.emplace(*ctx.model);
+  BuildPlan(layout, full, placement, pipeline, memo, ops);
 }
 
 }  // namespace
@@ -576,10 +641,8 @@ void BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPla
     ops->clear();
     return;
   }
-  // The defaults only when the context has none (no optional on the
-  // common path: GCC zeroes an optional's 456-byte storage per call).
-  if (!ctx.comm) return BuildPlan(layout, ctx, DefaultCommParams(*ctx.cluster), placement, pipeline, memo, *ops);
-  BuildPlan(layout, ctx, *ctx.comm, placement, pipeline, memo, *ops);
+  if (!ctx.comm || !ctx.rank_params) return BuildPlanCompleted(layout, ctx, placement, pipeline, memo, *ops);
+  BuildPlan(layout, ctx, placement, pipeline, memo, *ops);
 }
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,

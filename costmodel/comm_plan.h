@@ -106,53 +106,6 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
                                   const LayoutPlacement& placement, const PipelineDescription& pipeline);
 
-// Memoises the timing of the plan's ops for one placement and one set of
-// communication parameters. Key: the op's group kind, collective and bytes
-// (a flex op: its NVLink and network bytes); value: CollectiveTime's (or
-// ForwardedAllToAllTime's) cost and RankTrafficOf, pure functions of the
-// key and the group's span and link sharing, which the placement fixes.
-// Layouts that share a placement (they differ in micro-batch, VPP,
-// recompute ...) time the same bytes on the same groups again. The owner
-// calls Clear whenever the placement or the parameters change. Bounded:
-// kSlots entries, cleared when full. Not thread-safe: one per thread.
-class CollectiveTimeMemo {
- public:
-  struct Value {
-    CollectiveCost cost;
-    RankTraffic traffic;
-  };
-  // The value stored under the key, or null.
-  const Value* Find(GroupKind group, int collective, double bytes, double network_bytes) const;
-  void Put(GroupKind group, int collective, double bytes, double network_bytes, const Value& value);
-  void Clear();
-  int size() const { return used_; }
-
-  // Collective values, and this for a flex op's forwarded all-to-all.
-  static constexpr int kForwarded = 255;
-
- private:
-  static constexpr int kSlots = 256;
-  struct Entry {
-    bool used = false;
-    uint8_t group = 0, collective = 0;
-    uint64_t bytes = 0, network_bytes = 0;  // the doubles' bits
-    Value value;
-  };
-  static size_t Slot(uint8_t group, uint8_t collective, uint64_t bytes, uint64_t network_bytes);
-  std::array<Entry, kSlots> entries_{};
-  int used_ = 0;
-};
-
-// The same, timings looked up in `memo` first (which must hold timings of
-// this placement and ctx's parameters only); identical results.
-std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
-                                  const LayoutPlacement& placement, const PipelineDescription& pipeline,
-                                  CollectiveTimeMemo* memo);
-// The same into *ops (replaced; its storage kept, for a search that plans
-// one layout after another without allocating).
-void BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
-                   const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops);
-
 // The recipe variant whose plan takes no longer than `v`'s, per block kind
 // and per stage crossing, on every placement (schedule.h CommSecondsOf of
 // its plan is at most v's, field by field): `v` without recomputation and
@@ -186,5 +139,74 @@ struct FlexTokenCopies {
   double nvlink = 0;
 };
 FlexTokenCopies ExpectedFlexCopies(int experts, int top_k, int ep, int etp, const GroupSpan& span);
+
+// Memoises the timing of the plan's ops for one placement and one set of
+// communication parameters. Key: the op's group kind, collective and bytes
+// (a flex op: its NVLink and network bytes); value: CollectiveTime's (or
+// ForwardedAllToAllTime's) cost and RankTrafficOf, pure functions of the
+// key and the group's span and link sharing, which the placement fixes.
+// Layouts that share a placement (they differ in micro-batch, VPP,
+// recompute ...) time the same bytes on the same groups again, and so do
+// placements that place some group kinds alike. The owner calls
+// ChangePlacement whenever the placement changes, Clear when the
+// parameters do. Bounded: kSlots entries, cleared when half full. Not
+// thread-safe: one per thread.
+class CollectiveTimeMemo {
+ public:
+  struct Value {
+    CollectiveCost cost;
+    RankTraffic traffic;
+  };
+  // The value stored under the key, or null.
+  const Value* Find(GroupKind group, int collective, double bytes, double network_bytes) const;
+  // Stores the value; returns it as stored (valid until the next Put or Clear).
+  const Value* Put(GroupKind group, int collective, double bytes, double network_bytes, const Value& value);
+  void Clear();
+  int size() const { return used_; }
+  // For placement `after` in place of `before`: forgets the timings on the
+  // group kinds the two place differently (their GroupPlacement, all a
+  // timing reads of the placement), keeps the others'. Either null:
+  // forgets all.
+  void ChangePlacement(const LayoutPlacement* before, const LayoutPlacement* after);
+
+  // ExpectedFlexCopies, memoised for its last arguments (one placement has
+  // one TP x EP span). Key: experts, top_k, ep, etp and the span's domains,
+  // min_per_domain and max_per_domain, all it reads; complete, so Clear
+  // keeps it.
+  const FlexTokenCopies& FlexCopies(int experts, int top_k, int ep, int etp, const GroupSpan& span);
+
+  // Collective values, and this for a flex op's forwarded all-to-all.
+  static constexpr int kForwarded = 255;
+
+ private:
+  static constexpr int kSlotBits = 8;
+  static constexpr int kSlots = 1 << kSlotBits;
+  struct Entry {
+    uint32_t generation = 0;       // occupied while the memo's: Clear moves the memo's on
+    uint16_t kind_generation = 0;  // live while its group kind's: ChangePlacement moves a kind's on
+    uint8_t group = 0, collective = 0;
+    uint64_t bytes = 0, network_bytes = 0;  // the doubles' bits
+    Value value;
+  };
+  static size_t Slot(uint8_t group, uint8_t collective, uint64_t bytes, uint64_t network_bytes);
+  std::array<Entry, kSlots> entries_{};
+  uint32_t generation_ = 1;
+  std::array<uint16_t, kGroupKindCount> kind_generations_{};
+  int used_ = 0;  // occupied entries, live or not
+  bool flex_known_ = false;
+  std::array<int, 7> flex_key_{};  // FlexCopies' key
+  FlexTokenCopies flex_copies_;
+};
+
+// The same, timings looked up in `memo` first (which must hold timings of
+// this placement's groups and ctx's parameters only); identical results.
+std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
+                                  const LayoutPlacement& placement, const PipelineDescription& pipeline,
+                                  CollectiveTimeMemo* memo);
+// The same into *ops (replaced; its storage kept, for a search that plans
+// one layout after another without allocating).
+void BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                   const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops);
+
 
 }  // namespace foldplan

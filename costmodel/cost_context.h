@@ -14,6 +14,7 @@ namespace foldplan {
 class Topology;
 class ComputeProfile;
 struct CommParams;
+struct RankParamCounter;
 
 struct CostContext {
   const ClusterSpec* cluster = nullptr;
@@ -22,6 +23,7 @@ struct CostContext {
   const Topology* topology = nullptr;       // built from *cluster
   const ComputeProfile* profile = nullptr;  // GEMM / attention rate tables
   const CommParams* comm = nullptr;         // collective model parameters (calibration)
+  const RankParamCounter* rank_params = nullptr;  // of *model (the comm plan builds one when null)
 };
 
 }  // namespace foldplan

@@ -116,7 +116,8 @@ CostModel::CostModel(const ClusterSpec& cluster, const ModelSpec& model, const J
       topology_(std::move(topology)),
       profile_(std::move(profile)),
       comm_(std::move(comm)),
-      ctx_{&cluster_, &model_, &job_, &topology_, &profile_, &comm_},
+      rank_params_(model_),
+      ctx_{&cluster_, &model_, &job_, &topology_, &profile_, &comm_, &rank_params_},
       memory_(ctx_),
       model_flops_per_token_(ModelFlopsPerToken(model_, job_.seq_len)),
       model_flops_per_token_full_attention_(ModelFlopsPerTokenFullAttention(model_, job_.seq_len)),
@@ -180,7 +181,8 @@ struct PlacementCache {
 // one after another (planner/search.cc), so each thread keeps the last one,
 // and under it the placement of each group kind (GroupPlacementCache: the
 // same TP, EP, CP ... groups recur across pp, dp and orders).
-// The collective timings of that placement go with it (CollectiveTimeMemo).
+// The collective timings of that placement go with it (CollectiveTimeMemo),
+// and of the group kinds the next placement places alike, stay.
 const LayoutPlacement* CostModel::PlacementOf(const Layout& l, CollectiveTimeMemo** memo) const {
   PlacementCache& cache = ForModel<PlacementCache>(id_);
   const auto& key = cache.key;
@@ -188,8 +190,10 @@ const LayoutPlacement* CostModel::PlacementOf(const Layout& l, CollectiveTimeMem
       std::get<3>(key) != l.cp || std::get<4>(key) != l.dp || std::get<5>(key) != l.ep || std::get<6>(key) != l.etp ||
       std::get<7>(key) != l.order || std::get<8>(key) != l.placement) {
     cache.key = std::make_tuple(l.world, l.pp, l.tp, l.cp, l.dp, l.ep, l.etp, l.order, l.placement);
-    cache.placement = PlaceGroups(l, topology_, &cache.kinds);
-    cache.timings.Clear();
+    Result<LayoutPlacement> placed = PlaceGroups(l, topology_, &cache.kinds);
+    cache.timings.ChangePlacement(cache.placement.ok() ? &cache.placement.value() : nullptr,
+                                  placed.ok() ? &placed.value() : nullptr);
+    cache.placement = std::move(placed);
   }
   *memo = &cache.timings;
   return cache.placement.ok() ? &cache.placement.value() : nullptr;

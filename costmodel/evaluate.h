@@ -180,6 +180,7 @@ class CostModel {
   Topology topology_;
   ComputeProfile profile_;
   CommParams comm_;
+  RankParamCounter rank_params_;  // of model_, counted once for every plan
   CostContext ctx_;
   MemoryModel memory_;
   BlockWeights weights_;

@@ -82,7 +82,10 @@ StageParams RankParamCounter::OnRank(const Layout& layout, const PipelineRank& h
 
 StageParams RankParamCounter::Largest(const Layout& layout, const PipelineDescription& pipeline) const {
   StageParams largest;
+  const PipelineRank* last = nullptr;
   for (const PipelineRank& held : pipeline.ranks) {
+    if (last && held == *last) continue;  // the middle ranks often hold alike: the same shares
+    last = &held;
     const StageParams p = OnRank(layout, held);
     largest.dense = std::max(largest.dense, p.dense);
     largest.expert = std::max(largest.expert, p.expert);

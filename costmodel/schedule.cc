@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <array>
 #include <bit>
+#include <cstdint>
 
 namespace foldplan {
 namespace {
@@ -103,32 +104,52 @@ struct BlockComm {
   double steady = 0;   // of which exposed in the steady state
 };
 
-// Every block kind's BlockComm and one boundary crossing's seconds (forward
-// and backward, each op's calls), in one pass over the ops: each op is
-// added to the sums of every kind it runs in (BlockKindsOf), so each sum
-// still adds its ops in plan order, as a pass per kind would.
+// Every block kind's BlockComm, one boundary crossing's seconds (forward
+// and backward, each op's calls) and the per-step ops' (DataParallelExposure),
+// in one pass over the ops: each op is added to the sums of every kind it
+// runs in (BlockKindsOf), so each sum still adds its ops in plan order, as
+// a pass per kind would. An MTP module's layer runs the ops of the layer
+// kind it is (BlockKindsOf: MoE when mtp_moe, else dense), so its sums are
+// that kind's, copied rather than added again.
 struct PlanComm {
   std::array<BlockComm, kBlockKindCount> blocks;
   double crossing_s = 0;
+  double dp_reduce_s = 0;  // gradient reduce-scatters or all-reduces
+  double dp_gather_s = 0;  // parameter all-gathers
 };
 
 PlanComm SumPlanComm(const StepWork& work) {
   PlanComm c;
   std::array<int, kBlockKindCount> sms{};
+  const auto mtp = static_cast<size_t>(BlockKind::kMtpLayer);
+  const auto mtp_as = static_cast<size_t>(work.mtp_moe ? BlockKind::kMoeLayer : BlockKind::kDenseLayer);
+  // The kinds of the last op's scope, but the MTP layer (plans list their
+  // ops in runs of one scope).
+  CommOp::Scope scope = CommOp::kPerStep;
+  unsigned scope_kinds = 0;
   for (const CommOp& op : work.ops) {
     const double a = op.seconds_per_microbatch();
-    if (op.scope == CommOp::kPerStageBoundary) c.crossing_s += a;
-    for (unsigned kinds = BlockKindsOf(op.scope, work.mtp_moe); kinds != 0; kinds &= kinds - 1) {
-      const auto i = static_cast<size_t>(std::countr_zero(kinds));
-      BlockComm& b = c.blocks[i];
-      if (op.hides_behind_other_microbatch) {
-        b.paired += a;
+    if (op.scope != scope) {
+      scope = op.scope;
+      scope_kinds = BlockKindsOf(scope, work.mtp_moe) & ~(1u << mtp);
+    }
+    unsigned kinds = scope_kinds;
+    if (kinds == 0) {
+      if (scope == CommOp::kPerStageBoundary) c.crossing_s += a;
+      if (scope == CommOp::kPerStep) (op.collective == Collective::kAllGather ? c.dp_gather_s : c.dp_reduce_s) += a;
+    } else if (op.hides_behind_other_microbatch) {
+      for (; kinds != 0; kinds &= kinds - 1) {
+        const auto i = static_cast<size_t>(std::countr_zero(kinds));
+        c.blocks[i].paired += a;
         sms[i] = std::max(sms[i], op.sms);
-      } else {
-        (op.overlappable ? b.hidden : b.exposed) += a;
       }
+    } else {
+      double BlockComm::*const sum = op.overlappable ? &BlockComm::hidden : &BlockComm::exposed;
+      for (; kinds != 0; kinds &= kinds - 1) c.blocks[static_cast<size_t>(std::countr_zero(kinds))].*sum += a;
     }
   }
+  c.blocks[mtp] = c.blocks[mtp_as];
+  sms[mtp] = sms[mtp_as];
   for (BlockKind kind : kAllBlockKinds) {
     const auto i = static_cast<size_t>(kind);
     BlockComm& b = c.blocks[i];
@@ -169,6 +190,13 @@ void ShareOfBlocks(const StepWork& work, BlockKind kind, const BlockComm& c, dou
   }
 }
 
+// Whether ranks a and b read the same of their work in SchedulePipeline:
+// their compute (as summed), block counts and boundary crossings.
+bool SameTimeInputs(const RankWork& a, const RankWork& b) {
+  return a.blocks == b.blocks && a.boundary_crossings == b.boundary_crossings &&
+         std::bit_cast<uint64_t>(a.compute_s()) == std::bit_cast<uint64_t>(b.compute_s());
+}
+
 }  // namespace
 
 PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s) {
@@ -185,16 +213,31 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
   PipelineTimes& t = *times;
   const double m = double(work.microbatches);
   const bool overlapped_sends = OverlapsSends(work.schedule);
-  // One boundary crossing, forward and backward (each op's calls), and
-  // each block kind's communication.
+  // One boundary crossing, forward and backward (each op's calls), each
+  // block kind's communication, the data-parallel ops.
   const PlanComm plan = SumPlanComm(work);
   const double crossing_s = plan.crossing_s;
   const std::array<BlockComm, kBlockKindCount>& comm = plan.blocks;
+  t.dp_reduce_s = plan.dp_reduce_s;
+  t.dp_gather_s = plan.dp_gather_s;
+  // A rank's share of lone micro-batches matters only to EP-overlap ops
+  // (PairedExposed): without them every rank is given 0.
+  const bool paired = std::any_of(comm.begin(), comm.end(), [](const BlockComm& b) { return b.paired > 0; });
+  double last_lone = 0;
+  double worst = 0;  // t_max so far, of rank t.slowest (the first of equals)
   for (size_t p = 0; p < work.ranks.size(); ++p) {
     const RankWork& r = work.ranks[p];
     RankTime& rt = t.ranks[p];
+    const double lone = paired ? LoneMicrobatches(work, static_cast<int>(p)) / m : 0;
+    // Middle ranks often hold alike: one whose time reads what the previous
+    // one's did (below: compute, block counts, crossings, lone share) takes
+    // that time (never above t_max so far).
+    if (p > 0 && lone == last_lone && SameTimeInputs(r, work.ranks[p - 1])) {
+      rt = t.ranks[p - 1];
+      continue;
+    }
+    last_lone = lone;
     rt.compute_s = r.compute_s();
-    const double lone = LoneMicrobatches(work, static_cast<int>(p)) / m;
     for (BlockKind kind : kAllBlockKinds) {
       const int count = r.count(kind);
       if (count > 0) rt.exposed_comm_s += ExposedInBlocks(comm[static_cast<size_t>(kind)], lone, count);
@@ -209,11 +252,13 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
     // compute), so only what the compute cannot cover is exposed.
     const double sends = r.boundary_crossings * crossing_s;
     rt.boundary_s = overlapped_sends ? std::max(0.0, sends - rt.compute_s - rt.exposed_comm_s) : sends;
+    const double total = rt.total_s();
+    if (p == 0 || total > worst) {
+      worst = total;
+      t.slowest = static_cast<int>(p);
+    }
   }
-  for (size_t p = 1; p < t.ranks.size(); ++p) {
-    if (t.ranks[p].total_s() > t.ranks[static_cast<size_t>(t.slowest)].total_s()) t.slowest = static_cast<int>(p);
-  }
-  t.stage_time_s = t.ranks.empty() ? 0 : t.ranks[static_cast<size_t>(t.slowest)].total_s();
+  t.stage_time_s = worst;
   t.bubble_s = BubbleSeconds(work, t.stage_time_s,
                              work.ranks.empty() ? nullptr : &work.ranks[static_cast<size_t>(t.slowest)], crossing_s);
   t.pipeline_s = m * t.stage_time_s + t.bubble_s;
@@ -345,10 +390,8 @@ bool LowerBoundGrowsWithRecompute(PipelineSchedule schedule) {
 
 DataParallelTimes DataParallelExposure(const StepWork& work, const PipelineTimes& times) {
   DataParallelTimes dp;
-  for (const CommOp& op : work.ops) {
-    if (op.scope != CommOp::kPerStep) continue;
-    (op.collective == Collective::kAllGather ? dp.gather_s : dp.reduce_s) += op.seconds_per_microbatch();
-  }
+  dp.reduce_s = times.dp_reduce_s;
+  dp.gather_s = times.dp_gather_s;
   if (work.ranks.empty()) return dp;
   const RankWork& worst = work.ranks[static_cast<size_t>(times.slowest)];
   dp.exposed_s = std::max(0.0, dp.reduce_s - worst.backward_s) + std::max(0.0, dp.gather_s - worst.forward_s);

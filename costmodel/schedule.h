@@ -44,6 +44,11 @@ struct PipelineTimes {
   double stage_time_s = 0;      // t_max
   double bubble_s = 0;          // fill and drain, by schedule (above)
   double pipeline_s = 0;        // m x t_max + bubble
+  // The per-step ops' seconds in plan order, gradient reductions and
+  // parameter all-gathers (DataParallelExposure's reduce_s and gather_s),
+  // summed in the schedule's pass over the ops.
+  double dp_reduce_s = 0;
+  double dp_gather_s = 0;
 };
 
 // When `op_exposed_s` is given it receives, per op of work.ops, the seconds
@@ -100,7 +105,7 @@ bool LowerBoundGrowsWithRecompute(PipelineSchedule schedule);
 
 // Data-parallel traffic (the per-step ops) hidden behind the slowest rank's
 // backward (gradient reductions) and forward (parameter all-gathers) of one
-// micro-batch.
+// micro-batch. `times` is SchedulePipeline(work)'s.
 struct DataParallelTimes {
   double reduce_s = 0;   // gradient reduce-scatter or all-reduce
   double gather_s = 0;   // parameter all-gather

@@ -3,6 +3,7 @@
 // pipeline description the rest of the evaluation uses. Each test states
 // the arithmetic, then checks the number it implies. Derivations:
 // doc/cost-model-comm.md section 6 ("Parameters per rank", "Data parallel").
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -11,10 +12,12 @@
 #include "costmodel_comm_fixtures.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/memory.h"
+#include "costmodel/rank_params.h"
 #include "fixtures.h"
 #include "inputs/loader.h"
 #include "planner/group_placement.h"
 #include "planner/pipeline.h"
+#include "seeded_draws.h"
 #include "topology_fixtures.h"
 
 namespace foldplan {
@@ -110,6 +113,55 @@ TEST_CASE("DeepSeek-V3 at pp 2: the MTP stage reduces its copy of the input embe
   CHECK(bytes == doctest::Approx(4 * p_dense).epsilon(1e-12));
   const MemoryModel memory(s.model, s.job, s.cluster);
   CHECK(bytes == 4 * memory.ParamsOnStage(s.layout, pipeline, 1).dense);
+}
+
+TEST_CASE("Largest is the largest share OnRank gives any pipeline rank, ranks holding alike or not") {
+  // Largest skips a rank holding what the previous one holds; the
+  // reference asks OnRank of every rank. Pipelines as DescribePipeline
+  // splits them, and with ranks repeated or differing from their
+  // neighbour in one field only (embedding, loss, MTP, MoE layers).
+  for (const char* name : {"deepseek-v3", "mixtral-8x7b", "llama3-70b"}) {
+    CAPTURE(name);
+    const ModelSpec model = Load(name);
+    const RankParamCounter counter(model);
+    for (const int pp : {1, 2, 3, 4, 8, 16}) {
+      for (const int vpp : {1, 2}) {
+        if (pp * vpp > model.layers) continue;
+        Layout l;
+        l.pp = pp;
+        l.vpp = vpp;
+        l.tp = 2;
+        l.ep = model.is_moe() ? 8 : 1;
+        l.etp = 1;
+        const PipelineDescription described = DescribePipeline(l, model);
+        std::vector<PipelineDescription> pipelines = {described};
+        PipelineDescription varied = described;
+        varied.ranks.clear();
+        for (const PipelineRank& r : described.ranks) {
+          PipelineRank embedding = r, loss = r, mtp = r, moe = r;
+          embedding.embedding = !r.embedding;
+          loss.loss = !r.loss;
+          mtp.mtp_layers = r.mtp_layers + 1;
+          moe.moe_layers = std::max(0, r.moe_layers - 1);
+          for (const PipelineRank& v : {r, r, embedding, r, loss, r, mtp, mtp, r, moe, r}) varied.ranks.push_back(v);
+        }
+        pipelines.push_back(varied);
+        for (const PipelineDescription& pipeline : pipelines) {
+          CAPTURE(pp);
+          CAPTURE(vpp);
+          StageParams want;
+          for (const PipelineRank& r : pipeline.ranks) {
+            const StageParams on = counter.OnRank(l, r);
+            want.dense = std::max(want.dense, on.dense);
+            want.expert = std::max(want.expert, on.expert);
+          }
+          const StageParams got = counter.Largest(l, pipeline);
+          CHECK(testing::Bits(got.dense) == testing::Bits(want.dense));
+          CHECK(testing::Bits(got.expert) == testing::Bits(want.expert));
+        }
+      }
+    }
+  }
 }
 
 }  // namespace

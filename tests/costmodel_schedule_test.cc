@@ -3,7 +3,9 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <initializer_list>
+#include <vector>
 
 #include "costmodel/schedule.h"
 #include "seeded_draws.h"
@@ -373,12 +375,73 @@ TEST_CASE("BlockKindsOf: the block kinds of each scope, an MTP module's layer of
   }
 }
 
+namespace {
+
+// The schedule's per-layer exposure of rank `r` at lone share `lone`,
+// summed one block kind at a time over the ops in plan order.
+double ReferenceExposedComm(const StepWork& w, const RankWork& r, double lone) {
+  double exposed_comm = 0;
+  for (BlockKind k : kAllBlockKinds) {
+    double exposed = 0, hidden = 0, paired = 0;
+    int sms = 0;
+    for (const CommOp& op : w.ops) {
+      if (!RunsInBlock(op, k, w.mtp_moe)) continue;
+      if (op.hides_behind_other_microbatch) {
+        paired += op.seconds_per_microbatch();
+        sms = std::max(sms, op.sms);
+      } else {
+        (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
+      }
+    }
+    const double work_s = w.cost(k).total_s();
+    const double excess = std::max(0.0, hidden - work_s);
+    double paired_exposed = 0;
+    if (paired > 0) {
+      const double left = std::max(0.0, work_s - hidden);
+      const double slow = sms > 0 && sms < w.gpu_sms ? double(w.gpu_sms) / (w.gpu_sms - sms) : 1.0;
+      const double steady = paired - std::min(left, paired / slow);
+      paired_exposed = lone * paired + (1 - lone) * steady;
+    }
+    if (r.count(k) > 0) exposed_comm += r.count(k) * (exposed + excess + paired_exposed);
+  }
+  return exposed_comm;
+}
+
+double CrossingSeconds(const StepWork& w) {
+  double crossing = 0;
+  for (const CommOp& op : w.ops) {
+    if (op.scope == CommOp::kPerStageBoundary) crossing += op.seconds_per_microbatch();
+  }
+  return crossing;
+}
+
+// Ops of every scope interleaved, plain, overlappable and, when `paired`,
+// EP-overlap ones, with seconds some of whose per-kind sums round
+// differently when added in reverse or scope by scope.
+std::vector<CommOp> MixedOps(bool paired) {
+  const CommOp::Scope scopes[] = {CommOp::kPerLayer,     CommOp::kPerMoeLayer,       CommOp::kPerDenseLayer,
+                                  CommOp::kPerEmbedding, CommOp::kPerStageBoundary, CommOp::kPerOutputLayer,
+                                  CommOp::kPerStep};
+  const double seconds[] = {0.1, 0.7, 0.3, 1.0 / 3, 0.2, 3e-3};
+  std::vector<CommOp> ops;
+  for (int i = 0; i < 42; ++i) {
+    CommOp op = Op("op", scopes[i % 7], seconds[i % 6], i % 3 == 1,
+                   i % 4 == 0 ? Collective::kAllGather : Collective::kReduceScatter);
+    if (paired && i % 5 == 2) {
+      op.hides_behind_other_microbatch = true;
+      op.sms = 4 * (i % 7);
+    }
+    ops.push_back(op);
+  }
+  return ops;
+}
+
+}  // namespace
+
 TEST_CASE("SchedulePipeline sums each block kind's ops in plan order, bit for bit a pass per kind") {
-  // Ops of every scope interleaved, plain, overlappable and EP-overlap
-  // ones, with seconds some of whose per-kind sums round differently when
-  // added in reverse or scope by scope; ranks holding every block kind. The
-  // reference below is the schedule's formula, summed one kind at a time
-  // over the ops in plan order (1F1B: lone = min(pp - p, m) / m).
+  // Ranks holding every block kind. The reference is the schedule's
+  // formula, summed one kind at a time over the ops in plan order (1F1B:
+  // lone = min(pp - p, m) / m); the data-parallel sums too.
   for (bool mtp_moe : {false, true}) {
     CAPTURE(mtp_moe);
     StepWork w;
@@ -396,53 +459,84 @@ TEST_CASE("SchedulePipeline sums each block kind's ops in plan order, bit for bi
       r.backward_s = 2.3 + p;
       r.boundary_crossings = 1;
     }
-    const CommOp::Scope scopes[] = {CommOp::kPerLayer,     CommOp::kPerMoeLayer,       CommOp::kPerDenseLayer,
-                                    CommOp::kPerEmbedding, CommOp::kPerStageBoundary, CommOp::kPerOutputLayer,
-                                    CommOp::kPerStep};
-    const double seconds[] = {0.1, 0.7, 0.3, 1.0 / 3, 0.2, 3e-3};
-    for (int i = 0; i < 42; ++i) {
-      CommOp op = Op("op", scopes[i % 7], seconds[i % 6], i % 3 == 1);
-      if (i % 5 == 2) {
-        op.hides_behind_other_microbatch = true;
-        op.sms = 4 * (i % 7);
-      }
-      w.ops.push_back(op);
-    }
+    w.ops = MixedOps(true);
     const PipelineTimes t = SchedulePipeline(w);
-    double crossing = 0;
+    const double crossing = CrossingSeconds(w);
+    double reduce = 0, gather = 0;
     for (const CommOp& op : w.ops) {
-      if (op.scope == CommOp::kPerStageBoundary) crossing += op.seconds_per_microbatch();
+      if (op.scope == CommOp::kPerStep) (op.collective == Collective::kAllGather ? gather : reduce) += op.seconds_per_microbatch();
     }
+    const DataParallelTimes dp = DataParallelExposure(w, t);
+    CHECK(dp.reduce_s == reduce);
+    CHECK(dp.gather_s == gather);
     for (int p = 0; p < 3; ++p) {
       CAPTURE(p);
       const RankWork& r = w.ranks[static_cast<size_t>(p)];
       const double lone = InflightMicrobatches(PipelineSchedule::k1F1B, 3, 1, p, 5) / 5.0;
-      double exposed_comm = 0;
-      for (BlockKind k : kAllBlockKinds) {
-        double exposed = 0, hidden = 0, paired = 0;
-        int sms = 0;
-        for (const CommOp& op : w.ops) {
-          if (!RunsInBlock(op, k, mtp_moe)) continue;
-          if (op.hides_behind_other_microbatch) {
-            paired += op.seconds_per_microbatch();
-            sms = std::max(sms, op.sms);
-          } else {
-            (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
-          }
-        }
-        const double work_s = w.cost(k).total_s();
-        const double excess = std::max(0.0, hidden - work_s);
-        double paired_exposed = 0;
-        if (paired > 0) {
-          const double left = std::max(0.0, work_s - hidden);
-          const double slow = sms > 0 && sms < w.gpu_sms ? double(w.gpu_sms) / (w.gpu_sms - sms) : 1.0;
-          const double steady = paired - std::min(left, paired / slow);
-          paired_exposed = lone * paired + (1 - lone) * steady;
-        }
-        if (r.count(k) > 0) exposed_comm += r.count(k) * (exposed + excess + paired_exposed);
-      }
-      CHECK(t.ranks[static_cast<size_t>(p)].exposed_comm_s == exposed_comm);
+      CHECK(t.ranks[static_cast<size_t>(p)].exposed_comm_s == ReferenceExposedComm(w, r, lone));
       CHECK(t.ranks[static_cast<size_t>(p)].boundary_s == r.boundary_crossings * crossing);
+    }
+  }
+}
+
+TEST_CASE("ranks holding alike each get the time they would alone, with and without EP-overlap ops") {
+  // SchedulePipeline gives a rank whose compute, block counts, crossings
+  // and lone share equal the previous rank's that rank's time. Runs of
+  // equal ranks, a rank differing in its compute alone (by one ulp), in
+  // one block count, in its crossings; under 1F1B the lone share differs
+  // from rank to rank (m = 9 > pp), under GPipe it is 1 on every rank, and
+  // the interleaved schedule hides its sends behind the rank's compute.
+  const PipelineSchedule schedules[] = {PipelineSchedule::k1F1B, PipelineSchedule::kGPipe,
+                                        PipelineSchedule::kInterleaved1F1B};
+  for (const PipelineSchedule schedule : schedules) {
+    for (const bool paired : {false, true}) {
+      CAPTURE(static_cast<int>(schedule));
+      CAPTURE(paired);
+      StepWork w;
+      w.schedule = schedule;
+      w.pp = 8;
+      w.vpp = schedule == PipelineSchedule::kInterleaved1F1B ? 2 : 1;
+      w.microbatches = 9;
+      w.gpu_sms = 132;
+      for (BlockKind k : kAllBlockKinds) w.block[static_cast<size_t>(k)] = {0.3, 0.7, 0.1};
+      RankWork a;
+      a.blocks = {1, 3, 0, 0, 0};
+      a.forward_s = 1.1;
+      a.backward_s = 2.3;
+      a.boundary_crossings = w.vpp;
+      RankWork ulp = a;
+      ulp.backward_s = std::nextafter(a.backward_s, 10.0);
+      RankWork more = a;
+      more.blocks[1] = 4;
+      RankWork crossings = a;
+      crossings.boundary_crossings = w.vpp + 1;
+      w.ranks = {a, a, a, ulp, more, more, crossings, a};
+      for (int p = 0; p < w.pp; ++p) w.ranks[static_cast<size_t>(p)].pipeline_rank = p;
+      w.ops = MixedOps(paired);
+      const PipelineTimes t = SchedulePipeline(w);
+      const double crossing = CrossingSeconds(w);
+      const double m = double(w.microbatches);
+      int slowest = 0;
+      for (int p = 1; p < w.pp; ++p) {
+        if (t.ranks[static_cast<size_t>(p)].total_s() > t.ranks[static_cast<size_t>(slowest)].total_s()) slowest = p;
+      }
+      CHECK(t.slowest == slowest);
+      CHECK(t.stage_time_s == t.ranks[static_cast<size_t>(slowest)].total_s());
+      for (int p = 0; p < w.pp; ++p) {
+        CAPTURE(p);
+        const RankWork& r = w.ranks[static_cast<size_t>(p)];
+        const RankTime& rt = t.ranks[static_cast<size_t>(p)];
+        const double lone = schedule == PipelineSchedule::kGPipe
+                                ? 1.0
+                                : InflightMicrobatches(schedule, w.pp, w.vpp, p, w.microbatches) / m;
+        const double compute = r.forward_s + r.backward_s;
+        const double exposed = ReferenceExposedComm(w, r, lone);
+        const double sends = r.boundary_crossings * crossing;
+        CHECK(rt.compute_s == compute);
+        CHECK(rt.exposed_comm_s == exposed);
+        CHECK(rt.boundary_s ==
+              (schedule == PipelineSchedule::kInterleaved1F1B ? std::max(0.0, sends - compute - exposed) : sends));
+      }
     }
   }
 }

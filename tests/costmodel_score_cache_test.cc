@@ -14,6 +14,7 @@
 #include <cstring>
 #include <limits>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -76,24 +77,6 @@ Case RandomCase(Draws& d) {
   return c;
 }
 
-// Calls f(cost, c, l) with `per_case` random legal layouts l of each of 24
-// random cases c (none for a case without legal layouts).
-template <class F>
-void ForSampledLayouts(Draws& d, int per_case, F&& f) {
-  for (int trial = 0; trial < 24; ++trial) {
-    const Case c = RandomCase(d);
-    auto created = CostModel::Create(c.cluster, c.model, c.job);
-    REQUIRE(created.ok());
-    const CostModel& cost = *created.value();
-    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
-    for (int i = 0; i < per_case && !legal.empty(); ++i) {
-      const Layout& l = legal[d.Below(legal.size())];
-      INFO("layout: " << FormatLayout(l));
-      f(cost, c, l);
-    }
-  }
-}
-
 void RequireSame(const LayoutScore& a, const LayoutScore& b, const Layout& l) {
   INFO("layout: " << FormatLayout(l));
   REQUIRE(a.fits == b.fits);
@@ -103,15 +86,43 @@ void RequireSame(const LayoutScore& a, const LayoutScore& b, const Layout& l) {
   REQUIRE(Bits(a.objective) == Bits(b.objective));
 }
 
+// A case, its cost model and its legal layouts.
+struct Trial {
+  Case c;
+  std::unique_ptr<CostModel> cost;
+  std::vector<Layout> legal;
+};
+
+Trial TrialOf(Case c) {
+  Trial t{std::move(c), nullptr, {}};
+  auto created = CostModel::Create(t.c.cluster, t.c.model, t.c.job);
+  REQUIRE(created.ok());
+  t.cost = std::move(created).value();
+  t.legal = EnumerateLayouts(t.cost->legality()).legal;
+  return t;
+}
+
+// Calls f(cost, c, l) with `per_case` random legal layouts l of each of 24
+// random cases c (none for a case without legal layouts).
+template <class F>
+void ForSampledLayouts(Draws& d, int per_case, F&& f) {
+  for (int trial = 0; trial < 24; ++trial) {
+    const Trial drawn = TrialOf(RandomCase(d));
+    for (int i = 0; i < per_case && !drawn.legal.empty(); ++i) {
+      const Layout& l = drawn.legal[d.Below(drawn.legal.size())];
+      INFO("layout: " << FormatLayout(l));
+      f(*drawn.cost, drawn.c, l);
+    }
+  }
+}
+
 TEST_CASE("Score equals ScoreReference bit for bit, and Evaluate's figures, over random jobs and clusters") {
   Draws d{20260613};
   size_t compared = 0, fitting = 0;
   for (int trial = 0; trial < 24; ++trial) {
-    const Case c = RandomCase(d);
-    auto created = CostModel::Create(c.cluster, c.model, c.job);
-    REQUIRE(created.ok());
-    const CostModel& cost = *created.value();
-    std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    const Trial drawn = TrialOf(RandomCase(d));
+    const CostModel& cost = *drawn.cost;
+    const std::vector<Layout>& legal = drawn.legal;
     if (legal.empty()) continue;
     // Up to 400 layouts, half in search order (the caches' common case),
     // half shuffled.
@@ -211,10 +222,9 @@ TEST_CASE("the step-time bound without recomputation is below every recompute mo
     c.job.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
                                 PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV,
                                 PipelineSchedule::kGPipe};
-    auto created = CostModel::Create(c.cluster, c.model, c.job);
-    REQUIRE(created.ok());
-    const CostModel& cost = *created.value();
-    const std::vector<Layout> legal = EnumerateLayouts(cost.legality()).legal;
+    const Trial drawn = TrialOf(c);
+    const CostModel& cost = *drawn.cost;
+    const std::vector<Layout>& legal = drawn.legal;
     for (int i = 0; i < 100 && !legal.empty(); ++i) {
       Layout l = legal[d.Below(legal.size())];
       const PipelineSchedule schedule = l.schedule_or_default();
@@ -516,6 +526,31 @@ TEST_CASE("ComputeTimesCache gives each recompute set its sums when sets alterna
   }
 }
 
+// Every field of two ops, bit for bit.
+void RequireSameOp(const CommOp& want, const CommOp& got) {
+  INFO(want.name);
+  REQUIRE(want.kind == got.kind);
+  REQUIRE(std::string(want.name) == got.name);
+  REQUIRE(want.group == got.group);
+  REQUIRE(want.collective == got.collective);
+  REQUIRE(Bits(want.bytes) == Bits(got.bytes));
+  REQUIRE(Bits(want.network_bytes) == Bits(got.network_bytes));
+  REQUIRE(want.scope == got.scope);
+  REQUIRE(Bits(want.calls_fwd) == Bits(got.calls_fwd));
+  REQUIRE(Bits(want.calls_bwd) == Bits(got.calls_bwd));
+  REQUIRE(Bits(want.seconds_per_call) == Bits(got.seconds_per_call));
+  REQUIRE(std::string(want.algorithm) == got.algorithm);
+  REQUIRE(want.overlappable == got.overlappable);
+  REQUIRE(want.hides_behind_other_microbatch == got.hides_behind_other_microbatch);
+  REQUIRE(want.sms == got.sms);
+  REQUIRE(Bits(want.traffic.nvlink_bytes) == Bits(got.traffic.nvlink_bytes));
+  REQUIRE(Bits(want.traffic.network_bytes) == Bits(got.traffic.network_bytes));
+  REQUIRE(Bits(want.traffic.spine_bytes) == Bits(got.traffic.spine_bytes));
+}
+
+// The memo's timings and flex copies, and the context's RankParamCounter
+// (CostModel's; the reference counts the model's parameters itself),
+// change no op.
 TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
   Draws d{11};
   Case c = RandomCase(d);
@@ -539,18 +574,13 @@ TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
             l.order != legal[start].order || l.placement != legal[start].placement)
           break;
         const PipelineDescription pipeline = DescribePipeline(l, c.model, &cost->pipeline_weights());
-        const std::vector<CommOp> want = BuildCommPlan(l, cost->context(), *placement, pipeline);
+        CostContext counting = cost->context();
+        counting.rank_params = nullptr;
+        const std::vector<CommOp> want = BuildCommPlan(l, counting, *placement, pipeline);
         const std::vector<CommOp> got = BuildCommPlan(l, cost->context(), *placement, pipeline, &memo);
         REQUIRE(want.size() == got.size());
         for (size_t k = 0; k < want.size(); ++k) {
-          INFO(want[k].name);
-          REQUIRE(std::string(want[k].name) == got[k].name);
-          REQUIRE(Bits(want[k].bytes) == Bits(got[k].bytes));
-          REQUIRE(Bits(want[k].seconds_per_call) == Bits(got[k].seconds_per_call));
-          REQUIRE(std::string(want[k].algorithm) == got[k].algorithm);
-          REQUIRE(Bits(want[k].traffic.nvlink_bytes) == Bits(got[k].traffic.nvlink_bytes));
-          REQUIRE(Bits(want[k].traffic.network_bytes) == Bits(got[k].traffic.network_bytes));
-          REQUIRE(Bits(want[k].traffic.spine_bytes) == Bits(got[k].traffic.spine_bytes));
+          RequireSameOp(want[k], got[k]);
           ++ops;
         }
       }
@@ -558,6 +588,77 @@ TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
   }
   CHECK(ops > 100);
   CHECK(memo.size() > 0);
+}
+
+// CostModel carries its memo from one placement to the next, keeping the
+// timings of the group kinds placed alike (ChangePlacement). Layouts in
+// search order (neighbouring placements share kinds) and at random, some
+// not placeable.
+TEST_CASE("CollectiveTimeMemo carried across placements gives the plan's ops unchanged") {
+  Draws d{13};
+  size_t ops = 0, placements = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    const Trial drawn = TrialOf(RandomCase(d));
+    const Case& c = drawn.c;
+    const std::vector<Layout>& legal = drawn.legal;
+    CollectiveTimeMemo memo;
+    Result<LayoutPlacement> last = Status::Error("none yet");
+    size_t at = 0;
+    for (int i = 0; i < 300 && !legal.empty(); ++i) {
+      at = d.Below(4) == 0 ? d.Below(legal.size()) : (at + 1) % legal.size();
+      Layout l = legal[at];
+      if (d.Below(16) == 0) l.world *= 2;  // the placement refuses it
+      INFO("layout: " << FormatLayout(l));
+      Result<LayoutPlacement> placement = PlaceGroups(l, *drawn.cost->context().topology);
+      if (!last.ok() || !placement.ok() || !(last.value() == placement.value())) {
+        memo.ChangePlacement(last.ok() ? &last.value() : nullptr, placement.ok() ? &placement.value() : nullptr);
+        ++placements;
+      }
+      last = std::move(placement);
+      if (!last.ok()) continue;
+      const PipelineDescription pipeline = DescribePipeline(l, c.model, &drawn.cost->pipeline_weights());
+      const std::vector<CommOp> want = BuildCommPlan(l, drawn.cost->context(), last.value(), pipeline);
+      const std::vector<CommOp> got = BuildCommPlan(l, drawn.cost->context(), last.value(), pipeline, &memo);
+      REQUIRE(want.size() == got.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        RequireSameOp(want[k], got[k]);
+        ++ops;
+      }
+    }
+  }
+  CHECK(ops > 1000);
+  CHECK(placements > 100);
+}
+
+TEST_CASE("CollectiveTimeMemo's flex copies are ExpectedFlexCopies' bit for bit") {
+  // Arguments drawn from few values, so keys repeat, follow one another
+  // and differ from the last in one field only.
+  Draws d{12};
+  CollectiveTimeMemo memo;
+  const std::vector<int> experts = {8, 64, 256}, top_k = {1, 2, 8}, ep = {1, 4, 8, 64}, etp = {1, 2},
+                         domains = {1, 2, 8}, per_domain = {0, 1, 4, 8};
+  auto draw = [&d](const std::vector<int>& values) { return values[d.Below(values.size())]; };
+  int e = 256, k = 8, p = 8, t = 1;
+  GroupSpan span;
+  for (int i = 0; i < 4000; ++i) {
+    switch (d.Below(8)) {  // one field changes, or none
+      case 0: e = draw(experts); break;
+      case 1: k = draw(top_k); break;
+      case 2: p = draw(ep); break;
+      case 3: t = draw(etp); break;
+      case 4: span.domains = draw(domains); break;
+      case 5: span.min_per_domain = draw(per_domain); break;
+      case 6: span.max_per_domain = draw(per_domain); break;
+      default: break;
+    }
+    const FlexTokenCopies want = ExpectedFlexCopies(e, k, p, t, span);
+    const FlexTokenCopies got = memo.FlexCopies(e, k, p, t, span);
+    REQUIRE(Bits(want.gpus) == Bits(got.gpus));
+    REQUIRE(Bits(want.domains) == Bits(got.domains));
+    REQUIRE(Bits(want.network) == Bits(got.network));
+    REQUIRE(Bits(want.nvlink) == Bits(got.nvlink));
+    if (i % 500 == 0) memo.Clear();
+  }
 }
 
 }  // namespace
