@@ -1,6 +1,7 @@
 #include "costmodel/evaluate.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -162,13 +163,17 @@ T& ForModel(uint64_t model_id) {
 struct PlacementCache {
   // Key: the fields PlaceGroups reads.
   std::tuple<int, int, int, int, int, int, int, std::string, Placement> key;
-  Result<LayoutPlacement> placement = Status::Error("empty");
+  // The last placement and the one before, filled in place by turns (no
+  // copy), so that the timings can keep what the two place alike.
+  std::array<LayoutPlacement, 2> placed;
+  std::array<bool, 2> ok{};
+  int current = 0;
   GroupPlacementCache kinds;
   CollectiveTimeMemo timings;
   void Clear() {
     kinds.Clear();
     timings.Clear();
-    placement = Status::Error("empty");
+    ok = {};
     std::get<0>(key) = -1;  // no layout has world -1
   }
   PlacementCache() { Clear(); }
@@ -190,13 +195,14 @@ const LayoutPlacement* CostModel::PlacementOf(const Layout& l, CollectiveTimeMem
       std::get<3>(key) != l.cp || std::get<4>(key) != l.dp || std::get<5>(key) != l.ep || std::get<6>(key) != l.etp ||
       std::get<7>(key) != l.order || std::get<8>(key) != l.placement) {
     cache.key = std::make_tuple(l.world, l.pp, l.tp, l.cp, l.dp, l.ep, l.etp, l.order, l.placement);
-    Result<LayoutPlacement> placed = PlaceGroups(l, topology_, &cache.kinds);
-    cache.timings.ChangePlacement(cache.placement.ok() ? &cache.placement.value() : nullptr,
-                                  placed.ok() ? &placed.value() : nullptr);
-    cache.placement = std::move(placed);
+    const int before = cache.current, after = 1 - before;
+    cache.ok[after] = PlaceGroups(l, topology_, &cache.kinds, &cache.placed[after]).ok();
+    cache.timings.ChangePlacement(cache.ok[before] ? &cache.placed[before] : nullptr,
+                                  cache.ok[after] ? &cache.placed[after] : nullptr);
+    cache.current = after;
   }
   *memo = &cache.timings;
-  return cache.placement.ok() ? &cache.placement.value() : nullptr;
+  return cache.ok[cache.current] ? &cache.placed[cache.current] : nullptr;
 }
 
 StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeline) const {
