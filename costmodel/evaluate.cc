@@ -461,14 +461,16 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   for (const PipelineRank& r : pipeline.ranks) {
     if (std::find(shapes.ranks.begin(), shapes.ranks.end(), r) == shapes.ranks.end()) shapes.ranks.push_back(r);
   }
-  // One compute key's step-time bound on the work of `shapes`, and its
-  // work once a member is scored in full.
+  // One compute key's work on `shapes` and step-time bound, once a bound
+  // is asked for (never while nothing can be pruned), and its work once a
+  // member is scored in full.
   struct Compute {
     Recompute recompute;
     Dispatcher dispatcher;
     Precision precision;
-    bool built = false;  // computed.work holds the key's work (its bound is set at once)
-    StepWork shape_work;  // on `shapes`: what the bounds read
+    bool bounded = false;  // shape_work and computed.bound_s are the key's
+    bool built = false;    // computed.work is the key's
+    StepWork shape_work;   // on `shapes`: what the bounds read
     ComputedWork computed;
   };
   thread_local std::vector<Survivor> survivors;
@@ -487,9 +489,18 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     c.recompute = v.recompute;
     c.dispatcher = v.dispatcher;
     c.precision = v.precision;
-    ComputeWorkOf(l, shapes, true, &c.shape_work);
-    c.computed.bound_s = PipelineLowerBound(c.shape_work);
+    c.bounded = false;
     c.built = false;
+    return c;
+  };
+  // `l` set to the variant: its compute key's entry with its bound.
+  auto bounded_of = [&](const RecipeVariant& v) -> Compute& {
+    Compute& c = compute_of(v);
+    if (!c.bounded) {
+      ComputeWorkOf(l, shapes, true, &c.shape_work);
+      c.computed.bound_s = PipelineLowerBound(c.shape_work);
+      c.bounded = true;
+    }
     return c;
   };
   auto computed_of = [&](const RecipeVariant& v) -> ComputedWork& {
@@ -508,7 +519,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     RecipeVariant none = v;
     none.recompute = Recompute::None();
     l.recompute = none.recompute;
-    const double bound_s = compute_of(none).computed.bound_s;
+    const double bound_s = bounded_of(none).computed.bound_s;
     l.recompute = v.recompute;
     return bound_s;
   };
@@ -534,7 +545,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       pruned = score.peak_memory_gib > prune_above;
     } else if (prune_above < kNoPruning) {
       pruned = (floor_by_none && !variant.recompute.none() && floor_of(variant) > prune_above) ||
-               compute_of(variant).computed.bound_s > prune_above;
+               bounded_of(variant).computed.bound_s > prune_above;
     }
     if (pruned) {
       score.pruned = true;
@@ -570,7 +581,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   // its floor.
   auto comm_bound_of = [&](const RecipeVariant& v, const LayoutPlacement& placement,
                            CollectiveTimeMemo* memo) -> double {
-    const Compute& c = compute_of(v);
+    const Compute& c = bounded_of(v);
     const size_t key = static_cast<size_t>(&c - computes.data());
     const RecipeVariant least = CommFloorVariant(v);
     size_t f = 0;
@@ -624,10 +635,11 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       }
       const double prune_above = sink.PruneAbove();
       LayoutScore score = s.score;
-      if (!minimise_memory && placement && prune_above < kNoPruning) {
-        // The compute-only bound first: it may prune without a floor plan.
-        score.pruned = compute_of(variant).computed.bound_s > prune_above ||
-                       comm_bound_of(variant, *placement, memo) > prune_above;
+      if (!minimise_memory && prune_above < kNoPruning) {
+        // The compute-only bound first: it may prune without a floor plan
+        // (and FinishScore reads it).
+        score.pruned = bounded_of(variant).computed.bound_s > prune_above ||
+                       (placement && comm_bound_of(variant, *placement, memo) > prune_above);
       }
       if (!score.pruned) {
         ComputedWork* computed = minimise_memory ? nullptr : &computed_of(variant);

@@ -161,7 +161,7 @@ class CostModel {
   // puts each member's plan into work.ops in turn (the rest stays the key's).
   struct ComputedWork {
     StepWork work;
-    double bound_s = 0;
+    double bound_s = 0;  // set whenever FinishScore is given a finite bound with it
   };
   // ScoreOf in two parts: fits and the peak from the peak bytes; then, for
   // a layout that fits, the objective (or pruned), from its compute work
