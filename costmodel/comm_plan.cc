@@ -95,9 +95,10 @@ class PlanBuilder {
     const int key = static_cast<int>(collective);
     const CollectiveTimeMemo::Value* known = memo_ ? memo_->Find(group, key, bytes, 0) : nullptr;
     if (!known) {
-      known = Remember(group, key, bytes, 0,
-                       {CollectiveTime(collective, bytes, g.span, params_, g.groups_sharing_links),
-                        RankTrafficOf(collective, bytes, g.span)});
+      known = Remember(group, g, key, bytes, 0, [&]() -> CollectiveTimeMemo::Value {
+        return {CollectiveTime(collective, bytes, g.span, params_, g.groups_sharing_links),
+                RankTrafficOf(collective, bytes, g.span)};
+      });
     }
     return Push(kind, name, group, collective, bytes, 0, scope, calls_fwd, calls_bwd, overlappable, known->cost,
                 known->traffic);
@@ -113,9 +114,9 @@ class PlanBuilder {
     const int key = CollectiveTimeMemo::kForwarded;
     const CollectiveTimeMemo::Value* known = memo_ ? memo_->Find(group, key, nvlink_bytes, network_bytes) : nullptr;
     if (!known) {
-      known = Remember(group, key, nvlink_bytes, network_bytes,
-                       {ForwardedAllToAllTime(nvlink_bytes, network_bytes, g.span, params_, g.groups_sharing_links),
-                        {}});
+      known = Remember(group, g, key, nvlink_bytes, network_bytes, [&]() -> CollectiveTimeMemo::Value {
+        return {ForwardedAllToAllTime(nvlink_bytes, network_bytes, g.span, params_, g.groups_sharing_links), {}};
+      });
     }
     // The RDMA copies to other units' domains cross the spine; the flex
     // model costs them all at the spine's rate when the group crosses it.
@@ -155,14 +156,20 @@ class PlanBuilder {
                                      .traffic = traffic});
   }
 
-  // A timing just computed (on a memo miss only: a hit neither builds nor
-  // copies a value), kept in the memo when there is one, else until the
-  // next miss.
-  const CollectiveTimeMemo::Value* Remember(GroupKind group, int key, double bytes, double network_bytes,
-                                            const CollectiveTimeMemo::Value& value) {
-    if (memo_) return memo_->Put(group, key, bytes, network_bytes, value);
-    timed_ = value;
-    return &timed_;
+  // A timing the memo lacks (a hit neither builds nor copies a value):
+  // from its second level, which knows it when `placed`'s span was timed
+  // so before, else `time()`d and kept there; then kept in the memo. With
+  // no memo, kept until the next miss.
+  template <typename Time>
+  [[gnu::noinline]] const CollectiveTimeMemo::Value* Remember(GroupKind group, const GroupPlacement& placed, int key, double bytes,
+                                            double network_bytes, const Time& time) {
+    if (!memo_) {
+      timed_ = time();
+      return &timed_;
+    }
+    const CollectiveTimeMemo::Value* known = memo_->FindOnSpan(key, bytes, network_bytes, placed);
+    if (!known) known = memo_->PutOnSpan(key, bytes, network_bytes, placed, time());
+    return memo_->Put(group, key, bytes, network_bytes, *known);
   }
 
   const LayoutPlacement& placement_;
@@ -530,7 +537,7 @@ const CollectiveTimeMemo::Value* CollectiveTimeMemo::Find(GroupKind group, int c
 
 const CollectiveTimeMemo::Value* CollectiveTimeMemo::Put(GroupKind group, int collective, double bytes,
                                                         double network_bytes, const Value& value) {
-  if (used_ >= kSlots / 2) Clear();  // at most half full: probes stay short
+  if (used_ >= kSlots / 2) ClearFirstLevel();  // at most half full: probes stay short
   const auto g = static_cast<uint8_t>(group), c = static_cast<uint8_t>(collective);
   const uint64_t b = Bits(bytes), n = Bits(network_bytes);
   // The first slot of the run from the key's that is free or holds a
@@ -546,15 +553,59 @@ const CollectiveTimeMemo::Value* CollectiveTimeMemo::Put(GroupKind group, int co
   return &entries_[i].value;
 }
 
+size_t CollectiveTimeMemo::SpanSlot(uint8_t collective, uint64_t bytes, uint64_t network_bytes,
+                                    const GroupPlacement& placed) {
+  const GroupSpan& s = placed.span;
+  const uint64_t shape = uint64_t(uint32_t(s.gpus)) | uint64_t(uint32_t(s.nodes)) << 32;
+  const uint64_t spread = uint64_t(uint32_t(s.domains)) | uint64_t(uint32_t(s.max_per_domain)) << 32;
+  const uint64_t h = bytes * 0x9e3779b97f4a7c15ull ^ network_bytes * 0xc2b2ae3d27d4eb4full ^
+                     shape * 0x165667b19e3779f9ull ^ spread * 0xd6e8feb86659fd93ull ^
+                     (uint64_t(uint32_t(placed.groups_sharing_links)) << 8 | collective) * 0x27d4eb2f165667c5ull;
+  return static_cast<size_t>(h >> (64 - kSpanSlotBits));
+}
+
+const CollectiveTimeMemo::Value* CollectiveTimeMemo::FindOnSpan(int collective, double bytes, double network_bytes,
+                                                               const GroupPlacement& placed) const {
+  if (span_entries_.empty()) return nullptr;
+  const auto c = static_cast<uint8_t>(collective);
+  const uint64_t b = Bits(bytes), n = Bits(network_bytes);
+  for (size_t i = SpanSlot(c, b, n, placed);; i = (i + 1) % kSpanSlots) {  // never full: a free slot ends it
+    const SpanEntry& e = span_entries_[i];
+    if (e.generation != span_generation_) return nullptr;
+    if (e.bytes == b && e.collective == c && e.network_bytes == n &&
+        e.groups_sharing_links == placed.groups_sharing_links && e.span == placed.span)
+      return &e.value;
+  }
+}
+
+const CollectiveTimeMemo::Value* CollectiveTimeMemo::PutOnSpan(int collective, double bytes, double network_bytes,
+                                                              const GroupPlacement& placed, const Value& value) {
+  if (span_entries_.empty()) span_entries_.resize(kSpanSlots);
+  if (span_used_ >= kSpanSlots / 2) {  // at most half full: probes stay short
+    span_used_ = 0;
+    if (++span_generation_ == 0) {  // wrapped around: entries of generation 1 would come back
+      for (SpanEntry& e : span_entries_) e.generation = 0;
+      span_generation_ = 1;
+    }
+  }
+  const auto c = static_cast<uint8_t>(collective);
+  const uint64_t b = Bits(bytes), n = Bits(network_bytes);
+  size_t i = SpanSlot(c, b, n, placed);
+  while (span_entries_[i].generation == span_generation_) i = (i + 1) % kSpanSlots;
+  ++span_used_;
+  span_entries_[i] = SpanEntry{span_generation_, c, placed.groups_sharing_links, b, n, placed.span, value};
+  return &span_entries_[i].value;
+}
+
 void CollectiveTimeMemo::ChangePlacement(const LayoutPlacement* before, const LayoutPlacement* after) {
-  if (!before || !after) return Clear();
+  if (!before || !after) return ClearFirstLevel();
   // The other kinds stay unplaced in every placement (group_placement.h).
   for (const GroupKind kind : kTimedGroupKinds) {
     if (before->of(kind) == after->of(kind)) continue;
     // A forgotten entry stays occupied (Find probes past it) until Put
     // reuses its slot or Clear. Wrapped around: entries of the kind's
     // generation 0 would come back to life.
-    if (++kind_generations_[static_cast<size_t>(kind)] == 0) Clear();
+    if (++kind_generations_[static_cast<size_t>(kind)] == 0) ClearFirstLevel();
   }
 }
 
@@ -570,6 +621,15 @@ const FlexTokenCopies& CollectiveTimeMemo::FlexCopies(int experts, int top_k, in
 }
 
 void CollectiveTimeMemo::Clear() {
+  ClearFirstLevel();
+  if (span_used_ == 0) return;
+  span_used_ = 0;
+  if (++span_generation_ != 0) return;
+  for (SpanEntry& e : span_entries_) e.generation = 0;
+  span_generation_ = 1;
+}
+
+void CollectiveTimeMemo::ClearFirstLevel() {
   if (used_ == 0) return;
   used_ = 0;
   if (++generation_ != 0) return;  // every entry is of an earlier generation now

@@ -591,9 +591,10 @@ TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
 }
 
 // CostModel carries its memo from one placement to the next, keeping the
-// timings of the group kinds placed alike (ChangePlacement). Layouts in
-// search order (neighbouring placements share kinds) and at random, some
-// not placeable.
+// timings of the group kinds placed alike (ChangePlacement), and those of
+// any span met before in its second level (the plans fail with the span or
+// its link sharing left out of that level's key). Layouts in search order
+// (neighbouring placements share kinds) and at random, some not placeable.
 TEST_CASE("CollectiveTimeMemo carried across placements gives the plan's ops unchanged") {
   Draws d{13};
   size_t ops = 0, placements = 0;
