@@ -444,7 +444,8 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   const PipelineDescription& pipeline = CachedPipeline(family.base);
   thread_local FamilyPeakMemo peaks;
   peaks.Reset(memory_, family.base, pipeline);
-  Layout l = family.base;
+  thread_local Layout l;  // assigned, so that its storage is kept from family to family
+  l = family.base;
   struct Survivor {
     size_t variant;
     LayoutScore score;  // its peak, fitting

@@ -193,7 +193,11 @@ void ShareOfBlocks(const StepWork& work, BlockKind kind, const BlockComm& c, dou
 // Whether ranks a and b read the same of their work in SchedulePipeline:
 // their compute (as summed), block counts and boundary crossings.
 bool SameTimeInputs(const RankWork& a, const RankWork& b) {
-  return a.blocks == b.blocks && a.boundary_crossings == b.boundary_crossings &&
+  // The counts one by one: std::array's == calls memcmp for these five ints.
+  for (size_t k = 0; k < kBlockKindCount; ++k) {
+    if (a.blocks[k] != b.blocks[k]) return false;
+  }
+  return a.boundary_crossings == b.boundary_crossings &&
          std::bit_cast<uint64_t>(a.compute_s()) == std::bit_cast<uint64_t>(b.compute_s());
 }
 

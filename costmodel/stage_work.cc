@@ -84,6 +84,11 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
     const PipelineRank& held = pipeline.ranks[p];
     RankWork& r = w.ranks[p];
+    if (p > 0 && held == pipeline.ranks[p - 1]) {  // the middle ranks often hold alike: the same sums
+      r = w.ranks[p - 1];
+      r.pipeline_rank = static_cast<int>(p);
+      continue;
+    }
     r.pipeline_rank = static_cast<int>(p);
     r.blocks[static_cast<size_t>(BlockKind::kDenseLayer)] = held.dense_layers();
     r.blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = held.moe_layers;
