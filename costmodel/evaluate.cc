@@ -494,9 +494,16 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     c.built = false;
     return c;
   };
-  // `l` set to the variant: its compute key's entry with its bound.
-  auto bounded_of = [&](const RecipeVariant& v) -> Compute& {
-    Compute& c = compute_of(v);
+  // Variant i's compute key (by index into computes), found once per
+  // family: a recipe family has hundreds of variants and dozens of keys.
+  thread_local std::vector<int> key_of;
+  key_of.assign(family.variants.size(), -1);
+  auto compute_at = [&](size_t i) -> Compute& {
+    if (key_of[i] < 0) key_of[i] = static_cast<int>(&compute_of(family.variants[i]) - computes.data());
+    return computes[static_cast<size_t>(key_of[i])];
+  };
+  // `l` set to the key's variant: the entry with its bound.
+  auto bounded = [&](Compute& c) -> Compute& {
     if (!c.bounded) {
       ComputeWorkOf(l, shapes, true, &c.shape_work);
       c.computed.bound_s = PipelineLowerBound(c.shape_work);
@@ -504,8 +511,8 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     }
     return c;
   };
-  auto computed_of = [&](const RecipeVariant& v) -> ComputedWork& {
-    Compute& c = compute_of(v);
+  auto computed_of = [&](size_t i) -> ComputedWork& {
+    Compute& c = compute_at(i);
     if (!c.built) {
       ComputeWorkOf(l, pipeline, true, &c.computed.work);
       c.built = true;
@@ -520,7 +527,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     RecipeVariant none = v;
     none.recompute = Recompute::None();
     l.recompute = none.recompute;
-    const double bound_s = bounded_of(none).computed.bound_s;
+    const double bound_s = bounded(compute_of(none)).computed.bound_s;
     l.recompute = v.recompute;
     return bound_s;
   };
@@ -546,7 +553,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       pruned = score.peak_memory_gib > prune_above;
     } else if (prune_above < kNoPruning) {
       pruned = (floor_by_none && !variant.recompute.none() && floor_of(variant) > prune_above) ||
-               bounded_of(variant).computed.bound_s > prune_above;
+               bounded(compute_at(v)).computed.bound_s > prune_above;
     }
     if (pruned) {
       score.pruned = true;
@@ -577,16 +584,21 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   size_t floors_used = 0;
   thread_local StepWork floor_work;
   thread_local Layout floor_layout;
-  // The bound with communication of a member of variant `v` under the
+  thread_local std::vector<int> floor_at;  // variant i's floor under the arrangement in hand, once found
+  // The bound with communication of a member of variant `i` under the
   // arrangement in hand (`l` set to it): its compute key's shape work with
   // its floor.
-  auto comm_bound_of = [&](const RecipeVariant& v, const LayoutPlacement& placement,
-                           CollectiveTimeMemo* memo) -> double {
-    const Compute& c = bounded_of(v);
+  auto comm_bound_of = [&](size_t i, const LayoutPlacement& placement, CollectiveTimeMemo* memo) -> double {
+    const Compute& c = bounded(compute_at(i));
     const size_t key = static_cast<size_t>(&c - computes.data());
-    const RecipeVariant least = CommFloorVariant(v);
+    if (floor_at[i] >= 0) {
+      std::vector<double>& bounds = floors[static_cast<size_t>(floor_at[i])].bounds;
+      if (key < bounds.size() && !std::isnan(bounds[key])) return bounds[key];
+    }
+    const RecipeVariant least = CommFloorVariant(family.variants[i]);
     size_t f = 0;
     while (f < floors_used && !(floors[f].least == least)) ++f;
+    floor_at[i] = static_cast<int>(f);
     if (f == floors_used) {
       if (floors_used == floors.size()) floors.emplace_back();
       Floor& added = floors[floors_used++];
@@ -625,6 +637,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     }
     const bool record = !reuse && placement;
     floors_used = 0;
+    floor_at.assign(family.variants.size(), -1);
     for (size_t k = 0; k < survivors.size(); ++k) {
       const Survivor& s = survivors[k];
       if (!family.Legal(a, s.variant)) continue;
@@ -639,11 +652,11 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       if (!minimise_memory && prune_above < kNoPruning) {
         // The compute-only bound first: it may prune without a floor plan
         // (and FinishScore reads it).
-        score.pruned = bounded_of(variant).computed.bound_s > prune_above ||
-                       (placement && comm_bound_of(variant, *placement, memo) > prune_above);
+        score.pruned = bounded(compute_at(s.variant)).computed.bound_s > prune_above ||
+                       (placement && comm_bound_of(s.variant, *placement, memo) > prune_above);
       }
       if (!score.pruned) {
-        ComputedWork* computed = minimise_memory ? nullptr : &computed_of(variant);
+        ComputedWork* computed = minimise_memory ? nullptr : &computed_of(s.variant);
         score = FinishScore(l, pipeline, s.score, minimise_memory, true, prune_above, computed);
       }
       if (record) scores[(scored_at.size() - 1) * survivors.size() + k] = score;
