@@ -161,8 +161,8 @@ class PlanBuilder {
   // so before, else `time()`d and kept there; then kept in the memo. With
   // no memo, kept until the next miss.
   template <typename Time>
-  [[gnu::noinline]] const CollectiveTimeMemo::Value* Remember(GroupKind group, const GroupPlacement& placed, int key, double bytes,
-                                            double network_bytes, const Time& time) {
+  [[gnu::noinline]] const CollectiveTimeMemo::Value* Remember(GroupKind group, const GroupPlacement& placed, int key,
+                                                              double bytes, double network_bytes, const Time& time) {
     if (!memo_) {
       timed_ = time();
       return &timed_;
@@ -581,13 +581,7 @@ const CollectiveTimeMemo::Value* CollectiveTimeMemo::FindOnSpan(int collective, 
 const CollectiveTimeMemo::Value* CollectiveTimeMemo::PutOnSpan(int collective, double bytes, double network_bytes,
                                                               const GroupPlacement& placed, const Value& value) {
   if (span_entries_.empty()) span_entries_.resize(kSpanSlots);
-  if (span_used_ >= kSpanSlots / 2) {  // at most half full: probes stay short
-    span_used_ = 0;
-    if (++span_generation_ == 0) {  // wrapped around: entries of generation 1 would come back
-      for (SpanEntry& e : span_entries_) e.generation = 0;
-      span_generation_ = 1;
-    }
-  }
+  if (span_used_ >= kSpanSlots / 2) ClearSpanLevel();  // at most half full: probes stay short
   const auto c = static_cast<uint8_t>(collective);
   const uint64_t b = Bits(bytes), n = Bits(network_bytes);
   size_t i = SpanSlot(c, b, n, placed);
@@ -622,9 +616,14 @@ const FlexTokenCopies& CollectiveTimeMemo::FlexCopies(int experts, int top_k, in
 
 void CollectiveTimeMemo::Clear() {
   ClearFirstLevel();
+  ClearSpanLevel();
+}
+
+void CollectiveTimeMemo::ClearSpanLevel() {
   if (span_used_ == 0) return;
   span_used_ = 0;
   if (++span_generation_ != 0) return;
+  // Wrapped around: entries of generation 1 would come back to life.
   for (SpanEntry& e : span_entries_) e.generation = 0;
   span_generation_ = 1;
 }

@@ -206,6 +206,7 @@ class CollectiveTimeMemo {
   };
   static size_t Slot(uint8_t group, uint8_t collective, uint64_t bytes, uint64_t network_bytes);
   void ClearFirstLevel();
+  void ClearSpanLevel();
   std::array<Entry, kSlots> entries_{};
   uint32_t generation_ = 1;
   static constexpr int kSpanSlotBits = 11;

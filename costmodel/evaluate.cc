@@ -238,12 +238,13 @@ void CostModel::ComputeWorkOf(const Layout& layout, const PipelineDescription& p
                               StepWork* out) const {
   // Compute times per thread (ComputeTimesCache), for this model only; no
   // ComputeTimes built on that path (zeroing one costs ~1.6 k instructions).
+  const auto build = [&](const ComputeTimes& times) {
+    BuildStepWork(layout, model_, cluster_.gpu, pipeline, times, MicroBatchesPerStep(job_, layout), out);
+  };
   if (cached) {
-    BuildStepWork(layout, model_, cluster_.gpu, pipeline, ForModel<ComputeTimesCache>(id_).Get(layout, ctx_),
-                  MicroBatchesPerStep(job_, layout), out);
+    build(ForModel<ComputeTimesCache>(id_).Get(layout, ctx_));
   } else {
-    BuildStepWork(layout, model_, cluster_.gpu, pipeline, ComputeLayerTimes(layout, ctx_),
-                  MicroBatchesPerStep(job_, layout), out);
+    build(ComputeLayerTimes(layout, ctx_));
   }
   StepWork& work = *out;
   work.load_factor = ExpertLoadFactor(job_, layout.ep);
@@ -602,29 +603,27 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   auto comm_bound_of = [&](size_t i, const LayoutPlacement& placement, CollectiveTimeMemo* memo) -> double {
     const Compute& c = bounded(compute_at(i));
     const size_t key = static_cast<size_t>(&c - computes.data());
-    if (floor_at[i] >= 0) {
-      std::vector<double>& bounds = floors[static_cast<size_t>(floor_at[i])].bounds;
-      if (key < bounds.size() && !std::isnan(bounds[key])) return bounds[key];
+    if (floor_at[i] < 0) {
+      const RecipeVariant least = CommFloorVariant(family.variants[i]);
+      size_t f = 0;
+      while (f < floors_used && !(floors[f].least == least)) ++f;
+      if (f == floors_used) {
+        if (floors_used == floors.size()) floors.emplace_back();
+        Floor& added = floors[floors_used++];
+        floor_layout = l;
+        LayoutFamily::SetVariant(least, &floor_layout);
+        BuildCommPlan(floor_layout, ctx_, placement, pipeline, memo, &floor_work.ops);
+        floor_work.mtp_moe = c.shape_work.mtp_moe;
+        added.least = least;
+        added.seconds = CommSecondsOf(floor_work);
+        added.bounds.clear();
+      }
+      floor_at[i] = static_cast<int>(f);
     }
-    const RecipeVariant least = CommFloorVariant(family.variants[i]);
-    size_t f = 0;
-    while (f < floors_used && !(floors[f].least == least)) ++f;
-    floor_at[i] = static_cast<int>(f);
-    if (f == floors_used) {
-      if (floors_used == floors.size()) floors.emplace_back();
-      Floor& added = floors[floors_used++];
-      floor_layout = l;
-      LayoutFamily::SetVariant(least, &floor_layout);
-      BuildCommPlan(floor_layout, ctx_, placement, pipeline, memo, &floor_work.ops);
-      floor_work.mtp_moe = c.shape_work.mtp_moe;
-      added.least = least;
-      added.seconds = CommSecondsOf(floor_work);
-      added.bounds.clear();
-    }
-    std::vector<double>& bounds = floors[f].bounds;
-    if (bounds.size() <= key) bounds.resize(key + 1, std::numeric_limits<double>::quiet_NaN());
-    if (std::isnan(bounds[key])) bounds[key] = PipelineLowerBound(c.shape_work, floors[f].seconds);
-    return bounds[key];
+    Floor& floor = floors[static_cast<size_t>(floor_at[i])];
+    if (floor.bounds.size() <= key) floor.bounds.resize(key + 1, std::numeric_limits<double>::quiet_NaN());
+    if (std::isnan(floor.bounds[key])) floor.bounds[key] = PipelineLowerBound(c.shape_work, floor.seconds);
+    return floor.bounds[key];
   };
   thread_local std::vector<LayoutPlacement> placed;  // per arrangement scored, when placed
   thread_local std::vector<size_t> scored_at;        // their indices
