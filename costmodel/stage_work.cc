@@ -36,10 +36,12 @@ StepWork BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSp
   return w;
 }
 
-void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
-                   const PipelineDescription& pipeline, const ComputeTimes& compute, long long microbatches,
-                   StepWork* out) {
-  // Every field set, the vectors' storage kept.
+namespace {
+
+// Every field of *out set from the pipeline but the blocks' costs and the
+// ranks' sums (SumRanks), the vectors' storage kept.
+void StartWork(const ModelSpec& model, const GpuSpec& gpu, const PipelineDescription& pipeline,
+               long long microbatches, StepWork* out) {
   std::vector<CommOp> ops = std::move(out->ops);
   std::vector<RankWork> ranks = std::move(out->ranks);
   ops.clear();
@@ -55,31 +57,13 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
   w.gpu_sms = gpu.sms;
   w.microbatches = std::max<long long>(microbatches, 1);
   w.mtp_moe = model.mtp_layer_is_moe();
-  w.block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerBlockCost(compute.dense_layer);
-  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerBlockCost(compute.moe_layer);
-  w.block[static_cast<size_t>(BlockKind::kEmbedding)] = PartBlockCost(compute.embedding);
-  w.block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartBlockCost(compute.output_layer);
-  // An MTP module: its projection, one decoder layer, the output head and
-  // loss (only its layer recomputes or splits out weight gradients).
-  const MtpBlockParts mtp = MtpBlockPartsOf(compute, w.mtp_moe);
-  w.block[static_cast<size_t>(BlockKind::kMtpLayer)] = {
-      mtp.projection.forward_s + mtp.layer.forward_s + mtp.output.forward_s,
-      mtp.projection.backward_s + mtp.layer.backward_s + mtp.output.backward_s, mtp.layer.recompute_s,
-      mtp.layer.weight_grad_s};
+}
 
-  // The routed experts' share of a MoE layer (and of an MoE MTP module's):
-  // their grouped GEMMs (W: their forward time, as LayerBlockCost counts it)
-  // and activation.
-  const LayerTimes& moe = compute.moe_layer;
-  const BlockCost routed{moe.routed_experts.fwd_s + moe.expert_activation.fwd_s,
-                         moe.routed_experts.bwd_s + moe.expert_activation.bwd_s, 0, moe.routed_experts.fwd_s};
-  w.routed[static_cast<size_t>(BlockKind::kMoeLayer)] = routed;
-  if (w.mtp_moe) w.routed[static_cast<size_t>(BlockKind::kMtpLayer)] = routed;
-  const BlockCost shared{moe.shared_experts.fwd_s + moe.shared_activation.fwd_s,
-                         moe.shared_experts.bwd_s + moe.shared_activation.bwd_s, 0, moe.shared_experts.fwd_s};
-  w.shared[static_cast<size_t>(BlockKind::kMoeLayer)] = shared;
-  if (w.mtp_moe) w.shared[static_cast<size_t>(BlockKind::kMtpLayer)] = shared;
-
+// Each rank's block counts and compute: its blocks' costs summed kind by
+// kind (the backward pass runs the recomputation too). Every term is a
+// count >= 0 times a cost >= 0, so no sum falls as a block's forward_s or
+// backward_s + recompute_s grows (LeastBlocks relies on it).
+void SumRanks(const Layout& layout, const PipelineDescription& pipeline, StepWork& w) {
   w.ranks.resize(pipeline.ranks.size());  // value-initialised: the sums below start at 0
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
     const PipelineRank& held = pipeline.ranks[p];
@@ -96,8 +80,6 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
     r.blocks[static_cast<size_t>(BlockKind::kOutputLayer)] = held.loss ? 1 : 0;
     r.blocks[static_cast<size_t>(BlockKind::kMtpLayer)] = held.mtp_layers;
     r.boundary_crossings = layout.pp > 1 ? std::max(1, layout.vpp) : 0;
-    // Its blocks' compute, kind by kind; the backward pass runs the
-    // recomputation too.
     for (BlockKind kind : kAllBlockKinds) {
       const BlockCost& c = w.cost(kind);
       const int n = r.count(kind);
@@ -107,6 +89,48 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
       r.weight_grad_s += n * c.weight_grad_s;
     }
   }
+}
+
+// The cost of each kind of block.
+std::array<BlockCost, kBlockKindCount> BlockCostsOf(const ComputeTimes& compute, bool mtp_moe) {
+  std::array<BlockCost, kBlockKindCount> block;
+  block[static_cast<size_t>(BlockKind::kDenseLayer)] = LayerBlockCost(compute.dense_layer);
+  block[static_cast<size_t>(BlockKind::kMoeLayer)] = LayerBlockCost(compute.moe_layer);
+  block[static_cast<size_t>(BlockKind::kEmbedding)] = PartBlockCost(compute.embedding);
+  block[static_cast<size_t>(BlockKind::kOutputLayer)] = PartBlockCost(compute.output_layer);
+  // An MTP module: its projection, one decoder layer, the output head and
+  // loss (only its layer recomputes or splits out weight gradients).
+  const MtpBlockParts mtp = MtpBlockPartsOf(compute, mtp_moe);
+  block[static_cast<size_t>(BlockKind::kMtpLayer)] = {
+      mtp.projection.forward_s + mtp.layer.forward_s + mtp.output.forward_s,
+      mtp.projection.backward_s + mtp.layer.backward_s + mtp.output.backward_s, mtp.layer.recompute_s,
+      mtp.layer.weight_grad_s};
+  return block;
+}
+
+}  // namespace
+
+void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
+                   const PipelineDescription& pipeline, const ComputeTimes& compute, long long microbatches,
+                   StepWork* out) {
+  StartWork(model, gpu, pipeline, microbatches, out);
+  StepWork& w = *out;
+  w.block = BlockCostsOf(compute, w.mtp_moe);
+
+  // The routed experts' share of a MoE layer (and of an MoE MTP module's):
+  // their grouped GEMMs (W: their forward time, as LayerBlockCost counts it)
+  // and activation.
+  const LayerTimes& moe = compute.moe_layer;
+  const BlockCost routed{moe.routed_experts.fwd_s + moe.expert_activation.fwd_s,
+                         moe.routed_experts.bwd_s + moe.expert_activation.bwd_s, 0, moe.routed_experts.fwd_s};
+  w.routed[static_cast<size_t>(BlockKind::kMoeLayer)] = routed;
+  if (w.mtp_moe) w.routed[static_cast<size_t>(BlockKind::kMtpLayer)] = routed;
+  const BlockCost shared{moe.shared_experts.fwd_s + moe.shared_activation.fwd_s,
+                         moe.shared_experts.bwd_s + moe.shared_activation.bwd_s, 0, moe.shared_experts.fwd_s};
+  w.shared[static_cast<size_t>(BlockKind::kMoeLayer)] = shared;
+  if (w.mtp_moe) w.shared[static_cast<size_t>(BlockKind::kMtpLayer)] = shared;
+
+  SumRanks(layout, pipeline, w);
 }
 
 }  // namespace foldplan
