@@ -55,7 +55,7 @@ const Setup& DeepSeekKeys() {
     EnumerateOptions options;
     options.collect_layouts = false;
     options.visit = [&](const Layout& l) {
-      if (seen.insert(ComputeTimesCache::KeyOf(l, out->in.job)).second) out->keys.push_back(l);
+      if (seen.insert(ComputeTimesCache::KeyOf(l)).second) out->keys.push_back(l);
     };
     EnumerateLayouts(out->cost->legality(), options);
     if (out->keys.empty()) {

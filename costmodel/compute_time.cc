@@ -6,6 +6,7 @@
 #include <cassert>
 #include <cmath>
 #include <initializer_list>
+#include <limits>
 #include <unordered_map>
 
 #include "costmodel/compute_profile.h"
@@ -118,10 +119,11 @@ OpTime RmsNorm(double elements, const ComputeProfile& profile) {
 
 // FP8 quantization of FP8 linears: each GEMM's input [m, k] in forward and
 // its output grad [m, n] in backward; weights [n, k] once per step, shared
-// by the step's micro-batches (`weight_share` = 1 / m).
+// by the step's micro-batches (`weight_share` = 1 / m; NaN where the
+// caller times no weight casts, so that a weight cast there shows).
 struct Fp8Casts {
   Fp8CastBytes bytes;
-  double weight_share = 0;
+  double weight_share = std::numeric_limits<double>::quiet_NaN();
   const ComputeProfile* profile = nullptr;
 
   bool on() const { return bytes.activation_bytes_per_element > 0; }
@@ -355,12 +357,11 @@ void AddFeedForward(const LayerWork& w, const ModelSpec& model, const JobSpec& j
   }
 }
 
-// A summed layer's times: its weights cast once per step (never
-// recomputed) and the recompute sums of `rc`, from its pieces in order
-// (into `pieces` too when given).
-LayerTimes FinishLayer(const LayerSum& s, const Fp8Casts& fp8, Recompute rc, LayerRecomputePieces* pieces) {
+// A summed layer's times but its weight casts (PutWeightCasts), with the
+// recompute sums of `rc` from its pieces in order (into `pieces` too when
+// given).
+LayerTimes FinishLayer(const LayerSum& s, Recompute rc, LayerRecomputePieces* pieces) {
   LayerTimes t = s.t;
-  t.fp8_weight_casts.fwd_s = fp8.WeightSeconds(s.weights);
   s.pieces.Apply(rc, t);
   if (pieces) *pieces = s.pieces;
   return t;
@@ -423,31 +424,61 @@ void LayerRecomputePieces::Apply(Recompute rc, LayerTimes& times) const {
 
 namespace {
 
+// The MTP projection's parts in the order they are summed. Its weight
+// cast, the one part that reads the micro-batches per step, is added
+// between the head and the tail (MtpProjection), so that the rest is
+// shared by every micro-batch count.
+struct MtpParts {
+  OpTime head;                 // the projection GEMM and its FP8 input and grad casts
+  double weight_elements = 0;  // the GEMM's weights, cast once per step
+  std::array<OpTime, 3> tail;  // the embedding lookup, the two norms, the concat
+};
+
 // What a layout's compute times share with every layout that differs from
-// it only in ep, etp, the dispatcher and the recompute set: the dense layer
-// (but its recompute sums), a MoE layer's first half, the embedding, the
-// output layer and the MTP projection. Reads of `layout` tp, cp, mbs,
-// cp_style, the precision and (for the FP8 weight casts) the micro-batches
-// per step (SharedTimesCache's key).
+// it only in ep, etp, the dispatcher, the recompute set and the
+// micro-batches per step: the dense layer (but its recompute sums and its
+// weight casts), a MoE layer's first half, the embedding, the output layer
+// and the MTP projection's parts. Reads of `layout` tp, cp, mbs, cp_style
+// and the precision (Shared's key).
 struct SharedTimes {
   LayerSum dense;
   LayerSum moe_attention;
-  OpTime embedding, output_layer, mtp_projection;
+  OpTime embedding, output_layer;
+  MtpParts mtp;
 };
 
-Fp8Casts Fp8CastsOf(const Layout& layout, const JobSpec& job, const ComputeProfile& profile) {
+// The casts of the layout's precision; `job` given: with the weight casts'
+// share of its micro-batches per step.
+Fp8Casts Fp8CastsOf(const Layout& layout, const JobSpec* job, const ComputeProfile& profile) {
   Fp8Casts fp8;
   fp8.bytes = Fp8CastBytesOf(layout.precision);
-  fp8.weight_share = 1.0 / double(MicroBatchesPerStep(job, layout));
+  if (job) fp8.weight_share = 1.0 / double(MicroBatchesPerStep(*job, layout));
   fp8.profile = &profile;
   return fp8;
+}
+
+OpTime MtpProjection(const MtpParts& p, const Fp8Casts& fp8) {
+  OpTime t = p.head;
+  t.fwd_s += fp8.WeightSeconds(p.weight_elements);
+  for (const OpTime& x : p.tail) Add(t, x);
+  return t;
+}
+
+// The times that read the micro-batches per step (through fp8's weight
+// share): each layer's weight casts, `dense_weights` and `moe_weights`
+// elements once per step (never recomputed), and the MTP projection.
+void PutWeightCasts(const Fp8Casts& fp8, double dense_weights, double moe_weights, const MtpParts& mtp,
+                    const ModelSpec& model, ComputeTimes* out) {
+  out->dense_layer.fp8_weight_casts.fwd_s = fp8.WeightSeconds(dense_weights);
+  if (model.is_moe()) out->moe_layer.fp8_weight_casts.fwd_s = fp8.WeightSeconds(moe_weights);
+  if (model.mtp_layers > 0) out->mtp_projection = MtpProjection(mtp, fp8);
 }
 
 void ComputeShared(const Layout& layout, const CostContext& ctx, const Rates& rates, SharedTimes* out) {
   const ModelSpec& model = *ctx.model;
   const JobSpec& job = *ctx.job;
   const ComputeProfile& profile = *ctx.profile;
-  const Fp8Casts fp8 = Fp8CastsOf(layout, job, profile);
+  const Fp8Casts fp8 = Fp8CastsOf(layout, nullptr, profile);  // no weight casts here
   SharedTimes& s = *out;
   s = SharedTimes{};
   const LayerWork dense = LayerForwardWork(model, job, layout, false);
@@ -476,13 +507,11 @@ void ComputeShared(const Layout& layout, const CostContext& ctx, const Rates& ra
     // of the hidden state and of that embedding, [T, H] each, and their
     // concat into [T, 2H].
     const GemmShape proj = {tokens, hidden / layout.tp, 2 * hidden};
-    s.mtp_projection = Gemms({proj}, layout.precision, rates);
-    Add(s.mtp_projection, fp8.Of({proj}));
-    s.mtp_projection.fwd_s += fp8.WeightSeconds(WeightElements({proj}));
-    Add(s.mtp_projection, lookup);
-    Add(s.mtp_projection, RmsNorm(2 * sp_tokens * hidden, profile));
-    Add(s.mtp_projection,
-        Traffic(kMtpConcatFwdBytesPerTokenHidden * sp_tokens * hidden, 0, profile));
+    s.mtp.head = Gemms({proj}, layout.precision, rates);
+    Add(s.mtp.head, fp8.Of({proj}));
+    s.mtp.weight_elements = WeightElements({proj});
+    s.mtp.tail = {lookup, RmsNorm(2 * sp_tokens * hidden, profile),
+                  Traffic(kMtpConcatFwdBytesPerTokenHidden * sp_tokens * hidden, 0, profile)};
   }
 
   // The final norm on [T, H], the logits GEMM (bf16) and the loss.
@@ -494,23 +523,28 @@ void ComputeShared(const Layout& layout, const CostContext& ctx, const Rates& ra
                               kLossBwdBytesPerLogit * logit_elements, profile));
 }
 
-// The layout's times from what it shares: a MoE layer's second half, and
-// each layer's recompute sums for its set.
+// The layout's times from what it shares: a MoE layer's second half, each
+// layer's recompute sums for its set and the weight casts for its
+// micro-batches per step. `moe_weights`, when given: the MoE layer's weight
+// elements (for PutWeightCasts under another micro-batch count).
 ComputeTimes Assemble(const SharedTimes& s, const Layout& layout, const CostContext& ctx, const Rates& rates,
-                      LayerRecomputePieces* dense_pieces, LayerRecomputePieces* moe_pieces) {
+                      LayerRecomputePieces* dense_pieces, LayerRecomputePieces* moe_pieces,
+                      double* moe_weights = nullptr) {
   const ModelSpec& model = *ctx.model;
   const JobSpec& job = *ctx.job;
-  const Fp8Casts fp8 = Fp8CastsOf(layout, job, *ctx.profile);
+  const Fp8Casts fp8 = Fp8CastsOf(layout, &job, *ctx.profile);
   ComputeTimes out;
-  out.dense_layer = FinishLayer(s.dense, fp8, layout.recompute, dense_pieces);
+  out.dense_layer = FinishLayer(s.dense, layout.recompute, dense_pieces);
+  LayerSum moe;
   if (model.is_moe()) {
-    LayerSum moe = s.moe_attention;
+    moe = s.moe_attention;
     AddFeedForward(LayerForwardWork(model, job, layout, true), model, job, layout, fp8, rates, moe);
-    out.moe_layer = FinishLayer(moe, fp8, layout.recompute, moe_pieces);
+    out.moe_layer = FinishLayer(moe, layout.recompute, moe_pieces);
   }
   out.embedding = s.embedding;
   out.output_layer = s.output_layer;
-  out.mtp_projection = s.mtp_projection;
+  PutWeightCasts(fp8, s.dense.weights, moe.weights, s.mtp, model, &out);
+  if (moe_weights) *moe_weights = moe.weights;
   return out;
 }
 
@@ -536,12 +570,11 @@ size_t HashWords(const std::array<int64_t, N>& key) {
 }  // namespace
 
 // ComputeTimesCache's second level: ComputeShared memoised. Key: the fields
-// it reads (tp, cp, mbs, cp_style, the precision and, under FP8, the
-// micro-batches per step). A search meets each for many (ep, etp,
-// dispatcher), which most of ComputeTimesCache's keys differ in. Bounded:
-// cleared at kMaxEntries (~2 KB each).
+// it reads (tp, cp, mbs, cp_style, the precision). A search meets each for
+// many (ep, etp, dispatcher), which most of ComputeTimesCache's keys differ
+// in. Bounded: cleared at kMaxEntries (~2 KB each).
 struct ComputeTimesCache::Shared {
-  using Key = std::array<int64_t, 6>;
+  using Key = std::array<int64_t, 5>;
   struct KeyHash {
     size_t operator()(const Key& key) const { return HashWords(key); }
   };
@@ -549,9 +582,8 @@ struct ComputeTimesCache::Shared {
   std::unordered_map<Key, SharedTimes, KeyHash> entries;
 
   const SharedTimes& Get(const Layout& layout, const CostContext& ctx, const Rates& rates) {
-    const bool fp8 = Fp8CastBytesOf(layout.precision).activation_bytes_per_element > 0;
     const Key key = {layout.tp, layout.cp, layout.mbs, static_cast<int64_t>(layout.cp_style),
-                     static_cast<int64_t>(layout.precision), fp8 ? MicroBatchesPerStep(*ctx.job, layout) : 0};
+                     static_cast<int64_t>(layout.precision)};
     auto it = entries.find(key);
     if (it != entries.end()) return it->second;
     if (entries.size() >= kMaxEntries) entries.clear();
@@ -561,11 +593,9 @@ struct ComputeTimesCache::Shared {
   }
 };
 
-ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l, const JobSpec& job) {
-  // The micro-batches only share out the FP8 weight casts (none in bf16).
-  const bool fp8 = Fp8CastBytesOf(l.precision).activation_bytes_per_element > 0;
+ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l) {
   return {l.tp, l.cp, l.ep, l.etp, l.mbs, static_cast<int64_t>(l.cp_style), static_cast<int64_t>(l.dispatcher),
-          static_cast<int64_t>(l.precision), fp8 ? MicroBatchesPerStep(job, l) : 0};
+          static_cast<int64_t>(l.precision)};
 }
 
 size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const { return HashWords(key); }
@@ -585,7 +615,10 @@ void ComputeTimesCache::Clear() {
 }
 
 const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostContext& ctx) {
-  const Key key = KeyOf(layout, *ctx.job);
+  const Key key = KeyOf(layout);
+  // The micro-batches per step share out the FP8 weight casts only.
+  const bool fp8 = Fp8CastBytesOf(layout.precision).activation_bytes_per_element > 0;
+  const long long microbatches = fp8 ? MicroBatchesPerStep(*ctx.job, layout) : 0;
   auto base = bases_.find(key);
   if (base == bases_.end()) {
     if (bases_.size() >= max_entries_) bases_.clear();
@@ -593,7 +626,10 @@ const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostConte
     base = bases_.try_emplace(key).first;
     Base& b = base->second;
     const Rates rates{*ctx.profile, rates_.get()};
-    b.times = Assemble(shared_->Get(layout, ctx, rates), layout, ctx, rates, &b.dense, &b.moe);
+    const SharedTimes& shared = shared_->Get(layout, ctx, rates);
+    b.times = Assemble(shared, layout, ctx, rates, &b.dense, &b.moe, &b.moe_weights);
+    b.dense_weights = shared.dense.weights;
+    b.microbatches = microbatches;
     b.applied = layout.recompute;
     b.sums_used = 1;
     b.sums[0] = {layout.recompute, b.times.dense_layer.recompute_s, b.times.dense_layer.recompute_flops,
@@ -602,6 +638,12 @@ const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostConte
   }
   Base& b = base->second;
   if (!(b.applied == layout.recompute)) b.Reapply(layout.recompute);
+  if (b.microbatches != microbatches) {
+    const Rates rates{*ctx.profile, rates_.get()};
+    PutWeightCasts(Fp8CastsOf(layout, ctx.job, *ctx.profile), b.dense_weights, b.moe_weights,
+                   shared_->Get(layout, ctx, rates).mtp, *ctx.model, &b.times);
+    b.microbatches = microbatches;
+  }
   return b.times;
 }
 

@@ -172,13 +172,15 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
                                LayerRecomputePieces* moe_pieces, ComputeRateMemo* rate_memo = nullptr);
 
 // Memoises ComputeLayerTimes for one context (use a cache with one context
-// only). Key: the layout fields it reads but the recompute set (tp, cp, ep,
-// etp, mbs, cp_style, dispatcher, precision) and, under FP8, the
-// micro-batches per step (the weight casts' share, from dp and mbs); pp,
-// vpp, the order and the placement do not change a layer's compute, so a
-// search reuses each entry across them. Each entry holds the times and the
-// layers' pieces (LayerRecomputePieces), from which Get sums the layout's
-// recompute set into the entry's times (kept until another set asks).
+// only). Key: the layout fields it reads but the recompute set and the
+// micro-batches per step (tp, cp, ep, etp, mbs, cp_style, dispatcher,
+// precision); pp, vpp, the order and the placement do not change a layer's
+// compute, so a search reuses each entry across them. Each entry holds the
+// times and the layers' pieces (LayerRecomputePieces), from which Get sums
+// the layout's recompute set into the entry's times (kept until another set
+// asks), and, under FP8, the weight elements from which Get times the
+// weight casts for the layout's micro-batches per step (their one reader:
+// dp and mbs share them out) when they differ from the entry's.
 // Misses look rates up through a ComputeRateMemo, which keys share most
 // shapes of, and take what does not read ep, etp or the dispatcher (the
 // dense layer, a MoE layer's attention, the embedding, the output layer
@@ -198,11 +200,11 @@ class ComputeTimesCache {
   size_t size() const { return bases_.size(); }
   void Clear();
 
-  using Key = std::array<int64_t, 9>;
+  using Key = std::array<int64_t, 8>;
   struct KeyHash {
     size_t operator()(const Key& key) const;
   };
-  static Key KeyOf(const Layout& layout, const JobSpec& job);
+  static Key KeyOf(const Layout& layout);
 
  private:
   struct Base {
@@ -218,6 +220,10 @@ class ComputeTimesCache {
     };
     std::array<Sums, 4> sums;
     int sums_used = 0;
+    // The FP8 weight casts: the micro-batches per step `times` has them
+    // for (0 in bf16), and the layers' weight elements they cast.
+    long long microbatches = 0;
+    double dense_weights = 0, moe_weights = 0;
     void Reapply(Recompute rc);
   };
   struct Shared;  // compute_time.cc: what keys differing in ep, etp and the dispatcher share
