@@ -6,6 +6,7 @@
 #include <limits>
 #include <map>
 #include <tuple>
+#include <unordered_map>
 
 #include "core/json_check.h"
 #include "costmodel/comm_plan.h"
@@ -418,6 +419,72 @@ LayoutScore CostModel::ScoreOf(const Layout& layout, bool minimise_memory, bool 
                      prune_above);
 }
 
+double CostModel::FamilyStepTimeLowerBound(const Layout& layout, uint32_t dispatchers, uint32_t precisions,
+                                           bool cached) const {
+  const PipelineDescription pipeline = DescribePipeline(layout, model_, &weights_);
+  StepWork least;
+  BuildLeastStepWork(layout, model_, cluster_.gpu, pipeline, LeastBlocksOf(layout, dispatchers, precisions, cached),
+                     MicroBatchesPerStep(job_, layout), &least);
+  return LeastPipelineLowerBound(least);
+}
+
+namespace {
+
+// CostModel::LeastBlocksOf's memo, per thread and model. Key: what it
+// reads of the layout (tp, cp, ep, etp, mbs, cp_style) and the two bit
+// sets. A search meets each key for every (pp, vpp, schedule) of one (tp,
+// cp), and for the layouts of every dp. Bounded: cleared at kMaxEntries
+// (~250 B each).
+struct LeastBlocksMemo {
+  using Key = std::array<int64_t, 8>;
+  struct KeyHash {
+    size_t operator()(const Key& key) const {
+      uint64_t h = 0x9e3779b97f4a7c15ull;
+      for (int64_t v : key) h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+      return static_cast<size_t>(h);
+    }
+  };
+  static constexpr size_t kMaxEntries = 65536;
+  std::unordered_map<Key, LeastBlocks, KeyHash> entries;
+  void Clear() { entries.clear(); }
+};
+
+}  // namespace
+
+LeastBlocks CostModel::LeastBlocksOf(const Layout& layout, uint32_t dispatchers, uint32_t precisions,
+                                     bool cached) const {
+  const auto compute = [&] {
+    LeastBlocks least;
+    Layout l = layout;
+    l.recompute = Recompute::None();
+    // dp 1: the most micro-batches per step, so the least share of the FP8
+    // weight casts per micro-batch (1 / m, m = global batch / (dp mbs) at
+    // least that of any dp); the rest of the compute reads no dp.
+    l.dp = 1;
+    for (int d = 0; d < kDispatcherCount; ++d) {
+      if ((dispatchers >> d & 1u) == 0) continue;
+      l.dispatcher = static_cast<Dispatcher>(d);
+      for (int p = 0; p < kPrecisionCount; ++p) {
+        if ((precisions >> p & 1u) == 0) continue;
+        l.precision = static_cast<Precision>(p);
+        if (cached) {
+          least.Include(ForModel<ComputeTimesCache>(id_).Get(l, ctx_), model_.mtp_layer_is_moe());
+        } else {
+          least.Include(ComputeLayerTimes(l, ctx_), model_.mtp_layer_is_moe());
+        }
+      }
+    }
+    return least;
+  };
+  if (!cached) return compute();
+  LeastBlocksMemo& memo = ForModel<LeastBlocksMemo>(id_);
+  const LeastBlocksMemo::Key key = {layout.tp,  layout.cp, layout.ep, layout.etp, layout.mbs,
+                                    static_cast<int64_t>(layout.cp_style), dispatchers, precisions};
+  if (auto it = memo.entries.find(key); it != memo.entries.end()) return it->second;
+  if (memo.entries.size() >= LeastBlocksMemo::kMaxEntries) memo.entries.clear();
+  return memo.entries.emplace(key, compute()).first->second;
+}
+
 namespace {
 
 // Whether two variants differ only where memory does not look (the TP
@@ -535,6 +602,25 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   // variant's compute key without recomputation is below each of its
   // recompute modes' bounds: when that prunes, their own are not needed.
   const bool floor_by_none = LowerBoundGrowsWithRecompute(pipeline.schedule);
+  // The bound of the whole family's compute (FamilyStepTimeLowerBound over
+  // its variants' dispatchers and precisions), once a bound is asked for:
+  // no variant's own bound is lower, so when it prunes, theirs are not
+  // needed.
+  double family_bound_s = std::numeric_limits<double>::quiet_NaN();
+  auto family_bound = [&] {
+    if (std::isnan(family_bound_s)) {
+      uint32_t dispatchers = 0, precisions = 0;
+      for (const RecipeVariant& v : family.variants) {
+        dispatchers |= 1u << static_cast<unsigned>(v.dispatcher);
+        precisions |= 1u << static_cast<unsigned>(v.precision);
+      }
+      thread_local StepWork least;
+      BuildLeastStepWork(l, model_, cluster_.gpu, shapes, LeastBlocksOf(l, dispatchers, precisions, true),
+                         MicroBatchesPerStep(job_, l), &least);
+      family_bound_s = LeastPipelineLowerBound(least);
+    }
+    return family_bound_s;
+  };
   auto floor_of = [&](const RecipeVariant& v) {
     RecipeVariant none = v;
     none.recompute = Recompute::None();
@@ -564,7 +650,8 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     if (minimise_memory) {
       pruned = score.peak_memory_gib > prune_above;
     } else if (prune_above < kNoPruning) {
-      pruned = (floor_by_none && !variant.recompute.none() && floor_of(variant) > prune_above) ||
+      pruned = family_bound() > prune_above ||
+               (floor_by_none && !variant.recompute.none() && floor_of(variant) > prune_above) ||
                bounded(compute_at(v)).computed.bound_s > prune_above;
     }
     if (pruned) {

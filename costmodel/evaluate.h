@@ -121,6 +121,19 @@ class CostModel {
   // floor. ScoreFamily prunes by it, bit for bit this value. Uncached (for
   // tests).
   double StepTimeLowerBoundWithComm(const Layout& layout) const;
+  // A lower bound on StepTimeLowerBound of every layout that differs from
+  // `layout` only in its recompute set, order, placement, overlaps and
+  // FSDP, and in its dispatcher and precision within `dispatchers` (bit d:
+  // Dispatcher d) and `precisions` (bit p: Precision p): schedule.h
+  // LeastPipelineLowerBound of the LeastBlocks of those computes, timed at
+  // dp 1 (the most micro-batches per step: the least FP8 weight-cast share,
+  // so that the blocks serve every dp) and built on the layout's pipeline
+  // and micro-batches.
+  // ScoreFamily prunes a family's fitting variants by it at once.
+  // `cached`: through the per-thread memos ScoreFamily uses
+  // (LeastBlocksMemo in evaluate.cc), else afresh; the same bits.
+  double FamilyStepTimeLowerBound(const Layout& layout, uint32_t dispatchers, uint32_t precisions,
+                                  bool cached = false) const;
 
   // What each block kind costs, for choosing pipeline layouts
   // (planner/pipeline.h): forward + backward seconds of one sequence on one
@@ -170,6 +183,9 @@ class CostModel {
   LayoutScore FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore peak,
                           bool minimise_memory, bool cached, double prune_above,
                           ComputedWork* computed = nullptr) const;
+  // The LeastBlocks of the computes FamilyStepTimeLowerBound covers;
+  // `cached`: through the per-thread memos, else afresh (the same bits).
+  LeastBlocks LeastBlocksOf(const Layout& layout, uint32_t dispatchers, uint32_t precisions, bool cached) const;
   // DescribePipeline, memoised per thread (PipelineMemo in evaluate.cc).
   const PipelineDescription& CachedPipeline(const Layout& layout) const;
   const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;

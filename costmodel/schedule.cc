@@ -313,6 +313,30 @@ double PipelineLowerBound(const StepWork& work) {
   return m * c + bubble;
 }
 
+// The proof. Each rank's compute c_p of w is at least least's (stage_work.h
+// LeastBlocks), so C_w = max_p c_p >= C. 1F1B, GPipe, interleaved:
+// PipelineLowerBound is fl(fl(m C) + bubble) with bubble fl(pp_1 / vpp x C)
+// (+ pp_1 x 0), the same for every rank, each step monotone in C. DualPipeV:
+// its bubble pp_1 / 2 x max(0, .) + pp_1 x 0 is >= 0, so w's bound
+// fl(fl(m C_w) + bubble) >= fl(m C_w) >= fl(m C). ZB-H1: its bubble
+// pp_1 (C_w - w - min(f, b, w)) is >= 0 in real numbers (C_w >= f + b + w
+// on every rank), and in floating point errs below 0 by a few units in the
+// last place of C_w times pp_1, under 1e-9 of m C_w for any pp under 10^6.
+double LeastPipelineLowerBound(const StepWork& least) {
+  constexpr double kRoundingMargin = 1e-9;  // relative; ZB-H1 only, see the proof
+  switch (least.schedule) {
+    case PipelineSchedule::k1F1B:
+    case PipelineSchedule::kGPipe:
+    case PipelineSchedule::kInterleaved1F1B: return PipelineLowerBound(least);
+    case PipelineSchedule::kZeroBubbleH1:
+    case PipelineSchedule::kDualPipeV: break;
+  }
+  double c = 0;
+  for (const RankWork& r : least.ranks) c = std::max(c, r.compute_s());
+  const double bound_s = double(least.microbatches) * c;
+  return least.schedule == PipelineSchedule::kZeroBubbleH1 ? bound_s * (1 - kRoundingMargin) : bound_s;
+}
+
 CommSeconds CommSecondsOf(const StepWork& work) {
   CommSeconds s;
   for (const CommOp& op : work.ops) {

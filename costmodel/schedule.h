@@ -67,6 +67,18 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
 // rank of each shape gives it too).
 double PipelineLowerBound(const StepWork& work);
 
+// A lower bound on PipelineLowerBound(w) of every work w on `least`'s
+// pipeline, schedule and micro-batches whose ranks' forward_s and
+// backward_s are each at least `least`'s (BuildLeastStepWork's work: w any
+// of its computes' works under any recompute set). Under 1F1B, GPipe and
+// the interleaved schedule the bubble reads the largest rank compute C
+// alone (and the crossing, 0 here), so it is PipelineLowerBound(least),
+// bit for bit below; under ZB-H1 and DualPipeV, whose bubbles read the
+// rank's F, B and W, it is m C without the bubble (proof beside the
+// definition), scaled down by a relative 1e-9 for ZB-H1's rounding. Use it
+// to prune only.
+double LeastPipelineLowerBound(const StepWork& least);
+
 // What a work's ops take per micro-batch, before the schedule decides what
 // hides: per block kind, the seconds of every op that runs in one block of
 // that kind (exposed, overlappable and EP-overlap ops alike; T_k below), and

@@ -133,4 +133,22 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
   SumRanks(layout, pipeline, w);
 }
 
+void LeastBlocks::Include(const ComputeTimes& compute, bool mtp_moe) {
+  const std::array<BlockCost, kBlockKindCount> costs = BlockCostsOf(compute, mtp_moe);
+  for (size_t k = 0; k < costs.size(); ++k) {
+    const double forward_s = costs[k].forward_s, backward_s = costs[k].backward_s;
+    block[k] = {empty ? forward_s : std::min(block[k].forward_s, forward_s),
+                empty ? backward_s : std::min(block[k].backward_s, backward_s), 0, 0};
+  }
+  empty = false;
+}
+
+void BuildLeastStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
+                        const PipelineDescription& pipeline, const LeastBlocks& least, long long microbatches,
+                        StepWork* out) {
+  StartWork(model, gpu, pipeline, microbatches, out);
+  out->block = least.block;
+  SumRanks(layout, pipeline, *out);
+}
+
 }  // namespace foldplan

@@ -165,4 +165,25 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
                    const PipelineDescription& pipeline, const ComputeTimes& compute, long long microbatches,
                    StepWork* out);
 
+// Block costs at or below those of each of several computes: per block
+// kind, the least forward_s and the least backward_s over the ComputeTimes
+// given to Include (recompute_s and weight_grad_s 0). The work built from
+// them (BuildLeastStepWork) has every rank's forward_s and backward_s, so
+// its compute_s, at or below those of BuildStepWork's work of any of those
+// computes under any recompute set on the same pipeline, bit for bit: a
+// rank's sums are of block counts >= 0 times costs >= 0 (SumRanks), and
+// fl(a + b), fl(n x a) do not fall as a or b grows. What bounds a whole
+// layout family's compute at once (schedule.h LeastPipelineLowerBound).
+struct LeastBlocks {
+  std::array<BlockCost, kBlockKindCount> block;  // indexed by BlockKind
+  bool empty = true;                             // nothing included yet
+  void Include(const ComputeTimes& compute, bool mtp_moe);
+};
+
+// BuildStepWork's work with `least`'s block costs (not empty) and no
+// routed or shared shares.
+void BuildLeastStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
+                        const PipelineDescription& pipeline, const LeastBlocks& least, long long microbatches,
+                        StepWork* out);
+
 }  // namespace foldplan

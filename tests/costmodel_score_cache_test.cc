@@ -246,6 +246,75 @@ TEST_CASE("the step-time bound without recomputation is below every recompute mo
   CHECK(!LowerBoundGrowsWithRecompute(PipelineSchedule::kZeroBubbleH1));
 }
 
+// What lets ScoreFamily prune a whole family at once: the family bound over
+// a set of dispatchers and precisions (CostModel::FamilyStepTimeLowerBound,
+// from the least block costs of their computes) is, as doubles, at or below
+// StepTimeLowerBound of the layout under each dispatcher and precision of
+// the sets and any recompute set, under every schedule. Over one
+// dispatcher and precision without recomputation, at dp 1 (where its FP8
+// weight casts are timed), it is that bound itself under 1F1B, GPipe and
+// the interleaved schedule, so that it is as tight as the layouts' own
+// there. Its per-thread memo gives the same bits.
+TEST_CASE("the family's step-time bound is below each member's, and its own under one dispatcher and precision") {
+  Draws d{20261206};
+  const std::vector<Recompute> modes = {
+      Recompute::None(), Recompute::Selective(), Recompute::Full(),
+      Recompute::Modules((1u << int(RecomputeModule::kLayernorm)) | (1u << int(RecomputeModule::kMoeAct)))};
+  std::map<PipelineSchedule, size_t> compared;
+  size_t equal = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    Case c = RandomCase(d);
+    c.job.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
+                                PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV,
+                                PipelineSchedule::kGPipe};
+    const Trial drawn = TrialOf(c);
+    const CostModel& cost = *drawn.cost;
+    for (int i = 0; i < 60 && !drawn.legal.empty(); ++i) {
+      Layout l = drawn.legal[d.Below(drawn.legal.size())];
+      INFO("layout: " << FormatLayout(l));
+      const PipelineSchedule schedule = l.schedule_or_default();
+      // Its own dispatcher and precision, and maybe others.
+      const uint32_t dispatchers =
+          (1u << static_cast<unsigned>(l.dispatcher)) | static_cast<uint32_t>(d.Below(1u << kDispatcherCount));
+      const uint32_t precisions =
+          (1u << static_cast<unsigned>(l.precision)) | static_cast<uint32_t>(d.Below(1u << kPrecisionCount));
+      const double family = cost.FamilyStepTimeLowerBound(l, dispatchers, precisions);
+      REQUIRE(Bits(cost.FamilyStepTimeLowerBound(l, dispatchers, precisions, true)) == Bits(family));
+      for (int m = 0; m < 4; ++m) {
+        Layout member = l;
+        do {
+          member.dispatcher = static_cast<Dispatcher>(d.Below(kDispatcherCount));
+        } while ((dispatchers >> static_cast<unsigned>(member.dispatcher) & 1u) == 0);
+        do {
+          member.precision = static_cast<Precision>(d.Below(kPrecisionCount));
+        } while ((precisions >> static_cast<unsigned>(member.precision) & 1u) == 0);
+        member.recompute = modes[d.Below(modes.size())];
+        INFO("member: " << FormatLayout(member));
+        REQUIRE(family <= cost.StepTimeLowerBound(member));
+        ++compared[schedule];
+      }
+      // One dispatcher and precision: the layout's own bound.
+      l.recompute = Recompute::None();
+      l.dp = 1;
+      const double own = cost.StepTimeLowerBound(l);
+      const double alone = cost.FamilyStepTimeLowerBound(l, 1u << static_cast<unsigned>(l.dispatcher),
+                                                         1u << static_cast<unsigned>(l.precision));
+      REQUIRE(alone <= own);
+      if (schedule == PipelineSchedule::k1F1B || schedule == PipelineSchedule::kGPipe ||
+          schedule == PipelineSchedule::kInterleaved1F1B) {
+        REQUIRE(Bits(alone) == Bits(own));
+        ++equal;
+      }
+    }
+  }
+  CHECK(compared[PipelineSchedule::k1F1B] > 500);
+  CHECK(compared[PipelineSchedule::kInterleaved1F1B] > 500);
+  CHECK(compared[PipelineSchedule::kZeroBubbleH1] > 100);
+  CHECK(compared[PipelineSchedule::kDualPipeV] > 100);
+  CHECK(compared[PipelineSchedule::kGPipe] > 100);
+  CHECK(equal > 200);
+}
+
 // ScoreFamily (the search's way) against Score, member by member. A sink
 // records what it is told; its bound is fixed (the totals then follow from
 // Score under it: the members not fitting, pruned and ranked) or falls after
@@ -419,7 +488,9 @@ TEST_CASE("two cost models on one thread keep their caches apart") {
 // ep, etp and the dispatcher share), against the uncached times: each drawn
 // layout is asked for as drawn and with one field its keys hold changed
 // (ep and etp, the dispatcher, the CP style, the micro-batch size, the
-// precision), so that keys meet their neighbours in both levels.
+// precision), so that keys meet their neighbours in both levels, or with
+// another dp (the micro-batches per step, which share out the FP8 weight
+// casts, are in neither key: an entry's are timed again).
 TEST_CASE("ComputeTimesCache returns ComputeLayerTimes bit for bit") {
   Draws d{7};
   for (const char* model : {"deepseek-v3", "qwen3-30b-a3b"}) {
@@ -439,12 +510,13 @@ TEST_CASE("ComputeTimesCache returns ComputeLayerTimes bit for bit") {
           r == (1u << kRecomputeModuleCount) ? Recompute::Full() : Recompute::Modules(static_cast<uint32_t>(r));
       const Layout& other = legal[d.Below(legal.size())];
       Layout neighbour = l;
-      switch (d.Below(5)) {
+      switch (d.Below(6)) {
         case 0: neighbour.ep = other.ep, neighbour.etp = other.etp; break;
         case 1: neighbour.dispatcher = static_cast<Dispatcher>(d.Below(kDispatcherCount)); break;
         case 2: neighbour.cp_style = l.cp_style == CpStyle::kRing ? CpStyle::kUlysses : CpStyle::kRing; break;
         case 3: neighbour.mbs = other.mbs; break;
         case 4: neighbour.precision = other.precision; break;
+        case 5: neighbour.dp = other.dp; break;
       }
       for (const Layout& asked : {l, neighbour}) {
         INFO("layout: " << FormatLayout(asked));
