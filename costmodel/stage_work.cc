@@ -136,9 +136,8 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
 void LeastBlocks::Include(const ComputeTimes& compute, bool mtp_moe) {
   const std::array<BlockCost, kBlockKindCount> costs = BlockCostsOf(compute, mtp_moe);
   for (size_t k = 0; k < costs.size(); ++k) {
-    const double forward_s = costs[k].forward_s, backward_s = costs[k].backward_s;
-    block[k] = {empty ? forward_s : std::min(block[k].forward_s, forward_s),
-                empty ? backward_s : std::min(block[k].backward_s, backward_s), 0, 0};
+    forward_s[k] = empty ? costs[k].forward_s : std::min(forward_s[k], costs[k].forward_s);
+    backward_s[k] = empty ? costs[k].backward_s : std::min(backward_s[k], costs[k].backward_s);
   }
   empty = false;
 }
@@ -147,7 +146,7 @@ void BuildLeastStepWork(const Layout& layout, const ModelSpec& model, const GpuS
                         const PipelineDescription& pipeline, const LeastBlocks& least, long long microbatches,
                         StepWork* out) {
   StartWork(model, gpu, pipeline, microbatches, out);
-  out->block = least.block;
+  for (size_t k = 0; k < out->block.size(); ++k) out->block[k] = {least.forward_s[k], least.backward_s[k], 0, 0};
   SumRanks(layout, pipeline, *out);
 }
 

@@ -175,8 +175,11 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
 // fl(a + b), fl(n x a) do not fall as a or b grows. What bounds a whole
 // layout family's compute at once (schedule.h LeastPipelineLowerBound).
 struct LeastBlocks {
-  std::array<BlockCost, kBlockKindCount> block;  // indexed by BlockKind
-  bool empty = true;                             // nothing included yet
+  // Indexed by BlockKind (two arrays, not BlockCosts: a search keeps
+  // tens of thousands).
+  std::array<double, kBlockKindCount> forward_s{};
+  std::array<double, kBlockKindCount> backward_s{};
+  bool empty = true;  // nothing included yet
   void Include(const ComputeTimes& compute, bool mtp_moe);
 };
 
