@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <bit>
 #include <cmath>
 #include <limits>
 #include <map>
@@ -613,7 +614,9 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   // The bound of the whole family's compute (FamilyStepTimeLowerBound over
   // its variants' dispatchers and precisions), once a bound is asked for:
   // no variant's own bound is lower, so when it prunes, theirs are not
-  // needed.
+  // needed. Over one dispatcher and precision it would add nothing the
+  // variants' shared compute keys do not already give (they share the
+  // key without recomputation, floor_of), so it is left at 0 there.
   double family_bound_s = std::numeric_limits<double>::quiet_NaN();
   auto family_bound = [&] {
     if (std::isnan(family_bound_s)) {
@@ -622,6 +625,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
         dispatchers |= 1u << static_cast<unsigned>(v.dispatcher);
         precisions |= 1u << static_cast<unsigned>(v.precision);
       }
+      if (std::has_single_bit(dispatchers) && std::has_single_bit(precisions)) return family_bound_s = 0.0;
       thread_local StepWork least;
       BuildLeastStepWork(l, model_, cluster_.gpu, shapes, LeastBlocksOf(l, dispatchers, precisions, true),
                          MicroBatchesPerStep(job_, l), &least);
