@@ -11,19 +11,13 @@
 #include "cli_run.h"
 
 
+using foldplan::testing::ExpectExit;
+using foldplan::testing::ExpectUsage;
 using foldplan::testing::RunFoldplan;
 
 namespace {
 
-void ExpectExit(int code, const std::string& args, const std::string& fragment) {
-  auto r = RunFoldplan(args);
-  CHECK_MESSAGE(r.exit_code == code, args);
-  CHECK_MESSAGE(r.err.find(fragment) != std::string::npos, "stderr was: " << r.err);
-  CHECK(r.out.empty());
-}
-
 void ExpectError(const std::string& args, const std::string& fragment) { ExpectExit(1, args, fragment); }
-void ExpectUsage(const std::string& args, const std::string& fragment) { ExpectExit(2, args, fragment); }
 
 }  // namespace
 

@@ -1,16 +1,12 @@
 // The pipeline schedule end to end: `schedule=` in --layout and --fix reaches
 // the layout, the pipeline description, the rules and the exports.
 #include "cli_run.h"
+#include "text_count.h"
 
 #include <nlohmann/json.hpp>
 
+using foldplan::testing::Contains;
 using foldplan::testing::RunFoldplan;
-
-namespace {
-
-bool Contains(const std::string& text, const std::string& part) { return text.find(part) != std::string::npos; }
-
-}  // namespace
 
 TEST_CASE("explain --layout with schedule=dualpipev runs the V and names it") {
   const auto r = RunFoldplan(

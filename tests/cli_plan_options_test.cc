@@ -15,6 +15,7 @@
 
 using foldplan::testing::RunFoldplan;
 using foldplan::testing::Slurp;
+using foldplan::testing::TempPath;
 using Json = nlohmann::json;
 
 namespace {
@@ -24,9 +25,6 @@ namespace {
 // size 1) cost the same to the bit.
 const std::string kSmall = "--model mixtral-8x7b --gpus 16 --micro-batch 1";
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-" + name)).string();
-}
 
 // RFC 4180 records (quoted fields, doubled quotes, CRLF): a reader written
 // apart from the writer, so that the test checks the format, not the code.

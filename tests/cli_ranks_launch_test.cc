@@ -2,6 +2,7 @@
 // and `ranks --plan FILE --candidate N`: exit codes, messages naming the
 // file, atomic -o, and every rank on the host and GPU its rank map says.
 #include "cli_run.h"
+#include "text_count.h"
 
 #include <unistd.h>
 
@@ -12,8 +13,10 @@
 #include <string>
 #include <vector>
 
+using foldplan::testing::Contains;
 using foldplan::testing::RunFoldplan;
 using foldplan::testing::Slurp;
+using foldplan::testing::TempPath;
 
 namespace {
 
@@ -21,10 +24,6 @@ namespace {
 // 0-63 on nodes 0-15, ranks 64-127 on nodes 18-33, nodes 16, 17 idle.
 const std::string kPacked =
     "ranks --cluster gb200-nvl72-4r --gpus 128 --layout tp=1,pp=1,ep=64,etp=1,placement=packed";
-
-std::string TempPath(const std::string& name) {
-  return "/tmp/foldplan_ranks_launch_" + std::to_string(::getpid()) + "_" + name;
-}
 
 // n host names node0.. in a file, with a comment and a blank line.
 std::string HostsFile(int n, const std::string& name = "hosts") {
@@ -44,8 +43,6 @@ std::vector<std::string> Lines(const std::string& text) {
   return out;
 }
 
-bool Has(const std::string& text, const std::string& fragment) { return text.find(fragment) != std::string::npos; }
-
 }  // namespace
 
 TEST_CASE("ranks --format openmpi-rankfile puts each rank on its rank map's node") {
@@ -64,9 +61,9 @@ TEST_CASE("ranks --format openmpi-rankfile puts each rank on its rank map's node
                              " slot=" + std::to_string(rank % 4);
     CHECK(lines[rank] == want);
   }
-  CHECK(Has(r.out, "# node 18 node18: ranks 64-67, CUDA_VISIBLE_DEVICES=0,1,2,3\n"));
-  CHECK_FALSE(Has(r.out, "node16"));  // idle node
-  CHECK(Has(r.err, "note: run it as mpirun --rankfile FILE -np 128"));
+  CHECK(Contains(r.out, "# node 18 node18: ranks 64-67, CUDA_VISIBLE_DEVICES=0,1,2,3\n"));
+  CHECK_FALSE(Contains(r.out, "node16"));  // idle node
+  CHECK(Contains(r.err, "note: run it as mpirun --rankfile FILE -np 128"));
   std::remove(hosts.c_str());
 }
 
@@ -78,7 +75,7 @@ TEST_CASE("ranks --format slurm and hostfile from the same placement") {
   REQUIRE(lines.size() == 128);
   CHECK(lines[63] == "node15");
   CHECK(lines[64] == "node18");
-  CHECK(Has(slurm.err, "srun --distribution=arbitrary -n 128"));
+  CHECK(Contains(slurm.err, "srun --distribution=arbitrary -n 128"));
   auto hostfile = RunFoldplan(kPacked + " --format hostfile --hosts " + hosts);
   REQUIRE(hostfile.exit_code == 0);
   const std::vector<std::string> slots = Lines(hostfile.out);
@@ -121,26 +118,26 @@ TEST_CASE("ranks --format env, sourced per rank, selects the rank map's GPU") {
 TEST_CASE("ranks launcher formats: --hosts required, checked, and named in errors") {
   auto none = RunFoldplan(kPacked + " --format openmpi-rankfile");
   CHECK(none.exit_code == 2);
-  CHECK(Has(none.err, "--format openmpi-rankfile needs --hosts FILE"));
+  CHECK(Contains(none.err, "--format openmpi-rankfile needs --hosts FILE"));
 
   auto wrong = RunFoldplan(kPacked + " --format megatron --hosts /dev/null");
   CHECK(wrong.exit_code == 2);
-  CHECK(Has(wrong.err, "--hosts is for the launcher formats"));
+  CHECK(Contains(wrong.err, "--hosts is for the launcher formats"));
 
   const std::string short_list = HostsFile(20, "short");
   auto few = RunFoldplan(kPacked + " --format slurm --hosts " + short_list);
   CHECK(few.exit_code == 1);
-  CHECK(Has(few.err, short_list + ": 20 hosts, but the placement uses 34 nodes; node 20 has no host"));
+  CHECK(Contains(few.err, short_list + ": 20 hosts, but the placement uses 34 nodes; node 20 has no host"));
 
   const std::string dup = TempPath("dup");
   std::ofstream(dup) << "a\nb\na\n";
   auto twice = RunFoldplan(kPacked + " --format slurm --hosts " + dup);
   CHECK(twice.exit_code == 1);
-  CHECK(Has(twice.err, dup + ":3: host a repeats line 1"));
+  CHECK(Contains(twice.err, dup + ":3: host a repeats line 1"));
 
   auto missing = RunFoldplan(kPacked + " --format slurm --hosts /no/such/hosts");
   CHECK(missing.exit_code == 1);
-  CHECK(Has(missing.err, "/no/such/hosts"));
+  CHECK(Contains(missing.err, "/no/such/hosts"));
   for (const std::string& f : {short_list, dup}) std::remove(f.c_str());
 }
 
@@ -152,7 +149,7 @@ TEST_CASE("ranks launcher -o writes the file, and a refusal leaves none") {
   REQUIRE(r.exit_code == 0);
   CHECK(r.out.empty());
   CHECK(Lines(Slurp(out)).size() == 128);
-  CHECK(Has(r.err, "mpirun --rankfile " + out));
+  CHECK(Contains(r.err, "mpirun --rankfile " + out));
   std::remove(out.c_str());
   const std::string short_list = HostsFile(2, "two");
   auto refused = RunFoldplan(kPacked + " --format openmpi-rankfile --hosts " + short_list + " -o " + out);
@@ -175,7 +172,7 @@ TEST_CASE("ranks --plan exports a plan's candidate; --candidate past the list is
 
   auto past = RunFoldplan("ranks --plan " + plan + " --candidate 1 --format rankmap");
   CHECK(past.exit_code == 1);
-  CHECK(Has(past.err, "/candidates"));
+  CHECK(Contains(past.err, "/candidates"));
   auto both = RunFoldplan("ranks --plan " + plan + " --layout tp=2 --format rankmap");
   CHECK(both.exit_code == 2);
   auto alone = RunFoldplan("ranks --world-size 8 --layout tp=2 --candidate 1");

@@ -14,13 +14,14 @@ namespace {
 using testing::RunFoldplan;
 using testing::Slurp;
 
-const std::string kPlan = " --plan tests/data/validate/pp2_cp2_ep4.plan.json";
+const std::string kPlanFlag = " --plan tests/data/validate/pp2_cp2_ep4.plan.json";
 
 using foldplan::testing::Count;
 
 TEST_CASE("cli report: the fixture plan with its measurements makes one page, every rank once, nothing loaded") {
   const std::string out = "/tmp/foldplan_cli_report_test.html";
-  const auto run = RunFoldplan("report" + kPlan + " --measurements tests/data/inputs/measurements_pp2_cp2_ep4.json -o " + out);
+  const auto run =
+      RunFoldplan("report" + kPlanFlag + " --measurements tests/data/inputs/measurements_pp2_cp2_ep4.json -o " + out);
   REQUIRE_MESSAGE(run.exit_code == 0, run.err);
   CHECK(run.err.find("wrote " + out) != std::string::npos);
   const std::string html = Slurp(out);
@@ -37,12 +38,12 @@ TEST_CASE("cli report: the fixture plan with its measurements makes one page, ev
 }
 
 TEST_CASE("cli report: usage errors exit 2") {
-  const auto no_output = RunFoldplan("report" + kPlan);
+  const auto no_output = RunFoldplan("report" + kPlanFlag);
   CHECK(no_output.exit_code == 2);
-  const auto bad_kind = RunFoldplan("report" + kPlan + " --color-by tp_ep -o /tmp/foldplan_cli_report_x.html");
+  const auto bad_kind = RunFoldplan("report" + kPlanFlag + " --color-by tp_ep -o /tmp/foldplan_cli_report_x.html");
   CHECK(bad_kind.exit_code == 2);
   CHECK(bad_kind.err.find("--color-by: expected one of tp, cp, dp, ep, edp, pp, got 'tp_ep'") != std::string::npos);
-  const auto bad_max = RunFoldplan("report" + kPlan + " --max-gpus 0 -o /tmp/foldplan_cli_report_x.html");
+  const auto bad_max = RunFoldplan("report" + kPlanFlag + " --max-gpus 0 -o /tmp/foldplan_cli_report_x.html");
   CHECK(bad_max.exit_code == 2);
 }
 
@@ -53,7 +54,7 @@ TEST_CASE("cli report: measurements of another layout and a bad simulation file 
   CHECK(other.err.find("measurements_pp2_cp2_ep4.json was measured for layout") != std::string::npos);
   const std::string sim = "/tmp/foldplan_cli_report_sim.json";
   std::ofstream(sim) << R"({"schema": "foldplan.simulation/v1", "layout": "x", "schedule": "1f1b"})";
-  const auto bad = RunFoldplan("report" + kPlan + " --simulation " + sim + " -o /tmp/foldplan_cli_report_x.html");
+  const auto bad = RunFoldplan("report" + kPlanFlag + " --simulation " + sim + " -o /tmp/foldplan_cli_report_x.html");
   CHECK(bad.exit_code == 1);
   CHECK(bad.err.find(sim + ": /simulated") != std::string::npos);
 }

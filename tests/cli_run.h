@@ -6,6 +6,7 @@
 #include <doctest/doctest.h>
 
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -54,6 +55,23 @@ inline CliRun RunFoldplan(const std::string& args, int timeout_s = 0) {
   std::remove((base + ".out").c_str());
   std::remove((base + ".err").c_str());
   return run;
+}
+
+// A run of `foldplan ARGS` that must exit with `code`, say `message` on
+// stderr and print nothing on stdout.
+inline void ExpectExit(int code, const std::string& args, const std::string& message) {
+  auto r = RunFoldplan(args);
+  CHECK_MESSAGE(r.exit_code == code, args << "\nstderr: " << r.err);
+  CHECK_MESSAGE(r.err.find(message) != std::string::npos, args << "\nstderr: " << r.err);
+  CHECK_MESSAGE(r.out.empty(), args << "\nstdout: " << r.out);
+}
+
+// The same for a usage error (exit 2).
+inline void ExpectUsage(const std::string& args, const std::string& message) { ExpectExit(2, args, message); }
+
+// A path in the temporary directory for a file this process writes.
+inline std::string TempPath(const std::string& name) {
+  return (std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-" + name)).string();
 }
 
 inline void CheckGolden(const std::string& name, const std::string& actual) {

@@ -12,6 +12,7 @@
 using foldplan::testing::CheckGolden;
 using foldplan::testing::RunFoldplan;
 using foldplan::testing::Slurp;
+using foldplan::testing::TempPath;
 
 namespace {
 
@@ -31,9 +32,6 @@ nlohmann::ordered_json Rounded(const nlohmann::ordered_json& j) {
   return j;
 }
 
-std::string TempPath(const std::string& name) {
-  return (std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-" + name)).string();
-}
 
 }  // namespace
 

@@ -10,18 +10,11 @@
 #include <cstdio>
 #include <fstream>
 
+using foldplan::testing::ExpectExit;
+using foldplan::testing::ExpectUsage;
 using foldplan::testing::RunFoldplan;
 
 namespace {
-
-void ExpectExit(int code, const std::string& args, const std::string& message) {
-  auto r = RunFoldplan(args);
-  CHECK_MESSAGE(r.exit_code == code, args << "\nstderr: " << r.err);
-  CHECK_MESSAGE(r.err.find(message) != std::string::npos, args << "\nstderr: " << r.err);
-  CHECK_MESSAGE(r.out.empty(), args << "\nstdout: " << r.out);
-}
-
-void ExpectUsage(const std::string& args, const std::string& message) { ExpectExit(2, args, message); }
 
 bool Exists(const std::string& path) { return std::ifstream(path).good(); }
 

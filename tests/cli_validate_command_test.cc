@@ -2,6 +2,7 @@
 // needed), its refusals, and the binary's exit status with a stand-in
 // launcher. The run under the real mpirun is tests/cli_validate_launch.sh.
 #include "cli_run.h"
+#include "text_count.h"
 
 #include <sys/stat.h>
 
@@ -17,6 +18,7 @@
 using foldplan::BuildValidateCommand;
 using foldplan::LaunchEnvironment;
 using foldplan::ValidateOptions;
+using foldplan::testing::Contains;
 using foldplan::testing::RunFoldplan;
 using Words = std::vector<std::string>;
 
@@ -55,10 +57,6 @@ std::string Error(const ValidateOptions& o, const LaunchEnvironment& env = Plain
   return cmd.status().message();
 }
 
-bool Has(const std::string& text, const std::string& fragment) {
-  return text.find(fragment) != std::string::npos;
-}
-
 }  // namespace
 
 TEST_CASE("the rank count defaults to the plan's world size") {
@@ -75,13 +73,13 @@ TEST_CASE("--np other than the plan's world size is refused, naming both") {
   ValidateOptions o = Options();
   o.np = 4;
   const std::string e = Error(o);
-  CHECK(Has(e, "--np 4: "));
-  CHECK(Has(e, "pp2_cp2_ep4.plan.json is for 8 ranks"));
-  CHECK(Has(e, "--np 8"));
+  CHECK(Contains(e, "--np 4: "));
+  CHECK(Contains(e, "pp2_cp2_ep4.plan.json is for 8 ranks"));
+  CHECK(Contains(e, "--np 8"));
   o.np = 8;
   CHECK(BuildValidateCommand(o, PlainEnv()).ok());
   o.np = 0;
-  CHECK(Has(Error(o), "--np: expected a positive integer"));
+  CHECK(Contains(Error(o), "--np: expected a positive integer"));
 }
 
 TEST_CASE("flags for foldbench: --backend, --ops, -o, then the ones after -- in order") {
@@ -103,23 +101,23 @@ TEST_CASE("flags after -- are passed through unless validate owns them") {
   CHECK(BuildValidateCommand(o, PlainEnv()).ok());
 
   o.ops = "dispatch";
-  CHECK(Has(Error(o), "--ops is given both to foldplan validate and after --"));
+  CHECK(Contains(Error(o), "--ops is given both to foldplan validate and after --"));
   o = Options();
   o.output = "a.json";
   o.foldbench_args = {"--output", "b.json"};
-  CHECK(Has(Error(o), "-o is given both"));
+  CHECK(Contains(Error(o), "-o is given both"));
   o = Options();
   o.foldbench_args = {"--plan", "other.json"};
-  CHECK(Has(Error(o), "--plan after --"));
+  CHECK(Contains(Error(o), "--plan after --"));
   o = Options();
   o.foldbench_args = {"512"};
-  CHECK(Has(Error(o), "unexpected argument \"512\": foldbench takes only flags"));
+  CHECK(Contains(Error(o), "unexpected argument \"512\": foldbench takes only flags"));
 }
 
 TEST_CASE("--backend accepts only mpi and nccl") {
   ValidateOptions o = Options();
   o.backend = "gloo";
-  CHECK(Has(Error(o), "--backend gloo: expected mpi or nccl"));
+  CHECK(Contains(Error(o), "--backend gloo: expected mpi or nccl"));
 }
 
 TEST_CASE("--mpirun and --mpirun-args: launcher flags before -np, split on spaces") {
@@ -132,7 +130,7 @@ TEST_CASE("--mpirun and --mpirun-args: launcher flags before -np, split on space
   CHECK(cmd.value() == Words{"/usr/local/bin/mpiexec", "--hostfile", "hosts", "--bind-to", "none",
                              "-np", "8", "/opt/fp/bin/foldbench", "--plan", kPlan});
   o.mpirun_args = "-n 8";
-  CHECK(Has(Error(o, env), "give the number of ranks with --np"));
+  CHECK(Contains(Error(o, env), "give the number of ranks with --np"));
 }
 
 TEST_CASE("Open MPI as root gets --allow-run-as-root; more ranks than cores get --oversubscribe") {
@@ -186,12 +184,12 @@ TEST_CASE("foldbench is found via $FOLDBENCH or next to foldplan, else a clear e
   using foldplan::FindFoldbench;
   auto missing = FindFoldbench(nullptr, "/no/such/dir");
   REQUIRE(!missing.ok());
-  CHECK(Has(missing.status().message(), "foldbench not found: looked for /no/such/dir/foldbench"));
-  CHECK(Has(missing.status().message(), "only when CMake finds MPI"));
+  CHECK(Contains(missing.status().message(), "foldbench not found: looked for /no/such/dir/foldbench"));
+  CHECK(Contains(missing.status().message(), "only when CMake finds MPI"));
 
   auto bad_env = FindFoldbench("/no/such/foldbench", "/no/such/dir");
   REQUIRE(!bad_env.ok());
-  CHECK(Has(bad_env.status().message(), "FOLDBENCH=/no/such/foldbench is not an executable file"));
+  CHECK(Contains(bad_env.status().message(), "FOLDBENCH=/no/such/foldbench is not an executable file"));
 
   auto from_env = FindFoldbench("/bin/sh", "/no/such/dir");
   REQUIRE(from_env.ok());
@@ -218,22 +216,22 @@ TEST_CASE("a bad plan file is refused naming the file and the JSON pointer") {
     REQUIRE(!w.ok());
     return w.status().message();
   };
-  CHECK(Has(world("a.json", R"({"schema": "foldplan.plan/v1", "candidates": []})"),
+  CHECK(Contains(world("a.json", R"({"schema": "foldplan.plan/v1", "candidates": []})"),
             "_a.json: /rank_map: missing; expected an object"));
-  CHECK(Has(world("b.json", R"({"schema": "foldplan.plan/v1", "rank_map": {"world_size": "8"}})"),
+  CHECK(Contains(world("b.json", R"({"schema": "foldplan.plan/v1", "rank_map": {"world_size": "8"}})"),
             "_b.json: /rank_map/world_size: expected an integer in [1, 1048576], found the string \"8\""));
-  CHECK(Has(world("c.json", R"({"schema": "foldplan.rankmap/v1", "world_size": 0})"),
+  CHECK(Contains(world("c.json", R"({"schema": "foldplan.rankmap/v1", "world_size": 0})"),
             "_c.json: /world_size: expected an integer in [1, 1048576], found 0"));
-  CHECK(Has(world("d.json", R"({"schema": "foldplan.model/v1"})"), "_d.json: /schema: expected one of"));
-  CHECK(Has(world("e.json", "{\n  \"schema\": \n"), "_e.json:3:"));
-  CHECK(Has(world("f.json", "[1, 2]"), "_f.json: /: expected an object"));
+  CHECK(Contains(world("d.json", R"({"schema": "foldplan.model/v1"})"), "_d.json: /schema: expected one of"));
+  CHECK(Contains(world("e.json", "{\n  \"schema\": \n"), "_e.json:3:"));
+  CHECK(Contains(world("f.json", "[1, 2]"), "_f.json: /: expected an object"));
 
   auto missing = foldplan::ReadPlanWorldSize("/no/such/plan.json");
   REQUIRE(!missing.ok());
-  CHECK(Has(missing.status().message(), "/no/such/plan.json: cannot open"));
+  CHECK(Contains(missing.status().message(), "/no/such/plan.json: cannot open"));
 
   ValidateOptions o = Options(TempFile("g.json", R"({"schema": "foldplan.rankmap/v1"})"));
-  CHECK(Has(Error(o), "_g.json: /world_size: missing"));
+  CHECK(Contains(Error(o), "_g.json: /world_size: missing"));
   std::remove(o.plan.c_str());
 }
 
@@ -243,13 +241,13 @@ TEST_CASE("foldplan validate: refusals exit 1 (a plan it cannot read) or 2 (usag
   ::setenv("FOLDBENCH", "/bin/true", 1);
   auto r = RunFoldplan("validate --plan tests/data/validate/no-such-plan.json");
   CHECK(r.exit_code == 1);
-  CHECK(Has(r.err, "foldplan: tests/data/validate/no-such-plan.json: cannot open"));
+  CHECK(Contains(r.err, "foldplan: tests/data/validate/no-such-plan.json: cannot open"));
   CHECK(r.out.empty());
 
   r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --np 4");
   CHECK(r.exit_code == 2);
-  CHECK(Has(r.err, "--np 4: tests/data/validate/pp2_cp2_ep4.plan.json is for 8 ranks"));
-  CHECK(!Has(r.err, "running:"));
+  CHECK(Contains(r.err, "--np 4: tests/data/validate/pp2_cp2_ep4.plan.json is for 8 ranks"));
+  CHECK(!Contains(r.err, "running:"));
 
   r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --backend gloo");
   CHECK(r.exit_code == 2);
@@ -260,14 +258,14 @@ TEST_CASE("foldplan validate: refusals exit 1 (a plan it cannot read) or 2 (usag
 
   r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --mpirun /no/such/mpirun");
   CHECK(r.exit_code == 2);
-  CHECK(Has(r.err, "cannot start /no/such/mpirun: No such file or directory"));
+  CHECK(Contains(r.err, "cannot start /no/such/mpirun: No such file or directory"));
 
   ::setenv("FOLDBENCH", "/no/such/foldbench", 1);
   r = RunFoldplan("validate --plan tests/data/validate/pp2_cp2_ep4.plan.json --dry-run");
   CHECK(r.exit_code == 2);
-  CHECK(Has(r.err, "FOLDBENCH=/no/such/foldbench is not an executable file"));
+  CHECK(Contains(r.err, "FOLDBENCH=/no/such/foldbench is not an executable file"));
   r = RunFoldplan("validate --plan tests/data/validate/no-such-plan.json");  // the plan first
-  CHECK(Has(r.err, "no-such-plan.json: cannot open"));
+  CHECK(Contains(r.err, "no-such-plan.json: cannot open"));
   CHECK(r.exit_code == 1);
   ::unsetenv("FOLDBENCH");
 }
@@ -279,9 +277,9 @@ TEST_CASE("foldplan validate --dry-run prints the command on stdout") {
       "--dry-run -- --ops ulysses --max-seq 512");
   ::unsetenv("FOLDBENCH");
   CHECK(r.exit_code == 0);
-  CHECK(Has(r.out, " --tag-output -np 8 /bin/true --plan tests/data/validate/pp2_cp2_ep4.plan.json "
+  CHECK(Contains(r.out, " --tag-output -np 8 /bin/true --plan tests/data/validate/pp2_cp2_ep4.plan.json "
                    "--ops ulysses --max-seq 512\n"));
-  CHECK(!Has(r.err, "running:"));
+  CHECK(!Contains(r.err, "running:"));
 }
 
 TEST_CASE("foldplan validate prints the command, runs it, and returns its exit status") {
@@ -300,16 +298,16 @@ TEST_CASE("foldplan validate prints the command, runs it, and returns its exit s
     ::setenv("FAKE_EXIT", code, 1);
     auto r = RunFoldplan(args);
     CHECK(r.exit_code == std::atoi(code));
-    CHECK(Has(r.err, "running: " + launcher +
+    CHECK(Contains(r.err, "running: " + launcher +
                          " -np 8 /bin/true --plan tests/data/validate/pp2_cp2_ep4.plan.json "
                          "-o 'my m.json' --iters 2\n"));
-    CHECK(Has(r.out, "launched: -np 8 /bin/true --plan tests/data/validate/pp2_cp2_ep4.plan.json "
+    CHECK(Contains(r.out, "launched: -np 8 /bin/true --plan tests/data/validate/pp2_cp2_ep4.plan.json "
                      "-o my m.json --iters 2\n"));
   }
   ::setenv("FAKE_EXIT", "kill", 1);
   auto r = RunFoldplan(args);
   CHECK(r.exit_code == 128 + SIGTERM);
-  CHECK(Has(r.err, "was killed by signal 15"));
+  CHECK(Contains(r.err, "was killed by signal 15"));
   ::unsetenv("FAKE_EXIT");
   ::unsetenv("FOLDBENCH");
   std::remove(launcher.c_str());
@@ -352,12 +350,12 @@ TEST_CASE("a packed plan with --hosts gets a rankfile on the planned hosts, and 
   CHECK(files->plan == o.plan);
   CHECK(files->rankfile == prefix + "rankfile");
   const std::string rankfile = foldplan::testing::Slurp(files->rankfile);
-  CHECK(Has(rankfile, "\nrank 63=node15 slot=3\nrank 64=node18 slot=0\n"));
+  CHECK(Contains(rankfile, "\nrank 63=node15 slot=3\nrank 64=node18 slot=0\n"));
   auto cmd = BuildValidateCommand(o, SmallOpenMpi(), &files.value());
   REQUIRE(cmd.ok());
   const std::string line = foldplan::ShellJoin(cmd.value());
-  CHECK(Has(line, "mpirun --rankfile " + prefix + "rankfile -np 128 /opt/fp/bin/foldbench --plan " + o.plan));
-  CHECK(!Has(line, "--oversubscribe"));  // --hosts names the hosts and their slots
+  CHECK(Contains(line, "mpirun --rankfile " + prefix + "rankfile -np 128 /opt/fp/bin/foldbench --plan " + o.plan));
+  CHECK(!Contains(line, "--oversubscribe"));  // --hosts names the hosts and their slots
   for (const std::string& f : {o.plan, o.hosts, files->rankfile, prefix}) std::remove(f.c_str());
 }
 
@@ -366,7 +364,7 @@ TEST_CASE("a non-linear plan spanning nodes without --hosts gets no rankfile and
   auto files = foldplan::PrepareLaunchFiles(o, "/tmp/unused-", "thishost");
   REQUIRE(files.ok());
   CHECK(files->rankfile.empty());
-  CHECK(Has(files->notes, "on 34 nodes; without --hosts FILE the launcher places them linearly"));
+  CHECK(Contains(files->notes, "on 34 nodes; without --hosts FILE the launcher places them linearly"));
   std::remove(o.plan.c_str());
 }
 
@@ -380,7 +378,7 @@ TEST_CASE("a linear plan needs no rankfile; --hosts gives one anyway, on the nam
   const std::string prefix = TempFile("linear.", "");
   auto files = foldplan::PrepareLaunchFiles(o, prefix, "thishost");
   REQUIRE_MESSAGE(files.ok(), files.status().message());
-  CHECK(Has(foldplan::testing::Slurp(files->rankfile), "\nrank 7=node0 slot=7\n"));
+  CHECK(Contains(foldplan::testing::Slurp(files->rankfile), "\nrank 7=node0 slot=7\n"));
   for (const std::string& f : {o.hosts, files->rankfile, prefix}) std::remove(f.c_str());
 }
 
@@ -393,7 +391,7 @@ TEST_CASE("a hostfile in --mpirun-args stops the automatic --oversubscribe") {
     o.mpirun_args = flag;
     cmd = BuildValidateCommand(o, SmallOpenMpi());
     REQUIRE(cmd.ok());
-    CHECK_MESSAGE(!Has(foldplan::ShellJoin(cmd.value()), "--oversubscribe"), flag);
+    CHECK_MESSAGE(!Contains(foldplan::ShellJoin(cmd.value()), "--oversubscribe"), flag);
   }
 }
 
@@ -415,9 +413,9 @@ TEST_CASE("--candidate writes that candidate's plan for foldbench; past the list
   o.candidate = 1;
   auto past = foldplan::PrepareLaunchFiles(o, prefix, "thishost");
   REQUIRE_FALSE(past.ok());
-  CHECK(Has(past.status().message(), "/candidates"));
+  CHECK(Contains(past.status().message(), "/candidates"));
   o.candidate = -1;
-  CHECK(Has(Error(o), "--candidate: expected 0"));
+  CHECK(Contains(Error(o), "--candidate: expected 0"));
   for (const std::string& f : {files->plan, prefix}) std::remove(f.c_str());
 }
 
@@ -429,8 +427,8 @@ TEST_CASE("foldplan validate --dry-run shows the rankfile of a packed plan") {
   auto r = RunFoldplan("validate --plan " + plan + " --hosts " + hosts + " -o " + out + " --dry-run");
   ::unsetenv("FOLDBENCH");
   CHECK(r.exit_code == 0);
-  CHECK(Has(r.out, " --rankfile " + out + ".rankfile -np 128 /bin/true --plan " + plan));
-  CHECK(!Has(r.out, "--oversubscribe"));
-  CHECK(Has(foldplan::testing::Slurp(out + ".rankfile"), "rank 127=node33 slot=3\n"));
+  CHECK(Contains(r.out, " --rankfile " + out + ".rankfile -np 128 /bin/true --plan " + plan));
+  CHECK(!Contains(r.out, "--oversubscribe"));
+  CHECK(Contains(foldplan::testing::Slurp(out + ".rankfile"), "rank 127=node33 slot=3\n"));
   for (const std::string& f : {plan, hosts, out, out + ".rankfile"}) std::remove(f.c_str());
 }

@@ -19,6 +19,7 @@
 #include "planner/pipeline.h"
 #include "seeded_draws.h"
 #include "topology_fixtures.h"
+#include "shipped_model.h"
 
 namespace foldplan {
 namespace {
@@ -27,15 +28,11 @@ using testing::FindOp;
 using testing::MakeCluster;
 using Setup = testing::CommSetup;
 
-ModelSpec Load(const char* name) {
-  Result<ModelSpec> model = LoadModel(std::string(FOLDPLAN_SOURCE_DIR) + "/data/models/" + name + ".json");
-  REQUIRE_MESSAGE(model.ok(), model.status().message());
-  return model.value();
-}
+using foldplan::testing::ShippedModel;
 
 // DeepSeek-V3 on 4 DGX nodes: pp 4 x dp 8 (tp 1), ep 8, edp 1.
 Setup DeepSeekPp4() {
-  Setup s(MakeCluster(4), Load("deepseek-v3"));
+  Setup s(MakeCluster(4), ShippedModel("deepseek-v3"));
   s.layout.world = 32;
   s.layout.pp = 4;
   s.layout.dp = 8;
@@ -122,7 +119,7 @@ TEST_CASE("Largest is the largest share OnRank gives any pipeline rank, ranks ho
   // neighbour in one field only (embedding, loss, MTP, MoE layers).
   for (const char* name : {"deepseek-v3", "mixtral-8x7b", "llama3-70b"}) {
     CAPTURE(name);
-    const ModelSpec model = Load(name);
+    const ModelSpec model = ShippedModel(name);
     const RankParamCounter counter(model);
     for (const int pp : {1, 2, 3, 4, 8, 16}) {
       for (const int vpp : {1, 2}) {

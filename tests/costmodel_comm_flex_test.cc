@@ -18,6 +18,7 @@
 #include "planner/group_placement.h"
 #include "topology/topology.h"
 #include "topology_fixtures.h"
+#include "shipped_model.h"
 
 namespace foldplan {
 namespace {
@@ -35,18 +36,14 @@ double Hit(double experts, int top_k, double held) {
   return 1 - none;
 }
 
-ModelSpec Load(const char* name) {
-  Result<ModelSpec> model = LoadModel(std::string(FOLDPLAN_SOURCE_DIR) + "/data/models/" + name + ".json");
-  REQUIRE_MESSAGE(model.ok(), model.status().message());
-  return *model;
-}
+using foldplan::testing::ShippedModel;
 
 // One plan on its own cluster: the context the plan builder reads.
 
 // DeepSeek-V3 (H 7168, 256 experts, top 8) with EP 64 over 8 DGX H100 nodes
 // (tp 1, dp 64, pp 1; S 4096, mbs 1: T = 4096 tokens per rank).
 Setup DeepSeekEp64() {
-  Setup s(testing::DgxH100(8), Load("deepseek-v3"));
+  Setup s(testing::DgxH100(8), ShippedModel("deepseek-v3"));
   s.layout.world = 64;
   s.layout.dp = 64;
   s.layout.ep = 64;
@@ -241,7 +238,7 @@ TEST_CASE("HybridEP inside an NVL72 rack: NVLink only") {
   // experts: gpus = 64 x Hit(128, 8, 2) = 7.59, nvlink = gpus x 63/64.
   // 4096 x 7.47 x (8192 + 96) bytes = 253.5 MB at 721.8 GB/s (NVLink 5 as
   // NCCL models it), latency 8.4 + 3.4 us.
-  Setup s(testing::Nvl72(1), Load("qwen3-235b-a22b"));
+  Setup s(testing::Nvl72(1), ShippedModel("qwen3-235b-a22b"));
   s.layout.world = 64;
   s.layout.dp = 64;
   s.layout.ep = 64;
@@ -259,7 +256,7 @@ TEST_CASE("HybridEP inside an NVL72 rack: NVLink only") {
   // Inside one domain the deduplication saves only the copies for a
   // token's own GPU: 7.59 x 63/64 = 7.47 copies against the all-to-all
   // dispatcher's 8 x 63/64, so about the same time.
-  Setup a2a(testing::Nvl72(1), Load("qwen3-235b-a22b"));
+  Setup a2a(testing::Nvl72(1), ShippedModel("qwen3-235b-a22b"));
   a2a.layout = s.layout;
   a2a.layout.dispatcher = Dispatcher::kAllToAll;
   const std::vector<CommOp> a2a_ops = a2a.Plan();

@@ -16,7 +16,7 @@ namespace {
 using testing::Close;
 using testing::H200;
 using testing::kBw;
-using Setup = testing::ComputeSetup;
+using ComputeSetup = testing::ComputeSetup;
 
 Layout At(int tp, int ep, Precision precision) {
   Layout l;
@@ -53,7 +53,7 @@ TEST_CASE("llama3-70b tp 8, fp8-delayed: each FP8 linear's input forward, output
   //   inputs: 4096 x (8192 + 1024 + 8192 + 3584) = 4096 x 20992 elements;
   //   output grads: 4096 x (1280 + 8192 + 7168 + 8192) = 4096 x 24832.
   // 4 bytes per element (delayed).
-  Setup s("llama3-70b");
+  ComputeSetup s("llama3-70b");
   const LayerTimes t = ComputeLayerTimes(At(8, 1, Precision::kFP8Delayed), s.ctx).dense_layer;
   CHECK(t.fp8_casts.fwd_s == Close(4 * 4096.0 * 20992 / kBw));
   CHECK(t.fp8_casts.bwd_s == Close(4 * 4096.0 * 24832 / kBw));
@@ -70,7 +70,7 @@ TEST_CASE("routed experts cast their R rows; the router and the attention core a
   // [R, 1536]; grads fc1 [R, 3072], fc2 [R, 4096]. Attention: qkv input
   // [4096, 4096], o input [4096, 4096]; grads qkv [4096, (32 + 4) x 128],
   // o [4096, 4096]. mxfp8: 4.0625 bytes per element.
-  Setup s("qwen3-235b-a22b");
+  ComputeSetup s("qwen3-235b-a22b");
   const LayerTimes t = ComputeLayerTimes(At(2, 32, Precision::kMXFP8), s.ctx).moe_layer;
   const double in = 16384.0 * (4096 + 1536) + 4096.0 * (4096 + 4096);
   const double grad = 16384.0 * (3072 + 4096) + 4096.0 * (36 * 128 + 4096);
@@ -82,7 +82,7 @@ TEST_CASE("weights are cast once per step: per micro-batch the cast / m") {
   // llama3-70b tp 8, fp8-delayed; weights per rank: qkv 1280 x 8192,
   // o 8192 x 1024, fc1 7168 x 8192, fc2 8192 x 3584 = 106,954,752 elements,
   // 4 bytes each per step. global_batch 64, dp 2, mbs 2: m = 16 micro-batches.
-  Setup s("llama3-70b");
+  ComputeSetup s("llama3-70b");
   s.job.global_batch = 64;
   Layout l = At(8, 1, Precision::kFP8Delayed);
   l.dp = 2;
@@ -109,7 +109,7 @@ TEST_CASE("every FP8 recipe runs its GEMMs at the one measured FP8 curve") {
   // on Hopper is assumed to (not measured); mxfp8 too, rated against the
   // target's FP8 peak by ScaledTo. So the GEMM parts are identical across
   // recipes; only the casts differ.
-  Setup s("mixtral-8x7b");
+  ComputeSetup s("mixtral-8x7b");
   const LayerTimes d = ComputeLayerTimes(At(1, 8, Precision::kFP8Delayed), s.ctx).moe_layer;
   for (Precision p : {Precision::kFP8Tensorwise, Precision::kFP8Blockwise, Precision::kMXFP8}) {
     CAPTURE(Name(p));
@@ -132,8 +132,8 @@ TEST_CASE("mxfp8 on a Blackwell GPU: the H200 FP8 curve x the target FP8 peak / 
   b200.hbm_tb_per_s = 8;
   b200.architecture = GpuArchitecture::kBlackwell;
   const ComputeProfile scaled = H200().ScaledTo(b200);
-  Setup h("qwen3-235b-a22b");
-  Setup b("qwen3-235b-a22b", scaled);
+  ComputeSetup h("qwen3-235b-a22b");
+  ComputeSetup b("qwen3-235b-a22b", scaled);
   const LayerTimes on_h200 = ComputeLayerTimes(At(1, 64, Precision::kFP8Tensorwise), h.ctx).moe_layer;
   const LayerTimes on_b200 = ComputeLayerTimes(At(1, 64, Precision::kMXFP8), b.ctx).moe_layer;
   CHECK(on_b200.routed_experts.fwd_s == Close(on_h200.routed_experts.fwd_s * 1979 / 4500));
@@ -145,7 +145,7 @@ TEST_CASE("FP8 against BF16 for one deepseek-v3 MoE layer on an H200") {
   // Not a measurement: FP8 GEMMs save more than the casts cost at tp 1,
   // ep 64, yet the layer does not halve (the attention core, router and
   // memory-bound passes stay).
-  Setup s("deepseek-v3");
+  ComputeSetup s("deepseek-v3");
   const LayerTimes bf = ComputeLayerTimes(At(1, 64, Precision::kBF16), s.ctx).moe_layer;
   const LayerTimes fp = ComputeLayerTimes(At(1, 64, Precision::kFP8Blockwise), s.ctx).moe_layer;
   MESSAGE("deepseek-v3 MoE layer forward: bf16 " << bf.fwd_s() * 1e3 << " ms, fp8-blockwise "

@@ -18,9 +18,9 @@ namespace {
 using testing::Close;
 using testing::H200;
 using testing::kBw;
-using Setup = testing::ComputeSetup;
+using ComputeSetup = testing::ComputeSetup;
 
-Layout Degrees(int tp, int ep, Dispatcher dispatcher = Dispatcher::kAllToAll) {
+Layout PassLayout(int tp, int ep, Dispatcher dispatcher = Dispatcher::kAllToAll) {
   Layout l;
   l.tp = tp;
   l.ep = ep;
@@ -45,8 +45,8 @@ TEST_CASE("qwen3 at tp 2: norms, QK-norm, rotary and residual adds by bytes") {
   //     17,825,792 elements: QK-norm 4 / 6 bytes, rotary 4 / 4 bytes;
   //   residual adds: 2 x [T, H], 6 bytes forward and backward (no shared
   //     experts, so no routed + shared sum).
-  Setup s("qwen3-235b-a22b");
-  const LayerTimes t = s.Times(Degrees(2, 32)).moe_layer;
+  ComputeSetup s("qwen3-235b-a22b");
+  const LayerTimes t = s.Times(PassLayout(2, 32)).moe_layer;
   const double norm = 2.0 * 2048 * 4096, qk = 4096.0 * 34 * 128;
   CHECK(t.norms.fwd_s == Close(4 * norm / kBw));
   CHECK(t.norms.bwd_s == Close(6 * norm / kBw));
@@ -64,23 +64,23 @@ TEST_CASE("qwen3 at tp 2: norms, QK-norm, rotary and residual adds by bytes") {
 
 TEST_CASE("a model without QK-norm has none; learned positions have no rotary") {
   // llama3-70b has no QK-norm; GPT-3 uses learned absolute positions.
-  Setup llama("llama3-70b");
-  CHECK(llama.Times(Degrees(8, 1)).dense_layer.qk_norm.fwd_s == 0);
-  CHECK(llama.Times(Degrees(8, 1)).dense_layer.rotary.fwd_s > 0);
-  Setup gpt("gpt3-175b");
-  CHECK(gpt.Times(Degrees(8, 1)).dense_layer.rotary.fwd_s == 0);
+  ComputeSetup llama("llama3-70b");
+  CHECK(llama.Times(PassLayout(8, 1)).dense_layer.qk_norm.fwd_s == 0);
+  CHECK(llama.Times(PassLayout(8, 1)).dense_layer.rotary.fwd_s > 0);
+  ComputeSetup gpt("gpt3-175b");
+  CHECK(gpt.Times(PassLayout(8, 1)).dense_layer.rotary.fwd_s == 0);
 }
 
 TEST_CASE("qwen3 router scores: fused 27 / 45 bytes, unfused 62 / 48 per T x E score") {
   // T x E = 2048 x 128 = 262,144 fp32 scores at tp 2.
-  Setup s("qwen3-235b-a22b");
+  ComputeSetup s("qwen3-235b-a22b");
   const double scores = 2048.0 * 128;
   s.job.moe_router_fusion = true;
-  const LayerTimes fused = s.Times(Degrees(2, 32)).moe_layer;
+  const LayerTimes fused = s.Times(PassLayout(2, 32)).moe_layer;
   CHECK(fused.router_scores.fwd_s == Close(27 * scores / kBw));
   CHECK(fused.router_scores.bwd_s == Close(45 * scores / kBw));
   s.job.moe_router_fusion = false;
-  const LayerTimes eager = s.Times(Degrees(2, 32)).moe_layer;
+  const LayerTimes eager = s.Times(PassLayout(2, 32)).moe_layer;
   CHECK(eager.router_scores.fwd_s == Close(62 * scores / kBw));
   CHECK(eager.router_scores.bwd_s == Close(48 * scores / kBw));
   // The router GEMM itself is unchanged by the fusion.
@@ -95,19 +95,19 @@ TEST_CASE("alltoall permute: fused (1 + K) + (K + 1) rows per token, unfused 2K 
   //   chunk sorts (4 local experts): after dispatch and before combine, a
   //   read + write of R rows each: 4 x 16,384 = 65,536 rows.
   // Forward and backward move the same bytes.
-  Setup s("qwen3-235b-a22b");
+  ComputeSetup s("qwen3-235b-a22b");
   const double row = 8192;
   s.job.moe_permute_fusion = true;
-  const LayerTimes fused = s.Times(Degrees(2, 32)).moe_layer;
+  const LayerTimes fused = s.Times(PassLayout(2, 32)).moe_layer;
   CHECK(fused.permute.fwd_s == Close((36864 + 65536) * row / kBw));
   CHECK(fused.permute.bwd_s == Close((36864 + 65536) * row / kBw));
   s.job.moe_permute_fusion = false;
-  const LayerTimes eager = s.Times(Degrees(2, 32)).moe_layer;
+  const LayerTimes eager = s.Times(PassLayout(2, 32)).moe_layer;
   CHECK(eager.permute.fwd_s == Close((83968 + 65536) * row / kBw));
   CHECK(eager.permute.bwd_s == eager.permute.fwd_s);
   // One local expert needs no chunk sort: qwen3 at ep 128 (T K rows only).
   s.job.moe_permute_fusion = true;
-  const LayerTimes one = s.Times(Degrees(2, 128)).moe_layer;
+  const LayerTimes one = s.Times(PassLayout(2, 128)).moe_layer;
   CHECK(one.permute.fwd_s == Close(36864 * row / kBw));
 }
 
@@ -140,14 +140,14 @@ TEST_CASE("flex and allgather dispatchers permute on the receiving rank") {
   //     chunk sort (DeepEP delivers per rank, the permute orders by expert).
   //   allgather: the unpermute writes the whole gathered buffer of
   //     ep etp T = 65,536 rows: fused (U + R) + (R + 65,536) rows.
-  Setup s("qwen3-235b-a22b");
+  ComputeSetup s("qwen3-235b-a22b");
   const double row = 8192, r = 16384;
   const double u = 2048 * ExpectedDistinctRanks(128, 8, 32);
-  const LayerTimes deepep = s.Times(Degrees(2, 32, Dispatcher::kDeepEP)).moe_layer;
+  const LayerTimes deepep = s.Times(PassLayout(2, 32, Dispatcher::kDeepEP)).moe_layer;
   CHECK(deepep.permute.fwd_s == Close(2 * (u + r) * row / kBw));
-  const LayerTimes hybrid = s.Times(Degrees(2, 32, Dispatcher::kHybridEP)).moe_layer;
+  const LayerTimes hybrid = s.Times(PassLayout(2, 32, Dispatcher::kHybridEP)).moe_layer;
   CHECK(hybrid.permute.fwd_s == deepep.permute.fwd_s);
-  const LayerTimes gather = s.Times(Degrees(2, 32, Dispatcher::kAllGather)).moe_layer;
+  const LayerTimes gather = s.Times(PassLayout(2, 32, Dispatcher::kAllGather)).moe_layer;
   CHECK(gather.permute.fwd_s == Close((u + r + r + 65536) * row / kBw));
   CHECK(gather.permute.bwd_s == gather.permute.fwd_s);
 }
@@ -156,17 +156,17 @@ TEST_CASE("expert activation runs on R rows of F_e / etp; ETP does not change it
   // qwen3 tp 2 ep 32: R x F_e = 16384 x 1536 = 25,165,824 SwiGLU outputs,
   // 6 bytes forward, 10 backward. With etp 2 (ep 16): 2 R rows of F_e / 2,
   // the same elements.
-  Setup s("qwen3-235b-a22b");
+  ComputeSetup s("qwen3-235b-a22b");
   const double e = 16384.0 * 1536;
-  const LayerTimes t = s.Times(Degrees(2, 32)).moe_layer;
+  const LayerTimes t = s.Times(PassLayout(2, 32)).moe_layer;
   CHECK(t.expert_activation.fwd_s == Close(6 * e / kBw));
   CHECK(t.expert_activation.bwd_s == Close(10 * e / kBw));
-  Layout etp2 = Degrees(2, 16);
+  Layout etp2 = PassLayout(2, 16);
   etp2.etp = 2;
   CHECK(s.Times(etp2).moe_layer.expert_activation.fwd_s == Close(6 * e / kBw));
   // The busiest rank's load multiplies it: imbalance 1.25.
   s.job.routing_imbalance = 1.25;
-  CHECK(s.Times(Degrees(2, 32)).moe_layer.expert_activation.fwd_s == Close(1.25 * 6 * e / kBw));
+  CHECK(s.Times(PassLayout(2, 32)).moe_layer.expert_activation.fwd_s == Close(1.25 * 6 * e / kBw));
 }
 
 TEST_CASE("deepseek-v3 MLA: latent norms, the fused rope kernels, shared experts") {
@@ -179,8 +179,8 @@ TEST_CASE("deepseek-v3 MLA: latent norms, the fused rope kernels, shared experts
   //   shared SwiGLU on [M, 2048]: 6 / 10 bytes per element;
   //   residual adds: 2 x 6 x T H forward and backward, plus the routed +
   //     shared sum, 6 T H forward only.
-  Setup s("deepseek-v3");
-  const LayerTimes t = s.Times(Degrees(1, 64)).moe_layer;
+  ComputeSetup s("deepseek-v3");
+  const LayerTimes t = s.Times(PassLayout(1, 64)).moe_layer;
   const double latent = 4096.0 * 2048;
   CHECK(t.qk_norm.fwd_s == Close(4 * latent / kBw));
   CHECK(t.qk_norm.bwd_s == Close(6 * latent / kBw));
@@ -194,7 +194,7 @@ TEST_CASE("deepseek-v3 MLA: latent norms, the fused rope kernels, shared experts
   CHECK(t.residual_adds.fwd_s == Close(3 * 6 * th / kBw));
   CHECK(t.residual_adds.bwd_s == Close(2 * 6 * th / kBw));
   // Dense layers: no MoE passes, the dense SwiGLU on [M, 18432].
-  const LayerTimes d = s.Times(Degrees(1, 64)).dense_layer;
+  const LayerTimes d = s.Times(PassLayout(1, 64)).dense_layer;
   CHECK(d.permute.fwd_s == 0);
   CHECK(d.router_scores.fwd_s == 0);
   CHECK(d.mlp_activation.fwd_s == Close(6 * 4096.0 * 18432 / kBw));
@@ -204,23 +204,23 @@ TEST_CASE("deepseek-v3 MLA: latent norms, the fused rope kernels, shared experts
 TEST_CASE("dense MLP activation: SwiGLU on [M, F / tp], GELU 4 / 6 bytes") {
   // llama3-70b tp 8: 4096 x 28672 / 8 = 14,680,064 SwiGLU outputs (6 / 10).
   // gpt3-175b tp 8: GELU on 4096 x 49152 / 8 = 25,165,824 (4 / 6).
-  Setup llama("llama3-70b");
-  const LayerTimes l = llama.Times(Degrees(8, 1)).dense_layer;
+  ComputeSetup llama("llama3-70b");
+  const LayerTimes l = llama.Times(PassLayout(8, 1)).dense_layer;
   CHECK(l.mlp_activation.fwd_s == Close(6 * 4096.0 * 3584 / kBw));
   CHECK(l.mlp_activation.bwd_s == Close(10 * 4096.0 * 3584 / kBw));
-  Setup gpt("gpt3-175b");
-  const LayerTimes g = gpt.Times(Degrees(8, 1)).dense_layer;
+  ComputeSetup gpt("gpt3-175b");
+  const LayerTimes g = gpt.Times(PassLayout(8, 1)).dense_layer;
   CHECK(g.mlp_activation.fwd_s == Close(4 * 4096.0 * 6144 / kBw));
   CHECK(g.mlp_activation.bwd_s == Close(6 * 4096.0 * 6144 / kBw));
 }
 
 TEST_CASE("the shared-expert gate multiplies [T, H]: 4 bytes forward, 6 backward") {
   // qwen2-57b-a14b has a sigmoid-gated shared expert block.
-  Setup s("qwen2-57b-a14b");
+  ComputeSetup s("qwen2-57b-a14b");
   REQUIRE(s.model.moe->shared_expert_gate);
   const double th = 4096.0 * s.model.hidden / 2;  // tp 2
   const double shared_out = 4096.0 * s.model.moe->shared_experts * s.model.moe->shared_ffn_hidden / 2;
-  const LayerTimes t = s.Times(Degrees(2, 4)).moe_layer;
+  const LayerTimes t = s.Times(PassLayout(2, 4)).moe_layer;
   CHECK(t.shared_activation.fwd_s == Close((6 * shared_out + 4 * th) / kBw));
   CHECK(t.shared_activation.bwd_s == Close((10 * shared_out + 6 * th) / kBw));
 }
@@ -228,8 +228,8 @@ TEST_CASE("the shared-expert gate multiplies [T, H]: 4 bytes forward, 6 backward
 TEST_CASE("the layer's forward and backward include every named part") {
   // fwd_s() is the sum over kLayerParts; the memory-bound parts are what it
   // adds beyond the matmul parts.
-  Setup s("deepseek-v3");
-  const LayerTimes t = s.Times(Degrees(1, 64)).moe_layer;
+  ComputeSetup s("deepseek-v3");
+  const LayerTimes t = s.Times(PassLayout(1, 64)).moe_layer;
   const double memory = t.norms.fwd_s + t.qk_norm.fwd_s + t.rotary.fwd_s + t.residual_adds.fwd_s +
                         t.router_scores.fwd_s + t.permute.fwd_s + t.expert_activation.fwd_s +
                         t.shared_activation.fwd_s + t.mlp_activation.fwd_s;
@@ -250,8 +250,8 @@ TEST_CASE("MTP: next-token embedding, two norms and the concat, beside the proje
   //   projection GEMM [4096, 14336] x [14336, 7168] (bf16);
   //   embedding lookup: 4 M H forward; 6 M H + 12 V H backward;
   //   norms 2 x [T, H]: 4 / 6 bytes per element; concat: 8 T H forward.
-  Setup s("deepseek-v3");
-  const ComputeTimes t = s.Times(Degrees(1, 64));
+  ComputeSetup s("deepseek-v3");
+  const ComputeTimes t = s.Times(PassLayout(1, 64));
   const double gemm_s =
       2.0 * 4096 * 7168 * 14336 / H200().GemmFlopsPerS(4096, 7168, 14336, Precision::kBF16);
   const double th = 4096.0 * 7168, vh = 129280.0 * 7168;
@@ -259,6 +259,6 @@ TEST_CASE("MTP: next-token embedding, two norms and the concat, beside the proje
   CHECK(t.mtp_projection.fwd_s == Close(gemm_s + (4 * th + 2 * 4 * th + 8 * th) / kBw));
   CHECK(t.mtp_projection.bwd_s == Close(2 * gemm_s + (6 * th + 12 * vh + 2 * 6 * th) / kBw));
   // A model without MTP has none.
-  Setup q("qwen3-235b-a22b");
-  CHECK(q.Times(Degrees(2, 32)).mtp_projection.fwd_s == 0);
+  ComputeSetup q("qwen3-235b-a22b");
+  CHECK(q.Times(PassLayout(2, 32)).mtp_projection.fwd_s == 0);
 }

@@ -16,7 +16,7 @@ namespace {
 using testing::Close;
 using testing::H200;
 using testing::kBw;
-using Setup = testing::ComputeSetup;
+using ComputeSetup = testing::ComputeSetup;
 
 Recompute Modules(const char* text) {
   auto r = ParseRecompute(text);
@@ -25,7 +25,7 @@ Recompute Modules(const char* text) {
 }
 
 // deepseek-v3 at tp 1, ep 64 with the given recompute set and precision.
-ComputeTimes DeepSeek(const Setup& s, Recompute r, Precision p = Precision::kBF16) {
+ComputeTimes DeepSeek(const ComputeSetup& s, Recompute r, Precision p = Precision::kBF16) {
   Layout l;
   l.ep = 64;
   l.recompute = r;
@@ -37,7 +37,7 @@ ComputeTimes DeepSeek(const Setup& s, Recompute r, Precision p = Precision::kBF1
 
 TEST_CASE("moe_act recomputes the experts' activation; layernorm the two input norms") {
   // Both are memory-bound: their recompute FLOPs are 0.
-  Setup s("deepseek-v3");
+  ComputeSetup s("deepseek-v3");
   const LayerTimes none = DeepSeek(s, Recompute::None()).moe_layer;
   const LayerTimes act = DeepSeek(s, Modules("moe_act")).moe_layer;
   CHECK(act.recompute_s == none.expert_activation.fwd_s);
@@ -57,7 +57,7 @@ TEST_CASE("moe_act recomputes the experts' activation; layernorm the two input n
 TEST_CASE("mla_up_proj recomputes q_b and kv_b and the rope kernels on their output") {
   // deepseek-v3 tp 1: q_b [4096, 1536] x [1536, 128 x 192], kv_b
   // [4096, 512] x [512, 128 x 256], and the fused MLA rope (the rotary part).
-  Setup s("deepseek-v3");
+  ComputeSetup s("deepseek-v3");
   const LayerTimes none = DeepSeek(s, Recompute::None()).moe_layer;
   const LayerTimes up = DeepSeek(s, Modules("mla_up_proj")).moe_layer;
   const ComputeProfile& p = H200();
@@ -78,7 +78,7 @@ TEST_CASE("mla_up_proj recomputes q_b and kv_b and the rope kernels on their out
 }
 
 TEST_CASE("mlp recomputes the dense MLP: both GEMMs and the activation") {
-  Setup s("deepseek-v3");
+  ComputeSetup s("deepseek-v3");
   const LayerTimes none = DeepSeek(s, Recompute::None()).dense_layer;
   const LayerTimes mlp = DeepSeek(s, Modules("mlp")).dense_layer;
   CHECK(mlp.recompute_s == Close(none.mlp.fwd_s + none.mlp_activation.fwd_s));
@@ -92,7 +92,7 @@ TEST_CASE("moe recomputes the whole MoE block's forward; shared_experts the shar
   // activation, shared experts and theirs, and the routed + shared sum
   // (6 bytes x [4096, 7168]). The dispatch / combine repeats are the
   // communication model's.
-  Setup s("deepseek-v3");
+  ComputeSetup s("deepseek-v3");
   const LayerTimes none = DeepSeek(s, Recompute::None()).moe_layer;
   const LayerTimes moe = DeepSeek(s, Modules("moe")).moe_layer;
   const double sum_add = 6 * 4096.0 * 7168 / kBw;
@@ -112,7 +112,7 @@ TEST_CASE("moe recomputes the whole MoE block's forward; shared_experts the shar
 }
 
 TEST_CASE("full recomputes the layer's forward; every set matches RecomputeFlops") {
-  Setup s("deepseek-v3");
+  ComputeSetup s("deepseek-v3");
   const LayerTimes none = DeepSeek(s, Recompute::None()).moe_layer;
   const LayerTimes full = DeepSeek(s, Recompute::Full()).moe_layer;
   CHECK(full.recompute_s == Close(none.fwd_s()));

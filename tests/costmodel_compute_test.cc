@@ -14,6 +14,7 @@
 #include "costmodel_compute_fixtures.h"
 #include "inputs/loader.h"
 #include "tests/fixtures.h"
+#include "shipped_model.h"
 
 using namespace foldplan;
 
@@ -29,11 +30,7 @@ nlohmann::json H200Json() {
   return j.value();
 }
 
-ModelSpec Model(const char* name) {
-  auto m = LoadModel(name);
-  REQUIRE_MESSAGE(m.ok(), m.status().message());
-  return m.value();
-}
+using foldplan::testing::ShippedModel;
 
 
 constexpr double T = 1e12;  // TFLOP/s
@@ -197,11 +194,11 @@ TEST_CASE("a bad field is an error naming the file and JSON pointer") {
 
 namespace {
 
-struct Setup {
+struct ModelSetup {
   ModelSpec model;
   JobSpec job;
   CostContext ctx;
-  Setup(const char* name, double imbalance = 1.0) : model(Model(name)) {
+  ModelSetup(const char* name, double imbalance = 1.0) : model(ShippedModel(name)) {
     job.seq_len = 4096;
     job.routing_imbalance = imbalance;
     ctx.model = &model;
@@ -210,7 +207,7 @@ struct Setup {
   }
 };
 
-Layout Degrees(int tp, int cp, int ep, Recompute recompute = Recompute::None()) {
+Layout ComputeLayout(int tp, int cp, int ep, Recompute recompute = Recompute::None()) {
   Layout l;
   l.tp = tp;
   l.cp = cp;
@@ -225,9 +222,9 @@ TEST_CASE("GEMM parts: forward = FLOPs / rate at the shape, backward = 2 x forwa
   // llama3-70b, tp 8: the fused QKV GEMM is [4096, 8192] x [8192, (64 + 16)
   // x 128 / 8 = 1280], o is [4096, 1024] x [1024, 8192]; the MLP up
   // [4096, 8192] x [8192, 2 x 28672 / 8], down [4096, 3584] x [3584, 8192].
-  Setup s("llama3-70b");
+  ModelSetup s("llama3-70b");
   const ComputeProfile& p = H200();
-  const ComputeTimes t = ComputeLayerTimes(Degrees(8, 1, 1), s.ctx);
+  const ComputeTimes t = ComputeLayerTimes(ComputeLayout(8, 1, 1), s.ctx);
   const double qkv = 2.0 * 4096 * 1280 * 8192, o = 2.0 * 4096 * 8192 * 1024;
   const double qkv_s = qkv / p.GemmFlopsPerS(4096, 1280, 8192, Precision::kBF16);
   const double o_s = o / p.GemmFlopsPerS(4096, 8192, 1024, Precision::kBF16);
@@ -245,9 +242,9 @@ TEST_CASE("GEMM parts: forward = FLOPs / rate at the shape, backward = 2 x forwa
 TEST_CASE("attention core: backward is the measured forward+backward time less the forward") {
   // llama3-70b, tp 8: 8 heads of 128 over 4096 tokens (GQA 1 KV head per rank);
   // F = 8 x 4096^2 x 256. fwd = F / r_fwd; fwd+bwd = 3.5 F / r_fb.
-  Setup s("llama3-70b");
+  ModelSetup s("llama3-70b");
   const ComputeProfile& p = H200();
-  const ComputeTimes t = ComputeLayerTimes(Degrees(8, 1, 1), s.ctx);
+  const ComputeTimes t = ComputeLayerTimes(ComputeLayout(8, 1, 1), s.ctx);
   const double f = 8.0 * 4096 * 4096 * 256;
   const double fwd_s = f / p.AttentionFlopsPerS(4096, 8, 1, 128, false);
   const double both_s = 3.5 * f / p.AttentionFlopsPerS(4096, 8, 1, 128, true);
@@ -258,10 +255,10 @@ TEST_CASE("attention core: backward is the measured forward+backward time less t
 }
 
 TEST_CASE("recomputation adds exactly the layer forward (full) or the attention core (selective)") {
-  Setup s("mixtral-8x7b");
-  const ComputeTimes none = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::None()), s.ctx);
-  const ComputeTimes sel = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::Selective()), s.ctx);
-  const ComputeTimes full = ComputeLayerTimes(Degrees(2, 1, 8, Recompute::Full()), s.ctx);
+  ModelSetup s("mixtral-8x7b");
+  const ComputeTimes none = ComputeLayerTimes(ComputeLayout(2, 1, 8, Recompute::None()), s.ctx);
+  const ComputeTimes sel = ComputeLayerTimes(ComputeLayout(2, 1, 8, Recompute::Selective()), s.ctx);
+  const ComputeTimes full = ComputeLayerTimes(ComputeLayout(2, 1, 8, Recompute::Full()), s.ctx);
   CHECK(none.moe_layer.recompute_s == 0);
   CHECK(none.moe_layer.recompute_flops == 0);
   CHECK(sel.moe_layer.recompute_s == none.moe_layer.attention_core.fwd_s);
@@ -277,9 +274,9 @@ TEST_CASE("routed experts: grouped GEMM at rows / local experts on the busiest r
   // deepseek-v3, tp 1, ep 8, imbalance 1.2: T = 4096, 32 local experts, rows
   // = 4096 x 8 x 1.2 = 39321.6, 1228.8 per expert. up: K 7168, N 4096;
   // down: K 2048, N 7168.
-  Setup s("deepseek-v3", 1.2);
+  ModelSetup s("deepseek-v3", 1.2);
   const ComputeProfile& p = H200();
-  const ComputeTimes t = ComputeLayerTimes(Degrees(1, 1, 8), s.ctx);
+  const ComputeTimes t = ComputeLayerTimes(ComputeLayout(1, 1, 8), s.ctx);
   const double rows = 4096 * 8 * 1.2 / 32;
   const double up = 2 * 32 * rows * 4096 * 7168, down = 2 * 32 * rows * 7168 * 2048;
   const double fwd_s = up / p.GroupedGemmFlopsPerS(32, rows, 7168, 4096) +
@@ -290,8 +287,8 @@ TEST_CASE("routed experts: grouped GEMM at rows / local experts on the busiest r
   // The imbalance multiplies the FLOPs exactly; the time follows the rate
   // at the larger row count, which need not be higher (32 experts of this
   // shape: 674 TFLOP/s at 1024 rows, 653 at 4096).
-  Setup even("deepseek-v3", 1.0);
-  const ComputeTimes e = ComputeLayerTimes(Degrees(1, 1, 8), even.ctx);
+  ModelSetup even("deepseek-v3", 1.0);
+  const ComputeTimes e = ComputeLayerTimes(ComputeLayout(1, 1, 8), even.ctx);
   CHECK(t.moe_layer.routed_experts.fwd_flops == Close(1.2 * e.moe_layer.routed_experts.fwd_flops));
   CHECK(t.moe_layer.routed_experts.fwd_s > e.moe_layer.routed_experts.fwd_s);
 }
@@ -303,10 +300,10 @@ TEST_CASE("embedding and output layer: memory traffic, the final norm and the lo
   // rows (4 bytes per element forward, 6 backward, x 1024 x 8192), the GEMM
   // 2 x 4096 x 8192 x 32064 (bf16) and the loss, 38 (fwd) / 14 (bwd) bytes
   // per logit, over the copy bandwidth.
-  Setup s("llama3-70b");
+  ModelSetup s("llama3-70b");
   const ComputeProfile& p = H200();
   const double bw = p.copy_gb_per_s() * 1e9;
-  const ComputeTimes t = ComputeLayerTimes(Degrees(4, 1, 1), s.ctx);
+  const ComputeTimes t = ComputeLayerTimes(ComputeLayout(4, 1, 1), s.ctx);
   CHECK(t.embedding.fwd_flops == 0);
   CHECK(t.embedding.fwd_s == Close(4.0 * 4096 * 8192 / bw));
   CHECK(t.embedding.bwd_s == Close((6.0 * 4096 * 8192 + 12.0 * 32064 * 8192) / bw));
@@ -319,10 +316,10 @@ TEST_CASE("embedding and output layer: memory traffic, the final norm and the lo
 }
 
 TEST_CASE("FP8 jobs use FP8 rates for projections, MLPs and experts only") {
-  Setup s("mixtral-8x7b");
-  Layout fp8 = Degrees(1, 1, 8);
+  ModelSetup s("mixtral-8x7b");
+  Layout fp8 = ComputeLayout(1, 1, 8);
   fp8.precision = Precision::kFP8Tensorwise;
-  const ComputeTimes bf = ComputeLayerTimes(Degrees(1, 1, 8), s.ctx);
+  const ComputeTimes bf = ComputeLayerTimes(ComputeLayout(1, 1, 8), s.ctx);
   const ComputeTimes fp = ComputeLayerTimes(fp8, s.ctx);
   CHECK(fp.moe_layer.attention_projections.fwd_s < bf.moe_layer.attention_projections.fwd_s);
   CHECK(fp.moe_layer.routed_experts.fwd_s < bf.moe_layer.routed_experts.fwd_s);
@@ -341,8 +338,8 @@ TEST_CASE("a mixtral MoE layer on an H200 runs at a plausible fraction of peak")
   // Not a measurement: a guard against unit slips. Forward over tp 1, ep 8,
   // 4096 tokens (GEMMs and the memory-bound passes) should land between 40%
   // and 80% of the 989 TFLOP/s peak.
-  Setup s("mixtral-8x7b");
-  const ComputeTimes t = ComputeLayerTimes(Degrees(1, 1, 8), s.ctx);
+  ModelSetup s("mixtral-8x7b");
+  const ComputeTimes t = ComputeLayerTimes(ComputeLayout(1, 1, 8), s.ctx);
   const double achieved = t.moe_layer.fwd_flops() / t.moe_layer.fwd_s();
   MESSAGE("mixtral MoE layer forward: " << achieved / T << " TFLOP/s, " << t.moe_layer.fwd_s() * 1e3
                                         << " ms");

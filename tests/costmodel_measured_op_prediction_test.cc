@@ -17,14 +17,14 @@ namespace {
 
 const std::string kPlan = FOLDPLAN_TEST_DATA_DIR "/validate/pp2_cp2_ep4.plan.json";
 
-struct Fixture {
+struct PredictionFixture {
   PlanFileInputs plan;
   std::unique_ptr<CostModel> model;
   LayoutPlacement placement;
 };
 
-Fixture Load() {
-  Fixture f;
+PredictionFixture LoadPredictionFixture() {
+  PredictionFixture f;
   auto plan = LoadPlanFile(kPlan);
   REQUIRE_MESSAGE(plan.ok(), plan.status().message());
   f.plan = std::move(plan).value();
@@ -57,7 +57,7 @@ const CaseComparison& Case(const Comparison& c, const std::string& op, const std
 }
 
 TEST_CASE("a plan file's inputs and best layout read back") {
-  const Fixture f = Load();
+  const PredictionFixture f = LoadPredictionFixture();
   CHECK(f.plan.cluster.name == "h100-dgx-16n");
   CHECK(f.plan.model.name == "mixtral-8x7b");
   CHECK(f.plan.layout.world == 8);
@@ -66,7 +66,7 @@ TEST_CASE("a plan file's inputs and best layout read back") {
 }
 
 TEST_CASE("a sweep case is CollectiveTime on the kind's worst span with its groups sharing links") {
-  const Fixture f = Load();
+  const PredictionFixture f = LoadPredictionFixture();
   auto c = CompareMeasurements(Measurements("measurements_pp2_cp2_ep4_sweep.json"), f.plan.layout, *f.model);
   REQUIRE_MESSAGE(c.ok(), c.status().message());
   const GroupPlacement& g = f.placement.of(GroupKind::kDpCp);
@@ -84,7 +84,7 @@ TEST_CASE("a sweep case is CollectiveTime on the kind's worst span with its grou
 }
 
 TEST_CASE("ulysses is pack + all-to-all + unpack; pack is the copy or permute rate; skewed dispatch is left out") {
-  const Fixture f = Load();
+  const PredictionFixture f = LoadPredictionFixture();
   auto c = CompareMeasurements(Measurements("measurements_pp2_cp2_ep4.json"), f.plan.layout, *f.model);
   REQUIRE_MESSAGE(c.ok(), c.status().message());
   const ComputeProfile& p = f.model->profile();
@@ -109,7 +109,7 @@ TEST_CASE("ulysses is pack + all-to-all + unpack; pack is the copy or permute ra
 }
 
 TEST_CASE("a case with wrong elements is listed but left out of the summary") {
-  const Fixture f = Load();
+  const PredictionFixture f = LoadPredictionFixture();
   MeasurementSet m = Measurements("measurements_pp2_cp2_ep4.json");
   m.ops[0].cases[0].wrong_elements = 3;
   auto c = CompareMeasurements(m, f.plan.layout, *f.model);
@@ -120,7 +120,7 @@ TEST_CASE("a case with wrong elements is listed but left out of the summary") {
 }
 
 TEST_CASE("an op over groups of another size than the layout's is an error") {
-  const Fixture f = Load();
+  const PredictionFixture f = LoadPredictionFixture();
   MeasurementSet m = Measurements("measurements_pp2_cp2_ep4.json");
   m.ops[0].group_size = 4;
   auto c = CompareMeasurements(m, f.plan.layout, *f.model);

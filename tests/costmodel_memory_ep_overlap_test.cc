@@ -15,7 +15,7 @@ using foldplan::testing::MakeMixtral;
 
 namespace {
 
-Layout Degrees(int tp, int dp, int pp, int vpp, int ep) {
+Layout OverlapLayout(int tp, int dp, int pp, int vpp, int ep) {
   Layout l = testing::FromDegrees(tp, 1, dp, pp, ep);
   l.vpp = vpp;
   return l;
@@ -35,7 +35,7 @@ TEST_CASE("EP overlap holds a second micro-batch's dispatch buffers and the defe
   const ModelSpec m = MakeMixtral();
   const JobSpec model_job = MakeJob();  // outlives the model, which points to it
   const MemoryModel model(m, model_job, MakeCluster(4));
-  Layout l = Degrees(2, 8, 2, 2, 8);
+  Layout l = OverlapLayout(2, 8, 2, 2, 8);
   const MemoryBreakdown off = model.EstimateStage(l, 0);
   l.a2a_overlap = true;
   const MemoryBreakdown on = model.EstimateStage(l, 0);
@@ -59,7 +59,7 @@ TEST_CASE("EP overlap defers the shared experts' weight gradients as well") {
   no_shared.moe->shared_experts = 0;
   JobSpec job = MakeJob();
   job.global_batch = 512;
-  Layout l = Degrees(2, 32, 8, 2, 64);
+  Layout l = OverlapLayout(2, 32, 8, 2, 64);
   l.a2a_overlap = true;
   const double with = MemoryModel(with_shared, job, MakeCluster(64))
                           .EstimateStage(l, 3).bytes_of(memory_term::kEpOverlap);

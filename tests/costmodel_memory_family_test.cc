@@ -75,7 +75,7 @@ std::vector<Layout> Variants(const Layout& base) {
   return out;
 }
 
-struct Setup {
+struct FamilySetup {
   ClusterSpec cluster;
   ModelSpec model;
   JobSpec job;
@@ -83,8 +83,8 @@ struct Setup {
 
 // A small job (one recipe option each: the variants vary them) over every
 // schedule, so that the enumeration stays short and covers pp up to 16+.
-Setup MakeSetup(const std::string& cluster, const std::string& model, int gpus, Draws& d) {
-  Setup s{LoadCluster(cluster).value(), LoadModel(model).value(), LoadJob("default").value()};
+FamilySetup MakeSetup(const std::string& cluster, const std::string& model, int gpus, Draws& d) {
+  FamilySetup s{LoadCluster(cluster).value(), LoadModel(model).value(), LoadJob("default").value()};
   s.cluster.nodes = std::max(1, gpus / s.cluster.gpus_per_node);
   JobSpec& j = s.job;
   j.micro_batch_sizes = {1, 2};
@@ -102,7 +102,7 @@ Setup MakeSetup(const std::string& cluster, const std::string& model, int gpus, 
 }
 
 // Legal layouts of the setup, at most `n`, spread over its enumeration.
-std::vector<Layout> SampleLegal(const Setup& s, size_t n, Draws& d) {
+std::vector<Layout> SampleLegal(const FamilySetup& s, size_t n, Draws& d) {
   const LegalityContext ctx{&s.cluster, &s.model, &s.job, nullptr};
   std::vector<Layout> legal = EnumerateLayouts(ctx).legal;
   std::vector<Layout> out;
@@ -143,7 +143,7 @@ TEST_CASE("FamilyPeakMemo gives MemoryModel::PeakBytes' peak and worst stage for
   std::vector<int> schedules_seen(kPipelineScheduleCount, 0);
   int largest_pp = 0;
   for (const Case& c : cases) {
-    const Setup s = MakeSetup(c.cluster, c.model, c.gpus, d);
+    const FamilySetup s = MakeSetup(c.cluster, c.model, c.gpus, d);
     const MemoryModel model(s.model, s.job, s.cluster);
     const std::vector<Layout> bases = SampleLegal(s, 10, d);
     REQUIRE(!bases.empty());
@@ -197,7 +197,7 @@ TEST_CASE("FamilyPeakMemo gives MemoryModel::PeakBytes' peak and worst stage for
 // min(pp - p, m)), so most stages are left out; the worst stage is still the first that
 // PeakBytes finds, ties included.
 TEST_CASE("FamilyPeakMemo leaves out dominated stages yet keeps PeakBytes' worst stage on ties") {
-  Setup s{LoadCluster("h100-dgx-128n").value(), LoadModel("deepseek-v3").value(), LoadJob("default").value()};
+  FamilySetup s{LoadCluster("h100-dgx-128n").value(), LoadModel("deepseek-v3").value(), LoadJob("default").value()};
   FamilyPeakMemo memo;
   for (PipelineSchedule schedule :
        {PipelineSchedule::kGPipe, PipelineSchedule::k1F1B, PipelineSchedule::kZeroBubbleH1}) {
@@ -228,7 +228,7 @@ TEST_CASE("FamilyPeakMemo leaves out dominated stages yet keeps PeakBytes' worst
 // no stage is left out, and the peak and worst stage are PeakBytes' still.
 TEST_CASE("FamilyPeakMemo scores every stage when a factor of inflight is negative") {
   Draws d{20260803};
-  const Setup s = MakeSetup("h100-dgx-128n", "deepseek-v3", 1024, d);
+  const FamilySetup s = MakeSetup("h100-dgx-128n", "deepseek-v3", 1024, d);
   MemoryAssumptions falling;
   falling.fragmentation = -0.5;
   const MemoryModel model(s.model, s.job, s.cluster, falling);
@@ -257,8 +257,8 @@ TEST_CASE("FamilyPeakMemo scores every stage when a factor of inflight is negati
 // stage.
 TEST_CASE("FamilyPeakMemo shares the layers across families and keeps models apart") {
   Draws d{20260804};
-  const Setup base = MakeSetup("h100-dgx-128n", "deepseek-v3", 512, d);
-  Setup setups[3] = {base, base, base};
+  const FamilySetup base = MakeSetup("h100-dgx-128n", "deepseek-v3", 512, d);
+  FamilySetup setups[3] = {base, base, base};
   setups[1].job.seq_len *= 2;
   setups[2].job.routing_imbalance += 0.25;
   // Groups of legal layouts that share (tp, cp, mbs): those of one (etp,
@@ -345,7 +345,7 @@ TEST_CASE("the peak does not depend on order, placement or tp_overlap") {
   const std::vector<std::string> orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
                                            "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
   for (const char* name : {"deepseek-v3", "mixtral-8x7b", "llama3-70b"}) {
-    const Setup s = MakeSetup("h100-dgx-128n", name, 512, d);
+    const FamilySetup s = MakeSetup("h100-dgx-128n", name, 512, d);
     const MemoryModel model(s.model, s.job, s.cluster);
     for (const Layout& base : SampleLegal(s, 30, d)) {
       const PipelineDescription pipeline = DescribePipeline(base, s.model);

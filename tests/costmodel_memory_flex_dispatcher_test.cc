@@ -15,7 +15,7 @@ using foldplan::testing::MakeMixtral;
 
 namespace {
 
-Layout Degrees(int tp, int dp, int pp, int ep, Dispatcher d) {
+Layout DispatcherLayout(int tp, int dp, int pp, int ep, Dispatcher d) {
   Layout l = testing::FromDegrees(tp, 1, dp, pp, ep);
   l.dispatcher = d;
   return l;
@@ -40,13 +40,13 @@ TEST_CASE("DeepEP keeps NVLink and RDMA buffers sized by its configs") {
   auto flex = [&](const Layout& l) {
     return model.EstimateStage(l, 0).bytes_of(memory_term::kFlexDispatcherBuffers);
   };
-  CHECK(flex(Degrees(2, 64, 2, 8, Dispatcher::kDeepEP)) == 209'880'640.0);
-  CHECK(flex(Degrees(2, 16, 8, 32, Dispatcher::kDeepEP)) == 341'062'720.0);
-  CHECK(flex(Degrees(2, 16, 8, 32, Dispatcher::kAllToAll)) == 0);
+  CHECK(flex(DispatcherLayout(2, 64, 2, 8, Dispatcher::kDeepEP)) == 209'880'640.0);
+  CHECK(flex(DispatcherLayout(2, 16, 8, 32, Dispatcher::kDeepEP)) == 341'062'720.0);
+  CHECK(flex(DispatcherLayout(2, 16, 8, 32, Dispatcher::kAllToAll)) == 0);
   // 24 SMs: 12 channels, 1.2 x the buffers.
   job.deepep_sms = 24;
   const MemoryModel more_sms(q.value(), job, MakeCluster(32));
-  CHECK(more_sms.EstimateStage(Degrees(2, 16, 8, 32, Dispatcher::kDeepEP), 0)
+  CHECK(more_sms.EstimateStage(DispatcherLayout(2, 16, 8, 32, Dispatcher::kDeepEP), 0)
             .bytes_of(memory_term::kFlexDispatcherBuffers) == doctest::Approx(1.2 * 341'062'720.0));
 }
 
@@ -62,9 +62,9 @@ TEST_CASE("flex dispatch and combine: the combine's fc2 output and summed rows a
   const ModelSpec m = MakeMixtral();
   const JobSpec model_job = MakeJob();  // outlives the model, which points to it
   const MemoryModel model(m, model_job, MakeCluster(2));
-  const MemoryBreakdown deepep = model.EstimateStage(Degrees(2, 8, 1, 8, Dispatcher::kDeepEP), 0);
+  const MemoryBreakdown deepep = model.EstimateStage(DispatcherLayout(2, 8, 1, 8, Dispatcher::kDeepEP), 0);
   CHECK(deepep.bytes_of(memory_term::kDispatchBuffers) == doctest::Approx(65'011'712.0));
-  const MemoryBreakdown a2a = model.EstimateStage(Degrees(2, 8, 1, 8, Dispatcher::kAllToAll), 0);
+  const MemoryBreakdown a2a = model.EstimateStage(DispatcherLayout(2, 8, 1, 8, Dispatcher::kAllToAll), 0);
   CHECK(a2a.bytes_of(memory_term::kNcclBuffers) - deepep.bytes_of(memory_term::kNcclBuffers) ==
         7 * 2 * 4 * 1024.0 * 1024);
   // alltoall keeps its formula: send T K H + receive load T K H, 2 B.

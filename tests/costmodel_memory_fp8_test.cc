@@ -15,7 +15,7 @@ using foldplan::testing::MakeMixtral;
 
 namespace {
 
-Layout Degrees(int tp, int cp, int dp, int pp, int ep, Precision precision) {
+Layout Fp8Layout(int tp, int cp, int dp, int pp, int ep, Precision precision) {
   Layout l = testing::FromDegrees(tp, cp, dp, pp, ep);
   l.precision = precision;
   return l;
@@ -48,7 +48,7 @@ TEST_CASE("FP8 linears keep FP8 inputs with the recipe's scales; attention stays
   const JobSpec job = MakeJob();
   const MemoryModel hopper(m, job, MakeCluster(1));
   auto layer = [&](Precision p, Recompute r) {
-    return hopper.LayerActivationBytes(Degrees(2, 2, 2, 1, 1, p), false, r);
+    return hopper.LayerActivationBytes(Fp8Layout(2, 2, 2, 1, 1, p), false, r);
   };
   CHECK(layer(Precision::kBF16, Recompute::None()) == 1024.0 * 139'392);
   CHECK(layer(Precision::kFP8Tensorwise, Recompute::None()) == 1024.0 * (36'992 + 83'968));
@@ -56,7 +56,7 @@ TEST_CASE("FP8 linears keep FP8 inputs with the recipe's scales; attention stays
   CHECK(layer(Precision::kFP8Tensorwise, Recompute::Selective()) == 1024.0 * 112'640);
   CHECK(layer(Precision::kFP8Blockwise, Recompute::Selective()) == 1024.0 * 113'472);
   const MemoryModel blackwell(m, job, Blackwell(1));
-  CHECK(blackwell.LayerActivationBytes(Degrees(2, 2, 2, 1, 1, Precision::kMXFP8), false,
+  CHECK(blackwell.LayerActivationBytes(Fp8Layout(2, 2, 2, 1, 1, Precision::kMXFP8), false,
                                        Recompute::Selective()) == 1024.0 * 113'472);
   // Full recomputation keeps the bf16 layer input, whatever the recipe.
   CHECK(layer(Precision::kFP8Tensorwise, Recompute::Full()) == 1024.0 * 2 * 4096);
@@ -70,8 +70,8 @@ TEST_CASE("FP8 expert rows store FP8 GEMM inputs and a bf16 activation input") {
   const ModelSpec m = MakeMixtral();
   const JobSpec model_job = MakeJob();  // outlives the model, which points to it
   const MemoryModel model(m, model_job, MakeCluster(1));
-  const Layout bf16 = Degrees(2, 1, 4, 1, 8, Precision::kBF16);
-  const Layout fp8 = Degrees(2, 1, 4, 1, 8, Precision::kFP8Tensorwise);
+  const Layout bf16 = Fp8Layout(2, 1, 4, 1, 8, Precision::kBF16);
+  const Layout fp8 = Fp8Layout(2, 1, 4, 1, 8, Precision::kFP8Tensorwise);
   const double bf16_bytes = model.LayerActivationBytes(bf16, true, Recompute::Selective());
   const double fp8_bytes = model.LayerActivationBytes(fp8, true, Recompute::Selective());
   // Attention with core_attn: QKV input 4096 and the output 4096 at 1 B
@@ -94,7 +94,7 @@ TEST_CASE("FP8 weight copies per recipe and GPU architecture") {
   const double gemm = 8 * 41'943'040.0 / 2 + 1'409'286'144.0;
   auto copies = [&](const ClusterSpec& c, Precision p) {
     const MemoryModel model(m, job, c);
-    const Layout l = Degrees(2, 1, 8, 4, 8, p);
+    const Layout l = Fp8Layout(2, 1, 8, 4, 8, p);
     CHECK(model.ParamsOnStage(l, 0).gemm == gemm);
     return model.EstimateStage(l, 0).bytes_of(memory_term::kFp8WeightCopies);
   };
@@ -121,7 +121,7 @@ TEST_CASE("FP8 scaling state: amax histories for delayed scaling, next to nothin
     MemoryAssumptions a;
     a.fp8_amax_history_len = history;
     const MemoryModel model(m, job, MakeCluster(8), a);
-    return model.EstimateStage(Degrees(2, 1, 8, 4, 8, p), 0).bytes_of(memory_term::kFp8ScalingState);
+    return model.EstimateStage(Fp8Layout(2, 1, 8, 4, 8, p), 0).bytes_of(memory_term::kFp8ScalingState);
   };
   CHECK(state(Precision::kFP8Delayed, 1) == 1920);
   CHECK(state(Precision::kFP8Delayed, 1024) == 656'640);
@@ -140,7 +140,7 @@ TEST_CASE("FP8 dispatch shrinks HybridEP's dispatch buffer, not its bf16 combine
   const ModelSpec m = MakeMixtral();
   const JobSpec model_job = MakeJob();  // outlives the model, which points to it
   const MemoryModel model(m, model_job, Blackwell(8));
-  Layout l = Degrees(1, 1, 8, 1, 8, Precision::kBF16);
+  Layout l = Fp8Layout(1, 1, 8, 1, 8, Precision::kBF16);
   l.dispatcher = Dispatcher::kHybridEP;
   CHECK(model.EstimateStage(l, 0).bytes_of(memory_term::kFlexDispatcherBuffers) == 536'870'912.0);
   l.precision = Precision::kMXFP8;

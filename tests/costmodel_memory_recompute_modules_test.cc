@@ -11,6 +11,7 @@
 #include "costmodel/memory.h"
 #include "fixtures.h"
 #include "inputs/loader.h"
+#include "shipped_model.h"
 
 using namespace foldplan;
 using foldplan::testing::MakeCluster;
@@ -18,13 +19,9 @@ using foldplan::testing::MakeJob;
 
 namespace {
 
-ModelSpec Load(const char* name) {
-  auto m = LoadModel(name);
-  REQUIRE_MESSAGE(m.ok(), m.status().message());
-  return m.value();
-}
+using foldplan::testing::ShippedModel;
 
-Layout Degrees(int tp, int dp, int pp, int ep, int mbs = 1) {
+Layout ModulesLayout(int tp, int dp, int pp, int ep, int mbs = 1) {
   Layout l = testing::FromDegrees(tp, 1, dp, pp, ep);
   l.mbs = mbs;
   return l;
@@ -54,11 +51,11 @@ Recompute Set(std::initializer_list<RecomputeModule> modules) {
 //   none       2048 x (68,864 + 17,536) + 16,384 x 17,412
 //              = 176,947,200 + 285,278,208 = 462,225,408
 TEST_CASE("recompute modules of a qwen3 GQA MoE layer drop the tensors Megatron discards") {
-  const ModelSpec m = Load("qwen3-235b-a22b");
+  const ModelSpec m = ShippedModel("qwen3-235b-a22b");
   JobSpec job = MakeJob();
   job.routing_imbalance = 1.0;
   const MemoryModel model(m, job, MakeCluster(32));
-  const Layout l = Degrees(2, 128, 1, 32);
+  const Layout l = ModulesLayout(2, 128, 1, 32);
   REQUIRE(l.edp == 8);
   auto stored = [&](Recompute r) { return model.LayerActivationBytes(l, true, r); };
   auto rebuilt = [&](Recompute r) { return model.LayerRecomputeBytes(l, true, r); };
@@ -132,11 +129,11 @@ TEST_CASE("recompute modules of a qwen3 GQA MoE layer drop the tensors Megatron 
 //   shared_experts drops the shared expert's inner tensors
 //     2 x (2 x 2048 + 2048) = 12,288, and rebuilds them.
 TEST_CASE("recompute modules of deepseek-v3's MLA, dense MLP and shared experts") {
-  const ModelSpec m = Load("deepseek-v3");
+  const ModelSpec m = ShippedModel("deepseek-v3");
   JobSpec job = MakeJob();
   job.routing_imbalance = 1.0;
   const MemoryModel model(m, job, MakeCluster(32));
-  const Layout l = Degrees(2, 128, 1, 32);
+  const Layout l = ModulesLayout(2, 128, 1, 32);
   const double rows = 2048;
   for (bool moe : {false, true}) {
     CAPTURE(moe);
@@ -172,11 +169,11 @@ TEST_CASE("recompute modules of deepseek-v3's MLA, dense MLP and shared experts"
 // The stage's working set is one layer's at a time, of the larger kind it
 // holds: deepseek-v3's first stage holds dense and MoE layers.
 TEST_CASE("the recompute working set is the largest rebuilt set of one layer on the stage") {
-  const ModelSpec m = Load("deepseek-v3");
+  const ModelSpec m = ShippedModel("deepseek-v3");
   JobSpec job = MakeJob();
   job.global_batch = 256;
   const MemoryModel model(m, job, MakeCluster(32));
-  Layout l = Degrees(2, 16, 8, 32);
+  Layout l = ModulesLayout(2, 16, 8, 32);
   l.recompute = Set({RecomputeModule::kMlp, RecomputeModule::kMoeAct});
   const MemoryBreakdown first = model.EstimateStage(l, 0);  // the 3 dense layers and MoE ones
   CHECK(first.bytes_of(memory_term::kRecomputeWorkingSet) ==
@@ -195,8 +192,8 @@ TEST_CASE("property: adding a recompute module never raises a layer's stored act
     std::uniform_int_distribution<size_t> d(0, v.size() - 1);
     return *(v.begin() + d(rng));
   };
-  const std::vector<ModelSpec> models = {Load("qwen3-235b-a22b"), Load("deepseek-v3"),
-                                         Load("mixtral-8x7b"), Load("llama3-70b")};
+  const std::vector<ModelSpec> models = {ShippedModel("qwen3-235b-a22b"), ShippedModel("deepseek-v3"),
+                                         ShippedModel("mixtral-8x7b"), ShippedModel("llama3-70b")};
   const Precision precisions[] = {Precision::kBF16, Precision::kFP8Tensorwise,
                                   Precision::kFP8Blockwise, Precision::kMXFP8};
   int checked = 0;
@@ -208,7 +205,7 @@ TEST_CASE("property: adding a recompute module never raises a layer's stored act
     a.norms_fused_into_linear = trial % 3 != 0;
     a.flash_attention = trial % 5 != 0;
     const MemoryModel model(m, job, MakeCluster(64), a);
-    Layout l = Degrees(pick({1, 2, 4}), 8, 1, m.is_moe() ? pick({1, 2, 4, 8}) : 1, pick({1, 2}));
+    Layout l = ModulesLayout(pick({1, 2, 4}), 8, 1, m.is_moe() ? pick({1, 2, 4, 8}) : 1, pick({1, 2}));
     l.precision = precisions[trial % 4];
     const uint32_t base = static_cast<uint32_t>(rng()) & ((1u << kRecomputeModuleCount) - 1);
     const RecomputeModule added = RecomputeModule(pick({0, 1, 2, 3, 4, 5, 6}));

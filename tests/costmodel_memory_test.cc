@@ -14,6 +14,7 @@
 #include "fixtures.h"
 #include "inputs/loader.h"
 #include "planner/pipeline_split.h"
+#include "shipped_model.h"
 
 using namespace foldplan;
 using foldplan::testing::MakeCluster;
@@ -22,13 +23,9 @@ using foldplan::testing::MakeMixtral;
 
 namespace {
 
-ModelSpec Load(const char* name) {
-  auto m = LoadModel(name);
-  REQUIRE_MESSAGE(m.ok(), m.status().message());
-  return m.value();
-}
+using foldplan::testing::ShippedModel;
 
-Layout MakeLayout(int tp, int cp, int dp, int pp, int ep, int etp, int mbs = 1, int vpp = 1) {
+Layout MemoryLayout(int tp, int cp, int dp, int pp, int ep, int etp, int mbs = 1, int vpp = 1) {
   Layout l = testing::FromDegrees(tp, cp, dp, pp, ep, etp);
   l.mbs = mbs;
   l.vpp = vpp;
@@ -59,7 +56,7 @@ TEST_CASE("layer_params and embedding_params add up to total_params for every sh
                            "qwen3-235b-a22b", "deepseek-v3", "olmoe-1b-7b", "llama3-70b",
                            "gpt3-175b"}) {
     CAPTURE(name);
-    const ModelSpec m = Load(name);
+    const ModelSpec m = ShippedModel(name);
     int64_t sum = m.embedding_params().total();
     for (int i = 0; i < m.layers; ++i) sum += m.layer_params(m.layer_is_moe(i)).total();
     CHECK(sum == m.total_params());
@@ -84,11 +81,11 @@ TEST_CASE("layer_params and embedding_params add up to total_params for every sh
 //   parameters 3,285,852,160; optimizer 12 x (29,204,992 + 704,643,072)
 //   = 8,806,176,768.
 TEST_CASE("parameter, gradient and optimizer bytes of a hand-computed mixtral-8x7b layout") {
-  const ModelSpec m = Load("mixtral-8x7b");
+  const ModelSpec m = ShippedModel("mixtral-8x7b");
   const JobSpec job = MakeJob();
   const ClusterSpec cluster = MakeCluster(8);
   const MemoryModel model(m, job, cluster);
-  const Layout l = MakeLayout(2, 1, 8, 4, 8, 1);
+  const Layout l = MemoryLayout(2, 1, 8, 4, 8, 1);
   REQUIRE(l.edp == 2);
 
   const StageParams p0 = model.ParamsOnStage(l, 0);
@@ -131,12 +128,12 @@ TEST_CASE("a tied embedding is held by both the first and the last stage") {
   const JobSpec job = MakeJob();
   const MemoryModel model(m, job, MakeCluster(8));
   const double table = 32000.0 * 4096 / 2;  // vocab-parallel over tp 2
-  const Layout l = MakeLayout(2, 1, 8, 4, 8, 1);
+  const Layout l = MemoryLayout(2, 1, 8, 4, 8, 1);
   const double layers = model.ParamsOnStage(l, 1).dense;  // a middle stage: layers only
   CHECK(model.ParamsOnStage(l, 0).dense == layers + table);
   CHECK(model.ParamsOnStage(l, 3).dense == layers + table + 4096);
   // One stage: one copy.
-  const Layout single = MakeLayout(2, 1, 8, 1, 8, 1);
+  const Layout single = MemoryLayout(2, 1, 8, 1, 8, 1);
   CHECK(model.ParamsOnStage(single, 0).dense == 4 * layers + table + 4096);
 }
 
@@ -161,7 +158,7 @@ TEST_CASE("a GELU MHA layer matches Korthikanti: 34 sbh / t selective, sbh (34 +
   korthikanti.flash_attention = false;
   korthikanti.dropout = true;
   const MemoryModel model(m, job, MakeCluster(1), korthikanti);
-  const Layout l = MakeLayout(t, 1, 1, 1, 1, t, b);
+  const Layout l = MemoryLayout(t, 1, 1, 1, 1, t, b);
 
   const double sbh = double(s) * b * h;
   CHECK(model.LayerActivationBytes(l, false, Recompute::Selective()) == 34 * sbh / t);
@@ -171,7 +168,7 @@ TEST_CASE("a GELU MHA layer matches Korthikanti: 34 sbh / t selective, sbh (34 +
   CHECK(model.LayerActivationBytes(l, false, Recompute::Full()) == 2 * sbh / t);
 
   // Without TP the same constants, undivided.
-  const Layout no_tp = MakeLayout(1, 1, 1, 1, 1, 1, b);
+  const Layout no_tp = MemoryLayout(1, 1, 1, 1, 1, 1, b);
   CHECK(model.LayerActivationBytes(no_tp, false, Recompute::Selective()) == 34 * sbh);
 }
 
@@ -188,7 +185,7 @@ TEST_CASE("flash attention removes the s^2 term, leaving 4 a s b / t of softmax 
     JobSpec job = MakeJob();
     job.seq_len = s;
     const MemoryModel model(m, job, MakeCluster(1), flash);
-    const Layout l = MakeLayout(t, 1, 1, 1, 1, t, b);
+    const Layout l = MemoryLayout(t, 1, 1, 1, 1, t, b);
     const double sbh = double(s) * b * h;
     CHECK(model.LayerActivationBytes(l, false, Recompute::Selective()) == 34 * sbh / t);
     return model.LayerActivationBytes(l, false, Recompute::None());
@@ -210,7 +207,7 @@ TEST_CASE("a SwiGLU GQA dense layer, derived per tensor") {
   const ModelSpec m = foldplan::testing::MakeDense();
   const JobSpec job = MakeJob();
   const MemoryModel model(m, job, MakeCluster(1));
-  const Layout l = MakeLayout(2, 2, 2, 1, 1, 2);
+  const Layout l = MemoryLayout(2, 2, 2, 1, 1, 2);
   CHECK(model.LayerActivationBytes(l, false, Recompute::Selective()) == 1024.0 * 139'264);
   CHECK(model.LayerActivationBytes(l, false, Recompute::None()) == 1024.0 * (139'264 + 128));
   CHECK(model.LayerActivationBytes(l, false, Recompute::Full()) == 1024.0 * 2 * 4096);
@@ -241,40 +238,40 @@ TEST_CASE("an MoE layer, derived per tensor, with imbalance and ETP") {
   job.routing_imbalance = 1.25;
   const MemoryModel model(m, job, MakeCluster(1));
   const double attention_and_router = 109'199'360.0;
-  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
+  CHECK(model.LayerActivationBytes(MemoryLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
         591'564'800.0);
-  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 4, 2), true, Recompute::Selective()) ==
+  CHECK(model.LayerActivationBytes(MemoryLayout(2, 1, 4, 1, 4, 2), true, Recompute::Selective()) ==
         attention_and_router + 524'328'960.0);
   // ep 1: every expert is local, no imbalance between ranks: 4,096 rows.
-  CHECK(model.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 1, 1), true, Recompute::Selective()) ==
+  CHECK(model.LayerActivationBytes(MemoryLayout(2, 1, 4, 1, 1, 1), true, Recompute::Selective()) ==
         attention_and_router + 4096.0 * 94'212);
   // A capacity factor pads every expert to CF x its mean share: 1.5 x 4,096 rows.
   job.capacity_factor = 1.5;
   const MemoryModel padded(m, job, MakeCluster(1));
-  CHECK(padded.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
+  CHECK(padded.LayerActivationBytes(MemoryLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
         attention_and_router + 6144.0 * 94'212);
 
   job.capacity_factor = 0;
   MemoryAssumptions old_megatron;
   old_megatron.expert_probs_in_activation = false;
   const MemoryModel unpermute_probs(m, job, MakeCluster(1), old_megatron);
-  CHECK(unpermute_probs.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true,
+  CHECK(unpermute_probs.LayerActivationBytes(MemoryLayout(2, 1, 4, 1, 8, 1), true,
                                              Recompute::Selective()) ==
         591'564'800.0 + 2048.0 * 2 * 4096 * 2 - 5120.0 * 4);
   // The unfused router keeps the top-k probabilities (fp32) and indices
   // (int64) instead of nothing more than the routing map: + 2048 x 2 x (4 + 8).
   job.moe_router_fusion = false;
   const MemoryModel unfused(m, job, MakeCluster(1));
-  CHECK(unfused.LayerActivationBytes(MakeLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
+  CHECK(unfused.LayerActivationBytes(MemoryLayout(2, 1, 4, 1, 8, 1), true, Recompute::Selective()) ==
         591'564'800.0 + 2048.0 * 2 * (4 + 8));
 }
 
 TEST_CASE("the breakdown: every term once, the peak is their sum, the worst stage is the max") {
-  const ModelSpec m = Load("deepseek-v3");
+  const ModelSpec m = ShippedModel("deepseek-v3");
   const JobSpec job = MakeJob();
   const ClusterSpec cluster = MakeCluster(64);
   const MemoryModel model(m, job, cluster);
-  Layout l = MakeLayout(2, 1, 32, 8, 64, 1);  // 512 ranks
+  Layout l = MemoryLayout(2, 1, 32, 8, 64, 1);  // 512 ranks
   const MemoryBreakdown worst = model.Estimate(l);
   REQUIRE(worst.terms.size() == size_t(kMemoryTermCount));
   std::set<std::string> names;
@@ -315,10 +312,10 @@ TEST_CASE("deepseek-v3 counts dense and MoE layers per stage from first_k_dense"
   // 0-15, of which 0-2 are dense, so 13 MoE layers; stage 1 holds 16-30, all
   // MoE. Each MoE layer has 256 / (ep 8 x etp 1) = 32 local experts of
   // 3 x 7168 x 2048 = 44,040,192 weights.
-  const ModelSpec m = Load("deepseek-v3");
+  const ModelSpec m = ShippedModel("deepseek-v3");
   const JobSpec model_job = MakeJob();
   const MemoryModel model(m, model_job, MakeCluster(4));
-  Layout l = MakeLayout(1, 1, 8, 4, 8, 1);
+  Layout l = MemoryLayout(1, 1, 8, 4, 8, 1);
   l.stage_layers = {16, 15, 15, 15};
   l.explicit_stages = true;
   CHECK(model.ParamsOnStage(l, 0).expert == 13.0 * 32 * 44'040'192);
@@ -339,10 +336,10 @@ TEST_CASE("deepseek-v3 counts dense and MoE layers per stage from first_k_dense"
 // vocab 128256), tp 8, pp 4, dp 4: no expert weights, no dispatch buffers;
 // NCCL collectives are tp and dp x cp only.
 TEST_CASE("a dense model has no MoE terms") {
-  const ModelSpec m = Load("llama3-70b");
+  const ModelSpec m = ShippedModel("llama3-70b");
   const JobSpec model_job = MakeJob();
   const MemoryModel model(m, model_job, MakeCluster(16));
-  const Layout l = MakeLayout(8, 1, 4, 4, 1, 8);
+  const Layout l = MemoryLayout(8, 1, 4, 4, 1, 8);
   const MemoryBreakdown b = model.Estimate(l);
   CHECK(model.ParamsOnStage(l, 1).expert == 0);
   CHECK(b.bytes_of(memory_term::kDispatchBuffers) == 0);
@@ -364,14 +361,14 @@ TEST_CASE("a dense model has no MoE terms") {
 TEST_CASE("deepseek-v3 on 8 H100s does not fit; olmoe-1b-7b does") {
   const ClusterSpec cluster = MakeCluster(1);
   const JobSpec job = MakeJob();
-  const Layout l = MakeLayout(1, 1, 8, 1, 8, 1);
-  const ModelSpec big = Load("deepseek-v3");
+  const Layout l = MemoryLayout(1, 1, 8, 1, 8, 1);
+  const ModelSpec big = ShippedModel("deepseek-v3");
   const MemoryBreakdown b = MemoryModel(big, job, cluster).Estimate(l);
   CHECK_FALSE(b.fits);
   CHECK(b.bytes_of(memory_term::kParameters) > 2 * 81e9);
   CHECK(b.peak_gib() > 79.6);
 
-  const ModelSpec small = Load("olmoe-1b-7b");
+  const ModelSpec small = ShippedModel("olmoe-1b-7b");
   Layout s = l;
   s.recompute = Recompute::Selective();
   const MemoryBreakdown f = MemoryModel(small, job, cluster).Estimate(s);
@@ -391,8 +388,8 @@ TEST_CASE("property: a bigger sharding group never raises per-rank parameter or 
     std::uniform_int_distribution<size_t> d(0, v.size() - 1);
     return *(v.begin() + d(rng));
   };
-  const std::vector<ModelSpec> models = {Load("mixtral-8x7b"), Load("deepseek-v3"),
-                                         Load("qwen3-30b-a3b")};
+  const std::vector<ModelSpec> models = {ShippedModel("mixtral-8x7b"), ShippedModel("deepseek-v3"),
+                                         ShippedModel("qwen3-30b-a3b")};
   JobSpec job = MakeJob();
   job.global_batch = 4096;
   int checked = 0;
@@ -403,7 +400,7 @@ TEST_CASE("property: a bigger sharding group never raises per-rank parameter or 
     const int tp = pick({1, 2, 4}), cp = pick({1, 2}), dp = pick({1, 2, 4, 8});
     const int pp = pick({1, 2, 4}), etp = pick({1, 2}), ep = pick({1, 2, 4, 8});
     if ((tp * cp * dp) % (ep * etp) != 0) continue;
-    const Layout base = MakeLayout(tp, cp, dp, pp, ep, etp);
+    const Layout base = MemoryLayout(tp, cp, dp, pp, ep, etp);
     auto stage_bytes = [&](const Layout& l, int stage, const char* term) {
       return model.EstimateStage(l, stage).bytes_of(term);
     };
@@ -419,15 +416,15 @@ TEST_CASE("property: a bigger sharding group never raises per-rank parameter or 
       }
       ++checked;
     };
-    no_worse(MakeLayout(2 * tp, cp, dp, pp, ep, etp), "tp x2");
-    no_worse(MakeLayout(tp, 2 * cp, dp, pp, ep, etp), "cp x2");
-    no_worse(MakeLayout(tp, cp, 2 * dp, pp, ep, etp), "dp x2");
+    no_worse(MemoryLayout(2 * tp, cp, dp, pp, ep, etp), "tp x2");
+    no_worse(MemoryLayout(tp, 2 * cp, dp, pp, ep, etp), "cp x2");
+    no_worse(MemoryLayout(tp, cp, 2 * dp, pp, ep, etp), "dp x2");
     if (base.edp % 2 == 0) {
-      no_worse(MakeLayout(tp, cp, dp, pp, 2 * ep, etp), "ep x2");
-      no_worse(MakeLayout(tp, cp, dp, pp, ep, 2 * etp), "etp x2");
+      no_worse(MemoryLayout(tp, cp, dp, pp, 2 * ep, etp), "ep x2");
+      no_worse(MemoryLayout(tp, cp, dp, pp, ep, 2 * etp), "etp x2");
     }
     // pp x2: compare the first and the last stage.
-    const Layout deeper = MakeLayout(tp, cp, dp, 2 * pp, ep, etp);
+    const Layout deeper = MemoryLayout(tp, cp, dp, 2 * pp, ep, etp);
     for (const char* term : {memory_term::kParameters, memory_term::kOptimizerStates}) {
       CHECK(stage_bytes(deeper, 0, term) <= stage_bytes(base, 0, term));
       CHECK(stage_bytes(deeper, deeper.pp - 1, term) <= stage_bytes(base, base.pp - 1, term));
@@ -444,8 +441,8 @@ TEST_CASE("property: full <= selective <= none activations, per layer and per st
     std::uniform_int_distribution<size_t> d(0, v.size() - 1);
     return *(v.begin() + d(rng));
   };
-  const std::vector<ModelSpec> models = {Load("mixtral-8x7b"), Load("deepseek-v3"),
-                                         Load("llama3-70b"), Load("gpt3-175b"),
+  const std::vector<ModelSpec> models = {ShippedModel("mixtral-8x7b"), ShippedModel("deepseek-v3"),
+                                         ShippedModel("llama3-70b"), ShippedModel("gpt3-175b"),
                                          MakeGeluMha(4096, 32)};
   for (int trial = 0; trial < 300; ++trial) {
     const ModelSpec& m = models[size_t(trial) % models.size()];
@@ -461,7 +458,7 @@ TEST_CASE("property: full <= selective <= none activations, per layer and per st
     const int ep = moe_model ? pick({1, 2, 4, 8}) : 1;
     const int etp = moe_model ? pick({1, 2}) : tp;
     if ((tp * cp * dp) % (ep * etp) != 0) continue;
-    Layout l = MakeLayout(tp, cp, dp, pick({1, 2, 4}), ep, etp, pick({1, 2}));
+    Layout l = MemoryLayout(tp, cp, dp, pick({1, 2, 4}), ep, etp, pick({1, 2}));
     CAPTURE(FormatLayout(l));
     for (bool moe_layer : {false, true}) {
       if (moe_layer && !moe_model) continue;
@@ -487,7 +484,7 @@ TEST_CASE("named buffers: dispatch, NCCL, logits, context and fragmentation") {
   JobSpec job = MakeJob();
   job.routing_imbalance = 1.25;
   const MemoryModel model(m, job, MakeCluster(8));
-  const Layout l = MakeLayout(2, 1, 4, 2, 8, 1);  // 16 ranks, T = 2048
+  const Layout l = MemoryLayout(2, 1, 4, 2, 8, 1);  // 16 ranks, T = 2048
   const MemoryBreakdown first = model.EstimateStage(l, 0);
   const MemoryBreakdown last = model.EstimateStage(l, 1);
 

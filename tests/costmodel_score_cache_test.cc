@@ -34,19 +34,20 @@ namespace {
 using testing::Bits;
 using testing::Draws;
 
-struct Case {
+struct ScoreCase {
   ClusterSpec cluster;
   ModelSpec model;
   JobSpec job;
 };
 
-Case RandomCase(Draws& d) {
+ScoreCase RandomCase(Draws& d) {
   const std::vector<std::string> clusters = {"h100-dgx-128n", "h100-dgx-16n", "h800-256n", "gb200-nvl72-4r",
                                              "b200-dgx-32n"};
   const std::vector<std::string> models = {"deepseek-v3", "mixtral-8x7b", "qwen3-30b-a3b", "olmoe-1b-7b",
                                            "llama3-70b", "qwen2-57b-a14b"};
-  Case c{LoadCluster(clusters[d.Below(clusters.size())]).value(), LoadModel(models[d.Below(models.size())]).value(),
-         LoadJob(d.Coin() ? "default" : "long-context-32k").value()};
+  ScoreCase c{LoadCluster(clusters[d.Below(clusters.size())]).value(),
+              LoadModel(models[d.Below(models.size())]).value(),
+              LoadJob(d.Coin() ? "default" : "long-context-32k").value()};
   // A whole number of nodes, sometimes fewer, sometimes more than shipped.
   const std::vector<int> scale = {1, 2, 4};
   c.cluster.nodes = std::max(1, d.Coin() ? c.cluster.nodes / scale[d.Below(3)] : c.cluster.nodes * scale[d.Below(3)]);
@@ -88,12 +89,12 @@ void RequireSame(const LayoutScore& a, const LayoutScore& b, const Layout& l) {
 
 // A case, its cost model and its legal layouts.
 struct Trial {
-  Case c;
+  ScoreCase c;
   std::unique_ptr<CostModel> cost;
   std::vector<Layout> legal;
 };
 
-Trial TrialOf(Case c) {
+Trial TrialOf(ScoreCase c) {
   Trial t{std::move(c), nullptr, {}};
   auto created = CostModel::Create(t.c.cluster, t.c.model, t.c.job);
   REQUIRE(created.ok());
@@ -158,7 +159,7 @@ TEST_CASE("the step-time bound is below ScoreReference's, and a bounded Score pr
   Draws d{20261201};
   size_t fitting = 0, pruned = 0, kept = 0;
   double tightness = 0;  // the sum of bound / step
-  ForSampledLayouts(d, 200, [&](const CostModel& cost, const Case&, const Layout& l) {
+  ForSampledLayouts(d, 200, [&](const CostModel& cost, const ScoreCase&, const Layout& l) {
     for (const bool memory : {false, true}) {
       const LayoutScore want = cost.ScoreReference(l, memory);
       REQUIRE(!want.pruned);
@@ -218,7 +219,7 @@ TEST_CASE("the step-time bound without recomputation is below every recompute mo
       Recompute::Modules((1u << kRecomputeModuleCount) - 1)};
   std::map<PipelineSchedule, size_t> compared;
   for (int trial = 0; trial < 24; ++trial) {
-    Case c = RandomCase(d);
+    ScoreCase c = RandomCase(d);
     c.job.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
                                 PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV,
                                 PipelineSchedule::kGPipe};
@@ -350,7 +351,7 @@ TEST_CASE("ScoreFamily reports every member once, with its Score or pruned under
   Draws d{20261202};
   size_t families = 0, members_seen = 0, alike_pruned = 0, alike_unfit = 0, ranked = 0, comm_pruned = 0;
   for (int trial = 0; trial < 16; ++trial) {
-    const Case c = RandomCase(d);
+    const ScoreCase c = RandomCase(d);
     auto created = CostModel::Create(c.cluster, c.model, c.job);
     REQUIRE(created.ok());
     const CostModel& cost = *created.value();
@@ -447,7 +448,7 @@ TEST_CASE("a layout's plan takes at least its CommFloorVariant's per block, and 
   Draws d{20261205};
   size_t layouts = 0, above = 0;
   double tightness = 0;
-  ForSampledLayouts(d, 100, [&](const CostModel& cost, const Case& c, const Layout& l) {
+  ForSampledLayouts(d, 100, [&](const CostModel& cost, const ScoreCase& c, const Layout& l) {
     Layout least = l;
     LayoutFamily::SetVariant(CommFloorVariant(LayoutFamily::VariantOf(l)), &least);
     const PipelineDescription pipeline = DescribePipeline(l, c.model, &cost.pipeline_weights());
@@ -495,7 +496,7 @@ TEST_CASE("ComputeTimesCache returns ComputeLayerTimes bit for bit") {
   Draws d{7};
   for (const char* model : {"deepseek-v3", "qwen3-30b-a3b"}) {
     CAPTURE(model);
-    Case c = RandomCase(d);
+    ScoreCase c = RandomCase(d);
     c.job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
     c.job.cp_styles = {CpStyle::kUlysses, CpStyle::kRing};
     auto cost = std::move(CostModel::Create(c.cluster, LoadModel(model).value(), c.job)).value();
@@ -533,7 +534,7 @@ TEST_CASE("ComputeTimesCache returns ComputeLayerTimes bit for bit") {
 TEST_CASE("ComputeRateMemo returns the profile's rates bit for bit") {
   Draws d{13};
   for (int trial = 0; trial < 4; ++trial) {
-    const Case c = RandomCase(d);  // the cluster's GPU: FP8 or not, scaled
+    const ScoreCase c = RandomCase(d);  // the cluster's GPU: FP8 or not, scaled
     auto cost = std::move(CostModel::Create(c.cluster, c.model, c.job)).value();
     const ComputeProfile& profile = *cost->context().profile;
     // Few values per argument, so lookups repeat; fractions and 0 as the
@@ -572,7 +573,7 @@ TEST_CASE("ComputeRateMemo returns the profile's rates bit for bit") {
 
 TEST_CASE("ComputeTimesCache gives each recompute set its sums when sets alternate on one key") {
   Draws d{7};  // a case with legal DeepSeek-V3 layouts
-  Case c = RandomCase(d);
+  ScoreCase c = RandomCase(d);
   c.job.precisions = {Precision::kBF16, Precision::kFP8Tensorwise};
   auto cost = std::move(CostModel::Create(c.cluster, LoadModel("deepseek-v3").value(), c.job)).value();
   const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
@@ -625,7 +626,7 @@ void RequireSameOp(const CommOp& want, const CommOp& got) {
 // change no op.
 TEST_CASE("CollectiveTimeMemo gives the plan's timings unchanged") {
   Draws d{11};
-  Case c = RandomCase(d);
+  ScoreCase c = RandomCase(d);
   c.job.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kDeepEP, Dispatcher::kAllGather};
   auto cost = std::move(CostModel::Create(c.cluster, LoadModel("deepseek-v3").value(), c.job)).value();
   const std::vector<Layout> legal = EnumerateLayouts(cost->legality()).legal;
@@ -672,7 +673,7 @@ TEST_CASE("CollectiveTimeMemo carried across placements gives the plan's ops unc
   size_t ops = 0, placements = 0;
   for (int trial = 0; trial < 8; ++trial) {
     const Trial drawn = TrialOf(RandomCase(d));
-    const Case& c = drawn.c;
+    const ScoreCase& c = drawn.c;
     const std::vector<Layout>& legal = drawn.legal;
     CollectiveTimeMemo memo;
     Result<LayoutPlacement> last = Status::Error("none yet");

@@ -33,7 +33,7 @@ std::string MiniLog(const std::string& rows, bool trailer = true,
 
 const std::string kRow = "8 2 float sum -1 33.44 0.00 0.00 0 32.85 0.00 0.00 0\n";
 
-std::string Refusal(const std::string& text, const std::string& file = "r.log", const std::string& hint = "") {
+std::string Refused(const std::string& text, const std::string& file = "r.log", const std::string& hint = "") {
   auto log = ParseNcclTestsLog(text, file, hint);
   REQUIRE(!log.ok());
   return log.status().message();
@@ -181,14 +181,14 @@ TEST_CASE("the collective comes from the log's line, else the name given, else t
   REQUIRE(named.ok());
   CHECK(named->collective == "send_recv");
 
-  CHECK(Refusal(no_line, "x.log") ==
+  CHECK(Refused(no_line, "x.log") ==
         "x.log: cannot tell which collective the log measured (it has no \"# Collective test starting\" line and "
         "the file name does not say): name it as all_reduce:x.log (or one of all_reduce, all_gather, "
         "reduce_scatter, all_to_all, send_recv)");
-  CHECK(Refusal(no_line, "all_reduce_vs_all_gather.log").find("names more than one collective") != std::string::npos);
-  CHECK(Refusal(MiniLog(kRow), "x.log", "all_gather") ==
+  CHECK(Refused(no_line, "all_reduce_vs_all_gather.log").find("names more than one collective") != std::string::npos);
+  CHECK(Refused(MiniLog(kRow), "x.log", "all_gather") ==
         "x.log:1: the log is \"all_reduce_perf\"'s, but it was named all_gather");
-  CHECK(Refusal(MiniLog(kRow), "x.log", "allreduce") ==
+  CHECK(Refused(MiniLog(kRow), "x.log", "allreduce") ==
         "x.log: unknown collective \"allreduce\"; expected one of all_reduce, all_gather, reduce_scatter, "
         "all_to_all, send_recv (the name before the file)");
 }
@@ -196,25 +196,25 @@ TEST_CASE("the collective comes from the log's line, else the name given, else t
 TEST_CASE("perf programs of collectives foldplan does not model are refused") {
   std::string log = MiniLog(kRow);
   log.replace(log.find("all_reduce_perf"), 15, "broadcast_perf");
-  CHECK(Refusal(log) ==
+  CHECK(Refused(log) ==
         "r.log:1: broadcast_perf measures a collective foldplan does not model; it calibrates all_reduce, "
         "all_gather, reduce_scatter, all_to_all, send_recv");
 }
 
 TEST_CASE("a row that does not parse is refused at its line") {
-  CHECK(Refusal(MiniLog(kRow + "16 4 float sum -1 abc 0.00 0.00 0 32.85 0.00 0.00 0\n")) ==
+  CHECK(Refused(MiniLog(kRow + "16 4 float sum -1 abc 0.00 0.00 0 32.85 0.00 0.00 0\n")) ==
         "r.log:7: expected the out-of-place time in us (a number in [0, 1e12]) or N/A, found \"abc\"");
-  CHECK(Refusal(MiniLog("16 4 float sum -1 1.0 0.00 0.00 0 32.85 0.00 0.00\n")) ==
+  CHECK(Refused(MiniLog("16 4 float sum -1 1.0 0.00 0.00 0 32.85 0.00 0.00\n")) ==
         "r.log:6: expected a results row of 13 fields (as the header at line 5 says), found 12");
-  CHECK(Refusal(MiniLog("16 4 float sum -1 -1.0 0.00 0.00 0 32.85 0.00 0.00 0\n")).find("r.log:6: expected the "
+  CHECK(Refused(MiniLog("16 4 float sum -1 -1.0 0.00 0.00 0 32.85 0.00 0.00 0\n")).find("r.log:6: expected the "
                                                                                         "out-of-place time") == 0);
-  CHECK(Refusal(MiniLog("16 4 float sum -1 1.0 0.00 0.00 0 nan 0.00 0.00 0\n")).find("r.log:6: expected the "
+  CHECK(Refused(MiniLog("16 4 float sum -1 1.0 0.00 0.00 0 nan 0.00 0.00 0\n")).find("r.log:6: expected the "
                                                                                      "in-place time") == 0);
-  CHECK(Refusal(MiniLog("16 4 float sum -1 1.0 inf 0.00 0 1.0 0.00 0.00 0\n")).find("algbw") != std::string::npos);
-  CHECK(Refusal(MiniLog("16 4 float sum -1 1.0 0.00 0.00 -3 1.0 0.00 0.00 0\n")).find("#wrong") != std::string::npos);
-  CHECK(Refusal(MiniLog("9223372036854775807 4 float sum -1 1.0 0.00 0.00 0 1.0 0.00 0.00 0\n")) ==
+  CHECK(Refused(MiniLog("16 4 float sum -1 1.0 inf 0.00 0 1.0 0.00 0.00 0\n")).find("algbw") != std::string::npos);
+  CHECK(Refused(MiniLog("16 4 float sum -1 1.0 0.00 0.00 -3 1.0 0.00 0.00 0\n")).find("#wrong") != std::string::npos);
+  CHECK(Refused(MiniLog("9223372036854775807 4 float sum -1 1.0 0.00 0.00 0 1.0 0.00 0.00 0\n")) ==
         "r.log:6: expected the size in bytes (an integer in [0, 2^62]), found \"9223372036854775807\"");
-  CHECK(Refusal(MiniLog("99999999999999999999 4 float sum -1 1.0 0.00 0.00 0 1.0 0.00 0.00 0\n")).find("size") !=
+  CHECK(Refused(MiniLog("99999999999999999999 4 float sum -1 1.0 0.00 0.00 0 1.0 0.00 0.00 0\n")).find("size") !=
         std::string::npos);
 }
 
@@ -232,7 +232,7 @@ TEST_CASE("the column variant is the header line's, not guessed from a row") {
   CHECK(log->wrong_rows() == 1);
   // A current-format row under the older header has one field too many.
   old.insert(old.find("# Avg"), kRow);
-  CHECK(Refusal(old) == "r.log:7: expected a results row of 12 fields (as the header at line 5 says), found 13");
+  CHECK(Refused(old) == "r.log:7: expected a results row of 12 fields (as the header at line 5 says), found 13");
 }
 
 TEST_CASE("N/A in #wrong is a measured but unvalidated half") {
@@ -244,15 +244,15 @@ TEST_CASE("N/A in #wrong is a measured but unvalidated half") {
 }
 
 TEST_CASE("logs missing their header, ranks, table or rows are refused") {
-  CHECK(Refusal("hello\n") ==
+  CHECK(Refused("hello\n") ==
         "r.log: no \"# nThread N nGpus G ...\" header line: not the output of an nccl-tests program");
-  CHECK(Refusal(MiniLog(kRow, true, "")) ==
+  CHECK(Refused(MiniLog(kRow, true, "")) ==
         "r.log: no \"#  Rank N Group G Pid P on HOST device D\" lines after the header at line 2");
-  CHECK(Refusal(MiniLog("")) == "r.log:5: the results table has no rows");
+  CHECK(Refused(MiniLog("")) == "r.log:5: the results table has no rows");
   std::string no_table = MiniLog(kRow);
   no_table.resize(no_table.find("#       size"));
-  CHECK(Refusal(no_table).find("r.log: no results table") == 0);
-  CHECK(Refusal(MiniLog(kRow + "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 warmup iters: 5 iters: 20\n")) ==
+  CHECK(Refused(no_table).find("r.log: no results table") == 0);
+  CHECK(Refused(MiniLog(kRow + "# nThread 1 nGpus 1 minBytes 8 maxBytes 8 warmup iters: 5 iters: 20\n")) ==
         "r.log:7: a second \"# nThread\" header (the first is at line 2): one nccl-tests run per log");
 }
 
@@ -271,16 +271,16 @@ TEST_CASE("rank lines: groups, divisibility, repeats and gaps") {
   const std::string three = "#  Rank  0 Group  0 Pid 9 on a device 0 [0x07] G\n"
                             "#  Rank  1 Group  0 Pid 9 on a device 1 [0x08] G\n"
                             "#  Rank  2 Group  1 Pid 9 on b device 0 [0x07] G\n";
-  CHECK(Refusal(MiniLog(kRow, true, three)) == "r.log:3: 3 ranks do not divide into the 2 groups the rank lines name");
+  CHECK(Refused(MiniLog(kRow, true, three)) == "r.log:3: 3 ranks do not divide into the 2 groups the rank lines name");
   const std::string repeated = "#  Rank  0 Group  0 Pid 9 on a device 0 [0x07] G\n"
                                "#  Rank  0 Group  0 Pid 9 on a device 1 [0x08] G\n";
-  CHECK(Refusal(MiniLog(kRow, true, repeated)) == "r.log:4: rank 0 again (first at line 3)");
+  CHECK(Refused(MiniLog(kRow, true, repeated)) == "r.log:4: rank 0 again (first at line 3)");
   const std::string gap = "#  Rank  0 Group  0 Pid 9 on a device 0 [0x07] G\n"
                           "#  Rank  2 Group  0 Pid 9 on a device 1 [0x08] G\n";
-  CHECK(Refusal(MiniLog(kRow, true, gap)) == "r.log:4: no line for rank 1: expected ranks 0..1 each once");
-  CHECK(Refusal(MiniLog(kRow, true, "#  Rank  x Group  0 Pid 9 on a device 0 [0x07] G\n")).find("r.log:3: expected") ==
+  CHECK(Refused(MiniLog(kRow, true, gap)) == "r.log:4: no line for rank 1: expected ranks 0..1 each once");
+  CHECK(Refused(MiniLog(kRow, true, "#  Rank  x Group  0 Pid 9 on a device 0 [0x07] G\n")).find("r.log:3: expected") ==
         0);
-  CHECK(Refusal(MiniLog(kRow, true, "#  Rank  0 Group  0 Pid 9 on a device 0 G\n")).find("no [BUS] id") !=
+  CHECK(Refused(MiniLog(kRow, true, "#  Rank  0 Group  0 Pid 9 on a device 0 G\n")).find("no [BUS] id") !=
         std::string::npos);
 }
 
@@ -292,10 +292,10 @@ TEST_CASE("nccl-tests' version codes before NCCL 2.9 decode as major*1000+minor*
 }
 
 TEST_CASE("absurd input is refused, never read") {
-  CHECK(Refusal(std::string(70000, 'x')) == "r.log:1: a line longer than 65536 bytes: not an nccl-tests log");
-  CHECK(Refusal(std::string("\0\0#\n\xff", 5)).find("r.log") == 0);
-  CHECK(Refusal(MiniLog(kRow, false) + std::string(10, '\n')).find("the run did not finish") != std::string::npos);
+  CHECK(Refused(std::string(70000, 'x')) == "r.log:1: a line longer than 65536 bytes: not an nccl-tests log");
+  CHECK(Refused(std::string("\0\0#\n\xff", 5)).find("r.log") == 0);
+  CHECK(Refused(MiniLog(kRow, false) + std::string(10, '\n')).find("the run did not finish") != std::string::npos);
   std::string big_header = MiniLog(kRow);
   big_header.replace(big_header.find("maxBytes 1024"), 13, "maxBytes 99999999999999999999");
-  CHECK(Refusal(big_header).find("r.log:2: expected an integer in [0, 4611686018427387904] after maxBytes") == 0);
+  CHECK(Refused(big_header).find("r.log:2: expected an integer in [0, 4611686018427387904] after maxBytes") == 0);
 }

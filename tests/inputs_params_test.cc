@@ -20,6 +20,7 @@
 #include <string>
 
 #include "inputs/loader.h"
+#include "shipped_model.h"
 
 using namespace foldplan;
 
@@ -51,16 +52,12 @@ constexpr Published kPublished[] = {
 
 double Billions(int64_t n) { return double(n) / 1e9; }
 
-ModelSpec Load(const char* name) {
-  auto m = LoadModel(name);
-  REQUIRE_MESSAGE(m.ok(), m.status().message());
-  return m.value();
-}
+using foldplan::testing::ShippedModel;
 
 }  // namespace
 
 TEST_CASE("mixtral-8x7b counts exactly as the worked arithmetic above") {
-  const ModelSpec m = Load("mixtral-8x7b");
+  const ModelSpec m = ShippedModel("mixtral-8x7b");
   CHECK(m.total_params() == 46'702'792'704);
   CHECK(m.active_params() == 12'879'925'248);
 }
@@ -69,7 +66,7 @@ TEST_CASE("every shipped model matches its published total and active counts") {
   for (const Published& p : kPublished) {
     const std::string name = p.model;
     CAPTURE(name);
-    const ModelSpec m = Load(p.model);
+    const ModelSpec m = ShippedModel(p.model);
     const double total = Billions(m.total_params());
     const double active = Billions(m.active_params());
     MESSAGE(name << ": total " << total << "B, active " << active << "B");
@@ -90,7 +87,7 @@ TEST_CASE("the published table covers every shipped model") {
 
 TEST_CASE("dense models have active == total") {
   for (const char* name : {"llama3-70b", "gpt3-175b"}) {
-    const ModelSpec m = Load(name);
+    const ModelSpec m = ShippedModel(name);
     CHECK_FALSE(m.is_moe());
     CHECK(m.moe_layer_count() == 0);
     CHECK(m.active_params() == m.total_params());
@@ -98,7 +95,7 @@ TEST_CASE("dense models have active == total") {
 }
 
 TEST_CASE("deepseek-v3: first three layers dense, the other 58 MoE, MLA dims") {
-  const ModelSpec m = Load("deepseek-v3");
+  const ModelSpec m = ShippedModel("deepseek-v3");
   CHECK_FALSE(m.layer_is_moe(0));
   CHECK_FALSE(m.layer_is_moe(2));
   CHECK(m.layer_is_moe(3));
@@ -118,7 +115,7 @@ TEST_CASE("deepseek-v3's MTP module: its layer, eh_proj and norms, with the embe
   // 102,760,448 + 3 x 7168 norms; DeepSeek's checkpoint stores the MTP
   // module with its own copies of the embedding and output head
   // (2 x 129,280 x 7,168 = 1,853,358,080), which foldplan counts once (shared).
-  const ModelSpec m = Load("deepseek-v3");
+  const ModelSpec m = ShippedModel("deepseek-v3");
   CHECK(m.mtp_layer_is_moe());
   CHECK(m.mtp_params().projection == 102'760'448);
   CHECK(m.mtp_params().norms == 3 * 7168);
@@ -128,7 +125,7 @@ TEST_CASE("deepseek-v3's MTP module: its layer, eh_proj and norms, with the embe
 }
 
 TEST_CASE("layer_freq places MoE layers every k-th layer after the dense ones") {
-  ModelSpec m = Load("mixtral-8x7b");
+  ModelSpec m = ShippedModel("mixtral-8x7b");
   m.moe->first_k_dense = 1;
   m.moe->layer_freq = 2;
   // Layers 1, 3, 5, ..., 31 of 32.
@@ -143,7 +140,7 @@ TEST_CASE("layer_freq places MoE layers every k-th layer after the dense ones") 
 }
 
 TEST_CASE("options change the count by exactly their own weights") {
-  ModelSpec m = Load("llama3-70b");
+  ModelSpec m = ShippedModel("llama3-70b");
   const int64_t base = m.total_params();
   const int64_t per_layer_qkv_bias = 64 * 128 + 2 * 8 * 128;
   m.qkv_bias = true;
@@ -160,7 +157,7 @@ TEST_CASE("options change the count by exactly their own weights") {
 }
 
 TEST_CASE("MLA without query compression projects queries directly") {
-  ModelSpec m = Load("deepseek-v3");
+  ModelSpec m = ShippedModel("deepseek-v3");
   const int64_t base = m.total_params();
   m.mla->q_lora_rank = 0;
   // q_a (7168x1536) + q_a_norm (1536) + q_b (1536 x 128*192) become 7168 x 128*192.

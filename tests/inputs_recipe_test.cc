@@ -17,17 +17,15 @@
 #include "core/json_check.h"
 #include "inputs/loader.h"
 #include "inputs/recipe.h"
+#include "text_count.h"
 
 using namespace foldplan;
 using nlohmann::json;
+using foldplan::testing::Contains;
 
 namespace {
 
 const std::string kSourceData = std::string(FOLDPLAN_SOURCE_DIR) + "/data";
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::vector<ShippedInput> ShippedRecipes() {
   auto list = ListShipped(InputKind::kRecipe);
@@ -181,7 +179,7 @@ const std::vector<Expected>& Table() {
   return rows;
 }
 
-RecipeSpec Load(const std::string& name) {
+RecipeSpec MustLoadRecipe(const std::string& name) {
   auto r = LoadRecipe(name);
   REQUIRE_MESSAGE(r.ok(), r.status().message());
   return r.value();
@@ -220,8 +218,8 @@ TEST_CASE("an unknown recipe name lists the shipped recipes") {
 TEST_CASE("every shipped recipe loads, by name and by path, and what it names resolves") {
   for (const ShippedInput& s : ShippedRecipes()) {
     CAPTURE(s.name);
-    const RecipeSpec r = Load(s.name);
-    const RecipeSpec by_path = Load(s.path);
+    const RecipeSpec r = MustLoadRecipe(s.name);
+    const RecipeSpec by_path = MustLoadRecipe(s.path);
     CHECK(r.name == s.name);
     CHECK(by_path.name == s.name);
     CHECK(r.source == s.path);
@@ -255,7 +253,7 @@ TEST_CASE("every shipped recipe loads, by name and by path, and what it names re
 TEST_CASE("the shipped recipes carry recipes.md section 2") {
   for (const Expected& e : Table()) {
     CAPTURE(e.name);
-    const RecipeSpec r = Load(e.name);
+    const RecipeSpec r = MustLoadRecipe(e.name);
     CHECK(r.cluster_name == e.cluster);
     CHECK(r.gpus == e.gpus);
     CHECK(r.gpus_per_domain == e.gpus_per_domain);
@@ -272,7 +270,7 @@ TEST_CASE("the shipped recipes carry recipes.md section 2") {
   REQUIRE(base.ok());
   for (const Expected& e : Table()) {
     CAPTURE(e.name);
-    const RecipeSpec r = Load(e.name);
+    const RecipeSpec r = MustLoadRecipe(e.name);
     const bool long_context_h100 = Contains(e.name, "-h100-seq");
     CHECK(r.job.routing_imbalance == doctest::Approx(long_context_h100 ? 1.0 : base->routing_imbalance));
     CHECK(r.job.capacity_factor == 0);
@@ -282,7 +280,7 @@ TEST_CASE("the shipped recipes carry recipes.md section 2") {
 TEST_CASE("a recipe's layout and job agree, and its degrees fill its GPUs") {
   for (const ShippedInput& s : ShippedRecipes()) {
     CAPTURE(s.name);
-    const RecipeSpec r = Load(s.name);
+    const RecipeSpec r = MustLoadRecipe(s.name);
     const auto keys = LayoutKeys(r.layout);
     const JobSpec& j = r.job;
     // Each recipe option the layout pins is the job's only candidate, so
@@ -323,13 +321,13 @@ TEST_CASE("a recipe's layout and job agree, and its degrees fill its GPUs") {
 TEST_CASE("the GPUs of the section 2 recipes match their hardware") {
   for (const ShippedInput& s : ShippedRecipes()) {
     CAPTURE(s.name);
-    const RecipeSpec r = Load(s.name);
+    const RecipeSpec r = MustLoadRecipe(s.name);
     if (Contains(s.name, "-h100")) CHECK(r.cluster.gpu.name == "H100 SXM5");
     if (Contains(s.name, "-gb200")) CHECK(r.cluster.gpu.name == "B200 (GB200 superchip)");
     if (Contains(s.name, "-gb300")) CHECK(r.cluster.gpu.name == "B300 (GB300 superchip)");
   }
   // 256 GB200 use 64 of each rack's 72: 16 of 18 trays on all 4 racks.
-  const RecipeSpec gb200 = Load("qwen3-235b-gb200-tp1-pp8-ep8");
+  const RecipeSpec gb200 = MustLoadRecipe("qwen3-235b-gb200-tp1-pp8-ep8");
   auto part = UsingGpusPerDomain(gb200.cluster, gb200.gpus_per_domain);
   REQUIRE(part.ok());
   CHECK(part->total_gpus() == 256);
@@ -337,7 +335,7 @@ TEST_CASE("the GPUs of the section 2 recipes match their hardware") {
 }
 
 TEST_CASE("the job is the base job with the recipe's settings") {
-  const RecipeSpec r = Load("qwen3-235b-h100-seq128k-tp4-cp8-pp8-vpp4-ep8");
+  const RecipeSpec r = MustLoadRecipe("qwen3-235b-h100-seq128k-tp4-cp8-pp8-vpp4-ep8");
   auto base = LoadJob("default");
   REQUIRE(base.ok());
   CHECK(r.job_settings.contains("seq_len"));

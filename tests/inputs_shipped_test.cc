@@ -8,12 +8,14 @@
 #include "core/atomic_file.h"
 #include "core/json_check.h"
 #include "inputs/loader.h"
+#include "text_count.h"
 
 using namespace foldplan;
+using foldplan::testing::Contains;
 
 namespace {
 
-const std::string kSourceData = std::string(FOLDPLAN_SOURCE_DIR) + "/data";
+const std::string kShippedData = std::string(FOLDPLAN_SOURCE_DIR) + "/data";
 
 std::vector<ShippedInput> Shipped(InputKind kind) {
   auto list = ListShipped(kind);
@@ -25,10 +27,6 @@ std::vector<std::string> NamesOf(const std::vector<ShippedInput>& list) {
   std::vector<std::string> names;
   for (const auto& s : list) names.push_back(s.name);
   return names;
-}
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 // Sets FOLDPLAN_DATA_DIR for one scope.
@@ -60,7 +58,7 @@ std::vector<std::string> DottedFields(const nlohmann::json& j, const std::string
 
 TEST_CASE("the data directory is the source tree's data/ in a build") {
   unsetenv("FOLDPLAN_DATA_DIR");
-  CHECK(DataDir() == kSourceData);
+  CHECK(DataDir() == kShippedData);
 }
 
 TEST_CASE("ListShipped lists the shipped inputs, sorted, with descriptions") {
@@ -78,7 +76,7 @@ TEST_CASE("ListShipped lists the shipped inputs, sorted, with descriptions") {
     for (const ShippedInput& s : Shipped(kind)) {
       CAPTURE(s.path);
       CHECK(s.kind == kind);
-      CHECK(s.path == kSourceData + "/" + Name(kind) + "s/" + s.name + ".json");
+      CHECK(s.path == kShippedData + "/" + Name(kind) + "s/" + s.name + ".json");
       CHECK_FALSE(s.description.empty());  // every shipped file names its sources
     }
   }
@@ -283,7 +281,7 @@ TEST_CASE("an unknown shipped name lists the shipped names") {
   REQUIRE_FALSE(c.ok());
   CHECK(c.status().message() ==
         "unknown cluster \"h100-dgx-17n\"; shipped clusters: b200-dgx-32n, b300-dgx-32n, gb200-nvl72-4r, "
-        "gb300-nvl72-4r, h100-dgx-128n, h100-dgx-16n, h200-dgx-1n, h800-256n (in " + kSourceData +
+        "gb300-nvl72-4r, h100-dgx-128n, h100-dgx-16n, h200-dgx-1n, h800-256n (in " + kShippedData +
             "/clusters); or give a path to a .json file");
   auto m = LoadModel("mixtral");
   REQUIRE_FALSE(m.ok());
@@ -305,17 +303,17 @@ TEST_CASE("a path that does not exist is reported as such") {
 TEST_CASE("ResolveInput maps names to shipped paths and leaves paths alone") {
   auto p = ResolveInput(InputKind::kModel, "olmoe-1b-7b");
   REQUIRE(p.ok());
-  CHECK(p.value() == kSourceData + "/models/olmoe-1b-7b.json");
-  const std::string path = kSourceData + "/jobs/default.json";
+  CHECK(p.value() == kShippedData + "/models/olmoe-1b-7b.json");
+  const std::string path = kShippedData + "/jobs/default.json";
   auto q = ResolveInput(InputKind::kJob, path);
   REQUIRE(q.ok());
   CHECK(q.value() == path);
 }
 
 TEST_CASE("loading a file of another kind reports only the schema") {
-  auto c = LoadCluster(kSourceData + "/models/mixtral-8x7b.json");
+  auto c = LoadCluster(kShippedData + "/models/mixtral-8x7b.json");
   REQUIRE_FALSE(c.ok());
-  CHECK(c.status().message() == kSourceData +
+  CHECK(c.status().message() == kShippedData +
                                     "/models/mixtral-8x7b.json: /schema: expected one of "
                                     "\"foldplan.cluster/v1\", found the string "
                                     "\"foldplan.model/v1\"");

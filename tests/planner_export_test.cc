@@ -9,14 +9,12 @@
 #include "fixtures.h"
 #include "planner/rank_export.h"
 #include "planner/rank_map.h"
+#include "text_count.h"
 
 namespace foldplan {
 namespace {
 
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
-
+using testing::Contains;
 using testing::MakeLayout;
 ClusterSpec Dgx(int nodes) { return testing::MakeCluster(nodes); }
 

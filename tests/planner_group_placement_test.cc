@@ -18,12 +18,12 @@
 namespace foldplan {
 namespace {
 
-ClusterSpec Dgx(int nodes, int su_nodes = 32) { return testing::DgxH100(nodes, su_nodes); }
+ClusterSpec DgxSu(int nodes, int su_nodes = 32) { return testing::DgxH100(nodes, su_nodes); }
 using testing::MustBuild;
 using testing::Nvl72;
 using testing::RandomLayout;
 
-Layout MakeLayout(int pp, int tp, int cp, int dp, int ep, int etp, std::string order = kDefaultOrder,
+Layout DegreesLayout(int pp, int tp, int cp, int dp, int ep, int etp, std::string order = kDefaultOrder,
                   Placement placement = Placement::kLinear) {
   Layout l = testing::FromDegrees(tp, cp, dp, pp, ep, etp);
   l.order = std::move(order);
@@ -90,11 +90,11 @@ void CheckAgainstRankMap(const Layout& layout, const Topology& topo) {
 }
 
 TEST_CASE("hand-checked placements on two DGX nodes") {
-  const Topology topo = MustBuild(Dgx(2));
+  const Topology topo = MustBuild(DgxSu(2));
   // tp8 dp2: TP inside a node; each DP group has one rank in each node:
   // 2 domains of 1, rails 1 (local GPU k pairs with local GPU k); 8 DP groups
   // share each node's 8 NICs (one rank per node each).
-  const Layout l = MakeLayout(1, 8, 1, 2, 1, 8);
+  const Layout l = DegreesLayout(1, 8, 1, 2, 1, 8);
   Result<LayoutPlacement> p = PlaceGroups(l, topo);
   REQUIRE(p.ok());
   const GroupPlacement& tp = p->of(GroupKind::kTp);
@@ -119,7 +119,7 @@ TEST_CASE("an EP group of 64 straddles NVL72 racks unless packed") {
   // 2 racks (144 GPUs), world 128, ep64: linear puts ranks 64..127 on GPUs
   // 64..127, so the second EP group has 8 ranks in rack 0 and 56 in rack 1.
   const Topology topo = MustBuild(Nvl72(2, 36));
-  const Layout linear = MakeLayout(1, 1, 1, 128, 64, 1);
+  const Layout linear = DegreesLayout(1, 1, 1, 128, 64, 1);
   Result<LayoutPlacement> p = PlaceGroups(linear, topo);
   REQUIRE(p.ok());
   const GroupSpan& ep = p->of(GroupKind::kEp).span;
@@ -141,7 +141,7 @@ TEST_CASE("an EP group of 64 straddles NVL72 racks unless packed") {
 
   // Packed ep48 keeps one 48-rank block per 72-GPU rack: 144 ranks need 3
   // racks, the cluster has 2.
-  const Layout too_big = MakeLayout(1, 1, 1, 144, 48, 1, kDefaultOrder, Placement::kPacked);
+  const Layout too_big = DegreesLayout(1, 1, 1, 144, 48, 1, kDefaultOrder, Placement::kPacked);
   Result<LayoutPlacement> refused = PlaceGroups(too_big, topo);
   REQUIRE_FALSE(refused.ok());
   CHECK(refused.status().message().find("needs 216 GPUs") != std::string::npos);
@@ -149,20 +149,20 @@ TEST_CASE("an EP group of 64 straddles NVL72 racks unless packed") {
 }
 
 TEST_CASE("errors match the rank map's") {
-  const Topology topo = MustBuild(Dgx(2));
-  const Layout pp_before_dp = MakeLayout(2, 2, 1, 4, 2, 1, "tp-cp-ep-pp-dp");  // edp 4 == dp 4: legal
+  const Topology topo = MustBuild(DgxSu(2));
+  const Layout pp_before_dp = DegreesLayout(2, 2, 1, 4, 2, 1, "tp-cp-ep-pp-dp");  // edp 4 == dp 4: legal
   CHECK(PlaceGroups(pp_before_dp, topo).ok());
-  const Layout pp_stride = MakeLayout(2, 2, 1, 4, 4, 1, "tp-cp-ep-pp-dp");  // edp 2 != dp 4
+  const Layout pp_stride = DegreesLayout(2, 2, 1, 4, 4, 1, "tp-cp-ep-pp-dp");  // edp 2 != dp 4
   CHECK_FALSE(PlaceGroups(pp_stride, topo).ok());
   CHECK_FALSE(BuildRankMap(pp_stride, topo.cluster()).ok());
-  const Layout too_big = MakeLayout(1, 8, 1, 4, 1, 8);  // 32 ranks on 16 GPUs
+  const Layout too_big = DegreesLayout(1, 8, 1, 4, 1, 8);  // 32 ranks on 16 GPUs
   CHECK_FALSE(PlaceGroups(too_big, topo).ok());
-  const Layout unknown = MakeLayout(1, 2, 1, 8, 2, 1, "tp-cp-xx-dp-pp");
+  const Layout unknown = DegreesLayout(1, 2, 1, 8, 2, 1, "tp-cp-xx-dp-pp");
   CHECK_FALSE(PlaceGroups(unknown, topo).ok());
 }
 
 // Orders Megatron accepts (each a distinct rank map).
-const std::vector<std::string> kOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
+const std::vector<std::string> kMegatronOrders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp", "tp-ep-cp-dp-pp",
                                           "cp-tp-ep-dp-pp", "tp-dp-cp-ep-pp", "ep-tp-cp-dp-pp"};
 
 TEST_CASE("PlaceGroups equals the rank map's worst groups (property, seeded)") {
@@ -173,7 +173,7 @@ TEST_CASE("PlaceGroups equals the rank map's worst groups (property, seeded)") {
   };
   const Case cases[] = {
       // 16 DGX nodes in SUs of 4 (the spine matters), worlds full and partial.
-      {Dgx(16, 4), {128, 64, 96, 48}},
+      {DgxSu(16, 4), {128, 64, 96, 48}},
       // 4 NVL72 racks in SUs of 18 nodes (one rack each) and 27 (SU boundaries
       // inside racks), 72-GPU domains that 2^k blocks do not fill.
       {Nvl72(4, 18), {288, 256, 128, 192, 144}},
@@ -181,16 +181,16 @@ TEST_CASE("PlaceGroups equals the rank map's worst groups (property, seeded)") {
       // SUs smaller than a domain (9 nodes = 36 GPUs: racks straddle SUs),
       // and DGX SUs of 3 nodes (no power of two anywhere).
       {Nvl72(4, 9), {288, 144, 96}},
-      {Dgx(24, 3), {192, 96, 144}},
+      {DgxSu(24, 3), {192, 96, 144}},
       // 64 DGX nodes, SUs of 8: periods smaller than the world.
-      {Dgx(64, 8), {512, 256, 384}},
+      {DgxSu(64, 8), {512, 256, 384}},
   };
   int checked = 0;
   for (const Case& c : cases) {
     const Topology topo = MustBuild(c.cluster);
     for (int world : c.worlds) {
       for (int trial = 0; trial < 40; ++trial) {
-        CheckAgainstRankMap(RandomLayout(world, kOrders, rng), topo);
+        CheckAgainstRankMap(RandomLayout(world, kMegatronOrders, rng), topo);
         ++checked;
       }
     }
@@ -200,13 +200,13 @@ TEST_CASE("PlaceGroups equals the rank map's worst groups (property, seeded)") {
 
 TEST_CASE("large groups on a large cluster: split offsets agree with the rank map") {
   // 2048 GPUs in 8 SUs: DP groups of 256 whose strides cross every period.
-  const Topology topo = MustBuild(Dgx(256, 32));
-  CheckAgainstRankMap(MakeLayout(8, 1, 1, 256, 8, 1), topo);
-  CheckAgainstRankMap(MakeLayout(8, 1, 1, 256, 8, 1, "tp-cp-ep-pp-dp"), topo);
-  CheckAgainstRankMap(MakeLayout(4, 2, 2, 128, 16, 1, kDefaultOrder, Placement::kPacked), topo);
-  CheckAgainstRankMap(MakeLayout(16, 4, 1, 32, 32, 1), topo);
-  CheckAgainstRankMap(MakeLayout(1, 1, 1, 2048, 64, 1), topo);
-  CheckAgainstRankMap(MakeLayout(2, 1, 8, 128, 16, 2, "tp-cp-ep-pp-dp"), topo);
+  const Topology topo = MustBuild(DgxSu(256, 32));
+  CheckAgainstRankMap(DegreesLayout(8, 1, 1, 256, 8, 1), topo);
+  CheckAgainstRankMap(DegreesLayout(8, 1, 1, 256, 8, 1, "tp-cp-ep-pp-dp"), topo);
+  CheckAgainstRankMap(DegreesLayout(4, 2, 2, 128, 16, 1, kDefaultOrder, Placement::kPacked), topo);
+  CheckAgainstRankMap(DegreesLayout(16, 4, 1, 32, 32, 1), topo);
+  CheckAgainstRankMap(DegreesLayout(1, 1, 1, 2048, 64, 1), topo);
+  CheckAgainstRankMap(DegreesLayout(2, 1, 8, 128, 16, 2, "tp-cp-ep-pp-dp"), topo);
 }
 
 }  // namespace

@@ -12,16 +12,16 @@ namespace foldplan {
 namespace {
 
 using testing::MakeLayout;
-ClusterSpec Dgx(int nodes) { return testing::MakeCluster(nodes); }
+ClusterSpec DgxNodes(int nodes) { return testing::MakeCluster(nodes); }
 
-RankMap Build(const Layout& l) {
-  Result<RankMap> map = BuildRankMap(l, Dgx(2));
+RankMap BuildMap(const Layout& l) {
+  Result<RankMap> map = BuildRankMap(l, DgxNodes(2));
   REQUIRE_MESSAGE(map.ok(), map.status().message());
   return std::move(map).value();
 }
 
 TEST_CASE("rankmap: worked example 1, tp2 cp2 pp2 ep4 etp1, order tp-cp-ep-dp-pp") {
-  const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1));
+  const RankMap m = BuildMap(MakeLayout(16, 2, 2, 2, 4, 1));
   CHECK(m.layout().dp == 2);
   CHECK(m.layout().edp == 2);
   CHECK(m.groups(GroupKind::kTp) ==
@@ -60,7 +60,7 @@ TEST_CASE("rankmap: worked example 1, tp2 cp2 pp2 ep4 etp1, order tp-cp-ep-dp-pp
 }
 
 TEST_CASE("rankmap: worked example 2, same sizes, order tp-cp-ep-pp-dp") {
-  const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1, kPpDpOrder));
+  const RankMap m = BuildMap(MakeLayout(16, 2, 2, 2, 4, 1, kPpDpOrder));
   CHECK(m.groups(GroupKind::kPp) ==
         Groups{{0, 4}, {1, 5}, {2, 6}, {3, 7}, {8, 12}, {9, 13}, {10, 14}, {11, 15}});
   CHECK(m.groups(GroupKind::kDp) ==
@@ -79,7 +79,7 @@ TEST_CASE("rankmap: worked example 2, same sizes, order tp-cp-ep-pp-dp") {
 }
 
 TEST_CASE("rankmap: worked example 3, tp4 dp4, ep4 etp2 edp2") {
-  const RankMap m = Build(MakeLayout(16, 4, 1, 1, 4, 2));
+  const RankMap m = BuildMap(MakeLayout(16, 4, 1, 1, 4, 2));
   CHECK(m.groups(GroupKind::kTp) == Groups{{0, 1, 2, 3}, {4, 5, 6, 7}, {8, 9, 10, 11}, {12, 13, 14, 15}});
   CHECK(m.groups(GroupKind::kEtp) ==
         Groups{{0, 1}, {2, 3}, {4, 5}, {6, 7}, {8, 9}, {10, 11}, {12, 13}, {14, 15}});
@@ -150,7 +150,7 @@ TEST_CASE("rank generator: order-string errors") {
 }
 
 TEST_CASE("rankmap: order errors reach BuildRankMap as errors") {
-  ClusterSpec cluster = Dgx(2);
+  ClusterSpec cluster = DgxNodes(2);
   SUBCASE("unknown token names the view") {
     Result<RankMap> m = BuildRankMap(MakeLayout(16, 2, 2, 2, 4, 1, "tp-cp-ep-dp-qq"), cluster);
     REQUIRE_FALSE(m.ok());
@@ -176,12 +176,12 @@ TEST_CASE("rankmap: order errors reach BuildRankMap as errors") {
     CHECK(m.status().message().find("pp*etp*ep*edp = 2*1*4*4 = 32 != world 16") != std::string::npos);
   }
   SUBCASE("world larger than the cluster") {
-    Result<RankMap> m = BuildRankMap(MakeLayout(32, 2, 2, 2, 4, 1), Dgx(1));
+    Result<RankMap> m = BuildRankMap(MakeLayout(32, 2, 2, 2, 4, 1), DgxNodes(1));
     REQUIRE_FALSE(m.ok());
     CHECK(m.status().message().find("world 32 ranks > 8 GPUs") != std::string::npos);
   }
   SUBCASE("world smaller than the cluster leaves GPUs idle") {
-    Result<RankMap> m = BuildRankMap(MakeLayout(16, 2, 2, 2, 4, 1), Dgx(4));
+    Result<RankMap> m = BuildRankMap(MakeLayout(16, 2, 2, 2, 4, 1), DgxNodes(4));
     REQUIRE(m.ok());
     CHECK(m->idle_gpus() == 16);
   }

@@ -12,7 +12,7 @@ namespace foldplan {
 namespace {
 
 // GB200 NVL72-like: racks of 18 nodes x 4 GPUs share one NVLink domain.
-ClusterSpec Nvl72(int racks) {
+ClusterSpec Nvl72Racks(int racks) {
   ClusterSpec c;
   c.name = "test-nvl72";
   c.nodes = 18 * racks;
@@ -35,7 +35,7 @@ Layout Ep64(Placement placement) {
 }
 
 TEST_CASE("placement: NVL72, EP 64 linear straddles two racks") {
-  Result<RankMap> m = BuildRankMap(Ep64(Placement::kLinear), Nvl72(2));
+  Result<RankMap> m = BuildRankMap(Ep64(Placement::kLinear), Nvl72Racks(2));
   REQUIRE_MESSAGE(m.ok(), m.status().message());
   CHECK(m->idle_gpus() == 16);
   const std::vector<Straddle> straddles = m->Straddles();
@@ -56,7 +56,7 @@ TEST_CASE("placement: NVL72, EP 64 linear straddles two racks") {
 }
 
 TEST_CASE("placement: NVL72, EP 64 packed leaves 8 GPUs idle per rack and straddles nothing") {
-  Result<RankMap> m = BuildRankMap(Ep64(Placement::kPacked), Nvl72(2));
+  Result<RankMap> m = BuildRankMap(Ep64(Placement::kPacked), Nvl72Racks(2));
   REQUIRE_MESSAGE(m.ok(), m.status().message());
   CHECK(HeavyBlockRanks(*m) == 64);
   CHECK(m->Straddles().empty());
@@ -79,9 +79,9 @@ TEST_CASE("placement: packing that needs more racks than the cluster has is an e
   Layout l = Ep64(Placement::kLinear);
   l.world = l.dp = 576;
   l.edp = 9;
-  CHECK(BuildRankMap(l, Nvl72(8)).ok());
+  CHECK(BuildRankMap(l, Nvl72Racks(8)).ok());
   l.placement = Placement::kPacked;
-  Result<RankMap> m = BuildRankMap(l, Nvl72(8));
+  Result<RankMap> m = BuildRankMap(l, Nvl72Racks(8));
   REQUIRE_FALSE(m.ok());
   CHECK(m.status().message().find("packed placement needs 648 GPUs") != std::string::npos);
 }

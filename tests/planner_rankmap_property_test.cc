@@ -16,7 +16,7 @@
 namespace foldplan {
 namespace {
 
-ClusterSpec Dgx(int gpus) {
+ClusterSpec DgxGpus(int gpus) {
   ClusterSpec c;
   c.name = "test-dgx";
   c.gpus_per_node = 8;
@@ -172,7 +172,7 @@ TEST_CASE("rankmap property: random layouts, both Megatron orders and random ord
     // Megatron refuses exactly when the views' pp strides differ (and pp > 1).
     const bool pp_groups_differ = l.pp > 1 && StrideOf(l.order, "pp", l.tp, l.cp, 1, l.dp, l.pp) !=
                                                   StrideOf(l.order, "pp", l.etp, 1, l.ep, l.edp, l.pp);
-    Result<RankMap> m = BuildRankMap(l, Dgx(l.world));
+    Result<RankMap> m = BuildRankMap(l, DgxGpus(l.world));
     if (pp_groups_differ) {
       REQUIRE_FALSE(m.ok());
       CHECK(m.status().message().find("different pipeline groups") != std::string::npos);
@@ -199,7 +199,7 @@ TEST_CASE("rankmap: hand-computed coordinates for the default order") {
   l.ep = 3;
   l.etp = 2;
   l.edp = 2;
-  Result<RankMap> m = BuildRankMap(l, Dgx(24));
+  Result<RankMap> m = BuildRankMap(l, DgxGpus(24));
   REQUIRE_MESSAGE(m.ok(), m.status().message());
   for (int p = 0; p < 2; ++p)
     for (int d = 0; d < 2; ++d)
@@ -234,7 +234,7 @@ TEST_CASE("rankmap: 16,384 ranks build in milliseconds") {
   l.ep = 64;
   l.etp = 1;
   l.edp = 16;
-  const ClusterSpec cluster = Dgx(16384);
+  const ClusterSpec cluster = DgxGpus(16384);
   const auto start = std::chrono::steady_clock::now();
   Result<RankMap> m = BuildRankMap(l, cluster);
   const auto built = std::chrono::steady_clock::now();

@@ -141,7 +141,7 @@ struct Draw {
   }
 };
 
-struct Case {
+struct ReferenceCase {
   ClusterSpec cluster;
   ModelSpec model;
   JobSpec job;
@@ -149,9 +149,9 @@ struct Case {
   SearchOptions options;
 };
 
-Case RandomCase(uint64_t seed) {
+ReferenceCase RandomCase(uint64_t seed) {
   Draw d{seed};
-  Case c;
+  ReferenceCase c;
   const int gpus_per_node = d.Coin() ? 8 : 4;
   const int domain = gpus_per_node * (1 + d.Below(2));  // one or two nodes per NVLink domain
   c.cluster = MakeCluster(1 << d.Below(4), gpus_per_node, domain);
@@ -227,7 +227,7 @@ TEST_CASE("the streaming search equals enumerate-all-then-score-all on random jo
   uint64_t reported_pruned = 0;
   for (uint64_t seed = 1; seed <= kSeeds; ++seed) {
     CAPTURE(seed);
-    Case c = RandomCase(seed);
+    ReferenceCase c = RandomCase(seed);
     const LegalityContext ctx{&c.cluster, &c.model, &c.job};
     c.options.pins = &c.pins;
     const SearchResult want = ReferenceSearch(ctx, scorer, c.options);
@@ -260,7 +260,7 @@ TEST_CASE("the streaming search equals enumerate-all-then-score-all on random jo
 TEST_CASE("work items run in any order on one enumerator count and visit what EnumerateLayouts does") {
   for (uint64_t seed = 1; seed <= 40; ++seed) {
     CAPTURE(seed);
-    Case c = RandomCase(seed);
+    ReferenceCase c = RandomCase(seed);
     const LegalityContext ctx{&c.cluster, &c.model, &c.job};
     EnumerateOptions all_options;
     all_options.pins = &c.pins;
@@ -287,7 +287,7 @@ TEST_CASE("a work item walked a family at a time has the layouts, order and coun
   int families = 0, multi_arrangement = 0, hybrid_split = 0;
   for (uint64_t seed = 1; seed <= 60; ++seed) {
     CAPTURE(seed);
-    Case c = RandomCase(seed);
+    ReferenceCase c = RandomCase(seed);
     const LegalityContext ctx{&c.cluster, &c.model, &c.job};
     LayoutEnumerator by_layout(ctx, &c.pins);
     LayoutEnumerator by_family(ctx, &c.pins);

@@ -14,6 +14,7 @@
 
 #include "fixtures.h"
 #include "planner/search.h"
+#include "under_sanitizer.h"
 
 using namespace foldplan;
 using namespace foldplan::testing;
@@ -91,18 +92,8 @@ TEST_CASE("progress is reported and reaches 1") {
 
 // Under AddressSanitizer a capped address space fails ASan's own mappings
 // (each thread's fake stack) before pthread_create can, and that is fatal
-// by design; the Release suite runs this test, the sanitized one skips it.
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kUnderAsan = true;
-#else
-constexpr bool kUnderAsan = false;
-#endif
-#else
-constexpr bool kUnderAsan = false;
-#endif
+// by design; the Release suite runs this test, the sanitized one skips it
+// (kUnderAsan, under_sanitizer.h).
 
 // Issue 9: --threads 100000 aborted on an uncaught std::system_error. The
 // threads are held to kMaxSearchThreads, and a thread the system refuses is

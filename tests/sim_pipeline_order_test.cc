@@ -333,7 +333,7 @@ namespace {
 
 // Uniform stages as the cost model sees them: pp ranks of one block whose
 // micro-batch is vpp chunks of F, B (input grad) and W, no communication.
-StepWork UniformWork(PipelineSchedule s, int pp, int vpp, long long m, const Durations& d) {
+StepWork UniformStepWork(PipelineSchedule s, int pp, int vpp, long long m, const Durations& d) {
   StepWork w;
   w.schedule = s;
   w.pp = pp;
@@ -375,10 +375,10 @@ TEST_CASE("the cost model's bubble is the replay's on uniform stages; DualPipeV'
           CAPTURE(std::string(Name(c.schedule)));
           const PipelineOrder o = Build(c.schedule, pp, c.vpp, m);
           const double replayed = Run(o, o.split_backward ? d : whole).step_s - m * c.vpp * t_c;
-          CHECK(SchedulePipeline(UniformWork(c.schedule, pp, c.vpp, m, d)).bubble_s == doctest::Approx(replayed));
+          CHECK(SchedulePipeline(UniformStepWork(c.schedule, pp, c.vpp, m, d)).bubble_s == doctest::Approx(replayed));
         }
         const double replayed = Run(Build(PipelineSchedule::kDualPipeV, pp, 2, m), d).step_s - m * 2 * t_c;
-        const double model = SchedulePipeline(UniformWork(PipelineSchedule::kDualPipeV, pp, 2, m, d)).bubble_s;
+        const double model = SchedulePipeline(UniformStepWork(PipelineSchedule::kDualPipeV, pp, 2, m, d)).bubble_s;
         CHECK(model >= replayed - 1e-9);
         CHECK(model <= replayed + 0.6 * t_c);
       }

@@ -1,11 +1,15 @@
-// How many times `what` occurs in `text`, without overlaps: the count the
-// tests assert of rendered output (cells in a page, lines in a report).
+// Occurrences of a string in rendered output: whether `what` occurs in
+// `text`, and how many times, without overlaps (the count the tests assert
+// of cells in a page, lines in a report).
 #pragma once
 
 #include <cstddef>
 #include <string_view>
 
 namespace foldplan::testing {
+
+// Whether `what` occurs in `text`.
+inline bool Contains(std::string_view text, std::string_view what) { return text.find(what) != std::string_view::npos; }
 
 inline std::size_t Count(std::string_view text, std::string_view what) {
   std::size_t n = 0;

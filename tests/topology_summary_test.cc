@@ -5,18 +5,16 @@
 #include <nlohmann/json.hpp>
 
 #include "topology/topology.h"
+#include "text_count.h"
 #include "topology_fixtures.h"
 
 namespace foldplan {
 namespace {
 
+using testing::Contains;
 using testing::DgxH100;
 using testing::MustBuild;
 using testing::Nvl72;
-
-bool Contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 TEST_CASE("text summary, two scalable units") {
   ClusterSpec cluster = DgxH100(16, /*su_nodes=*/8, /*spine_oversubscription=*/2);
