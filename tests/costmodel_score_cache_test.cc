@@ -264,7 +264,7 @@ TEST_CASE("the family's step-time bound is below each member's, and its own unde
   std::map<PipelineSchedule, size_t> compared;
   size_t equal = 0;
   for (int trial = 0; trial < 24; ++trial) {
-    Case c = RandomCase(d);
+    ScoreCase c = RandomCase(d);
     c.job.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
                                 PipelineSchedule::kZeroBubbleH1, PipelineSchedule::kDualPipeV,
                                 PipelineSchedule::kGPipe};
