@@ -27,6 +27,26 @@ const char* Name(CommKind kind) {
   return "?";
 }
 
+bool Reruns(Rerun block, const Recompute& recompute) {
+  switch (block) {
+    case Rerun::kNever: return false;
+    case Rerun::kLayer: return recompute.full();
+    case Rerun::kCoreAttention: return recompute.has(RecomputeModule::kCoreAttn);
+    case Rerun::kDenseMlp: return recompute.has(RecomputeModule::kMlp);
+    case Rerun::kMoe: return recompute.has(RecomputeModule::kMoe);
+    case Rerun::kSharedExperts:
+      return recompute.has(RecomputeModule::kMoe) || recompute.has(RecomputeModule::kSharedExperts);
+  }
+  return false;
+}
+
+void AddRecomputeCalls(const Recompute& recompute, std::vector<CommOp>* ops) {
+  if (recompute.none()) return;
+  for (CommOp& op : *ops) {
+    if (Reruns(op.rerun, recompute)) op.calls_bwd += op.rerun_calls;
+  }
+}
+
 RecipeVariant CommFloorVariant(const RecipeVariant& v) {
   RecipeVariant least = v;
   least.recompute = Recompute::None();
@@ -80,18 +100,22 @@ constexpr double kTopkIndexBytes = 8;     // int64 topk_idx, sent with every dis
 constexpr double kTopkWeightBytes = kFp32Bytes;  // fp32 topk_weights, likewise
 
 // Appends ops, timing each on its group's worst-case span; skips ops that
-// move nothing (a one-rank group, zero bytes, no calls). Returns the op
-// appended (valid until the next Add), or null.
+// move nothing (a one-rank group, zero bytes, no calls under any recompute
+// set, so that recomputation never changes which ops a plan holds).
+// `calls_bwd` is without recomputation: the op adds `rerun_calls` to it
+// where the layout's recompute set reruns `rerun` (AddRecomputeCalls).
+// Returns the op appended (valid until the next Add), or null.
 class PlanBuilder {
  public:
-  PlanBuilder(const LayoutPlacement& placement, const CommParams& params, std::vector<CommOp>& out,
-              CollectiveTimeMemo* memo)
-      : placement_(placement), params_(params), out_(out), memo_(memo) {}
+  PlanBuilder(const LayoutPlacement& placement, const CommParams& params, const Recompute& recompute,
+              std::vector<CommOp>& out, CollectiveTimeMemo* memo)
+      : placement_(placement), params_(params), recompute_(recompute), out_(out), memo_(memo) {}
 
   CommOp* Add(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
-              CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable) {
+              CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable,
+              Rerun rerun = Rerun::kNever, double rerun_calls = 0) {
     const GroupPlacement& g = placement_.of(group);
-    if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
+    if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd + rerun_calls <= 0) return nullptr;
     const int key = static_cast<int>(collective);
     const CollectiveTimeMemo::Value* known = memo_ ? memo_->Find(group, key, bytes, 0) : nullptr;
     if (!known) {
@@ -100,17 +124,17 @@ class PlanBuilder {
                 RankTrafficOf(collective, bytes, g.span)};
       });
     }
-    return Push(kind, name, group, collective, bytes, 0, scope, calls_fwd, calls_bwd, overlappable, known->cost,
-                known->traffic);
+    return Push(kind, name, group, collective, bytes, 0, scope, calls_fwd, calls_bwd, rerun, rerun_calls,
+                overlappable, known->cost, known->traffic);
   }
 
   // A flex dispatcher op: `network_bytes` through the NIC and
   // `nvlink_bytes` over NVLink, concurrently (ForwardedAllToAllTime).
   CommOp* AddForwarded(const char* name, GroupKind group, double nvlink_bytes, double network_bytes,
-                       CommOp::Scope scope, double calls_fwd, double calls_bwd) {
+                       CommOp::Scope scope, double calls_fwd, double calls_bwd, Rerun rerun, double rerun_calls) {
     const GroupPlacement& g = placement_.of(group);
     const double bytes = nvlink_bytes + network_bytes;
-    if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd <= 0) return nullptr;
+    if (g.size < 2 || !(bytes > 0) || calls_fwd + calls_bwd + rerun_calls <= 0) return nullptr;
     const int key = CollectiveTimeMemo::kForwarded;
     const CollectiveTimeMemo::Value* known = memo_ ? memo_->Find(group, key, nvlink_bytes, network_bytes) : nullptr;
     if (!known) {
@@ -122,7 +146,7 @@ class PlanBuilder {
     // model costs them all at the spine's rate when the group crosses it.
     const RankTraffic traffic{nvlink_bytes, network_bytes, g.span.crosses_spine ? network_bytes : 0};
     return Push(CommKind::kExpertParallel, name, group, Collective::kAllToAll, bytes, network_bytes, scope,
-                calls_fwd, calls_bwd, false, known->cost, traffic);
+                calls_fwd, calls_bwd, rerun, rerun_calls, false, known->cost, traffic);
   }
 
   const GroupPlacement& of(GroupKind group) const { return placement_.of(group); }
@@ -137,8 +161,9 @@ class PlanBuilder {
   // Every field given: a value-initialised op would be zeroed first (GCC
   // clears it with rep stos, which is slow to start, once per op).
   CommOp* Push(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
-               double network_bytes, CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable,
-               const CollectiveCost& cost, const RankTraffic& traffic) {
+               double network_bytes, CommOp::Scope scope, double calls_fwd, double calls_bwd, Rerun rerun,
+               double rerun_calls, bool overlappable, const CollectiveCost& cost, const RankTraffic& traffic) {
+    const bool again = Reruns(rerun, recompute_);
     return &out_.emplace_back(CommOp{.kind = kind,
                                      .name = name,
                                      .group = group,
@@ -147,7 +172,9 @@ class PlanBuilder {
                                      .network_bytes = network_bytes,
                                      .scope = scope,
                                      .calls_fwd = calls_fwd,
-                                     .calls_bwd = calls_bwd,
+                                     .calls_bwd = again ? calls_bwd + rerun_calls : calls_bwd,
+                                     .rerun = rerun,
+                                     .rerun_calls = rerun_calls,
                                      .seconds_per_call = cost.seconds,
                                      .algorithm = cost.algorithm,
                                      .overlappable = overlappable,
@@ -174,6 +201,7 @@ class PlanBuilder {
 
   const LayoutPlacement& placement_;
   const CommParams& params_;
+  const Recompute recompute_;
   std::vector<CommOp>& out_;
   CollectiveTimeMemo* memo_;  // null: time every op
   CollectiveTimeMemo::Value timed_;
@@ -200,21 +228,6 @@ struct Volumes {
   bool dense_layers;
   bool moe_layers;
 
-  // Extra forward calls the backward pass repeats (0 or 1), by what the
-  // recompute set reruns (Recompute::has is true for every module under
-  // full recomputation):
-  double again(RecomputeModule m) const { return layout.recompute.has(m) ? 1 : 0; }
-  // the whole layer: its attention block's TP traffic (full only);
-  double recompute_layer() const { return layout.recompute.full() ? 1 : 0; }
-  // core attention, where Transformer Engine's CP communicates;
-  double recompute_attention() const { return again(RecomputeModule::kCoreAttn); }
-  // the dense MLP (`mlp`, which Megatron applies to dense layers only);
-  double recompute_mlp() const { return again(RecomputeModule::kMlp); }
-  // the MoE layer (`moe`): router, dispatch, experts, combine and the
-  // shared experts, all inside one checkpoint;
-  double recompute_moe() const { return again(RecomputeModule::kMoe); }
-  // the shared experts (`shared_experts`, or inside `moe`).
-  double recompute_shared() const { return std::max(recompute_moe(), again(RecomputeModule::kSharedExperts)); }
 };
 
 // TP with sequence parallelism, per block (attention; dense MLP; shared
@@ -235,24 +248,23 @@ void AddTensorParallel(const Volumes& v, PlanBuilder& plan) {
     const char* reducescatter;
     const char* regather;
     bool present;
-    double again;
+    Rerun rerun;  // its forward pair repeats when this block is recomputed
   };
   const ModelSpec& m = v.model;
   const bool shared_experts = m.is_moe() && m.moe->shared_experts > 0;
   const Block blocks[] = {
-      {CommOp::kPerLayer, "tp_attn_allgather", "tp_attn_reducescatter", "tp_attn_regather", true,
-       v.recompute_layer()},
+      {CommOp::kPerLayer, "tp_attn_allgather", "tp_attn_reducescatter", "tp_attn_regather", true, Rerun::kLayer},
       {CommOp::kPerDenseLayer, "tp_mlp_allgather", "tp_mlp_reducescatter", "tp_mlp_regather", v.dense_layers,
-       v.recompute_mlp()},
+       Rerun::kDenseMlp},
       {CommOp::kPerMoeLayer, "tp_shared_allgather", "tp_shared_reducescatter", "tp_shared_regather",
-       shared_experts, v.recompute_shared()},
+       shared_experts, Rerun::kSharedExperts},
   };
   for (const Block& b : blocks) {
     if (!b.present) continue;
-    plan.Add(CommKind::kTensorParallel, b.allgather, GroupKind::kTp, Collective::kAllGather, bytes, b.scope, 1,
-             1 + b.again, overlap);
+    plan.Add(CommKind::kTensorParallel, b.allgather, GroupKind::kTp, Collective::kAllGather, bytes, b.scope, 1, 1,
+             overlap, b.rerun, 1);
     plan.Add(CommKind::kTensorParallel, b.reducescatter, GroupKind::kTp, Collective::kReduceScatter, bytes,
-             b.scope, 1, 1 + b.again, overlap);
+             b.scope, 1, 1, overlap, b.rerun, 1);
     plan.Add(CommKind::kTensorParallel, b.regather, GroupKind::kTp, Collective::kAllGather, bytes, b.scope, 0,
              1, true);
   }
@@ -272,15 +284,15 @@ void AddUlysses(const Volumes& v, PlanBuilder& plan) {
   double kv_heads = double(m.kv_heads) / l.tp;
   if (kv_heads < l.cp && v.job.ulysses_kv_replication) kv_heads = l.cp;
   const double per_head = v.tokens_cp * kActivationBytes;
-  const double bwd = 1 + v.recompute_attention();
+  const auto rerun = Rerun::kCoreAttention;
   plan.Add(CommKind::kContextParallel, "cp_ulysses_q", GroupKind::kCp, Collective::kAllToAll,
-           per_head * heads * qk_dim, CommOp::kPerLayer, 1, bwd, false);
+           per_head * heads * qk_dim, CommOp::kPerLayer, 1, 1, false, rerun, 1);
   plan.Add(CommKind::kContextParallel, "cp_ulysses_k", GroupKind::kCp, Collective::kAllToAll,
-           per_head * kv_heads * qk_dim, CommOp::kPerLayer, 1, bwd, false);
+           per_head * kv_heads * qk_dim, CommOp::kPerLayer, 1, 1, false, rerun, 1);
   plan.Add(CommKind::kContextParallel, "cp_ulysses_v", GroupKind::kCp, Collective::kAllToAll,
-           per_head * kv_heads * v_dim, CommOp::kPerLayer, 1, bwd, false);
+           per_head * kv_heads * v_dim, CommOp::kPerLayer, 1, 1, false, rerun, 1);
   plan.Add(CommKind::kContextParallel, "cp_ulysses_out", GroupKind::kCp, Collective::kAllToAll,
-           per_head * heads * v_dim, CommOp::kPerLayer, 1, bwd, false);
+           per_head * heads * v_dim, CommOp::kPerLayer, 1, 1, false, rerun, 1);
 }
 
 // Ring attention: CP-1 steps, each passing this rank's K and V block
@@ -293,7 +305,7 @@ void AddRingAttention(const Volumes& v, PlanBuilder& plan) {
   const double block = v.tokens_cp * double(m.kv_heads) / l.tp * (m.head_dim + m.v_head_dim()) * kActivationBytes;
   const double steps = l.cp - 1;
   plan.Add(CommKind::kContextParallel, "cp_ring_kv", GroupKind::kCp, Collective::kSendRecv, block,
-           CommOp::kPerLayer, steps, 2 * steps + steps * v.recompute_attention(), true);
+           CommOp::kPerLayer, steps, 2 * steps, true, Rerun::kCoreAttention, steps);
 }
 
 // EP overlap (--overlap-moe-expert-parallel-comm): the dispatch and combine
@@ -308,29 +320,29 @@ void AddAllToAllDispatcher(const Volumes& v, PlanBuilder& plan) {
   const MoeSpec& e = *v.model.moe;
   const Layout& l = v.layout;
   const double rows = v.tokens * e.top_k * ExpertLoadFactor(v.job, v.layout.ep);  // the busiest rank's rows
-  const double again = v.recompute_moe();
+  const auto rerun = Rerun::kMoe;  // the forward calls recomputing the MoE layer repeats
   const auto kind = CommKind::kExpertParallel;
   const auto scope = CommOp::kPerMoeLayer;
   // Token counts per expert, all-gathered over TP x EP before the splits
   // are known (a device-to-host sync follows; not modelled). Stays exposed
   // under EP overlap: the host waits for it.
   plan.Add(kind, "moe_token_counts", GroupKind::kTpEp, Collective::kAllGather,
-           double(l.etp) * l.ep * e.experts * kCountBytes, scope, 1, again, false);
+           double(l.etp) * l.ep * e.experts * kCountBytes, scope, 1, 0, false, rerun, 1);
   MarkEpOverlap(v, plan.Add(kind, "moe_dispatch", GroupKind::kEp, Collective::kAllToAll,
-                            rows * v.hidden * kActivationBytes, scope, 1, 1 + again, false));
+                            rows * v.hidden * kActivationBytes, scope, 1, 1, false, rerun, 1));
   MarkEpOverlap(v, plan.Add(kind, "moe_dispatch_probs", GroupKind::kEp, Collective::kAllToAll, rows * kProbBytes,
-                            scope, 1, 1 + again, false));
+                            scope, 1, 1, false, rerun, 1));
   MarkEpOverlap(v, plan.Add(kind, "moe_combine", GroupKind::kEp, Collective::kAllToAll,
-                            rows * v.hidden * kActivationBytes, scope, 1, 1 + again, false));
+                            rows * v.hidden * kActivationBytes, scope, 1, 1, false, rerun, 1));
   // ETP: all-gather-v of the received rows (hidden + prob), reduce-scatter-v
   // of the expert output in the probs dtype; backward swaps them. They run
   // in the experts' part of the layer, on the compute stream, under EP
   // overlap too.
   const double etp = l.etp;
   plan.Add(kind, "moe_etp_allgather", GroupKind::kEtp, Collective::kAllGather,
-           etp * rows * (v.hidden * kActivationBytes + kProbBytes), scope, 1, again, false);
+           etp * rows * (v.hidden * kActivationBytes + kProbBytes), scope, 1, 0, false, rerun, 1);
   plan.Add(kind, "moe_etp_reducescatter", GroupKind::kEtp, Collective::kReduceScatter,
-           etp * rows * v.hidden * kProbBytes, scope, 1, again, false);
+           etp * rows * v.hidden * kProbBytes, scope, 1, 0, false, rerun, 1);
   plan.Add(kind, "moe_etp_allgather_grad", GroupKind::kEtp, Collective::kReduceScatter,
            etp * rows * (v.hidden * kActivationBytes + kProbBytes), scope, 0, 1, false);
   plan.Add(kind, "moe_etp_reducescatter_grad", GroupKind::kEtp, Collective::kAllGather,
@@ -344,15 +356,15 @@ void AddAllToAllDispatcher(const Volumes& v, PlanBuilder& plan) {
 void AddAllGatherDispatcher(const Volumes& v, PlanBuilder& plan) {
   const MoeSpec& e = *v.model.moe;
   const double n = double(v.layout.etp) * v.layout.ep;
-  const double again = v.recompute_moe();
+  const auto rerun = Rerun::kMoe;  // the forward calls recomputing the MoE layer repeats
   const double hidden = n * v.tokens * v.hidden * kActivationBytes;
   const double routing = n * v.tokens * e.experts * (1 + kProbBytes);
   const auto kind = CommKind::kExpertParallel;
   const auto scope = CommOp::kPerMoeLayer;
   plan.Add(kind, "moe_allgather_tokens", GroupKind::kTpEp, Collective::kAllGather, hidden + routing, scope, 1,
-           again, false);
-  plan.Add(kind, "moe_reducescatter_tokens", GroupKind::kTpEp, Collective::kReduceScatter, hidden, scope, 1, again,
-           false);
+           0, false, rerun, 1);
+  plan.Add(kind, "moe_reducescatter_tokens", GroupKind::kTpEp, Collective::kReduceScatter, hidden, scope, 1, 0,
+           false, rerun, 1);
   plan.Add(kind, "moe_allgather_tokens_grad", GroupKind::kTpEp, Collective::kReduceScatter,
            hidden + n * v.tokens * e.experts * kProbBytes, scope, 0, 1, false);
   plan.Add(kind, "moe_reducescatter_tokens_grad", GroupKind::kTpEp, Collective::kAllGather, hidden, scope, 0, 1,
@@ -380,7 +392,7 @@ void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& pl
   const Layout& l = v.layout;
   const FlexTokenCopies copies = plan.FlexCopies(e.experts, e.top_k, l.ep, l.etp, GroupKind::kTpEp);
   const double rows = v.tokens * ExpertLoadFactor(v.job, v.layout.ep);
-  const double again = v.recompute_moe();
+  const auto rerun = Rerun::kMoe;  // the forward calls recomputing the MoE layer repeats
   const int sms = l.dispatcher == Dispatcher::kHybridEP ? ctx.job->hybridep_sms : ctx.job->deepep_sms;
   const double topk = e.top_k * (kTopkIndexBytes + kTopkWeightBytes);
   const double token_bf16 = v.hidden * kActivationBytes;
@@ -389,23 +401,24 @@ void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& pl
   const auto scope = CommOp::kPerMoeLayer;
   const double n = double(l.etp) * l.ep;
   if (CommOp* op = plan.Add(CommKind::kExpertParallel, "moe_flex_notify", GroupKind::kTpEp, Collective::kAllToAll,
-                            (n + double(e.experts) * l.etp) * kFlexCountBytes, scope, 1, again, false)) {
+                            (n + double(e.experts) * l.etp) * kFlexCountBytes, scope, 1, 0, false, rerun, 1)) {
     op->sms = sms;
   }
   struct Part {
     const char* name;
     double copy_bytes;
-    double calls_fwd, calls_bwd;
+    double calls_fwd, calls_bwd, rerun_calls;
   };
   const Part parts[] = {
-      {"moe_flex_dispatch", token_dispatch + topk, 1, again},
-      {"moe_flex_combine", token_bf16, 1, again},
-      {"moe_flex_dispatch_grad", token_bf16, 0, 1},         // the combine's backward
-      {"moe_flex_combine_grad", token_bf16 + e.top_k * kTopkWeightBytes, 0, 1},  // the dispatch's backward
+      {"moe_flex_dispatch", token_dispatch + topk, 1, 0, 1},
+      {"moe_flex_combine", token_bf16, 1, 0, 1},
+      {"moe_flex_dispatch_grad", token_bf16, 0, 1, 0},         // the combine's backward
+      {"moe_flex_combine_grad", token_bf16 + e.top_k * kTopkWeightBytes, 0, 1, 0},  // the dispatch's backward
   };
   for (const Part& p : parts) {
     CommOp* op = plan.AddForwarded(p.name, GroupKind::kTpEp, rows * copies.nvlink * p.copy_bytes,
-                                   rows * copies.network * p.copy_bytes, scope, p.calls_fwd, p.calls_bwd);
+                                   rows * copies.network * p.copy_bytes, scope, p.calls_fwd, p.calls_bwd, rerun,
+                                   p.rerun_calls);
     if (!op) continue;
     op->sms = sms;
     MarkEpOverlap(v, op);
@@ -653,7 +666,7 @@ void BuildPlan(const Layout& layout, const CostContext& ctx, const LayoutPlaceme
   // experts), 4 Ulysses, 8 for the all-to-all dispatcher with ETP, 1
   // pipeline, 10 FSDP.
   ops.reserve(32);
-  PlanBuilder plan(placement, *ctx.comm, ops, memo);
+  PlanBuilder plan(placement, *ctx.comm, layout.recompute, ops, memo);
   const Volumes v(layout, *ctx.model, *ctx.job);
 
   AddTensorParallel(v, plan);

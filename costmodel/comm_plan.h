@@ -39,6 +39,17 @@ enum class CommKind {
 };
 const char* Name(CommKind kind);  // "tp", "cp", "ep", "pp", "dp"
 
+// The block whose recomputation makes the backward pass repeat an op's
+// forward calls: the whole layer (full recomputation only), core attention
+// (where Transformer Engine's CP communicates), the dense MLP (`mlp`,
+// dense layers only), the MoE layer (`moe`: router, dispatch, experts,
+// combine and shared experts in one checkpoint), the shared experts
+// (`shared_experts`, or inside `moe`).
+enum class Rerun : uint8_t { kNever, kLayer, kCoreAttention, kDenseMlp, kMoe, kSharedExperts };
+// Whether `recompute` reruns that block (Recompute::has is true for every
+// module under full recomputation).
+bool Reruns(Rerun block, const Recompute& recompute);
+
 struct CommOp {
   CommKind kind = CommKind::kTensorParallel;
   const char* name = "";        // "tp_attn_allgather", "moe_dispatch", ... (static)
@@ -68,6 +79,10 @@ struct CommOp {
   // micro-batch, so they are per-layer ops, not kPerStep.
   double calls_fwd = 0;
   double calls_bwd = 0;
+  // Of calls_bwd, the forward calls the backward repeats because the
+  // layout's recompute set reruns `rerun` (0 when it does not; WithRecompute).
+  Rerun rerun = Rerun::kNever;
+  double rerun_calls = 0;
   // CollectiveTime (flex ops: ForwardedAllToAllTime) on the group's
   // worst-case span, and the algorithm it chose.
   double seconds_per_call = 0;
@@ -119,6 +134,17 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
 // communication reads (CostModel::ScoreFamily);
 // tests/costmodel_score_cache_test.cc holds the claim to the builders below.
 RecipeVariant CommFloorVariant(const RecipeVariant& v);
+
+// `ops`, the plan of a layout without recomputation (BuildCommPlan), made
+// the plan of the same layout under `recompute` on the same placement: each
+// op's calls_bwd grows by its rerun_calls where `recompute` reruns its
+// block. Recomputation changes nothing else of a plan (no op's group,
+// collective, bytes or presence), so this equals BuildCommPlan of the
+// layout with `recompute`, op by op and bit for bit (every count is a
+// small whole number); tests/costmodel_comm_plan_test.cc holds it to that.
+// What lets a search plan an arrangement once for all its recompute modes
+// (CostModel::ScoreFamily).
+void AddRecomputeCalls(const Recompute& recompute, std::vector<CommOp>* ops);
 
 // Copies of one token a flex dispatcher (DeepEP, HybridEP) moves, for
 // uniform top-k routing over the expert TP x EP group (etp x ep ranks,

@@ -356,6 +356,68 @@ TEST_CASE("recomputation repeats forward communication in the backward pass") {
   CHECK(FindOp(ops, "tp_attn_allgather")->calls_bwd == 1);
 }
 
+TEST_CASE("a plan without recomputation, given a recompute set's calls, is that recompute set's plan") {
+  // AddRecomputeCalls: recomputation only adds forward calls to the
+  // backward, so the plan without it, each op's rerun_calls added where the
+  // set reruns the op's block, is the set's own plan, every field bit for
+  // bit, and holds the same ops. Over every subset of the seven modules and
+  // full recomputation, on each dispatcher, CP style, ETP and overlap, on a
+  // model with dense and MoE layers and a shared expert. It fails if
+  // AddRecomputeCalls misses a block, or if an op's presence or any other
+  // field hangs on the recompute set (which blocks rerun what: the test
+  // above).
+  MixtralSetup s;
+  s.model.moe->shared_experts = 1;
+  s.model.moe->shared_ffn_hidden = 14336;
+  s.model.moe->first_k_dense = 1;
+  s.model.ffn_hidden = 14336;
+  s.layout.a2a_overlap = true;
+  std::vector<Recompute> sets = {Recompute::Full()};
+  for (uint32_t modules = 0; modules < (1u << kRecomputeModuleCount); ++modules)
+    sets.push_back(Recompute::Modules(modules));
+  int compared = 0;
+  for (const Dispatcher dispatcher :
+       {Dispatcher::kAllToAll, Dispatcher::kAllGather, Dispatcher::kDeepEP, Dispatcher::kHybridEP}) {
+    for (const CpStyle style : {CpStyle::kUlysses, CpStyle::kRing}) {
+      for (const int etp : {1, 2}) {
+        CAPTURE(Name(dispatcher));
+        CAPTURE(etp);
+        s.layout.dispatcher = dispatcher;
+        s.layout.cp_style = style;
+        s.layout.etp = etp;
+        s.layout.ep = 8 / etp;
+        s.layout.tp_overlap = etp == 2;
+        s.layout.recompute = Recompute::None();
+        const std::vector<CommOp> without = s.Plan();
+        REQUIRE(!without.empty());
+        for (const Recompute& set : sets) {
+          s.layout.recompute = set;
+          const std::vector<CommOp> own = s.Plan();
+          std::vector<CommOp> given = without;
+          AddRecomputeCalls(set, &given);
+          REQUIRE(given.size() == own.size());
+          for (size_t i = 0; i < own.size(); ++i) {
+            CAPTURE(own[i].name);
+            CHECK(std::string(given[i].name) == own[i].name);
+            CHECK(given[i].calls_fwd == own[i].calls_fwd);
+            CHECK(given[i].calls_bwd == own[i].calls_bwd);
+            CHECK(given[i].rerun == own[i].rerun);
+            CHECK(given[i].rerun_calls == own[i].rerun_calls);
+            CHECK(given[i].bytes == own[i].bytes);
+            CHECK(given[i].network_bytes == own[i].network_bytes);
+            CHECK(given[i].seconds_per_call == own[i].seconds_per_call);
+            CHECK(given[i].overlappable == own[i].overlappable);
+            CHECK(given[i].hides_behind_other_microbatch == own[i].hides_behind_other_microbatch);
+            CHECK(given[i].sms == own[i].sms);
+            ++compared;
+          }
+        }
+      }
+    }
+  }
+  CHECK(compared > 10000);
+}
+
 TEST_CASE("TP communication overlap makes the TP all-gathers and reduce-scatters overlappable") {
   // --tp-comm-overlap (Transformer Engine userbuffers) pipelines each TP
   // all-gather with the column-parallel GEMM it feeds and each
