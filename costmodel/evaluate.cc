@@ -389,7 +389,7 @@ LayoutScore CostModel::PeakScore(double peak_bytes) const {
 // already exceeds the bound.
 LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore score,
                                    bool minimise_memory, bool cached, double prune_above,
-                                   ComputedWork* computed) const {
+                                   ComputedWork* computed, const std::vector<CommOp>* plan_without_recompute) const {
   if (!score.fits) return score;
   if (minimise_memory && score.peak_memory_gib > prune_above) {
     score.pruned = true;
@@ -406,7 +406,12 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
     score.pruned = true;
     return score;
   }
-  AddCommOf(layout, pipeline, cached, &work);
+  if (plan_without_recompute) {
+    work.ops = *plan_without_recompute;
+    AddRecomputeCalls(layout.recompute, &work.ops);
+  } else {
+    AddCommOf(layout, pipeline, cached, &work);
+  }
   score.step_time_s = StepOf(layout, pipeline, work, nullptr).step_time_s;
   score.objective = minimise_memory ? score.peak_memory_gib : score.step_time_s;
   return score;
@@ -679,50 +684,70 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   // the members of an arrangement placed as an earlier one take that one's
   // scores: each is its Score, or pruned (its bound above one at least the
   // current bound); pruning is never required (planner/scoring.h).
-  // The communication floor of a member under the arrangement in hand: the
-  // CommSeconds of the plan of its CommFloorVariant (no recomputation, no
-  // EP or TP overlap), built when first asked, one per such variant. A
-  // member's own ops take at least as long per block and per crossing
+  // The plans of the arrangement in hand without recomputation, one per
+  // recipe variant without it that is asked for, built when first asked: a
+  // member's own (AddRecomputeCalls makes it the member's plan, so the
+  // recompute modes of one variant share it), and a member's communication
+  // floor, the plan of its CommFloorVariant (no recomputation, no EP or TP
+  // overlap; a member without overlaps shares its own). A member's own ops
+  // take at least as long as its floor's per block and per crossing
   // (comm_plan.h says why), so PipelineLowerBound(its compute key's shape
-  // work, floor) bounds its step time, communication included: one value
-  // per (floor, compute key), which the members differing in overlaps share.
-  struct Floor {
-    RecipeVariant least;  // CommFloorVariant of the members it serves
+  // work, the floor's CommSeconds) bounds its step time, communication
+  // included: one value per (floor, compute key), which the members
+  // differing in overlaps share.
+  struct Plan {
+    RecipeVariant variant;  // without recomputation
+    std::vector<CommOp> ops;
+    bool floors = false;         // seconds is its CommSeconds
     CommSeconds seconds;
     std::vector<double> bounds;  // the bound on each compute key's shape work (by index), NaN until asked
   };
-  thread_local std::vector<Floor> floors;  // the first `floors_used` are the arrangement's
-  size_t floors_used = 0;
-  thread_local StepWork floor_work;
-  thread_local Layout floor_layout;
-  thread_local std::vector<int> floor_at;  // variant i's floor under the arrangement in hand, once found
+  thread_local std::vector<Plan> plans;  // the first `plans_used` are the arrangement's
+  size_t plans_used = 0;
+  thread_local Layout plan_layout;
+  thread_local std::vector<int> floor_at;  // variant i's floor plan under the arrangement in hand, once found
+  thread_local std::vector<int> own_at;    // and its own plan without recomputation
+  // The plan of `none` (a variant without recomputation) on the arrangement
+  // in hand (`l` set to it), placed as `placement`: its index in `plans`.
+  auto plan_of = [&](const RecipeVariant& none, const LayoutPlacement& placement, CollectiveTimeMemo* memo) {
+    size_t f = 0;
+    while (f < plans_used && !(plans[f].variant == none)) ++f;
+    if (f == plans_used) {
+      if (plans_used == plans.size()) plans.emplace_back();
+      Plan& added = plans[plans_used++];
+      plan_layout = l;
+      LayoutFamily::SetVariant(none, &plan_layout);
+      BuildCommPlan(plan_layout, ctx_, placement, pipeline, memo, &added.ops);
+      added.variant = none;
+      added.floors = false;
+      added.bounds.clear();
+    }
+    return static_cast<int>(f);
+  };
   // The bound with communication of a member of variant `i` under the
   // arrangement in hand (`l` set to it): its compute key's shape work with
   // its floor.
   auto comm_bound_of = [&](size_t i, const LayoutPlacement& placement, CollectiveTimeMemo* memo) -> double {
     const Compute& c = bounded(compute_at(i));
     const size_t key = static_cast<size_t>(&c - computes.data());
-    if (floor_at[i] < 0) {
-      const RecipeVariant least = CommFloorVariant(family.variants[i]);
-      size_t f = 0;
-      while (f < floors_used && !(floors[f].least == least)) ++f;
-      if (f == floors_used) {
-        if (floors_used == floors.size()) floors.emplace_back();
-        Floor& added = floors[floors_used++];
-        floor_layout = l;
-        LayoutFamily::SetVariant(least, &floor_layout);
-        BuildCommPlan(floor_layout, ctx_, placement, pipeline, memo, &floor_work.ops);
-        floor_work.mtp_moe = c.shape_work.mtp_moe;
-        added.least = least;
-        added.seconds = CommSecondsOf(floor_work);
-        added.bounds.clear();
-      }
-      floor_at[i] = static_cast<int>(f);
+    if (floor_at[i] < 0) floor_at[i] = plan_of(CommFloorVariant(family.variants[i]), placement, memo);
+    Plan& floor = plans[static_cast<size_t>(floor_at[i])];
+    if (!floor.floors) {
+      floor.seconds = CommSecondsOf(floor.ops, c.shape_work.mtp_moe);
+      floor.floors = true;
     }
-    Floor& floor = floors[static_cast<size_t>(floor_at[i])];
     if (floor.bounds.size() <= key) floor.bounds.resize(key + 1, std::numeric_limits<double>::quiet_NaN());
     if (std::isnan(floor.bounds[key])) floor.bounds[key] = PipelineLowerBound(c.shape_work, floor.seconds);
     return floor.bounds[key];
+  };
+  // Variant i's own plan without recomputation under the arrangement in hand.
+  auto own_plan_of = [&](size_t i, const LayoutPlacement& placement, CollectiveTimeMemo* memo) {
+    if (own_at[i] < 0) {
+      RecipeVariant none = family.variants[i];
+      none.recompute = Recompute::None();
+      own_at[i] = plan_of(none, placement, memo);
+    }
+    return &plans[static_cast<size_t>(own_at[i])].ops;
   };
   thread_local std::vector<LayoutPlacement> placed;  // per arrangement scored, when placed
   thread_local std::vector<size_t> scored_at;        // their indices
@@ -745,8 +770,9 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       scores.resize(scores.size() + survivors.size());
     }
     const bool record = !reuse && placement;
-    floors_used = 0;
+    plans_used = 0;
     floor_at.assign(family.variants.size(), -1);
+    own_at.assign(family.variants.size(), -1);
     for (size_t k = 0; k < survivors.size(); ++k) {
       const Survivor& s = survivors[k];
       if (!family.Legal(a, s.variant)) continue;
@@ -766,7 +792,9 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       }
       if (!score.pruned) {
         ComputedWork* computed = minimise_memory ? nullptr : &computed_of(s.variant);
-        score = FinishScore(l, pipeline, s.score, minimise_memory, true, prune_above, computed);
+        const bool plans = placement && !(minimise_memory && s.score.peak_memory_gib > prune_above);
+        score = FinishScore(l, pipeline, s.score, minimise_memory, true, prune_above, computed,
+                            plans ? own_plan_of(s.variant, *placement, memo) : nullptr);
       }
       if (record) scores[(scored_at.size() - 1) * survivors.size() + k] = score;
       sink.Scored(l, score);

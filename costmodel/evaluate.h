@@ -178,11 +178,14 @@ class CostModel {
   };
   // ScoreOf in two parts: fits and the peak from the peak bytes; then, for
   // a layout that fits, the objective (or pruned), from its compute work
-  // and bound when given.
+  // and bound when given, and its plan from `plan_without_recompute` when
+  // given: the layout's plan on its placement without recomputation
+  // (AddRecomputeCalls makes it the layout's).
   LayoutScore PeakScore(double peak_bytes) const;
   LayoutScore FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore peak,
                           bool minimise_memory, bool cached, double prune_above,
-                          ComputedWork* computed = nullptr) const;
+                          ComputedWork* computed = nullptr,
+                          const std::vector<CommOp>* plan_without_recompute = nullptr) const;
   // The LeastBlocks of the computes FamilyStepTimeLowerBound covers;
   // `cached`: through the per-thread memos, else afresh (the same bits).
   LeastBlocks LeastBlocksOf(const Layout& layout, uint32_t dispatchers, uint32_t precisions, bool cached) const;

@@ -337,12 +337,14 @@ double LeastPipelineLowerBound(const StepWork& least) {
   return least.schedule == PipelineSchedule::kZeroBubbleH1 ? bound_s * (1 - kRoundingMargin) : bound_s;
 }
 
-CommSeconds CommSecondsOf(const StepWork& work) {
+CommSeconds CommSecondsOf(const StepWork& work) { return CommSecondsOf(work.ops, work.mtp_moe); }
+
+CommSeconds CommSecondsOf(const std::vector<CommOp>& ops, bool mtp_moe) {
   CommSeconds s;
-  for (const CommOp& op : work.ops) {
+  for (const CommOp& op : ops) {
     const double a = op.seconds_per_microbatch();
     if (op.scope == CommOp::kPerStageBoundary) s.crossing_s += a;
-    for (unsigned kinds = BlockKindsOf(op.scope, work.mtp_moe); kinds != 0; kinds &= kinds - 1) {
+    for (unsigned kinds = BlockKindsOf(op.scope, mtp_moe); kinds != 0; kinds &= kinds - 1) {
       s.block_s[static_cast<size_t>(std::countr_zero(kinds))] += a;
     }
   }

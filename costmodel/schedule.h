@@ -89,6 +89,8 @@ struct CommSeconds {
   double crossing_s = 0;
 };
 CommSeconds CommSecondsOf(const StepWork& work);
+// The same of a plan's ops, an MTP module's layer a MoE layer when `mtp_moe`.
+CommSeconds CommSecondsOf(const std::vector<CommOp>& ops, bool mtp_moe);
 
 // A lower bound on SchedulePipeline(w).pipeline_s for every work w with
 // `work`'s compute (its ranks, block costs, m and schedule) whose ops take,
