@@ -521,7 +521,9 @@ bool SameMemory(const RecipeVariant& a, const RecipeVariant& b) {
 // bound of the moment: a member is first held to its compute key's bound
 // with the communication floor of its arrangement (StepTimeLowerBoundWithComm,
 // one floor plan per CommFloorVariant and arrangement), and scored in full
-// only when that does not prune it. Under a schedule where the bound grows with the
+// only when that does not prune it, its plan copied from its variant's
+// without recomputation on the arrangement (one plan for all its recompute
+// modes: AddRecomputeCalls). Under a schedule where the bound grows with the
 // recomputation, a variant is pruned at once when the bound of its compute
 // key without recomputation prunes. Every reported score is the member's
 // Score bit for bit, or pruned under a bound the sink gave during the
@@ -792,9 +794,11 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       }
       if (!score.pruned) {
         ComputedWork* computed = minimise_memory ? nullptr : &computed_of(s.variant);
-        const bool plans = placement && !(minimise_memory && s.score.peak_memory_gib > prune_above);
+        // Its plan from its variant's without recomputation, unless memory
+        // prunes it first (FinishScore) or it cannot be placed (no plan).
+        const bool planned = placement && !(minimise_memory && s.score.peak_memory_gib > prune_above);
         score = FinishScore(l, pipeline, s.score, minimise_memory, true, prune_above, computed,
-                            plans ? own_plan_of(s.variant, *placement, memo) : nullptr);
+                            planned ? own_plan_of(s.variant, *placement, memo) : nullptr);
       }
       if (record) scores[(scored_at.size() - 1) * survivors.size() + k] = score;
       sink.Scored(l, score);
