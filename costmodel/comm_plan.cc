@@ -102,14 +102,15 @@ constexpr double kTopkWeightBytes = kFp32Bytes;  // fp32 topk_weights, likewise
 // Appends ops, timing each on its group's worst-case span; skips ops that
 // move nothing (a one-rank group, zero bytes, no calls under any recompute
 // set, so that recomputation never changes which ops a plan holds).
-// `calls_bwd` is without recomputation: the op adds `rerun_calls` to it
-// where the layout's recompute set reruns `rerun` (AddRecomputeCalls).
+// `calls_bwd` is without recomputation; `rerun_calls` more where the
+// layout's recompute set reruns `rerun` are added once the plan is built
+// (AddRecomputeCalls, BuildPlan).
 // Returns the op appended (valid until the next Add), or null.
 class PlanBuilder {
  public:
-  PlanBuilder(const LayoutPlacement& placement, const CommParams& params, const Recompute& recompute,
-              std::vector<CommOp>& out, CollectiveTimeMemo* memo)
-      : placement_(placement), params_(params), recompute_(recompute), out_(out), memo_(memo) {}
+  PlanBuilder(const LayoutPlacement& placement, const CommParams& params, std::vector<CommOp>& out,
+              CollectiveTimeMemo* memo)
+      : placement_(placement), params_(params), out_(out), memo_(memo) {}
 
   CommOp* Add(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
               CommOp::Scope scope, double calls_fwd, double calls_bwd, bool overlappable,
@@ -163,7 +164,6 @@ class PlanBuilder {
   CommOp* Push(CommKind kind, const char* name, GroupKind group, Collective collective, double bytes,
                double network_bytes, CommOp::Scope scope, double calls_fwd, double calls_bwd, Rerun rerun,
                double rerun_calls, bool overlappable, const CollectiveCost& cost, const RankTraffic& traffic) {
-    const bool again = Reruns(rerun, recompute_);
     return &out_.emplace_back(CommOp{.kind = kind,
                                      .name = name,
                                      .group = group,
@@ -172,7 +172,7 @@ class PlanBuilder {
                                      .network_bytes = network_bytes,
                                      .scope = scope,
                                      .calls_fwd = calls_fwd,
-                                     .calls_bwd = again ? calls_bwd + rerun_calls : calls_bwd,
+                                     .calls_bwd = calls_bwd,
                                      .rerun = rerun,
                                      .rerun_calls = rerun_calls,
                                      .seconds_per_call = cost.seconds,
@@ -201,7 +201,6 @@ class PlanBuilder {
 
   const LayoutPlacement& placement_;
   const CommParams& params_;
-  const Recompute recompute_;
   std::vector<CommOp>& out_;
   CollectiveTimeMemo* memo_;  // null: time every op
   CollectiveTimeMemo::Value timed_;
@@ -666,7 +665,7 @@ void BuildPlan(const Layout& layout, const CostContext& ctx, const LayoutPlaceme
   // experts), 4 Ulysses, 8 for the all-to-all dispatcher with ETP, 1
   // pipeline, 10 FSDP.
   ops.reserve(32);
-  PlanBuilder plan(placement, *ctx.comm, layout.recompute, ops, memo);
+  PlanBuilder plan(placement, *ctx.comm, ops, memo);
   const Volumes v(layout, *ctx.model, *ctx.job);
 
   AddTensorParallel(v, plan);
@@ -689,6 +688,7 @@ void BuildPlan(const Layout& layout, const CostContext& ctx, const LayoutPlaceme
   } else {
     AddDataParallel(v, ctx, *ctx.rank_params, pipeline, plan);
   }
+  AddRecomputeCalls(layout.recompute, &ops);
 }
 
 // BuildPlan on a copy of ctx given what it lacks: DefaultCommParams and the

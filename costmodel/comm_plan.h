@@ -79,8 +79,8 @@ struct CommOp {
   // micro-batch, so they are per-layer ops, not kPerStep.
   double calls_fwd = 0;
   double calls_bwd = 0;
-  // Of calls_bwd, the forward calls the backward repeats because the
-  // layout's recompute set reruns `rerun` (0 when it does not; WithRecompute).
+  // The forward calls the backward repeats when the layout's recompute set
+  // reruns block `rerun`; calls_bwd counts them then (AddRecomputeCalls).
   Rerun rerun = Rerun::kNever;
   double rerun_calls = 0;
   // CollectiveTime (flex ops: ForwardedAllToAllTime) on the group's

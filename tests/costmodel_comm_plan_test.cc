@@ -362,10 +362,10 @@ TEST_CASE("a plan without recomputation, given a recompute set's calls, is that 
   // set reruns the op's block, is the set's own plan, every field bit for
   // bit, and holds the same ops. Over every subset of the seven modules and
   // full recomputation, on each dispatcher, CP style, ETP and overlap, on a
-  // model with dense and MoE layers and a shared expert. It fails if
-  // AddRecomputeCalls misses a block, or if an op's presence or any other
-  // field hangs on the recompute set (which blocks rerun what: the test
-  // above).
+  // model with dense and MoE layers and a shared expert. It fails if an
+  // op's presence or any field but calls_bwd hangs on the recompute set (the
+  // builders add the recompute calls through AddRecomputeCalls too; which
+  // blocks rerun what, and a block it misses: the test above).
   MixtralSetup s;
   s.model.moe->shared_experts = 1;
   s.model.moe->shared_ffn_hidden = 14336;
