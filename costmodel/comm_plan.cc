@@ -40,6 +40,16 @@ bool Reruns(Rerun block, const Recompute& recompute) {
   return false;
 }
 
+unsigned RerunBlocks(const Recompute& recompute) {
+  unsigned blocks = 0;
+  if (recompute.none()) return blocks;
+  for (const Rerun block :
+       {Rerun::kLayer, Rerun::kCoreAttention, Rerun::kDenseMlp, Rerun::kMoe, Rerun::kSharedExperts}) {
+    if (Reruns(block, recompute)) blocks |= 1u << static_cast<unsigned>(block);
+  }
+  return blocks;
+}
+
 void AddRecomputeCalls(const Recompute& recompute, std::vector<CommOp>* ops) {
   if (recompute.none()) return;
   for (CommOp& op : *ops) {

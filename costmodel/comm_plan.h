@@ -145,6 +145,18 @@ RecipeVariant CommFloorVariant(const RecipeVariant& v);
 // What lets a search plan an arrangement once for all its recompute modes
 // (CostModel::ScoreFamily).
 void AddRecomputeCalls(const Recompute& recompute, std::vector<CommOp>* ops);
+// The blocks `recompute` reruns, a bit per Rerun: bit b is Reruns(b, recompute).
+unsigned RerunBlocks(const Recompute& recompute);
+// An op's seconds per micro-batch in the plan of the recompute set that
+// reruns `rerun_blocks` (RerunBlocks), from the op of the plan without
+// recomputation: bit for bit seconds_per_microbatch() of the op after
+// AddRecomputeCalls of that set. What lets the schedule sum a plan
+// without recomputation for any recompute set without copying it
+// (schedule.h SumPlan).
+inline double SecondsPerMicrobatch(const CommOp& op, unsigned rerun_blocks) {
+  if ((rerun_blocks >> static_cast<unsigned>(op.rerun) & 1u) == 0) return op.seconds_per_microbatch();
+  return (op.calls_fwd + (op.calls_bwd + op.rerun_calls)) * op.seconds_per_call;
+}
 
 // Copies of one token a flex dispatcher (DeepEP, HybridEP) moves, for
 // uniform top-k routing over the expert TP x EP group (etp x ep ranks,

@@ -160,51 +160,76 @@ T& ForModel(uint64_t model_id) {
   return slot.cache;
 }
 
-// PlacementOf's: the last layout's placement, the placements of group
-// kinds under it, and that placement's collective timings.
+// PlacementOf's: the last few layouts' placements, the placements of group
+// kinds under them, and the current placement's collective timings.
 struct PlacementCache {
   // Key: the fields PlaceGroups reads.
-  std::tuple<int, int, int, int, int, int, int, std::string, Placement> key;
-  // The last placement and the one before, filled in place by turns (no
-  // copy), so that the timings can keep what the two place alike.
-  std::array<LayoutPlacement, 2> placed;
-  std::array<bool, 2> ok{};
+  using Key = std::tuple<int, int, int, int, int, int, int, std::string, Placement>;
+  // A family's arrangements take turns (orders, placements), and the
+  // families of one work item that differ only in micro-batch size or
+  // CP style repeat them: kKept placements, filled in place (no copy), so
+  // that the timings can keep what two place alike when they alternate.
+  static constexpr int kKept = 4;
+  struct Kept {
+    Key key;
+    LayoutPlacement placed;
+    bool ok = false;
+  };
+  std::array<Kept, kKept> kept;
   int current = 0;
+  int next = 1;  // the next one refilled (round robin over all but the current)
   GroupPlacementCache kinds;
   CollectiveTimeMemo timings;
   void Clear() {
     kinds.Clear();
     timings.Clear();
-    ok = {};
-    std::get<0>(key) = -1;  // no layout has world -1
+    for (Kept& k : kept) {
+      k.ok = false;
+      std::get<0>(k.key) = -1;  // no layout has world -1
+    }
   }
   PlacementCache() { Clear(); }
 };
+
+bool SamePlacementKey(const PlacementCache::Key& key, const Layout& l) {
+  return std::get<0>(key) == l.world && std::get<1>(key) == l.pp && std::get<2>(key) == l.tp &&
+         std::get<3>(key) == l.cp && std::get<4>(key) == l.dp && std::get<5>(key) == l.ep &&
+         std::get<6>(key) == l.etp && std::get<7>(key) == l.order && std::get<8>(key) == l.placement;
+}
 
 }  // namespace
 
 // Group placement depends only on the degrees, order and placement, and is
 // most of a layout's scoring time; the search scores layouts sharing them
-// one after another (planner/search.cc), so each thread keeps the last one,
-// and under it the placement of each group kind (GroupPlacementCache: the
+// one after another (planner/search.cc), so each thread keeps the last few,
+// and under them the placement of each group kind (GroupPlacementCache: the
 // same TP, EP, CP ... groups recur across pp, dp and orders).
-// The collective timings of that placement go with it (CollectiveTimeMemo),
-// and of the group kinds the next placement places alike, stay.
+// The collective timings of the current placement go with it
+// (CollectiveTimeMemo), and of the group kinds the next one places alike,
+// stay.
 const LayoutPlacement* CostModel::PlacementOf(const Layout& l, CollectiveTimeMemo** memo) const {
   PlacementCache& cache = ForModel<PlacementCache>(id_);
-  const auto& key = cache.key;
-  if (std::get<0>(key) != l.world || std::get<1>(key) != l.pp || std::get<2>(key) != l.tp ||
-      std::get<3>(key) != l.cp || std::get<4>(key) != l.dp || std::get<5>(key) != l.ep || std::get<6>(key) != l.etp ||
-      std::get<7>(key) != l.order || std::get<8>(key) != l.placement) {
-    cache.key = std::make_tuple(l.world, l.pp, l.tp, l.cp, l.dp, l.ep, l.etp, l.order, l.placement);
-    const int before = cache.current, after = 1 - before;
-    cache.ok[after] = PlaceGroups(l, topology_, &cache.kinds, &cache.placed[after]).ok();
-    cache.timings.ChangePlacement(cache.ok[before] ? &cache.placed[before] : nullptr,
-                                  cache.ok[after] ? &cache.placed[after] : nullptr);
-    cache.current = after;
+  int found = cache.current;
+  if (!SamePlacementKey(cache.kept[static_cast<size_t>(found)].key, l)) {
+    found = -1;
+    for (int i = 0; i < PlacementCache::kKept && found < 0; ++i) {
+      if (i != cache.current && SamePlacementKey(cache.kept[static_cast<size_t>(i)].key, l)) found = i;
+    }
+    if (found < 0) {
+      found = cache.next;
+      PlacementCache::Kept& k = cache.kept[static_cast<size_t>(found)];
+      k.key = std::make_tuple(l.world, l.pp, l.tp, l.cp, l.dp, l.ep, l.etp, l.order, l.placement);
+      k.ok = PlaceGroups(l, topology_, &cache.kinds, &k.placed).ok();
+    }
+    const PlacementCache::Kept& before = cache.kept[static_cast<size_t>(cache.current)];
+    const PlacementCache::Kept& after = cache.kept[static_cast<size_t>(found)];
+    cache.timings.ChangePlacement(before.ok ? &before.placed : nullptr, after.ok ? &after.placed : nullptr);
+    cache.current = found;
+    if (cache.next == found) cache.next = (found + 1) % PlacementCache::kKept;
   }
   *memo = &cache.timings;
-  return cache.ok[cache.current] ? &cache.placed[cache.current] : nullptr;
+  const PlacementCache::Kept& k = cache.kept[static_cast<size_t>(cache.current)];
+  return k.ok ? &k.placed : nullptr;
 }
 
 StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeline) const {
@@ -274,11 +299,18 @@ StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& p
 StepBreakdown CostModel::StepOf(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
                                 std::vector<CommKindCost>* comm_out) const {
   // Stage work -> schedule -> data-parallel exposure -> optimizer.
-  StepBreakdown s;
-  s.microbatches = MicroBatchesPerStep(job_, layout);
   std::vector<double> op_exposed;
   thread_local PipelineTimes times;  // its storage kept from step to step
   SchedulePipeline(work, &times, comm_out ? &op_exposed : nullptr);
+  StepBreakdown s = StepAfter(layout, pipeline, work, times);
+  if (comm_out) TallyComm(work, times, op_exposed, s.dp_exposed_s, comm_out);
+  return s;
+}
+
+StepBreakdown CostModel::StepAfter(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
+                                   const PipelineTimes& times) const {
+  StepBreakdown s;
+  s.microbatches = MicroBatchesPerStep(job_, layout);
   const RankTime& worst = times.ranks[static_cast<size_t>(times.slowest)];
   s.slowest_stage = times.slowest;
   s.stage_compute_s = worst.compute_s;
@@ -297,7 +329,6 @@ StepBreakdown CostModel::StepOf(const Layout& layout, const PipelineDescription&
   s.mfu = s.model_flops_per_token * s.tokens_per_s / peak_flops;
   s.model_flops_per_token_full_attention = model_flops_per_token_full_attention_;
   s.mfu_full_attention = s.model_flops_per_token_full_attention * s.tokens_per_s / peak_flops;
-  if (comm_out) TallyComm(work, times, op_exposed, s.dp_exposed_s, comm_out);
   return s;
 }
 
@@ -396,8 +427,9 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
     return score;
   }
   // The given work takes this layout's plan in place (AddCommOf replaces
-  // its ops and reads nothing else of it); otherwise one per thread, its
-  // storage kept from score to score.
+  // its ops and reads nothing else of it) unless the plan without
+  // recomputation is given (then its ops are not read); otherwise one per
+  // thread, its storage kept from score to score.
   thread_local StepWork own;
   StepWork& work = computed ? computed->work : own;
   if (!computed) ComputeWorkOf(layout, pipeline, cached, &own);
@@ -407,12 +439,15 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
     return score;
   }
   if (plan_without_recompute) {
-    work.ops = *plan_without_recompute;
-    AddRecomputeCalls(layout.recompute, &work.ops);
+    // The schedule reads the plan through its sums, which count the
+    // layout's recompute calls in (SumPlan): no copy of the plan.
+    thread_local PipelineTimes times;  // its storage kept from score to score
+    SchedulePipeline(work, SumPlan(*plan_without_recompute, work.mtp_moe, layout.recompute), &times);
+    score.step_time_s = StepAfter(layout, pipeline, work, times).step_time_s;
   } else {
     AddCommOf(layout, pipeline, cached, &work);
+    score.step_time_s = StepOf(layout, pipeline, work, nullptr).step_time_s;
   }
-  score.step_time_s = StepOf(layout, pipeline, work, nullptr).step_time_s;
   score.objective = minimise_memory ? score.peak_memory_gib : score.step_time_s;
   return score;
 }
@@ -542,14 +577,22 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   // reads each rank's compute alone, in a max and a min over the ranks
   // (schedule.h), so a work of these ranks gives it bit for bit without
   // building every rank's.
+  // Found once a bound is asked for (never while nothing can be pruned).
   thread_local PipelineDescription shapes;
-  shapes.schedule = pipeline.schedule;
-  shapes.pp = pipeline.pp;
-  shapes.vpp = pipeline.vpp;
-  shapes.ranks.clear();
-  for (const PipelineRank& r : pipeline.ranks) {
-    if (std::find(shapes.ranks.begin(), shapes.ranks.end(), r) == shapes.ranks.end()) shapes.ranks.push_back(r);
-  }
+  bool shaped = false;
+  auto shapes_of_pipeline = [&]() -> const PipelineDescription& {
+    if (!shaped) {
+      shapes.schedule = pipeline.schedule;
+      shapes.pp = pipeline.pp;
+      shapes.vpp = pipeline.vpp;
+      shapes.ranks.clear();
+      for (const PipelineRank& r : pipeline.ranks) {
+        if (std::find(shapes.ranks.begin(), shapes.ranks.end(), r) == shapes.ranks.end()) shapes.ranks.push_back(r);
+      }
+      shaped = true;
+    }
+    return shapes;
+  };
   // One compute key's work on `shapes` and step-time bound, once a bound
   // is asked for (never while nothing can be pruned), and its work once a
   // member is scored in full.
@@ -600,7 +643,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   // `l` set to the key's variant: the entry with its bound.
   auto bounded = [&](Compute& c) -> Compute& {
     if (!c.bounded) {
-      ComputeWorkOf(l, shapes, true, &c.shape_work);
+      ComputeWorkOf(l, shapes_of_pipeline(), true, &c.shape_work);
       c.computed.bound_s = PipelineLowerBound(c.shape_work);
       c.bounded = true;
     }
@@ -634,7 +677,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       }
       if (std::has_single_bit(dispatchers) && std::has_single_bit(precisions)) return family_bound_s = 0.0;
       thread_local StepWork least;
-      BuildLeastStepWork(l, model_, cluster_.gpu, shapes, LeastBlocksOf(l, dispatchers, precisions, true),
+      BuildLeastStepWork(l, model_, cluster_.gpu, shapes_of_pipeline(), LeastBlocksOf(l, dispatchers, precisions, true),
                          MicroBatchesPerStep(job_, l), &least);
       family_bound_s = LeastPipelineLowerBound(least);
     }
@@ -706,7 +749,6 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
   };
   thread_local std::vector<Plan> plans;  // the first `plans_used` are the arrangement's
   size_t plans_used = 0;
-  thread_local Layout plan_layout;
   thread_local std::vector<int> floor_at;  // variant i's floor plan under the arrangement in hand, once found
   thread_local std::vector<int> own_at;    // and its own plan without recomputation
   // The plan of `none` (a variant without recomputation) on the arrangement
@@ -717,9 +759,10 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
     if (f == plans_used) {
       if (plans_used == plans.size()) plans.emplace_back();
       Plan& added = plans[plans_used++];
-      plan_layout = l;
-      LayoutFamily::SetVariant(none, &plan_layout);
-      BuildCommPlan(plan_layout, ctx_, placement, pipeline, memo, &added.ops);
+      const RecipeVariant member = LayoutFamily::VariantOf(l);
+      LayoutFamily::SetVariant(none, &l);
+      BuildCommPlan(l, ctx_, placement, pipeline, memo, &added.ops);
+      LayoutFamily::SetVariant(member, &l);
       added.variant = none;
       added.floors = false;
       added.bounds.clear();
@@ -766,12 +809,13 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       if (placed[i] == *placement) same = i;
     }
     const bool reuse = same < scored_at.size();
-    if (!reuse && placement) {
+    // Its scores kept for a later arrangement placed alike, if any.
+    const bool record = !reuse && placement && a + 1 < family.arrangements.size();
+    if (record) {
       placed.push_back(*placement);
       scored_at.push_back(a);
       scores.resize(scores.size() + survivors.size());
     }
-    const bool record = !reuse && placement;
     plans_used = 0;
     floor_at.assign(family.variants.size(), -1);
     own_at.assign(family.variants.size(), -1);

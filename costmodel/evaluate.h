@@ -32,6 +32,8 @@
 
 namespace foldplan {
 
+struct PipelineTimes;  // costmodel/schedule.h
+
 // Communication of one kind over a step on the slowest stage.
 struct CommKindCost {
   std::string name;      // "tp_allgather", "ulysses_alltoall", "ep_dispatch", ...
@@ -163,6 +165,9 @@ class CostModel {
                      std::vector<CommKindCost>* comm, bool cached) const;
   StepBreakdown StepOf(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
                        std::vector<CommKindCost>* comm) const;
+  // StepOf past the schedule: `times` is SchedulePipeline's of `work`.
+  StepBreakdown StepAfter(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
+                          const PipelineTimes& times) const;
   StepWork WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
   // WorkOf in two parts: the compute (no ops yet), then the comm plan.
   StepWork ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
@@ -171,7 +176,7 @@ class CostModel {
   LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const;
   // A layout's compute work (ComputeWorkOf: no communication yet) and its
   // PipelineLowerBound, as ScoreFamily shares them across members. FinishScore
-  // puts each member's plan into work.ops in turn (the rest stays the key's).
+  // reads each member's plan beside it (work.ops is not the member's).
   struct ComputedWork {
     StepWork work;
     double bound_s = 0;  // set whenever FinishScore is given a finite bound with it
@@ -180,7 +185,7 @@ class CostModel {
   // a layout that fits, the objective (or pruned), from its compute work
   // and bound when given, and its plan from `plan_without_recompute` when
   // given: the layout's plan on its placement without recomputation
-  // (AddRecomputeCalls makes it the layout's).
+  // (SumPlan counts the layout's recompute calls in).
   LayoutScore PeakScore(double peak_bytes) const;
   LayoutScore FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore peak,
                           bool minimise_memory, bool cached, double prune_above,

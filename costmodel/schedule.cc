@@ -104,64 +104,26 @@ struct BlockComm {
   double steady = 0;   // of which exposed in the steady state
 };
 
-// Every block kind's BlockComm, one boundary crossing's seconds (forward
-// and backward, each op's calls) and the per-step ops' (DataParallelExposure),
-// in one pass over the ops: each op is added to the sums of every kind it
-// runs in (BlockKindsOf), so each sum still adds its ops in plan order, as
-// a pass per kind would. An MTP module's layer runs the ops of the layer
-// kind it is (BlockKindsOf: MoE when mtp_moe, else dense), so its sums are
-// that kind's, copied rather than added again.
-struct PlanComm {
-  std::array<BlockComm, kBlockKindCount> blocks;
-  double crossing_s = 0;
-  double dp_reduce_s = 0;  // gradient reduce-scatters or all-reduces
-  double dp_gather_s = 0;  // parameter all-gathers
-};
-
-PlanComm SumPlanComm(const StepWork& work) {
-  PlanComm c;
-  std::array<int, kBlockKindCount> sms{};
-  const auto mtp = static_cast<size_t>(BlockKind::kMtpLayer);
-  const auto mtp_as = static_cast<size_t>(work.mtp_moe ? BlockKind::kMoeLayer : BlockKind::kDenseLayer);
-  // The kinds of the last op's scope, but the MTP layer (plans list their
-  // ops in runs of one scope).
-  CommOp::Scope scope = CommOp::kPerStep;
-  unsigned scope_kinds = 0;
-  for (const CommOp& op : work.ops) {
-    const double a = op.seconds_per_microbatch();
-    if (op.scope != scope) {
-      scope = op.scope;
-      scope_kinds = BlockKindsOf(scope, work.mtp_moe) & ~(1u << mtp);
-    }
-    unsigned kinds = scope_kinds;
-    if (kinds == 0) {
-      if (scope == CommOp::kPerStageBoundary) c.crossing_s += a;
-      if (scope == CommOp::kPerStep) (op.collective == Collective::kAllGather ? c.dp_gather_s : c.dp_reduce_s) += a;
-    } else if (op.hides_behind_other_microbatch) {
-      for (; kinds != 0; kinds &= kinds - 1) {
-        const auto i = static_cast<size_t>(std::countr_zero(kinds));
-        c.blocks[i].paired += a;
-        sms[i] = std::max(sms[i], op.sms);
-      }
-    } else {
-      double BlockComm::*const sum = op.overlappable ? &BlockComm::hidden : &BlockComm::exposed;
-      for (; kinds != 0; kinds &= kinds - 1) c.blocks[static_cast<size_t>(std::countr_zero(kinds))].*sum += a;
-    }
-  }
-  c.blocks[mtp] = c.blocks[mtp_as];
-  sms[mtp] = sms[mtp_as];
+// Every block kind's BlockComm from its plan's sums and its compute.
+std::array<BlockComm, kBlockKindCount> BlockComms(const StepWork& work, const PlanSums& plan) {
+  std::array<BlockComm, kBlockKindCount> comm;
   for (BlockKind kind : kAllBlockKinds) {
     const auto i = static_cast<size_t>(kind);
-    BlockComm& b = c.blocks[i];
+    const PlanSums::Block& s = plan.blocks[i];
+    BlockComm& b = comm[i];
+    b.exposed = s.exposed_s;
+    b.hidden = s.hidden_s;
+    b.paired = s.paired_s;
     const double w = work.cost(kind).total_s();
     b.excess = std::max(0.0, b.hidden - w);
     if (b.paired > 0) {
+      const int sms = s.paired_sms;
       const double w_left = std::max(0.0, w - b.hidden);
-      const double k = sms[i] > 0 && sms[i] < work.gpu_sms ? double(work.gpu_sms) / (work.gpu_sms - sms[i]) : 1.0;
+      const double k = sms > 0 && sms < work.gpu_sms ? double(work.gpu_sms) / (work.gpu_sms - sms) : 1.0;
       b.steady = b.paired - std::min(w_left, b.paired / k);
     }
   }
-  return c;
+  return comm;
 }
 
 // The EP-overlap ops' exposed seconds per block at `lone`.
@@ -201,15 +163,9 @@ bool SameTimeInputs(const RankWork& a, const RankWork& b) {
          std::bit_cast<uint64_t>(a.compute_s()) == std::bit_cast<uint64_t>(b.compute_s());
 }
 
-}  // namespace
-
-PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s) {
-  PipelineTimes t;
-  SchedulePipeline(work, &t, op_exposed_s);
-  return t;
-}
-
-void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<double>* op_exposed_s) {
+// SchedulePipeline: each rank's time, the slowest, the bubble; returns the
+// block kinds' communication it read.
+std::array<BlockComm, kBlockKindCount> Schedule(const StepWork& work, const PlanSums& plan, PipelineTimes* times) {
   std::vector<RankTime> ranks = std::move(times->ranks);
   ranks.assign(work.ranks.size(), RankTime{});
   *times = PipelineTimes{};
@@ -219,9 +175,8 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
   const bool overlapped_sends = OverlapsSends(work.schedule);
   // One boundary crossing, forward and backward (each op's calls), each
   // block kind's communication, the data-parallel ops.
-  const PlanComm plan = SumPlanComm(work);
   const double crossing_s = plan.crossing_s;
-  const std::array<BlockComm, kBlockKindCount>& comm = plan.blocks;
+  const std::array<BlockComm, kBlockKindCount> comm = BlockComms(work, plan);
   t.dp_reduce_s = plan.dp_reduce_s;
   t.dp_gather_s = plan.dp_gather_s;
   // A rank's share of lone micro-batches matters only to EP-overlap ops
@@ -266,18 +221,77 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
   t.bubble_s = BubbleSeconds(work, t.stage_time_s,
                              work.ranks.empty() ? nullptr : &work.ranks[static_cast<size_t>(t.slowest)], crossing_s);
   t.pipeline_s = m * t.stage_time_s + t.bubble_s;
+  return comm;
+}
+
+}  // namespace
+
+PlanSums SumPlan(const std::vector<CommOp>& ops, bool mtp_moe, const Recompute& recompute) {
+  const auto mtp = static_cast<size_t>(BlockKind::kMtpLayer);
+  const unsigned reruns = RerunBlocks(recompute);
+  // Each op is added to the sums of every kind it runs in (BlockKindsOf),
+  // so each sum still adds its ops in plan order, as a pass per kind
+  // would. An MTP module's layer runs the ops of the layer kind it is, so
+  // its sums are that kind's, copied rather than added again. A block's
+  // three sums, by how its ops overlap: plain, overlappable, EP-overlap.
+  std::array<std::array<double, 3>, kBlockKindCount> block{};
+  std::array<int, kBlockKindCount> paired_sms{};
+  PlanSums c;
+  // The kinds of the last op's scope, but the MTP layer (plans list their
+  // ops in runs of one scope).
+  CommOp::Scope scope = CommOp::kPerStep;
+  unsigned scope_kinds = 0;
+  for (const CommOp& op : ops) {
+    const double a = SecondsPerMicrobatch(op, reruns);
+    if (op.scope != scope) {
+      scope = op.scope;
+      scope_kinds = BlockKindsOf(scope, mtp_moe) & ~(1u << mtp);
+    }
+    if (scope_kinds == 0) {
+      if (scope == CommOp::kPerStageBoundary) c.crossing_s += a;
+      if (scope == CommOp::kPerStep) (op.collective == Collective::kAllGather ? c.dp_gather_s : c.dp_reduce_s) += a;
+      continue;
+    }
+    const size_t way = op.hides_behind_other_microbatch ? 2 : op.overlappable ? 1 : 0;
+    for (unsigned kinds = scope_kinds; kinds != 0; kinds &= kinds - 1) {
+      const auto k = static_cast<size_t>(std::countr_zero(kinds));
+      block[k][way] += a;
+      if (way == 2) paired_sms[k] = std::max(paired_sms[k], op.sms);
+    }
+  }
+  for (size_t k = 0; k < kBlockKindCount; ++k) {
+    const size_t from = k == mtp ? static_cast<size_t>(mtp_moe ? BlockKind::kMoeLayer : BlockKind::kDenseLayer) : k;
+    c.blocks[k] = {block[from][0], block[from][1], block[from][2], paired_sms[from]};
+  }
+  return c;
+}
+
+PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s) {
+  PipelineTimes t;
+  SchedulePipeline(work, &t, op_exposed_s);
+  return t;
+}
+
+void SchedulePipeline(const StepWork& work, const PlanSums& plan, PipelineTimes* times) {
+  Schedule(work, plan, times);
+}
+
+void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<double>* op_exposed_s) {
+  const PlanSums plan = SumPlan(work.ops, work.mtp_moe, Recompute::None());
+  const std::array<BlockComm, kBlockKindCount> comm = Schedule(work, plan, times);
+  const PipelineTimes& t = *times;
   if (op_exposed_s && !work.ranks.empty()) {
     // The slowest rank's exposure, op by op.
     op_exposed_s->assign(work.ops.size(), 0.0);
     const RankWork& r = work.ranks[static_cast<size_t>(t.slowest)];
     const RankTime& rt = t.ranks[static_cast<size_t>(t.slowest)];
-    const double lone = LoneMicrobatches(work, t.slowest) / m;
+    const double lone = LoneMicrobatches(work, t.slowest) / double(work.microbatches);
     for (BlockKind kind : kAllBlockKinds) {
       if (r.count(kind) > 0) {
         ShareOfBlocks(work, kind, comm[static_cast<size_t>(kind)], lone, r.count(kind), *op_exposed_s);
       }
     }
-    const double sends = r.boundary_crossings * crossing_s;
+    const double sends = r.boundary_crossings * plan.crossing_s;
     for (size_t i = 0; i < work.ops.size(); ++i) {
       if (work.ops[i].scope == CommOp::kPerStageBoundary && sends > 0) {
         (*op_exposed_s)[i] = r.boundary_crossings * work.ops[i].seconds_per_microbatch() / sends * rt.boundary_s;

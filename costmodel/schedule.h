@@ -24,6 +24,7 @@
 #pragma once
 
 #include <array>
+#include <cstdint>
 #include <vector>
 
 #include "costmodel/stage_work.h"
@@ -57,6 +58,33 @@ struct PipelineTimes {
 PipelineTimes SchedulePipeline(const StepWork& work, std::vector<double>* op_exposed_s = nullptr);
 // The same into *times (replaced; its storage kept).
 void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<double>* op_exposed_s = nullptr);
+
+// What the schedule reads of a plan, summed in one pass over its ops in
+// plan order: per block kind, the seconds per block of its plain,
+// overlappable and EP-overlap ops and the most SMs an EP-overlap op holds
+// (an MTP module's layer: those of the layer kind it is); one boundary
+// crossing's seconds, forward and backward; the per-step ops' (gradient
+// reductions, parameter all-gathers).
+struct PlanSums {
+  struct Block {
+    double exposed_s = 0;   // plain ops
+    double hidden_s = 0;    // overlappable ops
+    double paired_s = 0;    // EP-overlap ops
+    int paired_sms = 0;
+  };
+  std::array<Block, kBlockKindCount> blocks;  // indexed by BlockKind
+  double crossing_s = 0;
+  double dp_reduce_s = 0;
+  double dp_gather_s = 0;
+};
+// The sums of `ops` with the forward calls `recompute` repeats counted in
+// (comm_plan.h SecondsPerMicrobatch): bit for bit those of the ops after
+// AddRecomputeCalls(recompute), so that one plan without recomputation
+// serves each recompute set of its layout uncopied.
+PlanSums SumPlan(const std::vector<CommOp>& ops, bool mtp_moe, const Recompute& recompute);
+
+// SchedulePipeline(work) with its plan's sums given: work.ops is not read.
+void SchedulePipeline(const StepWork& work, const PlanSums& plan, PipelineTimes* times);
 
 // A lower bound on SchedulePipeline(work).pipeline_s, bit for bit in
 // floating point, from the ranks' compute alone (work.ops is not read, so

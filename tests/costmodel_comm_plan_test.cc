@@ -10,6 +10,7 @@
 #include "costmodel_comm_fixtures.h"
 #include "costmodel/comm_params.h"
 #include "costmodel/comm_plan.h"
+#include "costmodel/schedule.h"
 #include "planner/group_placement.h"
 #include "fixtures.h"
 #include "inputs/loader.h"
@@ -365,7 +366,10 @@ TEST_CASE("a plan without recomputation, given a recompute set's calls, is that 
   // model with dense and MoE layers and a shared expert. It fails if an
   // op's presence or any field but calls_bwd hangs on the recompute set (the
   // builders add the recompute calls through AddRecomputeCalls too; which
-  // blocks rerun what, and a block it misses: the test above).
+  // blocks rerun what, and a block it misses: the test above). So are each
+  // op's seconds per micro-batch with the set's calls counted in
+  // (SecondsPerMicrobatch) and the plan's sums the schedule reads (SumPlan),
+  // which let a search score every recompute set on one uncopied plan.
   MixtralSetup s;
   s.model.moe->shared_experts = 1;
   s.model.moe->shared_ffn_hidden = 14336;
@@ -409,7 +413,23 @@ TEST_CASE("a plan without recomputation, given a recompute set's calls, is that 
             CHECK(given[i].overlappable == own[i].overlappable);
             CHECK(given[i].hides_behind_other_microbatch == own[i].hides_behind_other_microbatch);
             CHECK(given[i].sms == own[i].sms);
+            CHECK(SecondsPerMicrobatch(without[i], RerunBlocks(set)) == own[i].seconds_per_microbatch());
             ++compared;
+          }
+          // What the schedule reads of the plan (SumPlan), from the plan
+          // without recomputation and the set, is the set's plan's.
+          for (const bool mtp_moe : {false, true}) {
+            const PlanSums a = SumPlan(without, mtp_moe, set);
+            const PlanSums b = SumPlan(own, mtp_moe, Recompute::None());
+            for (size_t k = 0; k < kBlockKindCount; ++k) {
+              CHECK(a.blocks[k].exposed_s == b.blocks[k].exposed_s);
+              CHECK(a.blocks[k].hidden_s == b.blocks[k].hidden_s);
+              CHECK(a.blocks[k].paired_s == b.blocks[k].paired_s);
+              CHECK(a.blocks[k].paired_sms == b.blocks[k].paired_sms);
+            }
+            CHECK(a.crossing_s == b.crossing_s);
+            CHECK(a.dp_reduce_s == b.dp_reduce_s);
+            CHECK(a.dp_gather_s == b.dp_gather_s);
           }
         }
       }
