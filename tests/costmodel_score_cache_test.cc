@@ -150,6 +150,43 @@ TEST_CASE("Score equals ScoreReference bit for bit, and Evaluate's figures, over
   CHECK(fitting > 500);  // step times compared too, not only memory
 }
 
+TEST_CASE("Score equals ScoreReference when placements recur among the last few kept") {
+  // CostModel::PlacementOf keeps its last four placements (and the current
+  // one's collective timings, carried by ChangePlacement when it returns to
+  // a kept one): layouts of six distinct placements visited in a random
+  // order hit a kept one that is not the current, miss and refill, and each
+  // score must still be ScoreReference's.
+  Draws d{20261204};
+  size_t compared = 0, returns = 0;
+  for (int trial = 0; trial < 24; ++trial) {
+    const Trial drawn = TrialOf(RandomCase(d));
+    const CostModel& cost = *drawn.cost;
+    std::vector<Layout> distinct;  // fitting, of distinct placements, in search order
+    std::vector<LayoutPlacement> placements;
+    for (const Layout& l : drawn.legal) {
+      if (distinct.size() == 6) break;
+      Result<LayoutPlacement> placed = PlaceGroups(l, *cost.context().topology);
+      if (!placed.ok() || !cost.ScoreReference(l, false).fits ||
+          std::find(placements.begin(), placements.end(), placed.value()) != placements.end())
+        continue;
+      placements.push_back(placed.value());
+      distinct.push_back(l);
+    }
+    if (distinct.size() < 6) continue;
+    size_t previous = 0;
+    for (int i = 0; i < 200; ++i) {
+      const size_t at = d.Below(distinct.size());
+      returns += at != previous;
+      previous = at;
+      const Layout& l = distinct[at];
+      RequireSame(cost.Score(l, false), cost.ScoreReference(l, false), l);
+      ++compared;
+    }
+  }
+  CHECK(compared > 1000);
+  CHECK(returns > 800);
+}
+
 // Pruning (CostModel::Score with a bound): StepTimeLowerBound is below the
 // reference step time as doubles, and a bounded Score is pruned exactly
 // when its bound (that, or the peak for the memory objective) exceeds the
