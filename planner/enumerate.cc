@@ -147,21 +147,27 @@ class EnumerationWalker {
     pp_set_ = pp;
   }
 
-  // StagesFor, remembered for the last (pp, vpp, schedule): the items of one
-  // differ only in tp.
+  // StagesFor, remembered per (pp, vpp, schedule): the items of one differ
+  // only in tp and cp, and the search walks the items of one (pp, tp, cp)
+  // in a run, each vpp and schedule in turn (planner/search.cc). Bounded:
+  // the keys of the pp in hand (cleared when pp changes).
   bool StagesCached(Layout* l) {
-    if (!stages_valid_ || stages_pp_ != l->pp || stages_vpp_ != l->vpp || stages_schedule_ != l->schedule) {
-      stages_ok_ = StagesFor(l);
-      stages_valid_ = true;
-      stages_pp_ = l->pp, stages_vpp_ = l->vpp, stages_schedule_ = l->schedule;
-      stages_layout_ = *l;
-      return stages_ok_;
+    if (stages_pp_ != l->pp) {
+      stages_.clear();
+      stages_pp_ = l->pp;
     }
-    l->stage_layers = stages_layout_.stage_layers;
-    l->stage_mtp = stages_layout_.stage_mtp;
-    l->explicit_stages = stages_layout_.explicit_stages;
-    l->pp_layout_given = stages_layout_.pp_layout_given;
-    return stages_ok_;
+    for (const Stages& s : stages_) {
+      if (s.vpp == l->vpp && s.schedule == l->schedule) {
+        l->stage_layers = s.layout.stage_layers;
+        l->stage_mtp = s.layout.stage_mtp;
+        l->explicit_stages = s.layout.explicit_stages;
+        l->pp_layout_given = s.layout.pp_layout_given;
+        return s.ok;
+      }
+    }
+    const bool ok = StagesFor(l);
+    stages_.push_back({l->vpp, l->schedule, ok, *l});
+    return ok;
   }
 
   // --- The values of each level (the pins narrow them). ---
@@ -507,10 +513,14 @@ class EnumerationWalker {
   int world_ = 0;
   int pp_set_ = 0;  // the pp stage_, divisors_ and orders_ are of (0: none yet)
   Layout item_layout_;
-  bool stages_valid_ = false, stages_ok_ = false;
-  int stages_pp_ = 0, stages_vpp_ = 0;
-  std::optional<PipelineSchedule> stages_schedule_;
-  Layout stages_layout_;
+  struct Stages {  // StagesCached's, for one (vpp, schedule) of stages_pp_
+    int vpp = 0;
+    std::optional<PipelineSchedule> schedule;
+    bool ok = false;
+    Layout layout;  // its stage fields as StagesFor set them
+  };
+  int stages_pp_ = 0;
+  std::vector<Stages> stages_;
   LayoutPins pins_;
   BlockWeights weights_;
   std::vector<Dispatcher> dispatchers_;
