@@ -27,33 +27,24 @@ const char* Name(CommKind kind) {
   return "?";
 }
 
-bool Reruns(Rerun block, const Recompute& recompute) {
-  switch (block) {
-    case Rerun::kNever: return false;
-    case Rerun::kLayer: return recompute.full();
-    case Rerun::kCoreAttention: return recompute.has(RecomputeModule::kCoreAttn);
-    case Rerun::kDenseMlp: return recompute.has(RecomputeModule::kMlp);
-    case Rerun::kMoe: return recompute.has(RecomputeModule::kMoe);
-    case Rerun::kSharedExperts:
-      return recompute.has(RecomputeModule::kMoe) || recompute.has(RecomputeModule::kSharedExperts);
-  }
-  return false;
-}
-
 unsigned RerunBlocks(const Recompute& recompute) {
+  constexpr auto bit = [](Rerun block) { return 1u << static_cast<unsigned>(block); };
+  // Recompute::has is true for every module under full recomputation; the
+  // MoE checkpoint holds the shared experts too.
   unsigned blocks = 0;
-  if (recompute.none()) return blocks;
-  for (const Rerun block :
-       {Rerun::kLayer, Rerun::kCoreAttention, Rerun::kDenseMlp, Rerun::kMoe, Rerun::kSharedExperts}) {
-    if (Reruns(block, recompute)) blocks |= 1u << static_cast<unsigned>(block);
-  }
+  if (recompute.full()) blocks |= bit(Rerun::kLayer);
+  if (recompute.has(RecomputeModule::kCoreAttn)) blocks |= bit(Rerun::kCoreAttention);
+  if (recompute.has(RecomputeModule::kMlp)) blocks |= bit(Rerun::kDenseMlp);
+  if (recompute.has(RecomputeModule::kMoe)) blocks |= bit(Rerun::kMoe) | bit(Rerun::kSharedExperts);
+  if (recompute.has(RecomputeModule::kSharedExperts)) blocks |= bit(Rerun::kSharedExperts);
   return blocks;
 }
 
 void AddRecomputeCalls(const Recompute& recompute, std::vector<CommOp>* ops) {
-  if (recompute.none()) return;
+  const unsigned blocks = RerunBlocks(recompute);
+  if (blocks == 0) return;
   for (CommOp& op : *ops) {
-    if (Reruns(op.rerun, recompute)) op.calls_bwd += op.rerun_calls;
+    if (RepeatsCalls(op, blocks)) op.calls_bwd += op.rerun_calls;
   }
 }
 

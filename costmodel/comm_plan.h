@@ -46,9 +46,8 @@ const char* Name(CommKind kind);  // "tp", "cp", "ep", "pp", "dp"
 // combine and shared experts in one checkpoint), the shared experts
 // (`shared_experts`, or inside `moe`).
 enum class Rerun : uint8_t { kNever, kLayer, kCoreAttention, kDenseMlp, kMoe, kSharedExperts };
-// Whether `recompute` reruns that block (Recompute::has is true for every
-// module under full recomputation).
-bool Reruns(Rerun block, const Recompute& recompute);
+// The blocks `recompute` reruns, a bit per Rerun (kNever's never set).
+unsigned RerunBlocks(const Recompute& recompute);
 
 struct CommOp {
   CommKind kind = CommKind::kTensorParallel;
@@ -145,16 +144,18 @@ RecipeVariant CommFloorVariant(const RecipeVariant& v);
 // What lets a search plan an arrangement once for all its recompute modes
 // (CostModel::ScoreFamily).
 void AddRecomputeCalls(const Recompute& recompute, std::vector<CommOp>* ops);
-// The blocks `recompute` reruns, a bit per Rerun: bit b is Reruns(b, recompute).
-unsigned RerunBlocks(const Recompute& recompute);
+// Whether the recompute set that reruns `rerun_blocks` (RerunBlocks)
+// repeats `op`'s forward calls: what AddRecomputeCalls adds them by.
+inline bool RepeatsCalls(const CommOp& op, unsigned rerun_blocks) {
+  return (rerun_blocks >> static_cast<unsigned>(op.rerun) & 1u) != 0;
+}
 // An op's seconds per micro-batch in the plan of the recompute set that
-// reruns `rerun_blocks` (RerunBlocks), from the op of the plan without
-// recomputation: bit for bit seconds_per_microbatch() of the op after
-// AddRecomputeCalls of that set. What lets the schedule sum a plan
-// without recomputation for any recompute set without copying it
-// (schedule.h SumPlan).
+// reruns `rerun_blocks`, from the op of the plan without recomputation:
+// bit for bit seconds_per_microbatch() of the op after AddRecomputeCalls
+// of that set. What lets the schedule sum a plan without recomputation
+// for any recompute set without copying it (schedule.h SumPlan).
 inline double SecondsPerMicrobatch(const CommOp& op, unsigned rerun_blocks) {
-  if ((rerun_blocks >> static_cast<unsigned>(op.rerun) & 1u) == 0) return op.seconds_per_microbatch();
+  if (!RepeatsCalls(op, rerun_blocks)) return op.seconds_per_microbatch();
   return (op.calls_fwd + (op.calls_bwd + op.rerun_calls)) * op.seconds_per_call;
 }
 
