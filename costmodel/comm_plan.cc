@@ -32,6 +32,7 @@ unsigned RerunBlocks(const Recompute& recompute) {
   // Recompute::has is true for every module under full recomputation; the
   // MoE checkpoint holds the shared experts too.
   unsigned blocks = 0;
+  if (recompute.none()) return blocks;
   if (recompute.full()) blocks |= bit(Rerun::kLayer);
   if (recompute.has(RecomputeModule::kCoreAttn)) blocks |= bit(Rerun::kCoreAttention);
   if (recompute.has(RecomputeModule::kMlp)) blocks |= bit(Rerun::kDenseMlp);
