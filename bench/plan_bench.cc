@@ -71,7 +71,8 @@ void BM_ScoreWidenedDeepSeekV3(benchmark::State& state) { ScoreOnePass(state, tr
 BENCHMARK(BM_ScoreWidenedDeepSeekV3)->Arg(1024)->Arg(16384)->Unit(benchmark::kMillisecond);
 
 // Scoring a family at a time (CostModel::ScoreFamily, the search's way):
-// one thread walks every work item's families and scores every member with
+// one thread walks every work item's families, in the search's order (runs
+// of one pp, tp and cp: RunsOf), and scores every member with
 // no bound (nothing pruned: each fitting layout gets its step time), a
 // fresh cost model each pass (created untimed). Enumeration is included in
 // the time, so items_per_second (legal layouts per CPU second) is a floor
@@ -98,7 +99,7 @@ void ScoreFamilies(benchmark::State& state, bool widened) {
     CountingSink sink;
     Enumeration counts;
     state.ResumeTiming();
-    for (const EnumerationItem& item : walker.Items()) {
+    for (const EnumerationItem& item : RunsOf(walker.Items()).items) {
       walker.RunFamilies(item, &counts, [&](const LayoutFamily& f) { cost->ScoreFamily(f, false, sink); });
     }
     state.PauseTiming();

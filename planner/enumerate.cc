@@ -1,9 +1,11 @@
 #include "planner/enumerate.h"
 
+#include <algorithm>
 #include <array>
 #include <cassert>
 #include <span>
 #include <string>
+#include <tuple>
 
 #include "planner/pipeline.h"
 #include "topology/cluster_shape.h"
@@ -549,6 +551,21 @@ void LayoutEnumerator::Run(const EnumerationItem& item, Enumeration* counts, con
 }
 void LayoutEnumerator::RunFamilies(const EnumerationItem& item, Enumeration* counts, const FamilyVisitor& visit) {
   walker_->Run(item, counts, nullptr, &visit);
+}
+
+ItemRuns RunsOf(const std::vector<EnumerationItem>& items) {
+  ItemRuns out{items, {}};
+  std::stable_sort(out.items.begin(), out.items.end(), [](const EnumerationItem& a, const EnumerationItem& b) {
+    return std::tie(a.pp, a.tp, a.cp) < std::tie(b.pp, b.tp, b.cp);
+  });
+  for (size_t i = 0; i < out.items.size(); ++i) {
+    const EnumerationItem& a = out.items[i];
+    if (i == 0 || a.pp != out.items[i - 1].pp || a.tp != out.items[i - 1].tp || a.cp != out.items[i - 1].cp) {
+      out.starts.push_back(i);
+    }
+  }
+  out.starts.push_back(out.items.size());
+  return out;
 }
 
 std::vector<int> Divisors(int n) {

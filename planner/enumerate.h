@@ -100,7 +100,7 @@ class LayoutEnumerator {
   LayoutEnumerator& operator=(LayoutEnumerator&&) noexcept;
 
   int world() const;
-  // Every work item, in search order.
+  // Every work item, in enumeration order (a search walks them in runs: RunsOf).
   std::vector<EnumerationItem> Items();
   // Adds the item's candidates and rejections to *counts (its `legal` is
   // left alone) and calls `visit` with each of its legal layouts.
@@ -112,6 +112,19 @@ class LayoutEnumerator {
  private:
   std::unique_ptr<EnumerationWalker> walker_;
 };
+
+// Work items in the order a search walks them (planner/search.cc): in runs
+// of one (pp, tp, cp), the runs ordered by (pp, tp, cp), each
+// run's items (its vpp and schedule) in their order in `items`. A thread
+// walks a run whole, so a scorer's per-thread caches meet the run's
+// degrees, placements and plans again for each vpp and schedule while they
+// still hold them (costmodel/evaluate.cc).
+struct ItemRuns {
+  std::vector<EnumerationItem> items;  // run after run
+  std::vector<size_t> starts;          // into items: each run's first, then items.size()
+  size_t runs() const { return starts.empty() ? 0 : starts.size() - 1; }
+};
+ItemRuns RunsOf(const std::vector<EnumerationItem>& items);
 
 // The job whose candidate lists hold only the pinned options (mbs, vpp,
 // schedule, order, cp_style, recompute, dispatcher, overlaps, precision, FSDP) and

@@ -9,7 +9,6 @@
 #include <string>
 #include <system_error>
 #include <thread>
-#include <tuple>
 
 namespace foldplan {
 namespace {
@@ -175,29 +174,16 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   const size_t top = static_cast<size_t>(std::max(options.top, 1));
   const int threads = std::clamp(options.threads, 1, kMaxSearchThreads);
   // One enumerator per thread. The work items of one (pp, tp, cp), which
-  // differ in vpp and schedule, are claimed as one run and walked a family at a
-  // time, each family scored whole (ScoreFamily): the scorer's per-thread
-  // caches of what depends on neither (compute times) then meet their keys
-  // again while they still hold them.
+  // differ in vpp and schedule, are claimed as one run (RunsOf) and walked a
+  // family at a time, each family scored whole (ScoreFamily): the scorer's
+  // per-thread caches of what depends on neither (compute times,
+  // placements, the plans' per-layer ops) then meet their keys again while
+  // they still hold them.
   std::vector<LayoutEnumerator> walkers;
   walkers.reserve(static_cast<size_t>(threads));
   for (int t = 0; t < threads; ++t) walkers.emplace_back(ctx, options.pins);
-  const std::vector<EnumerationItem> items = walkers.front().Items();
+  const ItemRuns runs = RunsOf(walkers.front().Items());
   result.enumeration.world = walkers.front().world();
-  std::vector<size_t> by_run(items.size());
-  for (size_t i = 0; i < items.size(); ++i) by_run[i] = i;
-  std::stable_sort(by_run.begin(), by_run.end(), [&](size_t a, size_t b) {
-    return std::tie(items[a].pp, items[a].tp, items[a].cp) < std::tie(items[b].pp, items[b].tp, items[b].cp);
-  });
-  std::vector<size_t> run_starts;  // into by_run, and its end last
-  for (size_t i = 0; i < by_run.size(); ++i) {
-    const EnumerationItem& a = items[by_run[i]];
-    const EnumerationItem* b = i == 0 ? nullptr : &items[by_run[i - 1]];
-    if (!b || a.pp != b->pp || a.tp != b->tp || a.cp != b->cp) run_starts.push_back(i);
-  }
-  const size_t runs = run_starts.size();
-  run_starts.push_back(by_run.size());
-
   std::vector<Shard> shards(static_cast<size_t>(threads));
   SharedBound shared_bound;
   std::atomic<size_t> next{0};
@@ -207,18 +193,18 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
     const FamilyVisitor score = [&](const LayoutFamily& family) { scorer.ScoreFamily(family, sink); };
     for (;;) {
       const size_t run = next.fetch_add(1);
-      if (run >= runs) return;
-      for (size_t i = run_starts[run]; i < run_starts[run + 1]; ++i) {
-        walkers[t].RunFamilies(items[by_run[i]], &shards[t].counts, score);
+      if (run >= runs.runs()) return;
+      for (size_t i = runs.starts[run]; i < runs.starts[run + 1]; ++i) {
+        walkers[t].RunFamilies(runs.items[i], &shards[t].counts, score);
       }
-      done.fetch_add(run_starts[run + 1] - run_starts[run]);
+      done.fetch_add(runs.starts[run + 1] - runs.starts[run]);
     }
   };
   std::vector<std::thread> pool;
   // A thread the system refuses (std::system_error) is an error, not an
   // abort: the started ones are told there is no more work and joined.
   auto refused = [&](const std::system_error& e) {
-    next.store(runs);
+    next.store(runs.runs());
     for (auto& t : pool) t.join();
     result.status = Status::Error("could not start scoring thread " + std::to_string(pool.size() + 1) + " of " +
                                   std::to_string(threads) + ": " + e.what() + " (try fewer --threads)");
@@ -235,8 +221,8 @@ SearchResult SearchLayouts(const LegalityContext& ctx, const LayoutScorer& score
   }
   if (options.progress) {
     // The fraction of work items done (items differ in size).
-    while (done.load() < items.size()) {
-      options.progress(items.empty() ? 1.0 : double(done.load()) / double(items.size()));
+    while (done.load() < runs.items.size()) {
+      options.progress(runs.items.empty() ? 1.0 : double(done.load()) / double(runs.items.size()));
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   } else {
