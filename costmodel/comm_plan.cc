@@ -660,8 +660,9 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
 namespace {
 
 // Needs every pointer of ctx but topology and profile.
-void BuildPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
-               const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
+// BuildLayerCommOps: every op but the data-parallel ones, in plan order.
+void BuildLayerOps(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                   CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
   ops.clear();
   // The most any layout appends: 9 TP (attention, dense MLP, shared
   // experts), 4 Ulysses, 8 for the all-to-all dispatcher with ETP, 1
@@ -685,38 +686,80 @@ void BuildPlan(const Layout& layout, const CostContext& ctx, const LayoutPlaceme
     }
   }
   AddPipeline(v, plan);
-  if (layout.fsdp) {
-    AddFsdp(v, *ctx.rank_params, plan);
-  } else {
-    AddDataParallel(v, ctx, *ctx.rank_params, pipeline, plan);
+  if (layout.fsdp) AddFsdp(v, *ctx.rank_params, plan);
+}
+
+// FinishCommPlan: the data-parallel ops (none under FSDP, whose ops are
+// per layer), then the recompute calls.
+void FinishPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
+  if (!layout.fsdp) {
+    PlanBuilder plan(placement, *ctx.comm, ops, memo);
+    AddDataParallel(Volumes(layout, *ctx.model, *ctx.job), ctx, *ctx.rank_params, pipeline, plan);
   }
   AddRecomputeCalls(layout.recompute, &ops);
 }
 
-// BuildPlan on a copy of ctx given what it lacks: DefaultCommParams and the
+void BuildPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+               const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
+  BuildLayerOps(layout, ctx, placement, memo, ops);
+  FinishPlan(layout, ctx, placement, pipeline, memo, ops);
+}
+
+// `step` on a copy of ctx given what it lacks: DefaultCommParams and the
 // model's RankParamCounter. Apart from the common path, where the context
 // has both (GCC zeroes an optional's storage, 456 bytes for the
 // parameters, on every call that declares one).
-void BuildPlanCompleted(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
-                        const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
+template <class Step>
+[[gnu::noinline]] void CompletedContext(const CostContext& ctx, const Step& step) {
   CostContext full = ctx;
   std::optional<CommParams> comm;
   if (!full.comm) full.comm = &comm.emplace(DefaultCommParams(*ctx.cluster));
   std::optional<RankParamCounter> rank_params;
   if (!full.rank_params) full.rank_params = &rank_params.emplace(*ctx.model);
-  BuildPlan(layout, full, placement, pipeline, memo, ops);
+  step(full);
+}
+
+// `step(ctx)` on a context that has every part the builders read: ctx when
+// it has, else a completed copy; nothing (false) without the cluster,
+// model or job.
+template <class Step>
+bool WithFullContext(const CostContext& ctx, const Step& step) {
+  if (!ctx.cluster || !ctx.model || !ctx.job) return false;
+  if (!ctx.comm || !ctx.rank_params) {
+    CompletedContext(ctx, step);
+  } else {
+    step(ctx);
+  }
+  return true;
 }
 
 }  // namespace
 
 void BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                    const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops) {
-  if (!ctx.cluster || !ctx.model || !ctx.job) {
-    ops->clear();
-    return;
-  }
-  if (!ctx.comm || !ctx.rank_params) return BuildPlanCompleted(layout, ctx, placement, pipeline, memo, *ops);
-  BuildPlan(layout, ctx, placement, pipeline, memo, *ops);
+  const bool built = WithFullContext(
+      ctx, [&](const CostContext& full) { BuildPlan(layout, full, placement, pipeline, memo, *ops); });
+  if (!built) ops->clear();
+}
+
+LayerCommKey LayerCommKeyOf(const Layout& l) {
+  return {l.pp, l.tp, l.cp, l.ep, l.etp, l.mbs, l.cp_style, l.dispatcher, l.a2a_overlap, l.precision,
+          l.fsdp, l.tp_overlap};
+}
+
+void BuildLayerCommOps(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                       CollectiveTimeMemo* memo, std::vector<CommOp>* ops) {
+  const bool built =
+      WithFullContext(ctx, [&](const CostContext& full) { BuildLayerOps(layout, full, placement, memo, *ops); });
+  if (!built) ops->clear();
+}
+
+void FinishCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+                    const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops) {
+  const bool built = WithFullContext(
+      ctx, [&](const CostContext& full) { FinishPlan(layout, full, placement, pipeline, memo, *ops); });
+  if (!built) ops->clear();
 }
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,

@@ -160,76 +160,149 @@ T& ForModel(uint64_t model_id) {
   return slot.cache;
 }
 
-// PlacementOf's: the last few layouts' placements, the placements of group
-// kinds under them, and the current placement's collective timings.
+// PlacementOf's: the placements of the search run in hand, the placements
+// of group kinds under them (GroupPlacementCache: the same TP, EP, CP ...
+// groups recur across pp, dp and orders), the current placement's
+// collective timings, and under each kept placement the per-layer ops of
+// the plans made on it (CommPlanOf).
 struct PlacementCache {
-  // Key: the fields PlaceGroups reads.
-  using Key = std::tuple<int, int, int, int, int, int, int, std::string, Placement>;
-  // A family's arrangements take turns (orders, placements), and the
-  // families of one work item that differ only in micro-batch size or
-  // CP style repeat them: kKept placements, filled in place (no copy), so
-  // that the timings can keep what two place alike when they alternate.
-  static constexpr int kKept = 4;
+  // Key: the fields PlaceGroups reads, the run's and the rest.
+  struct RunKey {
+    int world = -1, pp = 0, tp = 0, cp = 0;  // world -1: no run yet
+    bool operator==(const RunKey&) const = default;
+  };
+  struct Key {
+    int dp = 0, ep = 0, etp = 0;
+    Placement placement = Placement::kLinear;
+    std::string order;
+  };
+  static RunKey RunOf(const Layout& l) { return {l.world, l.pp, l.tp, l.cp}; }
+  static bool Same(const Key& k, const Layout& l) {
+    return k.dp == l.dp && k.ep == l.ep && k.etp == l.etp && k.placement == l.placement && k.order == l.order;
+  }
+  // A search walks its layouts in runs of one (world, pp, tp, cp)
+  // (planner/enumerate.h RunsOf): each vpp and schedule in turn, over the
+  // same dp, ep, etp and arrangements in the same order. The placements of
+  // a run's fitting layouts for DeepSeek-V3 at 16,384 GPUs: up to 80 (the
+  // default job), 369 (the widened one); 96 at 131,072. So the run's
+  // placements are kept, up to kMaxKept (then dropped and kept afresh),
+  // all dropped when the run changes; the one kept after the current is
+  // looked at first.
+  static constexpr size_t kMaxKept = 512;  // 2.5 kB each
+  // Per-layer ops (BuildLayerCommOps) of one LayerCommKey on a kept
+  // placement: `count` ops from `begin` in `ops`. The plans of the
+  // layouts of a run placed alike that differ only in their pipeline share
+  // them. Bounded: kMaxLayerOps ops in all (128 B each: 2 MiB) and
+  // kMaxKeysPerPlacement keys per placement; past either, plans are built
+  // whole.
+  static constexpr size_t kMaxLayerOps = 16384;
+  static constexpr size_t kMaxKeysPerPlacement = 64;
+  struct LayerOps {
+    LayerCommKey key;
+    size_t begin = 0, count = 0;
+  };
   struct Kept {
     Key key;
     LayoutPlacement placed;
     bool ok = false;
+    std::vector<LayerOps> layer_ops;
   };
-  std::array<Kept, kKept> kept;
-  int current = 0;
-  int next = 1;  // the next one refilled (round robin over all but the current)
+  RunKey run;
+  std::vector<Kept> kept;  // the first `used` are the run's; the rest keep their storage
+  size_t used = 0;
+  size_t current = 0;  // into kept, when used > 0: PlacementOf's last
+  std::vector<CommOp> ops;
   GroupPlacementCache kinds;
   CollectiveTimeMemo timings;
+  void DropRun() {
+    used = 0;
+    ops.clear();
+  }
   void Clear() {
     kinds.Clear();
     timings.Clear();
-    for (Kept& k : kept) {
-      k.ok = false;
-      std::get<0>(k.key) = -1;  // no layout has world -1
-    }
+    run = {};
+    DropRun();
   }
-  PlacementCache() { Clear(); }
+  PlacementCache() {
+    kept.reserve(kMaxKept);  // never moved: PlacementOf returns pointers into it
+    Clear();
+  }
 };
-
-bool SamePlacementKey(const PlacementCache::Key& key, const Layout& l) {
-  return std::get<0>(key) == l.world && std::get<1>(key) == l.pp && std::get<2>(key) == l.tp &&
-         std::get<3>(key) == l.cp && std::get<4>(key) == l.dp && std::get<5>(key) == l.ep &&
-         std::get<6>(key) == l.etp && std::get<7>(key) == l.order && std::get<8>(key) == l.placement;
-}
 
 }  // namespace
 
 // Group placement depends only on the degrees, order and placement, and is
-// most of a layout's scoring time; the search scores layouts sharing them
-// one after another (planner/search.cc), so each thread keeps the last few,
-// and under them the placement of each group kind (GroupPlacementCache: the
-// same TP, EP, CP ... groups recur across pp, dp and orders).
-// The collective timings of the current placement go with it
-// (CollectiveTimeMemo), and of the group kinds the next one places alike,
-// stay.
+// most of a layout's scoring time; each thread keeps the placements of
+// the search run in hand (PlacementCache). The collective timings of the
+// current placement go with it (CollectiveTimeMemo), and of the group
+// kinds the next one places alike, stay.
 const LayoutPlacement* CostModel::PlacementOf(const Layout& l, CollectiveTimeMemo** memo) const {
   PlacementCache& cache = ForModel<PlacementCache>(id_);
-  int found = cache.current;
-  if (!SamePlacementKey(cache.kept[static_cast<size_t>(found)].key, l)) {
-    found = -1;
-    for (int i = 0; i < PlacementCache::kKept && found < 0; ++i) {
-      if (i != cache.current && SamePlacementKey(cache.kept[static_cast<size_t>(i)].key, l)) found = i;
-    }
-    if (found < 0) {
-      found = cache.next;
-      PlacementCache::Kept& k = cache.kept[static_cast<size_t>(found)];
-      k.key = std::make_tuple(l.world, l.pp, l.tp, l.cp, l.dp, l.ep, l.etp, l.order, l.placement);
-      k.ok = PlaceGroups(l, topology_, &cache.kinds, &k.placed).ok();
-    }
-    const PlacementCache::Kept& before = cache.kept[static_cast<size_t>(cache.current)];
-    const PlacementCache::Kept& after = cache.kept[static_cast<size_t>(found)];
-    cache.timings.ChangePlacement(before.ok ? &before.placed : nullptr, after.ok ? &after.placed : nullptr);
-    cache.current = found;
-    if (cache.next == found) cache.next = (found + 1) % PlacementCache::kKept;
-  }
   *memo = &cache.timings;
-  const PlacementCache::Kept& k = cache.kept[static_cast<size_t>(cache.current)];
+  const PlacementCache::RunKey run = PlacementCache::RunOf(l);
+  size_t found = cache.used;
+  if (run == cache.run && cache.used > 0) {
+    if (PlacementCache::Same(cache.kept[cache.current].key, l)) {
+      const PlacementCache::Kept& k = cache.kept[cache.current];
+      return k.ok ? &k.placed : nullptr;
+    }
+    const size_t after = cache.current + 1;
+    if (after < cache.used && PlacementCache::Same(cache.kept[after].key, l)) found = after;
+    for (size_t i = 0; i < cache.used && found == cache.used; ++i) {
+      if (PlacementCache::Same(cache.kept[i].key, l)) found = i;
+    }
+  }
+  const PlacementCache::Kept* before =
+      cache.used > 0 && cache.kept[cache.current].ok ? &cache.kept[cache.current] : nullptr;
+  if (found == cache.used) {
+    if (!(run == cache.run) || cache.used == PlacementCache::kMaxKept) {
+      // Slots are refilled from the first, the current's among them: the
+      // timings forget every kind.
+      cache.DropRun();
+      cache.run = run;
+      before = nullptr;
+      found = 0;
+    }
+    if (found == cache.kept.size()) cache.kept.emplace_back();
+    PlacementCache::Kept& k = cache.kept[found];
+    k.key.dp = l.dp;
+    k.key.ep = l.ep;
+    k.key.etp = l.etp;
+    k.key.placement = l.placement;
+    k.key.order = l.order;
+    k.layer_ops.clear();
+    k.ok = PlaceGroups(l, topology_, &cache.kinds, &k.placed).ok();
+    ++cache.used;
+  }
+  const PlacementCache::Kept& k = cache.kept[found];
+  cache.timings.ChangePlacement(before ? &before->placed : nullptr, k.ok ? &k.placed : nullptr);
+  cache.current = found;
   return k.ok ? &k.placed : nullptr;
+}
+
+void CostModel::CommPlanOf(const Layout& l, const LayoutPlacement& placement, const PipelineDescription& pipeline,
+                           CollectiveTimeMemo* memo, std::vector<CommOp>* ops) const {
+  PlacementCache& cache = ForModel<PlacementCache>(id_);
+  PlacementCache::Kept* k = cache.used > 0 && &cache.kept[cache.current].placed == &placement
+                                ? &cache.kept[cache.current]
+                                : nullptr;
+  if (!k) return BuildCommPlan(l, ctx_, placement, pipeline, memo, ops);
+  const LayerCommKey key = LayerCommKeyOf(l);
+  auto shared = std::find_if(k->layer_ops.begin(), k->layer_ops.end(),
+                             [&](const PlacementCache::LayerOps& o) { return o.key == key; });
+  if (shared != k->layer_ops.end()) {
+    const auto first = cache.ops.begin() + static_cast<std::ptrdiff_t>(shared->begin);
+    ops->assign(first, first + static_cast<std::ptrdiff_t>(shared->count));
+  } else {
+    BuildLayerCommOps(l, ctx_, placement, memo, ops);
+    if (cache.ops.size() + ops->size() <= PlacementCache::kMaxLayerOps &&
+        k->layer_ops.size() < PlacementCache::kMaxKeysPerPlacement) {
+      k->layer_ops.push_back({key, cache.ops.size(), ops->size()});
+      cache.ops.insert(cache.ops.end(), ops->begin(), ops->end());
+    }
+  }
+  FinishCommPlan(l, ctx_, placement, pipeline, memo, ops);
 }
 
 StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeline) const {
@@ -248,7 +321,7 @@ void CostModel::AddCommOf(const Layout& layout, const PipelineDescription& pipel
   if (cached) {
     CollectiveTimeMemo* memo = nullptr;
     if (const LayoutPlacement* placement = PlacementOf(layout, &memo)) {
-      BuildCommPlan(layout, ctx_, *placement, pipeline, memo, &work->ops);
+      CommPlanOf(layout, *placement, pipeline, memo, &work->ops);
     }
   } else if (const Result<LayoutPlacement> placement = PlaceGroups(layout, topology_); placement.ok()) {
     work->ops = BuildCommPlan(layout, ctx_, *placement, pipeline);
@@ -761,7 +834,7 @@ void CostModel::ScoreFamily(const LayoutFamily& family, bool minimise_memory, Sc
       Plan& added = plans[plans_used++];
       const RecipeVariant member = LayoutFamily::VariantOf(l);
       LayoutFamily::SetVariant(none, &l);
-      BuildCommPlan(l, ctx_, placement, pipeline, memo, &added.ops);
+      CommPlanOf(l, placement, pipeline, memo, &added.ops);
       LayoutFamily::SetVariant(member, &l);
       added.variant = none;
       added.floors = false;

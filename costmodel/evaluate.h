@@ -196,7 +196,15 @@ class CostModel {
   LeastBlocks LeastBlocksOf(const Layout& layout, uint32_t dispatchers, uint32_t precisions, bool cached) const;
   // DescribePipeline, memoised per thread (PipelineMemo in evaluate.cc).
   const PipelineDescription& CachedPipeline(const Layout& layout) const;
+  // The layout's group placement, kept per thread (PlacementCache in
+  // evaluate.cc), null when PlaceGroups refuses it, and the timings memo
+  // that goes with it.
   const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;
+  // BuildCommPlan(layout, ctx_, placement, pipeline, memo, ops), `placement`
+  // and `memo` PlacementOf(layout)'s: its per-layer ops (BuildLayerCommOps)
+  // shared with the layouts placed alike since, in the search run in hand.
+  void CommPlanOf(const Layout& layout, const LayoutPlacement& placement, const PipelineDescription& pipeline,
+                  CollectiveTimeMemo* memo, std::vector<CommOp>* ops) const;
 
   ClusterSpec cluster_;
   ModelSpec model_;

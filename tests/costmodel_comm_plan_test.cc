@@ -34,6 +34,31 @@ std::vector<std::string> Names(const std::vector<CommOp>& ops) {
   return names;
 }
 
+// Every field of two ops equal, bit for bit; returns 1 (a count of ops compared).
+int CheckSameOp(const CommOp& a, const CommOp& b) {
+  CAPTURE(b.name);
+  CHECK(std::string(a.name) == b.name);
+  CHECK(a.kind == b.kind);
+  CHECK(a.group == b.group);
+  CHECK(a.collective == b.collective);
+  CHECK(a.scope == b.scope);
+  CHECK(a.calls_fwd == b.calls_fwd);
+  CHECK(a.calls_bwd == b.calls_bwd);
+  CHECK(a.rerun == b.rerun);
+  CHECK(a.rerun_calls == b.rerun_calls);
+  CHECK(a.bytes == b.bytes);
+  CHECK(a.network_bytes == b.network_bytes);
+  CHECK(a.seconds_per_call == b.seconds_per_call);
+  CHECK(std::string(a.algorithm) == b.algorithm);
+  CHECK(a.overlappable == b.overlappable);
+  CHECK(a.hides_behind_other_microbatch == b.hides_behind_other_microbatch);
+  CHECK(a.sms == b.sms);
+  CHECK(a.traffic.nvlink_bytes == b.traffic.nvlink_bytes);
+  CHECK(a.traffic.network_bytes == b.traffic.network_bytes);
+  CHECK(a.traffic.spine_bytes == b.traffic.spine_bytes);
+  return 1;
+}
+
 // Mixtral-8x7B on 4 DGX nodes: pp4 x (tp2 cp2 dp2) dense, pp4 x (etp1 ep8
 // edp1) expert, Ulysses CP, mbs 1, S 4096, the default order (a stage is one
 // node), dropless all-to-all dispatch with perfect balance.
@@ -401,20 +426,8 @@ TEST_CASE("a plan without recomputation, given a recompute set's calls, is that 
           AddRecomputeCalls(set, &given);
           REQUIRE(given.size() == own.size());
           for (size_t i = 0; i < own.size(); ++i) {
-            CAPTURE(own[i].name);
-            CHECK(std::string(given[i].name) == own[i].name);
-            CHECK(given[i].calls_fwd == own[i].calls_fwd);
-            CHECK(given[i].calls_bwd == own[i].calls_bwd);
-            CHECK(given[i].rerun == own[i].rerun);
-            CHECK(given[i].rerun_calls == own[i].rerun_calls);
-            CHECK(given[i].bytes == own[i].bytes);
-            CHECK(given[i].network_bytes == own[i].network_bytes);
-            CHECK(given[i].seconds_per_call == own[i].seconds_per_call);
-            CHECK(given[i].overlappable == own[i].overlappable);
-            CHECK(given[i].hides_behind_other_microbatch == own[i].hides_behind_other_microbatch);
-            CHECK(given[i].sms == own[i].sms);
+            compared += CheckSameOp(given[i], own[i]);
             CHECK(SecondsPerMicrobatch(without[i], RerunBlocks(set)) == own[i].seconds_per_microbatch());
-            ++compared;
           }
           // What the schedule reads of the plan (SumPlan), from the plan
           // without recomputation and the set, is the set's plan's.
@@ -436,6 +449,74 @@ TEST_CASE("a plan without recomputation, given a recompute set's calls, is that 
     }
   }
   CHECK(compared > 10000);
+}
+
+TEST_CASE("the per-layer ops and the rest, in turn, are the plan; layouts differing only in their pipeline share the first") {
+  // BuildLayerCommOps then FinishCommPlan give BuildCommPlan's ops, every
+  // field bit for bit, and the first step reads no pipeline: layouts that
+  // differ only in vpp, stages, schedule and recompute set (equal
+  // LayerCommKeyOf) get the same per-layer ops on one placement, while
+  // their data-parallel ops (the largest pipeline rank's parameters) and
+  // recompute calls differ. What lets a search build a placement's
+  // per-layer ops once for every pipeline of a run (CostModel::CommPlanOf).
+  MixtralSetup s;
+  s.model.moe->first_k_dense = 1;
+  s.model.ffn_hidden = 14336;
+  struct Pipe {
+    int vpp;
+    std::vector<int> stage_layers;
+    Recompute recompute;
+    std::optional<PipelineSchedule> schedule;
+  };
+  const std::vector<Pipe> pipes = {
+      {1, {8, 8, 8, 8}, Recompute::None(), std::nullopt},
+      {1, {5, 9, 9, 9}, Recompute::Selective(), std::nullopt},
+      {2, {4, 4, 4, 4, 4, 4, 4, 4}, Recompute::Full(), std::nullopt},
+      {2, {2, 5, 5, 5, 5, 5, 5, 0}, Recompute::None(), PipelineSchedule::kInterleaved1F1B},
+  };
+  int compared = 0;
+  for (const Dispatcher dispatcher : {Dispatcher::kAllToAll, Dispatcher::kDeepEP}) {
+    for (const CpStyle style : {CpStyle::kUlysses, CpStyle::kRing}) {
+      for (const bool fsdp : {false, true}) {
+        CAPTURE(Name(dispatcher));
+        CAPTURE(fsdp);
+        s.layout.dispatcher = dispatcher;
+        s.layout.cp_style = style;
+        s.layout.fsdp = fsdp;
+        const LayoutPlacement placement = PlaceGroups(s.layout, s.topo).value();
+        std::vector<CommOp> first_layer_ops;
+        std::vector<double> dp_bytes;  // of each pipeline's plan, its per-step ops' bytes summed
+        for (const Pipe& p : pipes) {
+          Layout l = s.layout;
+          l.vpp = p.vpp;
+          l.stage_layers = p.stage_layers;
+          l.recompute = p.recompute;
+          l.schedule = p.schedule;
+          REQUIRE(LayerCommKeyOf(l) == LayerCommKeyOf(s.layout));
+          const PipelineDescription pipeline = DescribePipeline(l, s.model);
+          const std::vector<CommOp> whole = BuildCommPlan(l, s.ctx(), placement, pipeline);
+          std::vector<CommOp> ops;
+          BuildLayerCommOps(l, s.ctx(), placement, nullptr, &ops);
+          if (first_layer_ops.empty()) first_layer_ops = ops;
+          REQUIRE(ops.size() == first_layer_ops.size());
+          for (size_t i = 0; i < ops.size(); ++i) compared += CheckSameOp(ops[i], first_layer_ops[i]);
+          FinishCommPlan(l, s.ctx(), placement, pipeline, nullptr, &ops);
+          REQUIRE(ops.size() == whole.size());
+          double dp = 0;
+          for (size_t i = 0; i < ops.size(); ++i) {
+            compared += CheckSameOp(ops[i], whole[i]);
+            if (ops[i].scope == CommOp::kPerStep) dp += ops[i].bytes;
+          }
+          dp_bytes.push_back(dp);
+        }
+        // Without FSDP the pipelines' data-parallel volumes differ (so the
+        // second step reads the pipeline); FSDP's are per layer, none per step.
+        if (!fsdp) CHECK(dp_bytes[0] != dp_bytes[1]);
+        if (fsdp) CHECK(dp_bytes[0] == 0);
+      }
+    }
+  }
+  CHECK(compared > 500);
 }
 
 TEST_CASE("TP communication overlap makes the TP all-gathers and reduce-scatters overlappable") {

@@ -150,14 +150,19 @@ TEST_CASE("Score equals ScoreReference bit for bit, and Evaluate's figures, over
   CHECK(fitting > 500);  // step times compared too, not only memory
 }
 
-TEST_CASE("Score equals ScoreReference when placements recur among the last few kept") {
-  // CostModel::PlacementOf keeps its last four placements (and the current
-  // one's collective timings, carried by ChangePlacement when it returns to
-  // a kept one): layouts of six distinct placements visited in a random
-  // order hit a kept one that is not the current, miss and refill, and each
-  // score must still be ScoreReference's.
+TEST_CASE("Score equals ScoreReference when a run's placements and their per-layer ops recur") {
+  // CostModel::PlacementOf keeps the placements of the run in hand (one
+  // world, pp, tp, cp), the current one's collective timings carried by
+  // ChangePlacement when it returns to a kept one, and under each kept
+  // placement the per-layer ops of the plans made on it (CommPlanOf),
+  // which layouts of another pipeline (vpp, stages, schedule) and recompute
+  // set with the same LayerCommKey take. Layouts of six distinct placements,
+  // each with those of its placement and per-layer key that differ in
+  // pipeline, visited in a random order: they return to kept placements,
+  // take per-layer ops built for another pipeline, change runs (all
+  // dropped), and each score must still be ScoreReference's.
   Draws d{20261204};
-  size_t compared = 0, returns = 0;
+  size_t compared = 0, returns = 0, other_pipelines = 0;
   for (int trial = 0; trial < 24; ++trial) {
     const Trial drawn = TrialOf(RandomCase(d));
     const CostModel& cost = *drawn.cost;
@@ -173,18 +178,33 @@ TEST_CASE("Score equals ScoreReference when placements recur among the last few 
       distinct.push_back(l);
     }
     if (distinct.size() < 6) continue;
+    std::vector<Layout> visited = distinct;
+    for (const Layout& l : drawn.legal) {
+      for (const Layout& chosen : distinct) {
+        const bool placed_alike = l.world == chosen.world && l.pp == chosen.pp && l.tp == chosen.tp &&
+                                  l.cp == chosen.cp && l.dp == chosen.dp && l.ep == chosen.ep &&
+                                  l.etp == chosen.etp && l.order == chosen.order && l.placement == chosen.placement;
+        if (placed_alike && LayerCommKeyOf(l) == LayerCommKeyOf(chosen) &&
+            (l.vpp != chosen.vpp || l.stage_layers != chosen.stage_layers ||
+             l.schedule_or_default() != chosen.schedule_or_default())) {
+          visited.push_back(l);
+          ++other_pipelines;
+        }
+      }
+    }
     size_t previous = 0;
     for (int i = 0; i < 200; ++i) {
-      const size_t at = d.Below(distinct.size());
+      const size_t at = d.Below(visited.size());
       returns += at != previous;
       previous = at;
-      const Layout& l = distinct[at];
+      const Layout& l = visited[at];
       RequireSame(cost.Score(l, false), cost.ScoreReference(l, false), l);
       ++compared;
     }
   }
   CHECK(compared > 1000);
   CHECK(returns > 800);
+  CHECK(other_pipelines > 20);
 }
 
 // Pruning (CostModel::Score with a bound): StepTimeLowerBound is below the
