@@ -1143,6 +1143,21 @@ struct FamilyPeakMemo::Cache {
   // PipelineRank's with its place (ShapeStage reads the stage only there).
   std::vector<MemoryModel::StageShape> held_shapes;
   std::vector<size_t> held_class;
+  // What the held shapes were made of, but their places: ShapeStage reads
+  // of the layout pp, tp, cp, dp, ep, etp, edp and of the family's terms
+  // only those of these and the pipeline's ranks (not mbs, cp_style or the
+  // schedule, which the places read), so the families that differ only
+  // in those (a work item's micro-batch sizes, met one after the other)
+  // keep them. Key: the model (MemoryModel::id_), the degrees and the
+  // pipeline's ranks.
+  struct ShapesKey {
+    uint64_t model = 0;  // 0: none made
+    int pp = 0, tp = 0, cp = 0, dp = 0, ep = 0, etp = 0, edp = 0;
+    bool operator==(const ShapesKey&) const = default;
+  };
+  ShapesKey shapes_key;
+  std::vector<PipelineRank> shapes_ranks;
+  bool held_fsdp = false;  // the held shapes have their FSDP terms (ShapeFsdp)
   std::vector<MemoryModel::StagePlace> places;
   std::vector<size_t> candidate_stages;             // the stages that can be the worst (Reset's proof)
   std::vector<MemoryModel::StageShape> candidates;  // their shapes
@@ -1323,10 +1338,20 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
   // The earliest stage of a shape with inflight the largest so far is kept:
   // a stage left out has an earlier kept one of its shape with inflight at
   // least its own (by induction over the stages).
-  c.fsdp_shaped = c.fsdp_met;
+  const Cache::ShapesKey shapes_key{model.id_, base.pp, base.tp, base.cp, base.dp, base.ep, base.etp, base.edp};
+  const bool same_shapes = shapes_key == c.shapes_key && pipeline.ranks == c.shapes_ranks;
+  if (!same_shapes) {
+    c.shapes_key = shapes_key;
+    c.shapes_ranks = pipeline.ranks;
+    c.held_shapes.clear();
+    c.held_class.clear();
+    c.held_fsdp = c.fsdp_met;
+  } else if (c.fsdp_met && !c.held_fsdp) {
+    for (MemoryModel::StageShape& s : c.held_shapes) model.ShapeFsdp(c.family, &s);
+    c.held_fsdp = true;
+  }
+  c.fsdp_shaped = c.held_fsdp;
   c.fsdp_met = false;
-  c.held_shapes.clear();
-  c.held_class.clear();
   c.places.clear();
   c.candidate_stages.clear();
   c.all.clear();
@@ -1335,13 +1360,16 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
                       NonNegativeFinite(c.family.mtp_logits) && NonNegativeFinite(model.a_.fragmentation) &&
                       model.model_.hidden >= 0;
   for (size_t p = 0; p < pipeline.ranks.size(); ++p) {
-    const PipelineRank& held = pipeline.ranks[p];
-    size_t h = 0;
-    while (h < c.held_shapes.size() && !(c.held_shapes[h].held == held)) ++h;
-    if (h == c.held_shapes.size()) {
-      c.held_shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, c.fsdp_shaped));
+    if (!same_shapes) {
+      const PipelineRank& held = pipeline.ranks[p];
+      size_t h = 0;
+      while (h < c.held_shapes.size() && !(c.held_shapes[h].held == held)) ++h;
+      if (h == c.held_shapes.size()) {
+        c.held_shapes.push_back(model.ShapeStage(base, c.family, static_cast<int>(p), held, c.fsdp_shaped));
+      }
+      c.held_class.push_back(h);
     }
-    c.held_class.push_back(h);
+    const size_t h = c.held_class[p];
     const MemoryModel::StagePlace& at = c.places.emplace_back(model.PlaceStage(base, c.family, static_cast<int>(p)));
     if (!NonNegativeFinite(at.inflight)) c.family_monotone = false;
     size_t k = 0;
@@ -1387,6 +1415,7 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
       c.ShapesOf(c.candidate_stages, &c.candidates);
       c.all.clear();
       c.fsdp_shaped = true;
+      c.held_fsdp = true;
     }
   }
   Cache::OtherWay& other = c.other_way;

@@ -255,6 +255,60 @@ TEST_CASE("FamilyPeakMemo scores every stage when a factor of inflight is negati
 // length, one of a larger routing imbalance) through one memo, interleaved,
 // and models built anew in one place, all give PeakBytes' peak and worst
 // stage.
+TEST_CASE("FamilyPeakMemo keeps a family's stage shapes for the next only where they read nothing that differs") {
+  // Reset keeps the last family's stage shapes when the next has the same
+  // model, pp, tp, cp, dp, ep, etp, edp and pipeline ranks (a work item's
+  // micro-batch sizes, met one after the other). Each sampled family is
+  // followed by itself with one field changed: mbs, cp_style and the
+  // schedule (the shapes kept: what they hold is unchanged, only their
+  // places), dp, edp, tp, ep and etp (the shapes made anew: each changes a
+  // shape's parameters, gradient shards or communicators). Every memory
+  // variant checked, FSDP's met in one family and not the next, must give
+  // PeakBytes' peak and worst stage.
+  Draws d{20261205};
+  FamilySetup s = MakeSetup("h100-dgx-128n", "deepseek-v3", 1024, d);
+  const MemoryModel model(s.model, s.job, s.cluster);
+  const std::vector<Layout> bases = SampleLegal(s, 12, d);
+  REQUIRE(!bases.empty());
+  FamilyPeakMemo memo;
+  size_t compared = 0, families = 0;
+  for (const Layout& b : bases) {
+    std::vector<Layout> next(9, b);
+    next[1].mbs = b.mbs == 1 ? 2 : 1;
+    next[2].cp_style = b.cp_style == CpStyle::kUlysses ? CpStyle::kRing : CpStyle::kUlysses;
+    next[3].schedule = ScheduleOf(b) == PipelineSchedule::kGPipe ? PipelineSchedule::k1F1B : PipelineSchedule::kGPipe;
+    next[4].dp *= 2;
+    next[4].edp *= 2;
+    next[4].world *= 2;
+    next[5].edp *= 2;
+    next[5].ep = std::max(1, b.ep / 2);
+    next[6].tp *= 2;
+    next[6].world *= 2;
+    next[6].edp *= 2;
+    next[7].ep *= 2;
+    next[7].world *= 2;
+    next[8].etp *= 2;
+    next[8].world *= 2;
+    for (const Layout& l : next) {
+      const PipelineDescription pipeline = DescribePipeline(l, s.model);
+      memo.Reset(model, l, pipeline);
+      ++families;
+      // Half the families meet FSDP (so the next Reset has it to keep or
+      // add), in a random order of their variants.
+      std::vector<Layout> variants = Variants(l);
+      for (size_t i = variants.size(); i > 1; --i) std::swap(variants[i - 1], variants[d.Below(i)]);
+      const bool with_fsdp = d.Coin();
+      for (size_t i = 0; i < variants.size(); i += 3) {
+        if (variants[i].fsdp && !with_fsdp) continue;
+        RequireSamePeak(memo, model, variants[i], pipeline);
+        ++compared;
+      }
+    }
+  }
+  MESSAGE(families << " families, " << compared << " variants compared");
+  CHECK(compared > 5000);
+}
+
 TEST_CASE("FamilyPeakMemo shares the layers across families and keeps models apart") {
   Draws d{20260804};
   const FamilySetup base = MakeSetup("h100-dgx-128n", "deepseek-v3", 512, d);
