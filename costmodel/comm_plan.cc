@@ -689,21 +689,20 @@ void BuildLayerOps(const Layout& layout, const CostContext& ctx, const LayoutPla
   if (layout.fsdp) AddFsdp(v, *ctx.rank_params, plan);
 }
 
-// FinishCommPlan: the data-parallel ops (none under FSDP, whose ops are
-// per layer), then the recompute calls.
-void FinishPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+// AddStepCommOps: the data-parallel ops (none under FSDP, whose ops are
+// per layer).
+void AddStepOps(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                 const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
-  if (!layout.fsdp) {
-    PlanBuilder plan(placement, *ctx.comm, ops, memo);
-    AddDataParallel(Volumes(layout, *ctx.model, *ctx.job), ctx, *ctx.rank_params, pipeline, plan);
-  }
-  AddRecomputeCalls(layout.recompute, &ops);
+  if (layout.fsdp) return;
+  PlanBuilder plan(placement, *ctx.comm, ops, memo);
+  AddDataParallel(Volumes(layout, *ctx.model, *ctx.job), ctx, *ctx.rank_params, pipeline, plan);
 }
 
 void BuildPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
   BuildLayerOps(layout, ctx, placement, memo, ops);
-  FinishPlan(layout, ctx, placement, pipeline, memo, ops);
+  AddStepOps(layout, ctx, placement, pipeline, memo, ops);
+  AddRecomputeCalls(layout.recompute, &ops);
 }
 
 // `step` on a copy of ctx given what it lacks: DefaultCommParams and the
@@ -755,11 +754,9 @@ void BuildLayerCommOps(const Layout& layout, const CostContext& ctx, const Layou
   if (!built) ops->clear();
 }
 
-void FinishCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+void AddStepCommOps(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                     const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops) {
-  const bool built = WithFullContext(
-      ctx, [&](const CostContext& full) { FinishPlan(layout, full, placement, pipeline, memo, *ops); });
-  if (!built) ops->clear();
+  WithFullContext(ctx, [&](const CostContext& full) { AddStepOps(layout, full, placement, pipeline, memo, *ops); });
 }
 
 std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,

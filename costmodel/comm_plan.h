@@ -279,19 +279,22 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
 void BuildCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                    const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops);
 
-// BuildCommPlan in two steps, for a search that plans many layouts on one
-// placement (CostModel shares the first step's ops among the layouts of a
-// search run placed alike that differ only in their pipeline: vpp,
-// schedule, stages). BuildLayerCommOps: the plan's ops that read no
-// pipeline description, in plan order, without recomputation (every op but
-// the data-parallel ones, which carry the largest pipeline rank's
-// parameters), into *ops (replaced). FinishCommPlan: the rest appended
-// and the layout's recompute calls added (AddRecomputeCalls); the two in
-// turn make *ops the BuildCommPlan of the same arguments, bit for bit
-// (tests/costmodel_comm_plan_test.cc). BuildLayerCommOps reads of the
-// layout only LayerCommKeyOf's fields (the placement gives the rest: group
-// sizes and spans), so layouts with equal keys placed alike get the same
-// ops. Needs ctx.cluster, ctx.model and ctx.job (else *ops is emptied).
+// BuildCommPlan in steps, for a search that plans many layouts on one
+// placement (CostModel shares each step's ops among the layouts of a
+// search run placed alike that differ only in what the step does not
+// read). BuildLayerCommOps: the plan's ops that read no pipeline
+// description, in plan order, without recomputation (every op but the
+// data-parallel ones), into *ops (replaced); it reads of the layout only
+// LayerCommKeyOf's fields (the placement gives the rest: group sizes and
+// spans), so layouts with equal keys placed alike get the same ops.
+// AddStepCommOps: the data-parallel ops appended, which carry the largest
+// pipeline rank's parameters (none under FSDP, whose ops are per layer);
+// it reads of the layout only tp, ep, etp and fsdp, and of the pipeline
+// only its ranks. Those two, then AddRecomputeCalls(layout.recompute,
+// ops), make *ops the BuildCommPlan of the same arguments, bit for bit
+// (tests/costmodel_comm_plan_test.cc). Both need ctx.cluster, ctx.model
+// and ctx.job (else BuildLayerCommOps empties *ops and AddStepCommOps adds
+// nothing).
 struct LayerCommKey {
   int pp = 1, tp = 1, cp = 1, ep = 1, etp = 1, mbs = 1;
   CpStyle cp_style = CpStyle::kUlysses;
@@ -305,7 +308,7 @@ struct LayerCommKey {
 LayerCommKey LayerCommKeyOf(const Layout& layout);
 void BuildLayerCommOps(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                        CollectiveTimeMemo* memo, std::vector<CommOp>* ops);
-void FinishCommPlan(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
+void AddStepCommOps(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                     const PipelineDescription& pipeline, CollectiveTimeMemo* memo, std::vector<CommOp>* ops);
 
 }  // namespace foldplan

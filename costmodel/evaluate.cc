@@ -206,6 +206,13 @@ struct PlacementCache {
     LayoutPlacement placed;
     bool ok = false;
     std::vector<LayerOps> layer_ops;
+    // The step ops (AddStepCommOps) of the last pipeline planned on it
+    // without FSDP, and its ranks: they read of the layout only tp, ep and
+    // etp (the placement's) and of the pipeline its ranks, so the layouts
+    // of a work item's micro-batch sizes, met in turn, share them.
+    bool step_known = false;
+    std::vector<PipelineRank> step_ranks;
+    std::vector<CommOp> step_ops;
   };
   RunKey run;
   std::vector<Kept> kept;  // the first `used` are the run's; the rest keep their storage
@@ -272,6 +279,7 @@ const LayoutPlacement* CostModel::PlacementOf(const Layout& l, CollectiveTimeMem
     k.key.placement = l.placement;
     k.key.order = l.order;
     k.layer_ops.clear();
+    k.step_known = false;
     k.ok = PlaceGroups(l, topology_, &cache.kinds, &k.placed).ok();
     ++cache.used;
   }
@@ -302,7 +310,18 @@ void CostModel::CommPlanOf(const Layout& l, const LayoutPlacement& placement, co
       cache.ops.insert(cache.ops.end(), ops->begin(), ops->end());
     }
   }
-  FinishCommPlan(l, ctx_, placement, pipeline, memo, ops);
+  if (!l.fsdp) {
+    if (k->step_known && k->step_ranks == pipeline.ranks) {
+      ops->insert(ops->end(), k->step_ops.begin(), k->step_ops.end());
+    } else {
+      const size_t layer_ops = ops->size();
+      AddStepCommOps(l, ctx_, placement, pipeline, memo, ops);
+      k->step_ops.assign(ops->begin() + static_cast<std::ptrdiff_t>(layer_ops), ops->end());
+      k->step_ranks = pipeline.ranks;
+      k->step_known = true;
+    }
+  }
+  AddRecomputeCalls(l.recompute, ops);
 }
 
 StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeline) const {

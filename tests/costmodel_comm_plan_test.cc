@@ -452,13 +452,14 @@ TEST_CASE("a plan without recomputation, given a recompute set's calls, is that 
 }
 
 TEST_CASE("the per-layer ops and the rest, in turn, are the plan; layouts differing only in their pipeline share the first") {
-  // BuildLayerCommOps then FinishCommPlan give BuildCommPlan's ops, every
-  // field bit for bit, and the first step reads no pipeline: layouts that
-  // differ only in vpp, stages, schedule and recompute set (equal
-  // LayerCommKeyOf) get the same per-layer ops on one placement, while
-  // their data-parallel ops (the largest pipeline rank's parameters) and
-  // recompute calls differ. What lets a search build a placement's
-  // per-layer ops once for every pipeline of a run (CostModel::CommPlanOf).
+  // BuildLayerCommOps, AddStepCommOps and AddRecomputeCalls give
+  // BuildCommPlan's ops, every field bit for bit, and the first step reads
+  // no pipeline: layouts that differ only in vpp, stages, schedule and
+  // recompute set (equal LayerCommKeyOf) get the same per-layer ops on one
+  // placement, while their data-parallel ops (the largest pipeline rank's
+  // parameters) and recompute calls differ. What lets a search build a
+  // placement's per-layer ops once for every pipeline of a run
+  // (CostModel::CommPlanOf).
   MixtralSetup s;
   s.model.moe->first_k_dense = 1;
   s.model.ffn_hidden = 14336;
@@ -500,7 +501,8 @@ TEST_CASE("the per-layer ops and the rest, in turn, are the plan; layouts differ
           if (first_layer_ops.empty()) first_layer_ops = ops;
           REQUIRE(ops.size() == first_layer_ops.size());
           for (size_t i = 0; i < ops.size(); ++i) compared += CheckSameOp(ops[i], first_layer_ops[i]);
-          FinishCommPlan(l, s.ctx(), placement, pipeline, nullptr, &ops);
+          AddStepCommOps(l, s.ctx(), placement, pipeline, nullptr, &ops);
+          AddRecomputeCalls(l.recompute, &ops);
           REQUIRE(ops.size() == whole.size());
           double dp = 0;
           for (size_t i = 0; i < ops.size(); ++i) {

@@ -150,19 +150,44 @@ TEST_CASE("Score equals ScoreReference bit for bit, and Evaluate's figures, over
   CHECK(fitting > 500);  // step times compared too, not only memory
 }
 
-TEST_CASE("Score equals ScoreReference when a run's placements and their per-layer ops recur") {
+// Every field of two ops, bit for bit.
+void RequireSameOp(const CommOp& want, const CommOp& got) {
+  INFO(want.name);
+  REQUIRE(want.kind == got.kind);
+  REQUIRE(std::string(want.name) == got.name);
+  REQUIRE(want.group == got.group);
+  REQUIRE(want.collective == got.collective);
+  REQUIRE(Bits(want.bytes) == Bits(got.bytes));
+  REQUIRE(Bits(want.network_bytes) == Bits(got.network_bytes));
+  REQUIRE(want.scope == got.scope);
+  REQUIRE(Bits(want.calls_fwd) == Bits(got.calls_fwd));
+  REQUIRE(Bits(want.calls_bwd) == Bits(got.calls_bwd));
+  REQUIRE(Bits(want.seconds_per_call) == Bits(got.seconds_per_call));
+  REQUIRE(std::string(want.algorithm) == got.algorithm);
+  REQUIRE(want.overlappable == got.overlappable);
+  REQUIRE(want.hides_behind_other_microbatch == got.hides_behind_other_microbatch);
+  REQUIRE(want.sms == got.sms);
+  REQUIRE(Bits(want.traffic.nvlink_bytes) == Bits(got.traffic.nvlink_bytes));
+  REQUIRE(Bits(want.traffic.network_bytes) == Bits(got.traffic.network_bytes));
+  REQUIRE(Bits(want.traffic.spine_bytes) == Bits(got.traffic.spine_bytes));
+}
+
+TEST_CASE("Score equals ScoreReference when a run's placements and their plans' parts recur") {
   // CostModel::PlacementOf keeps the placements of the run in hand (one
   // world, pp, tp, cp), the current one's collective timings carried by
   // ChangePlacement when it returns to a kept one, and under each kept
-  // placement the per-layer ops of the plans made on it (CommPlanOf),
-  // which layouts of another pipeline (vpp, stages, schedule) and recompute
-  // set with the same LayerCommKey take. Layouts of six distinct placements,
-  // each with those of its placement and per-layer key that differ in
-  // pipeline, visited in a random order: they return to kept placements,
-  // take per-layer ops built for another pipeline, change runs (all
-  // dropped), and each score must still be ScoreReference's.
+  // placement the parts of the plans made on it (CommPlanOf): the
+  // per-layer ops, which layouts of another pipeline (vpp, stages,
+  // schedule) and recompute set with the same LayerCommKey take, and the
+  // step ops of the last pipeline, which layouts of its ranks take
+  // (another micro-batch size, CP style, recipe). Layouts of six distinct
+  // placements, each with those of its placement that differ in pipeline
+  // or micro-batch size, visited in a random order: they return to kept
+  // placements, take plan parts built for other layouts, change runs (all
+  // dropped), and each score must still be ScoreReference's, and each
+  // work's plan (CostModel::Work) BuildCommPlan's, op by op.
   Draws d{20261204};
-  size_t compared = 0, returns = 0, other_pipelines = 0;
+  size_t compared = 0, returns = 0, other_pipelines = 0, other_mbs = 0, ops = 0;
   for (int trial = 0; trial < 24; ++trial) {
     const Trial drawn = TrialOf(RandomCase(d));
     const CostModel& cost = *drawn.cost;
@@ -184,11 +209,12 @@ TEST_CASE("Score equals ScoreReference when a run's placements and their per-lay
         const bool placed_alike = l.world == chosen.world && l.pp == chosen.pp && l.tp == chosen.tp &&
                                   l.cp == chosen.cp && l.dp == chosen.dp && l.ep == chosen.ep &&
                                   l.etp == chosen.etp && l.order == chosen.order && l.placement == chosen.placement;
-        if (placed_alike && LayerCommKeyOf(l) == LayerCommKeyOf(chosen) &&
-            (l.vpp != chosen.vpp || l.stage_layers != chosen.stage_layers ||
-             l.schedule_or_default() != chosen.schedule_or_default())) {
+        const bool other_pipeline = l.vpp != chosen.vpp || l.stage_layers != chosen.stage_layers ||
+                                    l.schedule_or_default() != chosen.schedule_or_default();
+        if (placed_alike && ((other_pipeline && LayerCommKeyOf(l) == LayerCommKeyOf(chosen)) ||
+                             (!other_pipeline && l.mbs != chosen.mbs))) {
           visited.push_back(l);
-          ++other_pipelines;
+          ++(other_pipeline ? other_pipelines : other_mbs);
         }
       }
     }
@@ -200,11 +226,23 @@ TEST_CASE("Score equals ScoreReference when a run's placements and their per-lay
       const Layout& l = visited[at];
       RequireSame(cost.Score(l, false), cost.ScoreReference(l, false), l);
       ++compared;
+      INFO("layout: " << FormatLayout(l));
+      const PipelineDescription pipeline = DescribePipeline(l, drawn.c.model, &cost.pipeline_weights());
+      const std::vector<CommOp> want =
+          BuildCommPlan(l, cost.context(), PlaceGroups(l, *cost.context().topology).value(), pipeline);
+      const StepWork work = cost.Work(l, pipeline);
+      REQUIRE(work.ops.size() == want.size());
+      for (size_t k = 0; k < want.size(); ++k) {
+        RequireSameOp(want[k], work.ops[k]);
+        ++ops;
+      }
     }
   }
   CHECK(compared > 1000);
   CHECK(returns > 800);
   CHECK(other_pipelines > 20);
+  CHECK(other_mbs > 20);
+  CHECK(ops > 10000);
 }
 
 // Pruning (CostModel::Score with a bound): StepTimeLowerBound is below the
@@ -656,27 +694,6 @@ TEST_CASE("ComputeTimesCache gives each recompute set its sums when sets alterna
   }
 }
 
-// Every field of two ops, bit for bit.
-void RequireSameOp(const CommOp& want, const CommOp& got) {
-  INFO(want.name);
-  REQUIRE(want.kind == got.kind);
-  REQUIRE(std::string(want.name) == got.name);
-  REQUIRE(want.group == got.group);
-  REQUIRE(want.collective == got.collective);
-  REQUIRE(Bits(want.bytes) == Bits(got.bytes));
-  REQUIRE(Bits(want.network_bytes) == Bits(got.network_bytes));
-  REQUIRE(want.scope == got.scope);
-  REQUIRE(Bits(want.calls_fwd) == Bits(got.calls_fwd));
-  REQUIRE(Bits(want.calls_bwd) == Bits(got.calls_bwd));
-  REQUIRE(Bits(want.seconds_per_call) == Bits(got.seconds_per_call));
-  REQUIRE(std::string(want.algorithm) == got.algorithm);
-  REQUIRE(want.overlappable == got.overlappable);
-  REQUIRE(want.hides_behind_other_microbatch == got.hides_behind_other_microbatch);
-  REQUIRE(want.sms == got.sms);
-  REQUIRE(Bits(want.traffic.nvlink_bytes) == Bits(got.traffic.nvlink_bytes));
-  REQUIRE(Bits(want.traffic.network_bytes) == Bits(got.traffic.network_bytes));
-  REQUIRE(Bits(want.traffic.spine_bytes) == Bits(got.traffic.spine_bytes));
-}
 
 // The memo's timings and flex copies, and the context's RankParamCounter
 // (CostModel's; the reference counts the model's parameters itself),
