@@ -659,8 +659,9 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx, 
 
 namespace {
 
-// Needs every pointer of ctx but topology and profile.
-// BuildLayerCommOps: every op but the data-parallel ones, in plan order.
+// These three need every pointer of ctx but topology and profile
+// (WithFullContext below). BuildLayerCommOps: every op but the
+// data-parallel ones, in plan order.
 void BuildLayerOps(const Layout& layout, const CostContext& ctx, const LayoutPlacement& placement,
                    CollectiveTimeMemo* memo, std::vector<CommOp>& ops) {
   ops.clear();

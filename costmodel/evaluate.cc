@@ -163,8 +163,8 @@ T& ForModel(uint64_t model_id) {
 // PlacementOf's: the placements of the search run in hand, the placements
 // of group kinds under them (GroupPlacementCache: the same TP, EP, CP ...
 // groups recur across pp, dp and orders), the current placement's
-// collective timings, and under each kept placement the per-layer ops of
-// the plans made on it (CommPlanOf).
+// collective timings, and under each kept placement parts of the plans
+// made on it (CommPlanOf): their per-layer ops and their step ops.
 struct PlacementCache {
   // Key: the fields PlaceGroups reads, the run's and the rest.
   struct RunKey {

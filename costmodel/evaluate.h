@@ -200,9 +200,10 @@ class CostModel {
   // evaluate.cc), null when PlaceGroups refuses it, and the timings memo
   // that goes with it.
   const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;
-  // BuildCommPlan(layout, ctx_, placement, pipeline, memo, ops), `placement`
-  // and `memo` PlacementOf(layout)'s: its per-layer ops (BuildLayerCommOps)
-  // shared with the layouts placed alike since, in the search run in hand.
+  // BuildCommPlan(layout, ctx_, placement, pipeline, memo, ops), bit for
+  // bit, `placement` and `memo` PlacementOf(layout)'s: its per-layer ops
+  // (BuildLayerCommOps) and step ops (AddStepCommOps) taken from an earlier
+  // layout of the search run placed alike that they read the same of.
   void CommPlanOf(const Layout& layout, const LayoutPlacement& placement, const PipelineDescription& pipeline,
                   CollectiveTimeMemo* memo, std::vector<CommOp>* ops) const;
 
