@@ -27,36 +27,12 @@ using testing::MakeMixtral;
 using testing::MustBuild;
 
 using testing::FindOp;
+using testing::RequireSameOp;
 
 std::vector<std::string> Names(const std::vector<CommOp>& ops) {
   std::vector<std::string> names;
   for (const CommOp& op : ops) names.push_back(op.name);
   return names;
-}
-
-// Every field of two ops equal, bit for bit; returns 1 (a count of ops compared).
-int CheckSameOp(const CommOp& a, const CommOp& b) {
-  CAPTURE(b.name);
-  CHECK(std::string(a.name) == b.name);
-  CHECK(a.kind == b.kind);
-  CHECK(a.group == b.group);
-  CHECK(a.collective == b.collective);
-  CHECK(a.scope == b.scope);
-  CHECK(a.calls_fwd == b.calls_fwd);
-  CHECK(a.calls_bwd == b.calls_bwd);
-  CHECK(a.rerun == b.rerun);
-  CHECK(a.rerun_calls == b.rerun_calls);
-  CHECK(a.bytes == b.bytes);
-  CHECK(a.network_bytes == b.network_bytes);
-  CHECK(a.seconds_per_call == b.seconds_per_call);
-  CHECK(std::string(a.algorithm) == b.algorithm);
-  CHECK(a.overlappable == b.overlappable);
-  CHECK(a.hides_behind_other_microbatch == b.hides_behind_other_microbatch);
-  CHECK(a.sms == b.sms);
-  CHECK(a.traffic.nvlink_bytes == b.traffic.nvlink_bytes);
-  CHECK(a.traffic.network_bytes == b.traffic.network_bytes);
-  CHECK(a.traffic.spine_bytes == b.traffic.spine_bytes);
-  return 1;
 }
 
 // Mixtral-8x7B on 4 DGX nodes: pp4 x (tp2 cp2 dp2) dense, pp4 x (etp1 ep8
@@ -426,7 +402,8 @@ TEST_CASE("a plan without recomputation, given a recompute set's calls, is that 
           AddRecomputeCalls(set, &given);
           REQUIRE(given.size() == own.size());
           for (size_t i = 0; i < own.size(); ++i) {
-            compared += CheckSameOp(given[i], own[i]);
+            RequireSameOp(own[i], given[i]);
+            ++compared;
             CHECK(SecondsPerMicrobatch(without[i], RerunBlocks(set)) == own[i].seconds_per_microbatch());
           }
           // What the schedule reads of the plan (SumPlan), from the plan
@@ -500,13 +477,17 @@ TEST_CASE("the per-layer ops and the rest, in turn, are the plan; layouts differ
           BuildLayerCommOps(l, s.ctx(), placement, nullptr, &ops);
           if (first_layer_ops.empty()) first_layer_ops = ops;
           REQUIRE(ops.size() == first_layer_ops.size());
-          for (size_t i = 0; i < ops.size(); ++i) compared += CheckSameOp(ops[i], first_layer_ops[i]);
+          for (size_t i = 0; i < ops.size(); ++i) {
+            RequireSameOp(first_layer_ops[i], ops[i]);
+            ++compared;
+          }
           AddStepCommOps(l, s.ctx(), placement, pipeline, nullptr, &ops);
           AddRecomputeCalls(l.recompute, &ops);
           REQUIRE(ops.size() == whole.size());
           double dp = 0;
           for (size_t i = 0; i < ops.size(); ++i) {
-            compared += CheckSameOp(ops[i], whole[i]);
+            RequireSameOp(whole[i], ops[i]);
+            ++compared;
             if (ops[i].scope == CommOp::kPerStep) dp += ops[i].bytes;
           }
           dp_bytes.push_back(dp);

@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "costmodel/comm_plan.h"
+#include "costmodel_comm_fixtures.h"
 #include "costmodel/compute_profile.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/evaluate.h"
@@ -33,6 +34,7 @@ namespace {
 
 using testing::Bits;
 using testing::Draws;
+using testing::RequireSameOp;
 
 struct ScoreCase {
   ClusterSpec cluster;
@@ -148,28 +150,6 @@ TEST_CASE("Score equals ScoreReference bit for bit, and Evaluate's figures, over
   }
   CHECK(compared > 4000);
   CHECK(fitting > 500);  // step times compared too, not only memory
-}
-
-// Every field of two ops, bit for bit.
-void RequireSameOp(const CommOp& want, const CommOp& got) {
-  INFO(want.name);
-  REQUIRE(want.kind == got.kind);
-  REQUIRE(std::string(want.name) == got.name);
-  REQUIRE(want.group == got.group);
-  REQUIRE(want.collective == got.collective);
-  REQUIRE(Bits(want.bytes) == Bits(got.bytes));
-  REQUIRE(Bits(want.network_bytes) == Bits(got.network_bytes));
-  REQUIRE(want.scope == got.scope);
-  REQUIRE(Bits(want.calls_fwd) == Bits(got.calls_fwd));
-  REQUIRE(Bits(want.calls_bwd) == Bits(got.calls_bwd));
-  REQUIRE(Bits(want.seconds_per_call) == Bits(got.seconds_per_call));
-  REQUIRE(std::string(want.algorithm) == got.algorithm);
-  REQUIRE(want.overlappable == got.overlappable);
-  REQUIRE(want.hides_behind_other_microbatch == got.hides_behind_other_microbatch);
-  REQUIRE(want.sms == got.sms);
-  REQUIRE(Bits(want.traffic.nvlink_bytes) == Bits(got.traffic.nvlink_bytes));
-  REQUIRE(Bits(want.traffic.network_bytes) == Bits(got.traffic.network_bytes));
-  REQUIRE(Bits(want.traffic.spine_bytes) == Bits(got.traffic.spine_bytes));
 }
 
 TEST_CASE("Score equals ScoreReference when a run's placements and their plans' parts recur") {
