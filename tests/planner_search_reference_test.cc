@@ -12,8 +12,10 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <map>
 #include <set>
 #include <string>
+#include <tuple>
 
 #include "core/mix64.h"
 #include "fixtures.h"
@@ -281,6 +283,43 @@ TEST_CASE("work items run in any order on one enumerator count and visit what En
     CHECK(counts.legal.empty());
     CHECK(got == want);
   }
+}
+
+TEST_CASE("RunsOf holds every work item once, in runs of one (pp, tp, cp) ordered by it, each run in item order") {
+  size_t longest = 0;
+  for (uint64_t seed = 1; seed <= 40; ++seed) {
+    CAPTURE(seed);
+    ReferenceCase c = RandomCase(seed);
+    const LegalityContext ctx{&c.cluster, &c.model, &c.job};
+    LayoutEnumerator walker(ctx, &c.pins);
+    const std::vector<EnumerationItem> items = walker.Items();
+    const ItemRuns runs = RunsOf(items);
+    auto key = [](const EnumerationItem& i) { return std::make_tuple(i.pp, i.vpp, i.schedule, i.tp, i.cp); };
+    auto run_of = [](const EnumerationItem& i) { return std::make_tuple(i.pp, i.tp, i.cp); };
+    // Each item once (items are distinct: one per pp, vpp, schedule, tp, cp).
+    std::map<std::tuple<int, int, size_t, int, int>, size_t> at;  // an item's index in Items()
+    for (size_t i = 0; i < items.size(); ++i) at[key(items[i])] = i;
+    REQUIRE(at.size() == items.size());
+    std::set<std::tuple<int, int, size_t, int, int>> seen;
+    REQUIRE(runs.items.size() == items.size());
+    REQUIRE(!runs.starts.empty());
+    CHECK(runs.starts.front() == 0);
+    CHECK(runs.starts.back() == items.size());
+    for (size_t r = 0; r < runs.runs(); ++r) {
+      const size_t begin = runs.starts[r], end = runs.starts[r + 1];
+      REQUIRE(begin < end);
+      longest = std::max(longest, end - begin);
+      if (r > 0) CHECK(run_of(runs.items[runs.starts[r - 1]]) < run_of(runs.items[begin]));
+      for (size_t i = begin; i < end; ++i) {
+        REQUIRE(at.count(key(runs.items[i])) == 1);
+        CHECK(seen.insert(key(runs.items[i])).second);
+        CHECK(run_of(runs.items[i]) == run_of(runs.items[begin]));
+        if (i > begin) CHECK(at.at(key(runs.items[i - 1])) < at.at(key(runs.items[i])));
+      }
+    }
+    CHECK(seen.size() == items.size());
+  }
+  CHECK(longest > 1);  // some runs hold several vpp or schedules
 }
 
 TEST_CASE("a work item walked a family at a time has the layouts, order and counts of walking it layout by layout") {
