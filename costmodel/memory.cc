@@ -1157,15 +1157,15 @@ struct FamilyPeakMemo::Cache {
   };
   ShapesKey shapes_key;
   std::vector<PipelineRank> shapes_ranks;
-  bool held_fsdp = false;  // the held shapes have their FSDP terms (ShapeFsdp)
   std::vector<MemoryModel::StagePlace> places;
   std::vector<size_t> candidate_stages;             // the stages that can be the worst (Reset's proof)
   std::vector<MemoryModel::StageShape> candidates;  // their shapes
   bool family_monotone = false;  // the family's factors of `inflight` are >= 0 and finite
   std::vector<MemoryModel::StageShape> all;  // every stage's, built when first needed
   std::vector<size_t> all_stages;            // 0 .. pp - 1
-  // The shapes have their FSDP terms (ShapeFsdp): from Reset when the last
-  // family had an FSDP layout, else from the family's first.
+  // The held shapes have their FSDP terms (ShapeFsdp): made with them when
+  // the last family had an FSDP layout, else given them at the first FSDP
+  // layout met; kept with the shapes.
   bool fsdp_shaped = false;
   bool fsdp_met = false;  // the family has had an FSDP layout
   // Reset's scratch: the stages alike but for inflight, each with the
@@ -1345,12 +1345,11 @@ void FamilyPeakMemo::Reset(const MemoryModel& model, const Layout& base,
     c.shapes_ranks = pipeline.ranks;
     c.held_shapes.clear();
     c.held_class.clear();
-    c.held_fsdp = c.fsdp_met;
-  } else if (c.fsdp_met && !c.held_fsdp) {
+    c.fsdp_shaped = c.fsdp_met;
+  } else if (c.fsdp_met && !c.fsdp_shaped) {
     for (MemoryModel::StageShape& s : c.held_shapes) model.ShapeFsdp(c.family, &s);
-    c.held_fsdp = true;
+    c.fsdp_shaped = true;
   }
-  c.fsdp_shaped = c.held_fsdp;
   c.fsdp_met = false;
   c.places.clear();
   c.candidate_stages.clear();
@@ -1415,7 +1414,6 @@ double FamilyPeakMemo::PeakBytes(const Layout& layout, int* worst_stage) {
       c.ShapesOf(c.candidate_stages, &c.candidates);
       c.all.clear();
       c.fsdp_shaped = true;
-      c.held_fsdp = true;
     }
   }
   Cache::OtherWay& other = c.other_way;

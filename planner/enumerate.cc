@@ -151,7 +151,7 @@ class EnumerationWalker {
 
   // StagesFor, remembered per (pp, vpp, schedule): the items of one differ
   // only in tp and cp, and the search walks the items of one (pp, tp, cp)
-  // in a run, each vpp and schedule in turn (planner/search.cc). Bounded:
+  // in a run, each vpp and schedule in turn (RunsOf). Bounded:
   // the keys of the pp in hand (cleared when pp changes).
   bool StagesCached(Layout* l) {
     if (stages_pp_ != l->pp) {
@@ -554,15 +554,12 @@ void LayoutEnumerator::RunFamilies(const EnumerationItem& item, Enumeration* cou
 }
 
 ItemRuns RunsOf(const std::vector<EnumerationItem>& items) {
+  const auto run = [](const EnumerationItem& i) { return std::tie(i.pp, i.tp, i.cp); };
   ItemRuns out{items, {}};
-  std::stable_sort(out.items.begin(), out.items.end(), [](const EnumerationItem& a, const EnumerationItem& b) {
-    return std::tie(a.pp, a.tp, a.cp) < std::tie(b.pp, b.tp, b.cp);
-  });
+  std::stable_sort(out.items.begin(), out.items.end(),
+                   [&](const EnumerationItem& a, const EnumerationItem& b) { return run(a) < run(b); });
   for (size_t i = 0; i < out.items.size(); ++i) {
-    const EnumerationItem& a = out.items[i];
-    if (i == 0 || a.pp != out.items[i - 1].pp || a.tp != out.items[i - 1].tp || a.cp != out.items[i - 1].cp) {
-      out.starts.push_back(i);
-    }
+    if (i == 0 || run(out.items[i]) != run(out.items[i - 1])) out.starts.push_back(i);
   }
   out.starts.push_back(out.items.size());
   return out;
