@@ -70,6 +70,12 @@ Result<Dispatcher> DispatcherFlagItem(const std::string& name) {
                        "\"");
 }
 
+Result<CudaGraphs> CudaGraphsFlagItem(const std::string& name) {
+  Result<CudaGraphs> g = ParseCudaGraphs(name);
+  if (!g.ok()) return Status::Error("--cuda-graphs " + name + ": " + g.status().message());
+  return g;
+}
+
 // A candidate flag's repeat, by the job reader's rule (RepeatedCandidates):
 // "--dispatcher: deepep given twice (flex is deepep)"; the note names the
 // spellings that are aliases of the value.
@@ -118,6 +124,7 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   if (Status s = ReadListFlag(o.precision, &PrecisionFlagItem, &job->precisions); !s.ok()) return s;
   if (Status s = ReadListFlag(o.recompute, &RecomputeFlagItem, &job->recompute); !s.ok()) return s;
   if (Status s = ReadListFlag(o.dispatcher, &DispatcherFlagItem, &job->dispatchers); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.cuda_graphs, &CudaGraphsFlagItem, &job->cuda_graphs); !s.ok()) return s;
   // The same ranges as the job file's fields (inputs/job.h, doc/formats.md).
   if (o.capacity_factor) {
     if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= kMaxCapacityFactor))
@@ -141,7 +148,8 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
     const std::optional<std::string>& text;
   } flags[] = {{"precision", "--precision", o.precision},
                {"recompute", "--recompute", o.recompute},
-               {"dispatcher", "--dispatcher", o.dispatcher}};
+               {"dispatcher", "--dispatcher", o.dispatcher},
+               {"cuda_graphs", "--cuda-graphs", o.cuda_graphs}};
   for (const RepeatedCandidate& r : RepeatedCandidates(*job)) {
     for (const auto& f : flags) {
       if (f.text && r.field == f.field) return Status::Error(RepeatText(f.flag, *f.text, r));

@@ -33,9 +33,11 @@ struct InputOptions {
   std::optional<int> seq;             // --seq: tokens per sequence
   std::optional<int> global_batch;    // --global-batch: sequences per step
   std::optional<int> micro_batch;     // --micro-batch: the only micro-batch size considered
-  // Candidate lists, comma-separated: --precision, --recompute, --dispatcher.
+  // Candidate lists, comma-separated: --precision, --recompute, --dispatcher,
+  // --cuda-graphs.
   std::optional<std::string> precision;
   std::optional<std::string> recompute;
+  std::optional<std::string> cuda_graphs;
   std::optional<std::string> dispatcher;
   std::optional<int> mtp;                   // --mtp N: MTP layers instead of the model's
   std::optional<double> capacity_factor;    // --capacity-factor X (0: dropless)

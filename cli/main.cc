@@ -33,6 +33,10 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
     cmd->add_option("--dispatcher", in->dispatcher,
                     "the job's dispatcher candidates: alltoall, allgather, deepep (flex), hybridep")
         ->type_name("LIST");
+    cmd->add_option("--cuda-graphs", in->cuda_graphs,
+                    "the job's CUDA graph candidates: none, layer, full_iteration or Megatron modules joined by +, "
+                    "e.g. attn+moe_router+moe_preprocess")
+        ->type_name("LIST");
     cmd->add_option("--mtp", in->mtp, "MTP layers instead of the model's")->type_name("N");
     cmd->add_option("--capacity-factor", in->capacity_factor, "expert capacity factor (0: dropless)")
         ->type_name("X");
@@ -155,8 +159,8 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("--schedule", simulate.schedule,
                            "pipeline schedule: 1f1b, interleaved, gpipe, zb or dualpipev (default: the layout's)");
   simulate_cmd->add_option("--overlap", simulate.overlap,
-                           "overlaps: all, none or KEY=0|1 joined by commas, keys tp, cp, ep, dp, pp, shared "
-                           "(default: the layout's recipe)")
+                           "overlaps: all, none or KEY=0|1 joined by commas, keys tp, cp, ep, dp, pp, shared, host "
+                           "(default: the layout's recipe; host on)")
       ->type_name("LIST");
   simulate_cmd->add_option("--imbalance", simulate.imbalance,
                            "routing imbalance: uniform, zipf:S, dirichlet:A or a foldplan.expert-loads/v1 file "

@@ -72,12 +72,18 @@ std::string BreakdownText(const Evaluation& e) {
   out += "  layout       " + FormatLayout(e.layout) + "\n";
   out += "  step         " + Seconds(s.step_time_s) + " = pipeline " + Seconds(s.pipeline_s) +
          " (of which bubble " + Seconds(s.bubble_s) + ") + exposed data-parallel " +
-         Seconds(s.dp_exposed_s) + " + optimizer " + Seconds(s.optimizer_s) + "\n";
+         Seconds(s.dp_exposed_s) + " + optimizer " + Seconds(s.optimizer_s) + " + host syncs " +
+         Seconds(s.host_step_s) + "\n";
   out += "  pipeline     " + std::string(Name(e.pipeline.schedule)) + ", " + e.pipeline.LayoutText() +
          (e.pipeline_chosen ? " (chosen: the layers do not divide over pp x vpp)" : "") + "\n";
   out += "  per micro-batch on stage " + std::to_string(s.slowest_stage) + ": compute " +
          Seconds(s.stage_compute_s) + " + exposed communication " + Seconds(s.stage_exposed_comm_s) +
-         ", " + std::to_string(s.microbatches) + " micro-batches\n";
+         " + exposed host " + Seconds(s.stage_host_exposed_s) + ", " + std::to_string(s.microbatches) +
+         " micro-batches\n";
+  out += "  host         launches " + WithCommas(static_cast<unsigned long long>(s.stage_launches + 0.5)) +
+         ", syncs " + WithCommas(static_cast<unsigned long long>(s.stage_syncs + 0.5)) + ", issuing " +
+         Seconds(s.stage_host_s) + ", exposed " + Seconds(s.stage_host_exposed_s) +
+         " per micro-batch (doc/cost-model-host.md)\n";
   out += "  throughput   " + WithCommas(static_cast<unsigned long long>(s.tokens_per_s)) +
          " tokens/s, MFU " + Fixed(100 * s.mfu, 1) + "% (" + Fixed(s.model_flops_per_token / 1e9, 2) +
          " GFLOP per token, causal attention; " + Fixed(100 * s.mfu_full_attention, 1) +

@@ -25,7 +25,7 @@ Result<OverlapOptions> ParseOverlap(const std::string& text) {
   if (text.empty()) return o;
   if (text == "all" || text == "none") {
     const bool v = text == "all";
-    o.tp = o.cp = o.ep = o.dp = o.pp = o.shared = v;
+    o.tp = o.cp = o.ep = o.dp = o.pp = o.shared = o.host = v;
     return o;
   }
   size_t at = 0;
@@ -40,9 +40,10 @@ Result<OverlapOptions> ParseOverlap(const std::string& text) {
                                 : key == "dp" ? &o.dp
                                 : key == "pp" ? &o.pp
                                 : key == "shared" ? &o.shared
+                                : key == "host" ? &o.host
                                               : nullptr;
     if (!slot || (value != "0" && value != "1")) {
-      return Status::Error("--overlap: expected all, none or KEY=0|1 joined by commas (keys tp, cp, ep, dp, pp, shared), got '" +
+      return Status::Error("--overlap: expected all, none or KEY=0|1 joined by commas (keys tp, cp, ep, dp, pp, shared, host), got '" +
                            item + "'");
     }
     *slot = value == "1";
@@ -90,7 +91,7 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
   j["schedule"] = Name(r.schedule);
   j["overlap"] = {{"tp", OnOff(r.overlap.tp)}, {"cp", OnOff(r.overlap.cp)}, {"ep", OnOff(r.overlap.ep)},
                   {"dp", OnOff(r.overlap.dp)}, {"pp", r.overlap.pp ? "on" : "off"},
-                  {"shared", r.overlap.shared ? "on" : "off"}};
+                  {"shared", r.overlap.shared ? "on" : "off"}, {"host", r.overlap.host ? "on" : "off"}};
   double bubble_s = r.bubble_fraction * r.pipeline_s;
   j["simulated"] = Breakdown(r.step_time_s, r.tokens_per_s, r.mfu, a.model_flops_per_token, r.pipeline_s, bubble_s,
                              r.dp_exposed_s, r.optimizer_s);
@@ -156,7 +157,8 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
   const StepBreakdown& a = r.analytical.step;
   std::string out = "layout " + layout_text + "\nschedule " + Name(r.schedule) + ", overlap tp " + OnOff(r.overlap.tp) +
                     ", cp " + OnOff(r.overlap.cp) + ", ep " + OnOff(r.overlap.ep) + ", dp " + OnOff(r.overlap.dp) +
-                    ", pp " + (r.overlap.pp ? "on" : "off") + ", shared " + (r.overlap.shared ? "on" : "off") + "\n\n";
+                    ", pp " + (r.overlap.pp ? "on" : "off") + ", shared " + (r.overlap.shared ? "on" : "off") +
+                    ", host " + (r.overlap.host ? "on" : "off") + "\n\n";
   using Align = TextTable::Align;
   TextTable t({"", "simulated", "analytical"}, {Align::kLeft, Align::kRight, Align::kRight});
   t.AddRow({"step time (ms)", Ms(r.step_time_s), Ms(a.step_time_s)});
@@ -164,6 +166,7 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
   t.AddRow({"  bubble (%)", Fixed(100 * r.bubble_fraction, 1), Fixed(a.pipeline_s > 0 ? 100 * a.bubble_s / a.pipeline_s : 0, 1)});
   t.AddRow({"  data parallel exposed (ms)", Ms(r.dp_exposed_s), Ms(a.dp_exposed_s)});
   t.AddRow({"  optimizer (ms)", Ms(r.optimizer_s), Ms(a.optimizer_s)});
+  t.AddRow({"  host syncs (ms)", Ms(r.host_step_s), Ms(a.host_step_s)});
   t.AddRow({"tokens/s", WithCommas(static_cast<unsigned long long>(r.tokens_per_s)),
             WithCommas(static_cast<unsigned long long>(a.tokens_per_s))});
   t.AddRow({"MFU (%)", Fixed(100 * r.mfu, 1), Fixed(100 * a.mfu, 1)});
@@ -171,10 +174,10 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
   out += r.whole ? "\nper pipeline rank, its busiest rank (ms over the step; exposed = communication while no compute "
                    "runs):\n"
                  : "\nper pipeline rank (ms over the step; exposed = communication while no compute runs):\n";
-  TextTable ranks({"stage", "busy", "compute", "exp tp", "exp cp", "exp ep", "exp dp", "exp pp", "idle", "peak GiB",
-                   "model GiB"},
+  TextTable ranks({"stage", "busy", "compute", "exp tp", "exp cp", "exp ep", "exp dp", "exp pp", "exp host", "idle",
+                   "peak GiB", "model GiB"},
                   {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
-                   Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
+                   Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
   // The whole path: each stage's busiest rank (its straggler).
   std::vector<const SimRankStats*> shown;
   for (const SimRankStats& s : r.ranks) {
@@ -187,7 +190,8 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
     const SimRankStats& s = *sp;
     ranks.AddRow({r.whole ? std::to_string(s.pipeline_rank) + " (rank " + std::to_string(s.rank) + ")"
                           : std::to_string(s.pipeline_rank), Ms(s.busy_s), Ms(s.compute_s), Ms(s.exposed_s[1]),
-                  Ms(s.exposed_s[2]), Ms(s.exposed_s[3]), Ms(s.exposed_s[4]), Ms(s.exposed_s[5]), Ms(s.idle_s),
+                  Ms(s.exposed_s[2]), Ms(s.exposed_s[3]), Ms(s.exposed_s[4]), Ms(s.exposed_s[5]), Ms(s.exposed_s[6]),
+                  Ms(s.idle_s),
                   Fixed(s.peak_memory_bytes / kBytesPerGiB, 1), Fixed(s.model_peak_memory_bytes / kBytesPerGiB, 1)});
   }
   out += ranks.Render("  ");

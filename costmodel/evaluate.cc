@@ -10,6 +10,7 @@
 #include <unordered_map>
 
 #include "core/json_check.h"
+#include "core/mix64.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/compute_calibration.h"
 #include "costmodel/compute_time.h"
@@ -240,7 +241,67 @@ struct PlacementCache {
   }
 };
 
+// HostWorkOf per thread. Key: what it reads of a layout (host_time.cc):
+// the degrees tp, cp, ep, etp, the CP style and the recipe but FSDP; a
+// family's members share the degrees, so a search meets few keys per
+// family. Bounded: cleared at kMaxEntries (about 400 B each).
+class HostWorkMemo {
+ public:
+  const HostWork& Get(const Layout& l, const CostContext& ctx) {
+    const Key key{l.tp, l.cp, l.ep, l.etp, l.cp_style, l.recompute, l.dispatcher, l.a2a_overlap, l.precision,
+                  l.tp_overlap, l.cuda_graphs};
+    if (last_ && last_->first == key) return last_->second;
+    auto it = entries_.find(key);
+    if (it == entries_.end()) {
+      if (entries_.size() >= kMaxEntries) entries_.clear();
+      it = entries_.emplace(key, HostWorkOf(l, ctx)).first;
+    }
+    last_ = &*it;
+    return it->second;
+  }
+  void Clear() {
+    entries_.clear();
+    last_ = nullptr;
+  }
+
+ private:
+  static constexpr size_t kMaxEntries = 4096;
+  struct Key {
+    int tp, cp, ep, etp;
+    CpStyle cp_style;
+    Recompute recompute;
+    Dispatcher dispatcher;
+    bool a2a_overlap;
+    Precision precision;
+    bool tp_overlap;
+    CudaGraphs cuda_graphs;
+    bool operator==(const Key&) const = default;
+  };
+  struct Hash {
+    size_t operator()(const Key& k) const {
+      uint64_t h = Mix(uint64_t(uint32_t(k.tp)) << 32 | uint32_t(k.cp));
+      h = Mix(h ^ (uint64_t(uint32_t(k.ep)) << 32 | uint32_t(k.etp)));
+      const uint64_t recipe = uint64_t(k.cp_style) | uint64_t(k.recompute.full()) << 2 |
+                              uint64_t(k.recompute.modules()) << 3 | uint64_t(k.dispatcher) << 16 |
+                              uint64_t(k.a2a_overlap) << 20 | uint64_t(k.precision) << 21 |
+                              uint64_t(k.tp_overlap) << 25 | uint64_t(k.cuda_graphs.scope()) << 26 |
+                              uint64_t(k.cuda_graphs.modules()) << 28;
+      return static_cast<size_t>(Mix(h ^ recipe));
+    }
+    static uint64_t Mix(uint64_t x) { return Mix64(x); }
+  };
+  std::unordered_map<Key, HostWork, Hash> entries_;
+  const std::pair<const Key, HostWork>* last_ = nullptr;
+};
+
 }  // namespace
+
+const HostWork& CostModel::HostOf(const Layout& layout, bool cached) const {
+  if (cached) return ForModel<HostWorkMemo>(id_).Get(layout, ctx_);
+  thread_local HostWork direct;
+  direct = HostWorkOf(layout, ctx_);
+  return direct;
+}
 
 // Group placement depends only on the degrees, order and placement, and is
 // most of a layout's scoring time; each thread keeps the placements of
@@ -369,6 +430,7 @@ void CostModel::ComputeWorkOf(const Layout& layout, const PipelineDescription& p
     build(ComputeLayerTimes(layout, ctx_));
   }
   StepWork& work = *out;
+  work.host = HostOf(layout, cached);
   work.load_factor = ExpertLoadFactor(job_, layout.ep);
   work.nvlink_bytes_per_s = comm_.nvlink_gb_per_s() * 1e9;
   const double nic_share = double(comm_.nics_per_node) / std::max(1, cluster_.gpus_per_node);
@@ -410,6 +472,10 @@ StepBreakdown CostModel::StepAfter(const Layout& layout, const PipelineDescripti
   s.slowest_stage = times.slowest;
   s.stage_compute_s = worst.compute_s;
   s.stage_exposed_comm_s = worst.exposed_comm_s + worst.boundary_s;
+  s.stage_host_s = worst.host_s;
+  s.stage_host_exposed_s = worst.host_exposed_s;
+  s.stage_launches = worst.launches;
+  s.stage_syncs = worst.syncs;
   s.stage_time_s = times.stage_time_s;
   s.bubble_s = times.bubble_s;
   s.pipeline_s = times.pipeline_s;
@@ -417,7 +483,8 @@ StepBreakdown CostModel::StepAfter(const Layout& layout, const PipelineDescripti
 
   s.optimizer_s = OptimizerSeconds(layout, pipeline, s.slowest_stage);
 
-  s.step_time_s = s.pipeline_s + s.dp_exposed_s + s.optimizer_s;
+  s.host_step_s = work.host.step_syncs * work.host.sync_s;
+  s.step_time_s = s.pipeline_s + s.dp_exposed_s + s.optimizer_s + s.host_step_s;
   s.tokens_per_s = double(job_.global_batch) * job_.seq_len / s.step_time_s;
   const double peak_flops = double(layout.world) * cluster_.gpu.peak_bf16_flops;
   s.model_flops_per_token = model_flops_per_token_;
@@ -528,6 +595,9 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
   thread_local StepWork own;
   StepWork& work = computed ? computed->work : own;
   if (!computed) ComputeWorkOf(layout, pipeline, cached, &own);
+  // A family's members share a compute key's work but not their host's
+  // (CUDA graphs, overlaps): the member's own.
+  if (computed) work.host = HostOf(layout, cached);
   if (!minimise_memory && prune_above < kNoPruning &&
       (computed ? computed->bound_s : PipelineLowerBound(work)) > prune_above) {
     score.pruned = true;

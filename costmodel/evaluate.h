@@ -46,11 +46,19 @@ struct StepBreakdown {
   int slowest_stage = 0;          // pipeline rank with t_max
   double stage_compute_s = 0;     // per micro-batch on that stage
   double stage_exposed_comm_s = 0;
+  // The host on that stage, per micro-batch (host_time.h): its launches,
+  // its syncs, the time it spends issuing them and what of it the GPU
+  // waits for (launches beyond a pass's GPU time, idle after each sync).
+  double stage_host_s = 0;
+  double stage_host_exposed_s = 0;
+  double stage_launches = 0;
+  double stage_syncs = 0;
   double stage_time_s = 0;        // t_max
   double pipeline_s = 0;          // m t_max + bubble
   double bubble_s = 0;            // (pp-1)/vpp t_max (+ (pp-1) s interleaved, s = one crossing)
   double dp_exposed_s = 0;        // gradient reduce-scatter + parameter all-gather not hidden
   double optimizer_s = 0;
+  double host_step_s = 0;         // the step's own host syncs (gradient norm, loss report)
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;                 // against the GPU's dense bf16 peak
@@ -169,6 +177,9 @@ class CostModel {
   StepBreakdown StepAfter(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
                           const PipelineTimes& times) const;
   StepWork WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
+  // HostWorkOf(layout), through the per-thread memo when `cached` (the
+  // same bits); valid until the thread's next call.
+  const HostWork& HostOf(const Layout& layout, bool cached) const;
   // WorkOf in two parts: the compute (no ops yet), then the comm plan.
   StepWork ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
   void ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* out) const;

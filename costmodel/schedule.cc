@@ -136,6 +136,40 @@ double ExposedInBlocks(const BlockComm& c, double lone, int count) {
   return count * (c.exposed + c.excess + PairedExposed(c, lone));
 }
 
+// The host's exposure in one block of `kind` (host_time.h): per pass, the
+// GPU runs the pass's compute and its exposed communication while the host
+// issues the pass's launches, running ahead as far as it can; the pass
+// takes the longer of the two, and each sync adds the GPU time it leaves
+// idle (the host waits for the queue to drain, then the GPU for the next
+// launch). The exposed communication is split between the passes as the
+// plain ops' forward and backward calls are, the rest (what overlapping
+// ops could not hide) as the compute is.
+struct HostExposure {
+  double exposed_s = 0;
+  double host_s = 0;
+  double launches = 0;
+  double syncs = 0;
+};
+HostExposure HostInBlock(const StepWork& work, BlockKind kind, const PlanSums::Block& sums, const BlockComm& c,
+                         double lone) {
+  const HostBlock& h = work.host.of(kind);
+  HostExposure e;
+  e.host_s = h.forward.host_s + h.backward.host_s;
+  e.launches = h.forward.launches + h.backward.launches;
+  e.syncs = h.forward.syncs + h.backward.syncs;
+  if (e.host_s <= 0 && e.syncs <= 0) return e;
+  const BlockCost& cost = work.cost(kind);
+  const double forward = cost.forward_s, backward = cost.backward_s + cost.recompute_s;
+  const double compute = forward + backward;
+  const double rest = c.excess + PairedExposed(c, lone);
+  const double rest_forward = compute > 0 ? rest * forward / compute : 0;
+  const double gpu_forward = forward + sums.exposed_fwd_s + rest_forward;
+  const double gpu_backward = backward + (c.exposed - sums.exposed_fwd_s) + (rest - rest_forward);
+  e.exposed_s = std::max(0.0, h.forward.host_s - gpu_forward) + std::max(0.0, h.backward.host_s - gpu_backward) +
+                e.syncs * work.host.sync_s;
+  return e;
+}
+
 // Adds to share[i] the exposed seconds of op i in `count` blocks of `kind`
 // (overlappable ops share their excess pro rata, EP-overlap ops theirs).
 void ShareOfBlocks(const StepWork& work, BlockKind kind, const BlockComm& c, double lone, int count,
@@ -199,7 +233,14 @@ std::array<BlockComm, kBlockKindCount> Schedule(const StepWork& work, const Plan
     rt.compute_s = r.compute_s();
     for (BlockKind kind : kAllBlockKinds) {
       const int count = r.count(kind);
-      if (count > 0) rt.exposed_comm_s += ExposedInBlocks(comm[static_cast<size_t>(kind)], lone, count);
+      if (count == 0) continue;
+      const auto k = static_cast<size_t>(kind);
+      rt.exposed_comm_s += ExposedInBlocks(comm[k], lone, count);
+      const HostExposure host = HostInBlock(work, kind, plan.blocks[k], comm[k], lone);
+      rt.host_exposed_s += count * host.exposed_s;
+      rt.host_s += count * host.host_s;
+      rt.launches += count * host.launches;
+      rt.syncs += count * host.syncs;
     }
     // Stage boundaries: the rank's vpp chunks each send forward and
     // backward per micro-batch. 1F1B, GPipe and ZB-H1 wait for their sends
@@ -210,7 +251,8 @@ std::array<BlockComm, kBlockKindCount> Schedule(const StepWork& work, const Plan
     // all-to-all and pipeline communication hide behind the pair's
     // compute), so only what the compute cannot cover is exposed.
     const double sends = r.boundary_crossings * crossing_s;
-    rt.boundary_s = overlapped_sends ? std::max(0.0, sends - rt.compute_s - rt.exposed_comm_s) : sends;
+    rt.boundary_s =
+        overlapped_sends ? std::max(0.0, sends - rt.compute_s - rt.exposed_comm_s - rt.host_exposed_s) : sends;
     const double total = rt.total_s();
     if (p == 0 || total > worst) {
       worst = total;
@@ -234,7 +276,8 @@ PlanSums SumPlan(const std::vector<CommOp>& ops, bool mtp_moe, const Recompute& 
   // would. An MTP module's layer runs the ops of the layer kind it is, so
   // its sums are that kind's, copied rather than added again. A block's
   // three sums, by how its ops overlap: plain, overlappable, EP-overlap.
-  std::array<std::array<double, 3>, kBlockKindCount> block{};
+  // (plain, overlappable, EP-overlap, the plain ops' forward calls)
+  std::array<std::array<double, 4>, kBlockKindCount> block{};
   std::array<int, kBlockKindCount> paired_sms{};
   PlanSums c;
   // The kinds of the last op's scope, but the MTP layer (plans list their
@@ -253,15 +296,17 @@ PlanSums SumPlan(const std::vector<CommOp>& ops, bool mtp_moe, const Recompute& 
       continue;
     }
     const size_t way = op.hides_behind_other_microbatch ? 2 : op.overlappable ? 1 : 0;
+    const double forward = way == 0 ? op.calls_fwd * op.seconds_per_call : 0;
     for (unsigned kinds = scope_kinds; kinds != 0; kinds &= kinds - 1) {
       const auto k = static_cast<size_t>(std::countr_zero(kinds));
       block[k][way] += a;
+      block[k][3] += forward;
       if (way == 2) paired_sms[k] = std::max(paired_sms[k], op.sms);
     }
   }
   for (size_t k = 0; k < kBlockKindCount; ++k) {
     const size_t from = k == mtp ? static_cast<size_t>(mtp_moe ? BlockKind::kMoeLayer : BlockKind::kDenseLayer) : k;
-    c.blocks[k] = {block[from][0], block[from][1], block[from][2], paired_sms[from]};
+    c.blocks[k] = {block[from][0], block[from][3], block[from][1], block[from][2], paired_sms[from]};
   }
   return c;
 }

@@ -10,7 +10,9 @@
 //              backward, recomputation) + its exposed per-layer
 //              communication + its boundary sends (1F1B, GPipe, ZB-H1: s,
 //              exposed; interleaved, DualPipeV: vpp x s, exposed beyond its
-//              compute)
+//              compute) + its host's exposure: per block and pass
+//              max(0, host time - the pass's GPU time) + syncs x the GPU
+//              time a sync leaves idle (host_time.h)
 //   pipeline = m x max_p t_p + bubble,
 //   bubble   = 1F1B, GPipe:  (pp - 1) x t_max
 //              interleaved:  (pp - 1) / vpp x t_max + (pp - 1) x s
@@ -36,7 +38,13 @@ struct RankTime {
   double compute_s = 0;       // forward + backward (recomputation included)
   double exposed_comm_s = 0;  // per-layer communication not hidden behind compute
   double boundary_s = 0;      // stage-boundary sends not hidden
-  double total_s() const { return compute_s + exposed_comm_s + boundary_s; }  // t_p
+  // The host's share (host_time.h): per block and pass, what its launches
+  // take beyond the pass's GPU time, and the GPU time its syncs leave idle.
+  double host_exposed_s = 0;
+  double host_s = 0;          // the host's time issuing the rank's passes (exposed or not)
+  double launches = 0;        // host launches per micro-batch (a graph replay is one)
+  double syncs = 0;           // host waits for the GPU per micro-batch
+  double total_s() const { return compute_s + exposed_comm_s + boundary_s + host_exposed_s; }  // t_p
 };
 
 struct PipelineTimes {
@@ -68,6 +76,7 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
 struct PlanSums {
   struct Block {
     double exposed_s = 0;   // plain ops
+    double exposed_fwd_s = 0;  // of which their forward calls
     double hidden_s = 0;    // overlappable ops
     double paired_s = 0;    // EP-overlap ops
     int paired_sms = 0;

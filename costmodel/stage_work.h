@@ -14,19 +14,14 @@
 #include <array>
 #include <vector>
 
+#include "costmodel/block_kind.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/compute_time.h"
+#include "costmodel/host_time.h"
 #include "planner/pipeline.h"
 
 namespace foldplan {
 
-enum class BlockKind { kDenseLayer, kMoeLayer, kEmbedding, kOutputLayer, kMtpLayer };
-inline constexpr int kBlockKindCount = 5;
-inline constexpr BlockKind kAllBlockKinds[kBlockKindCount] = {
-    BlockKind::kDenseLayer, BlockKind::kMoeLayer, BlockKind::kEmbedding, BlockKind::kOutputLayer,
-    BlockKind::kMtpLayer};
-// "dense_layer", "moe_layer", "embedding", "output_layer", "mtp_layer"
-const char* Name(BlockKind kind);
 
 // Compute seconds of one block for one micro-batch on one rank.
 struct BlockCost {
@@ -132,6 +127,9 @@ struct StepWork {
   // gate), which Megatron's --moe-shared-expert-overlap runs beside the
   // token dispatch.
   std::array<BlockCost, kBlockKindCount> shared;
+  // What the host does to launch each block's passes (host_time.h); all
+  // zero in work assembled by hand. Set by CostModel::Work.
+  HostWork host;
   bool mtp_moe = false;  // an MTP module's decoder layer is a MoE layer (the model's last layer is)
   int gpu_sms = 132;     // the GPU's SMs (GpuSpec::sms), for compute beside SM-using kernels
   // What one GPU's links carry, achieved (CommParams): its NVLink port per

@@ -39,6 +39,43 @@ struct LatencySpec {
   double spine_us = 1.0;              // extra per crossing of a spine switch
 };
 
+// What the host CPU pays to drive the GPU from PyTorch (doc/cost-model-host.md):
+// microseconds of CPU time per eager op, per launch, per collective call and
+// per CUDA-graph replay, and the GPU time a device-to-host read the host
+// waits for leaves idle. The defaults were measured on the lent H200
+// machine's host (a 16-core Intel Xeon virtual machine; PyTorch 2.11, CUDA
+// 13.0) on 2026-12-04 by bench/gpu/host_attention.sh; the figures are in
+// bench/results/h200-host-attention-2026-12-04/. Another host (Grace, a
+// faster x86) gives its own by running that script.
+struct HostSpec {
+  std::string cpu = "x86-64 (Intel Xeon, measured)";
+  // A PyTorch op called from Python with its kernel launch (x.add_(1) on
+  // 1,024 elements: host-probe-torch.json eager_add host_us 10.38).
+  double eager_op_us = 10.4;
+  // An nn.Module call's own overhead beyond its ops (nn.Linear against
+  // F.linear on the same tensors: 22.71 - 13.51 us).
+  double module_call_us = 9.2;
+  // A kernel the autograd engine issues in backward (a chain of 200 muls:
+  // 39.84 us per node, 3.01 kernels per node).
+  double backward_kernel_us = 13.2;
+  // cudaLaunchKernel of an empty kernel from C++ (launch-probe-cuda.json
+  // launch_host_us 3.98): a kernel launched in a C++ loop (grouped GEMMs,
+  // FP8 casts inside Transformer Engine, DeepEP).
+  double launch_us = 4.0;
+  // A torch.distributed collective call's host side (all_reduce on a
+  // one-rank NCCL group: 43.43 us).
+  double collective_us = 43.4;
+  // all_to_all_single with split sizes, as Megatron's alltoall dispatcher
+  // calls it (one-rank NCCL group: 60.95 us).
+  double alltoallv_us = 60.9;
+  // torch.cuda.CUDAGraph.replay of a captured region (100 nodes: 48.98 us).
+  double graph_replay_us = 49.0;
+  // GPU time left idle by a device-to-host read the host waits for at the
+  // end of queued work (.item() after ~200 us of work: 21.14 us; the CUDA
+  // runtime alone, cudaMemcpyAsync + cudaStreamSynchronize: 15.20 us).
+  double sync_us = 21.1;
+};
+
 // Ranges of cluster fields that the command line sets too (--nodes), so that
 // both check the same bounds (doc/formats.md#cluster). nodes x gpus_per_node
 // is at most kMaxWorldSize (core/formats.h), formed by CheckedProduct.
@@ -58,6 +95,7 @@ struct ClusterSpec {
   double nic_gbit_per_s = 400;        // per NIC line rate
   FabricSpec fabric;
   LatencySpec latency;
+  HostSpec host;
   std::string calibration;            // optional calibration file, "" if none
 
   // At most kMaxWorldSize in a checked spec (the file reader, --nodes).

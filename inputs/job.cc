@@ -96,6 +96,64 @@ Result<Recompute> ParseRecompute(std::string_view text) {
   return r;
 }
 
+namespace {
+constexpr const char* kCudaGraphModuleNames[kCudaGraphModuleCount] = {"attn", "mlp", "moe", "moe_router",
+                                                                       "moe_preprocess"};
+}  // namespace
+
+const char* Name(CudaGraphModule m) { return kCudaGraphModuleNames[static_cast<int>(m)]; }
+
+std::string Name(CudaGraphs g) {
+  switch (g.scope()) {
+    case CudaGraphs::Scope::kNone: return "none";
+    case CudaGraphs::Scope::kLayer: return "layer";
+    case CudaGraphs::Scope::kFullIteration: return "full_iteration";
+    case CudaGraphs::Scope::kModules: break;
+  }
+  std::string out;
+  for (int i = 0; i < kCudaGraphModuleCount; ++i) {
+    if ((g.modules() >> i) & 1u) out += (out.empty() ? "" : "+") + std::string(kCudaGraphModuleNames[i]);
+  }
+  return out;
+}
+
+Result<CudaGraphs> ParseCudaGraphs(std::string_view text) {
+  if (text == "none") return CudaGraphs::None();
+  if (text == "layer") return CudaGraphs::Layer();
+  if (text == "full_iteration") return CudaGraphs::FullIteration();
+  uint32_t mask = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t plus = text.find('+', start);
+    if (plus == std::string_view::npos) plus = text.size();
+    const std::string_view token = text.substr(start, plus - start);
+    int found = -1;
+    for (int i = 0; i < kCudaGraphModuleCount; ++i) {
+      if (token == kCudaGraphModuleNames[i]) found = i;
+    }
+    if (found < 0) {
+      std::string modules;
+      for (const char* m : kCudaGraphModuleNames) modules += (modules.empty() ? "" : ", ") + std::string(m);
+      return Status::Error(
+          (token.empty() ? std::string("an empty module") : "unknown module \"" + std::string(token) + "\"") +
+          "; expected none, layer, full_iteration, or '+'-joined modules from " + modules);
+    }
+    if ((mask >> found) & 1u) return Status::Error("module \"" + std::string(token) + "\" given twice");
+    mask |= 1u << found;
+    start = plus + 1;
+  }
+  const auto has = [&](CudaGraphModule m) { return ((mask >> int(m)) & 1u) != 0; };
+  // Megatron's argument checks (trainers.md: moe_preprocess only with
+  // moe_router; moe already holds the router and its preprocessing).
+  if (has(CudaGraphModule::kMoePreprocess) && !has(CudaGraphModule::kMoeRouter)) {
+    return Status::Error("moe_preprocess is captured only with moe_router (Megatron's rule)");
+  }
+  if (has(CudaGraphModule::kMoe) && (has(CudaGraphModule::kMoeRouter) || has(CudaGraphModule::kMoePreprocess))) {
+    return Status::Error("moe captures the router and its preprocessing already: drop moe_router and moe_preprocess");
+  }
+  return CudaGraphs::Modules(mask);
+}
+
 const char* Name(CpStyle s) {
   switch (s) {
     case CpStyle::kUlysses: return "ulysses";
@@ -133,6 +191,7 @@ std::vector<RepeatedCandidate> RepeatedCandidates(const JobSpec& j) {
   AddRepeats("a2a_overlap", j.a2a_overlap, false, &out);
   AddRepeats("fsdp", j.fsdp, false, &out);
   AddRepeats("tp_overlap", j.tp_overlap, false, &out);
+  AddRepeats("cuda_graphs", j.cuda_graphs, true, &out);
   AddRepeats("cp_styles", j.cp_styles, true, &out);
   AddRepeats("vpp", j.vpp, false, &out);
   AddRepeats("pipeline_schedules", j.pipeline_schedules, true, &out);

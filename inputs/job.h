@@ -66,6 +66,7 @@ class Recompute {
   // Whether `m` is recomputed (always true under full).
   bool has(RecomputeModule m) const { return full_ || (modules_ >> int(m)) & 1u; }
   Recompute With(RecomputeModule m) const { return Recompute(full_, modules_ | (1u << int(m))); }
+  uint32_t modules() const { return modules_; }  // bit m: RecomputeModule m (selective)
   bool operator==(const Recompute&) const = default;
 
  private:
@@ -79,6 +80,64 @@ std::string Name(Recompute r);
 // Accepts the names above and any '+'-joined set of modules, in any order;
 // the error says which token is wrong and lists the modules.
 Result<Recompute> ParseRecompute(std::string_view text);
+
+// Megatron's CUDA graphs (--cuda-graph-impl, --cuda-graph-modules): which
+// parts of each layer are captured once and then replayed with one launch
+// per pass instead of an eager launch per kernel (doc/cost-model-host.md).
+enum class CudaGraphModule {
+  kAttn,           // the attention block: input norm, projections, core, residual
+  kMlp,            // a dense layer's MLP block
+  kMoe,            // the whole MoE block: router, dispatch, experts, combine
+  kMoeRouter,      // the pre-MLP norm and the router
+  kMoePreprocess,  // the dispatcher's preprocessing up to its host sync (with moe_router only)
+};
+inline constexpr int kCudaGraphModuleCount = 5;
+const char* Name(CudaGraphModule m);  // Megatron's spelling: "attn", "mlp", "moe", "moe_router", "moe_preprocess"
+
+class CudaGraphs {
+ public:
+  enum class Scope {
+    kNone,           // eager: every kernel launched from the host
+    kModules,        // --cuda-graph-impl transformer_engine --cuda-graph-modules M...
+    kLayer,          // --cuda-graph-impl transformer_engine, no modules: each whole layer
+    kFullIteration,  // --cuda-graph-impl full_iteration: the step's forward and backward
+  };
+  constexpr CudaGraphs() = default;
+  static constexpr CudaGraphs None() { return CudaGraphs(); }
+  static constexpr CudaGraphs Layer() { return CudaGraphs(Scope::kLayer, 0); }
+  static constexpr CudaGraphs FullIteration() { return CudaGraphs(Scope::kFullIteration, 0); }
+  static constexpr CudaGraphs Modules(uint32_t mask) {
+    return mask == 0 ? CudaGraphs() : CudaGraphs(Scope::kModules, mask);
+  }
+  Scope scope() const { return scope_; }
+  bool none() const { return scope_ == Scope::kNone; }
+  // Whether `m` is captured: listed, or inside a whole layer or iteration.
+  // The moe module captures the router and its preprocessing too.
+  bool captures(CudaGraphModule m) const {
+    if (scope_ == Scope::kLayer || scope_ == Scope::kFullIteration) return true;
+    if ((m == CudaGraphModule::kMoeRouter || m == CudaGraphModule::kMoePreprocess) &&
+        ((modules_ >> int(CudaGraphModule::kMoe)) & 1u))
+      return true;
+    return (modules_ >> int(m)) & 1u;
+  }
+  // Whether a MoE layer is captured whole, its dispatch included: only a
+  // dispatch that never syncs with the host can be (legality.h).
+  bool captures_moe_dispatch() const { return captures(CudaGraphModule::kMoe); }
+  uint32_t modules() const { return modules_; }
+  bool operator==(const CudaGraphs&) const = default;
+
+ private:
+  constexpr CudaGraphs(Scope scope, uint32_t modules) : scope_(scope), modules_(modules) {}
+  Scope scope_ = Scope::kNone;
+  uint32_t modules_ = 0;
+};
+// "none", "layer", "full_iteration", else the modules joined with '+' in
+// Megatron's order ("attn+moe_router+moe_preprocess").
+std::string Name(CudaGraphs g);
+// Accepts the names above, modules in any order. Refused as Megatron
+// refuses them: moe_preprocess without moe_router, moe with moe_router or
+// moe_preprocess (it captures them already); the error says which token.
+Result<CudaGraphs> ParseCudaGraphs(std::string_view text);
 
 const char* Name(Precision p);   // "bf16", "fp8-delayed", "fp8-tensorwise", "fp8-blockwise", "mxfp8"
 const char* Name(CpStyle s);     // "ulysses", "ring"
@@ -125,6 +184,7 @@ struct JobSpec {
   std::vector<bool> a2a_overlap = {false};  // --overlap-moe-expert-parallel-comm
   std::vector<bool> fsdp = {false};         // --use-megatron-fsdp instead of the distributed optimizer
   std::vector<bool> tp_overlap = {false};   // --tp-comm-overlap
+  std::vector<CudaGraphs> cuda_graphs = {CudaGraphs::None()};  // --cuda-graph-impl / --cuda-graph-modules
   // SMs the flex dispatcher's kernels occupy (--moe-deepep-num-sms,
   // --moe-hybridep-num-sms); Megatron's defaults.
   int deepep_sms = 20;

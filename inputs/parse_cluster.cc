@@ -66,6 +66,22 @@ void ReadLatency(std::optional<CheckedObject> latency, ClusterSpec& c) {
   latency->Finish();
 }
 
+void ReadHost(std::optional<CheckedObject> host, ClusterSpec& c) {
+  if (!host) return;  // the HostSpec defaults
+  HostSpec& h = c.host;
+  constexpr double kMaxUs = 1e6;
+  h.cpu = host->String("cpu", h.cpu);
+  h.eager_op_us = host->Number("eager_op_us", 0, kMaxUs, h.eager_op_us);
+  h.module_call_us = host->Number("module_call_us", 0, kMaxUs, h.module_call_us);
+  h.backward_kernel_us = host->Number("backward_kernel_us", 0, kMaxUs, h.backward_kernel_us);
+  h.launch_us = host->Number("launch_us", 0, kMaxUs, h.launch_us);
+  h.collective_us = host->Number("collective_us", 0, kMaxUs, h.collective_us);
+  h.alltoallv_us = host->Number("alltoallv_us", 0, kMaxUs, h.alltoallv_us);
+  h.graph_replay_us = host->Number("graph_replay_us", 0, kMaxUs, h.graph_replay_us);
+  h.sync_us = host->Number("sync_us", 0, kMaxUs, h.sync_us);
+  host->Finish();
+}
+
 // A relative calibration path is relative to the cluster file, so that a
 // cluster and its calibration can be moved together.
 std::string ResolveCalibration(const std::string& path, const std::string& file) {
@@ -117,6 +133,7 @@ Result<ClusterSpec> ParseCluster(const nlohmann::json& json, const std::string& 
   ReadNvlink(RequiredObject(root, "nvlink"), c);
   ReadNetwork(RequiredObject(root, "network"), c);
   ReadLatency(inputs_internal::OptionalObject(root, "latency_us"), c);
+  ReadHost(inputs_internal::OptionalObject(root, "host"), c);
   c.calibration = ResolveCalibration(root.String("calibration", ""), file);
   root.Finish();
 

@@ -55,6 +55,11 @@ std::pair<std::optional<Dispatcher>, std::string> DispatcherOf(const std::string
   const auto d = ParseDispatcher(text);
   return {d, d ? "" : "not a dispatcher"};
 }
+std::pair<std::optional<CudaGraphs>, std::string> CudaGraphsOf(const std::string& text) {
+  Result<CudaGraphs> g = ParseCudaGraphs(text);
+  if (!g.ok()) return {std::nullopt, g.status().message()};
+  return {g.value(), ""};
+}
 std::pair<std::optional<PipelineSchedule>, std::string> PipelineScheduleOf(const std::string& text) {
   const auto s = PipelineScheduleNamed(text);
   return {s, s ? "" : "not a pipeline schedule"};
@@ -126,6 +131,9 @@ void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
   j.distributed_optimizer = root.Bool("distributed_optimizer", j.distributed_optimizer);
   j.fsdp = root.BoolList("fsdp", j.fsdp);
   j.tp_overlap = root.BoolList("tp_overlap", j.tp_overlap);
+  j.cuda_graphs = ReadNamed(root, "cuda_graphs", "CUDA graph scopes",
+                            "none, layer, full_iteration or '+'-joined Megatron CUDA graph modules", true,
+                            j.cuda_graphs, CudaGraphsOf);
   j.ulysses_kv_replication = root.Bool("ulysses_kv_replication", j.ulysses_kv_replication);
 }
 

@@ -128,7 +128,7 @@ std::vector<std::string> ReadInferred(CheckedObject& root) {
   rules.problem = [](const std::string& s) {
     static const char* const kKeys[] = {"tp", "cp", "pp", "ep", "etp", "vpp", "mbs", "order", "cp_style",
                                         "recompute", "placement", "dispatcher", "a2a_overlap", "precision",
-                                        "fsdp", "tp_overlap", "schedule", "stages", "pp_layout"};
+                                        "fsdp", "tp_overlap", "cuda_graphs", "schedule", "stages", "pp_layout"};
     for (const char* k : kKeys)
       if (s == k) return std::string();
     return std::string("not a layout key");

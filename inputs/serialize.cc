@@ -30,6 +30,16 @@ json ToJson(const ClusterSpec& c) {
        {{"nvlink_hop", c.latency.nvlink_us},
         {"network_hop", c.latency.network_us},
         {"spine_hop", c.latency.spine_us}}},
+      {"host",
+       {{"cpu", c.host.cpu},
+        {"eager_op_us", c.host.eager_op_us},
+        {"module_call_us", c.host.module_call_us},
+        {"backward_kernel_us", c.host.backward_kernel_us},
+        {"launch_us", c.host.launch_us},
+        {"collective_us", c.host.collective_us},
+        {"alltoallv_us", c.host.alltoallv_us},
+        {"graph_replay_us", c.host.graph_replay_us},
+        {"sync_us", c.host.sync_us}}},
   };
   if (!c.calibration.empty()) out["calibration"] = c.calibration;
   return out;
@@ -119,6 +129,7 @@ json ToJson(const JobSpec& j) {
       {"distributed_optimizer", j.distributed_optimizer},
       {"fsdp", OneOrList(j.fsdp, flag)},
       {"tp_overlap", OneOrList(j.tp_overlap, flag)},
+      {"cuda_graphs", OneOrList(j.cuda_graphs, [](CudaGraphs g) { return json(Name(g)); })},
       {"ulysses_kv_replication", j.ulysses_kv_replication},
       {"world_size", j.world_size},
       {"gpus_per_domain", j.gpus_per_domain},

@@ -234,7 +234,7 @@ class EnumerationWalker {
   uint64_t Styles(int cp) const { return cp == 1 ? 1 : job_.cp_styles.size(); }
   uint64_t OptionLeaves() const {
     return uint64_t(job_.recompute.size()) * dispatchers_.size() * a2a_overlap_.size() *
-           job_.precisions.size() * job_.fsdp.size() * job_.tp_overlap.size();
+           job_.precisions.size() * job_.fsdp.size() * job_.tp_overlap.size() * job_.cuda_graphs.size();
   }
   uint64_t LeavesBelowMbs() const { return orders_.size() * OptionLeaves(); }
   uint64_t LeavesBelowEtp() const { return job_.micro_batch_sizes.size() * LeavesBelowMbs(); }
@@ -425,28 +425,35 @@ class EnumerationWalker {
           for (size_t p = 0; p < job_.precisions.size(); ++p) {
             for (bool fsdp : job_.fsdp) {
               for (bool tp_overlap : job_.tp_overlap) {
-                const bool hybrid = d == Dispatcher::kHybridEP;
-                auto reject = [&](Rule rule, bool in, bool off) {
-                  in_domain[static_cast<size_t>(rule)] += in ? 1 : 0;
-                  off_domain[static_cast<size_t>(rule)] += off ? 1 : 0;
-                };
-                if (!precision_ok_[p]) {
-                  reject(Rule::kPrecisionSupported, true, true);
-                  continue;
+                for (const CudaGraphs& graphs : job_.cuda_graphs) {
+                  const bool hybrid = d == Dispatcher::kHybridEP;
+                  auto reject = [&](Rule rule, bool in, bool off) {
+                    in_domain[static_cast<size_t>(rule)] += in ? 1 : 0;
+                    off_domain[static_cast<size_t>(rule)] += off ? 1 : 0;
+                  };
+                  if (!precision_ok_[p]) {
+                    reject(Rule::kPrecisionSupported, true, true);
+                    continue;
+                  }
+                  // Off-domain arrangements break hybridep_in_domain first.
+                  if (hybrid) reject(Rule::kHybridEpInDomain, false, true);
+                  if (!a2a_ok) {
+                    reject(Rule::kA2aOverlapNeeds, true, !hybrid);
+                    continue;
+                  }
+                  if (tp_overlap && l.tp < 2) {
+                    reject(Rule::kTpOverlapNeedsTp, true, !hybrid);
+                    continue;
+                  }
+                  l.cuda_graphs = graphs;
+                  if (!rules::CudaGraphsProblem(model_, job_, l).empty()) {
+                    reject(Rule::kCudaGraphsMoeSync, true, !hybrid);
+                    continue;
+                  }
+                  ++variant_counts_[0].legal;
+                  variant_counts_[1].legal += hybrid ? 0 : 1;
+                  family_.variants.push_back({rc, d, a2a, job_.precisions[p], fsdp, tp_overlap, graphs, hybrid});
                 }
-                // Off-domain arrangements break hybridep_in_domain first.
-                if (hybrid) reject(Rule::kHybridEpInDomain, false, true);
-                if (!a2a_ok) {
-                  reject(Rule::kA2aOverlapNeeds, true, !hybrid);
-                  continue;
-                }
-                if (tp_overlap && l.tp < 2) {
-                  reject(Rule::kTpOverlapNeedsTp, true, !hybrid);
-                  continue;
-                }
-                ++variant_counts_[0].legal;
-                variant_counts_[1].legal += hybrid ? 0 : 1;
-                family_.variants.push_back({rc, d, a2a, job_.precisions[p], fsdp, tp_overlap, hybrid});
               }
             }
           }
@@ -590,6 +597,7 @@ JobSpec PinnedJob(const JobSpec& job, const LayoutPins& pins) {
   if (pins.precision) out.precisions = {*pins.precision};
   if (pins.fsdp) out.fsdp = {*pins.fsdp};
   if (pins.tp_overlap) out.tp_overlap = {*pins.tp_overlap};
+  if (pins.cuda_graphs) out.cuda_graphs = {*pins.cuda_graphs};
   if (pins.schedule) out.pipeline_schedules = {*pins.schedule};
   return out;
 }

@@ -154,6 +154,19 @@ void RecipeArgs(const Layout& l, const ExportContext& ctx, bool moe, std::vector
     args->push_back(std::string("--fp8-recipe ") + Fp8Recipe(l.precision));
   }
   if (l.tp_overlap) args->push_back("--tp-comm-overlap");
+  if (l.cuda_graphs.scope() == CudaGraphs::Scope::kFullIteration) {
+    args->push_back("--cuda-graph-impl full_iteration");
+  } else if (!l.cuda_graphs.none()) {
+    // Transformer Engine's graphs; no modules: each whole layer.
+    args->push_back("--cuda-graph-impl transformer_engine");
+    if (l.cuda_graphs.scope() == CudaGraphs::Scope::kModules) {
+      std::string modules;
+      for (int i = 0; i < kCudaGraphModuleCount; ++i) {
+        if ((l.cuda_graphs.modules() >> i) & 1u) modules += std::string(" ") + Name(CudaGraphModule(i));
+      }
+      args->push_back("--cuda-graph-modules" + modules);
+    }
+  }
   if (moe) {
     if (IsFlex(l.dispatcher)) {
       const bool deepep = l.dispatcher == Dispatcher::kDeepEP;

@@ -132,7 +132,8 @@ Result<std::string> ExportRankMapJson(const RankMap& map, const ExportContext& c
   if (ctx.job) root["job"] = Json{{"seq_len", ctx.job->seq_len}, {"global_batch", ctx.job->global_batch}};
   root["recipe"] = Json{{"recompute", Name(l.recompute)},     {"dispatcher", Name(l.dispatcher)},
                         {"a2a_overlap", l.a2a_overlap},       {"precision", Name(l.precision)},
-                        {"fsdp", l.fsdp},                     {"tp_overlap", l.tp_overlap}};
+                        {"fsdp", l.fsdp},                     {"tp_overlap", l.tp_overlap},
+                        {"cuda_graphs", Name(l.cuda_graphs)}};
   root["views"] = Views(map);
   root["coords"] = Coords(map);
   root["groups"] = GroupsJson(map);

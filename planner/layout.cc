@@ -98,7 +98,7 @@ constexpr std::pair<const char*, Placement> kPlacements[] = {{"linear", Placemen
 
 constexpr const char* kKeys =
     "tp, cp, pp, ep, etp, dp, edp, vpp, mbs, order, cp_style, recompute, placement, dispatcher, "
-    "a2a_overlap, precision, fsdp, tp_overlap, schedule, stages, pp_layout, world";
+    "a2a_overlap, precision, fsdp, tp_overlap, cuda_graphs, schedule, stages, pp_layout, world";
 
 // One key=value into `pins`.
 Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pins) {
@@ -138,6 +138,10 @@ Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pin
     const auto p = ParsePrecision(value);
     if (!p) return Status::Error("layout: precision=" + value + ": expected one of " + PrecisionChoices());
     pins->precision = *p;
+  } else if (key == "cuda_graphs") {
+    auto g = ParseCudaGraphs(value);
+    if (!g.ok()) return Status::Error("layout: cuda_graphs=" + value + ": " + g.status().message());
+    pins->cuda_graphs = g.value();
   } else if (key == "schedule") {
     const auto schedule = PipelineScheduleNamed(value);
     if (!schedule) {
@@ -167,7 +171,7 @@ Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pin
 bool LayoutPins::empty() const {
   return !world && !pp && !vpp && !dp && !cp && !tp && !ep && !etp && !edp && !mbs && !order && !cp_style &&
          !recompute && !placement && !dispatcher && !a2a_overlap && !precision && !fsdp && !tp_overlap &&
-         !schedule && !stages;
+         !cuda_graphs && !schedule && !stages;
 }
 
 Result<LayoutPins> ParseLayoutPins(const std::string& text) {
@@ -235,6 +239,7 @@ Result<Layout> LayoutFromPins(const LayoutPins& k, int default_world, const JobS
     layout.precision = job->precisions.front();
     layout.fsdp = job->fsdp.front();
     layout.tp_overlap = job->tp_overlap.front();
+    layout.cuda_graphs = job->cuda_graphs.front();
     if (!job->pipeline_schedules.empty()) layout.schedule = job->pipeline_schedules.front();
   }
   layout.pp = k.pp.value_or(1);
@@ -253,6 +258,7 @@ Result<Layout> LayoutFromPins(const LayoutPins& k, int default_world, const JobS
   layout.precision = k.precision.value_or(layout.precision);
   layout.fsdp = k.fsdp.value_or(layout.fsdp);
   layout.tp_overlap = k.tp_overlap.value_or(layout.tp_overlap);
+  layout.cuda_graphs = k.cuda_graphs.value_or(layout.cuda_graphs);
   if (k.schedule) layout.schedule = k.schedule;
   if (k.stages) {
     layout.stage_layers = *k.stages;
@@ -319,7 +325,10 @@ std::string FormatLayout(const Layout& l) {
     << ",recompute=" << Name(l.recompute) << ",placement=" << Name(l.placement)
     << ",dispatcher=" << Name(l.dispatcher) << ",a2a_overlap=" << (l.a2a_overlap ? 1 : 0)
     << ",precision=" << Name(l.precision) << ",fsdp=" << (l.fsdp ? 1 : 0)
-    << ",tp_overlap=" << (l.tp_overlap ? 1 : 0) << ",world=" << l.world;
+    << ",tp_overlap=" << (l.tp_overlap ? 1 : 0);
+  // Eager (the default) is left out, as the implied schedule is.
+  if (!l.cuda_graphs.none()) s << ",cuda_graphs=" << Name(l.cuda_graphs);
+  s << ",world=" << l.world;
   if (l.pp_layout_given) {
     s << ",pp_layout=" << FormatPipelineLayout(l.stage_layers, l.stage_mtp);
   } else if (l.explicit_stages) {
@@ -338,6 +347,7 @@ std::string ShortRecipe(const Layout& l) {
   if (l.precision != Precision::kBF16) add(Name(l.precision));
   if (l.fsdp) add("fsdp");
   if (l.tp_overlap) add("tp-overlap");
+  if (!l.cuda_graphs.none()) add("graphs:" + Name(l.cuda_graphs));
   return out;
 }
 

@@ -7,10 +7,11 @@
 //   tp=2,cp=1,pp=8,ep=8,etp=1[,dp=N][,edp=N][,vpp=N][,mbs=N]
 //   [,order=tp-cp-ep-dp-pp][,cp_style=ulysses|ring][,recompute=R]
 //   [,placement=linear|packed][,dispatcher=alltoall|allgather|deepep|hybridep]
-//   [,a2a_overlap=0|1][,precision=P][,fsdp=0|1][,tp_overlap=0|1]
+//   [,a2a_overlap=0|1][,precision=P][,fsdp=0|1][,tp_overlap=0|1][,cuda_graphs=G]
 //   [,schedule=S][,stages=4/8/.../5 | pp_layout=Et|(tt|)*30L][,world=N]
 // with dp and edp derived from the world size when omitted (R: none,
-// selective, full or '+'-joined modules; P: inputs/job.h's recipes; S:
+// selective, full or '+'-joined modules; P: inputs/job.h's recipes; G:
+// none, layer, full_iteration or '+'-joined CUDA graph modules; S:
 // inputs/pipeline_schedule.h's names, the implied one when omitted).
 #pragma once
 
@@ -55,6 +56,7 @@ struct Layout {
   Precision precision = Precision::kBF16;
   bool fsdp = false;         // --use-megatron-fsdp (else the distributed optimizer)
   bool tp_overlap = false;   // --tp-comm-overlap
+  CudaGraphs cuda_graphs;    // --cuda-graph-impl / --cuda-graph-modules; none: eager
   // The pipeline schedule named (schedule=, or the job's first candidate);
   // unset: the implied one, DefaultSchedule(vpp).
   std::optional<PipelineSchedule> schedule;
@@ -97,6 +99,7 @@ struct LayoutPins {
   std::optional<Precision> precision;
   std::optional<bool> fsdp;
   std::optional<bool> tp_overlap;
+  std::optional<CudaGraphs> cuda_graphs;
   std::optional<PipelineSchedule> schedule;
   std::optional<std::vector<int>> stages;      // stages=: decoder layers per virtual stage
   std::optional<std::vector<int>> stage_mtp;   // pp_layout=: MTP layers per virtual stage
@@ -124,7 +127,7 @@ std::string FormatLayout(const Layout& layout);
 // Short form for tables: "tp2 cp1 dp8 pp8 | ep8 etp1 edp2" (pp8x2 with vpp 2).
 std::string ShortDegrees(const Layout& layout);
 // The recipe options that differ from the defaults, for tables:
-// "dualpipev deepep a2a-overlap mxfp8 fsdp tp-overlap" (the schedule when
+// "dualpipev deepep a2a-overlap mxfp8 fsdp tp-overlap graphs:attn" (the schedule when
 // it is not the implied one); "" when none does.
 std::string ShortRecipe(const Layout& layout);
 

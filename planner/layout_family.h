@@ -1,7 +1,8 @@
 // A family of legal layouts: those that share every degree, the micro-batch
 // size, the pipeline (pp, vpp, schedule, stages) and the CP style, and
 // differ only in their arrangement (order and placement) and their recipe
-// variant (recompute, dispatcher, EP overlap, precision, FSDP, TP overlap).
+// variant (recompute, dispatcher, EP overlap, precision, FSDP, TP overlap,
+// CUDA graphs).
 // Enumeration (planner/enumerate.h) hands the search one family at a time,
 // so that a scorer can share what depends on the family alone, or on part
 // of a variant, across its members (planner/scoring.h ScoreFamily), and
@@ -35,6 +36,7 @@ struct RecipeVariant {
   Precision precision = Precision::kBF16;
   bool fsdp = false;
   bool tp_overlap = false;
+  CudaGraphs cuda_graphs;
   bool needs_expert_in_domain = false;  // HybridEP (rule hybridep_in_domain)
   bool operator==(const RecipeVariant&) const = default;
 };
@@ -77,6 +79,7 @@ struct LayoutFamily {
     v.precision = layout.precision;
     v.fsdp = layout.fsdp;
     v.tp_overlap = layout.tp_overlap;
+    v.cuda_graphs = layout.cuda_graphs;
     return v;
   }
   static void SetVariant(const RecipeVariant& v, Layout* layout) {
@@ -86,6 +89,7 @@ struct LayoutFamily {
     layout->precision = v.precision;
     layout->fsdp = v.fsdp;
     layout->tp_overlap = v.tp_overlap;
+    layout->cuda_graphs = v.cuda_graphs;
   }
   // Calls f(layout) with each legal member in order; the reference is
   // valid only during the call.

@@ -19,6 +19,7 @@ nlohmann::ordered_json LayoutToJson(const Layout& l) {
                                     {"precision", Name(l.precision)},
                                     {"fsdp", l.fsdp},
                                     {"tp_overlap", l.tp_overlap},
+                                    {"cuda_graphs", Name(l.cuda_graphs)},
                                     {"world", l.world},
                                     {"stage_layers", l.stage_layers},
                                     {"text", FormatLayout(l)}});

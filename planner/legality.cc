@@ -52,6 +52,9 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
     {Rule::kA2aOverlapNeeds, "a2a_overlap_needs",
      "EP overlap: ep > 1, alltoall or flex dispatcher, vpp > 1 when pp > 1, no full recompute, <= 1 MTP layer"},
     {Rule::kTpOverlapNeedsTp, "tp_overlap_needs_tp", "TP communication overlap needs tp > 1"},
+    {Rule::kCudaGraphsMoeSync, "cuda_graphs_moe_sync",
+     "CUDA graphs holding a MoE layer's dispatch (moe, layer, full_iteration) need one that never syncs the host: "
+     "capacity_factor > 0 with alltoall, allgather or hybridep"},
     {Rule::kFitsMemory, "fits_memory",
      "peak memory per GPU <= HBM (cost model; counted by plan, not by enumerate)"},
 }};
@@ -313,6 +316,16 @@ std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l) {
   }
   return "";
 }
+bool DispatchSyncsHost(const JobSpec& job, Dispatcher dispatcher) {
+  return job.capacity_factor <= 0 || dispatcher == Dispatcher::kDeepEP;
+}
+std::string CudaGraphsProblem(const ModelSpec& m, const JobSpec& job, const Layout& l) {
+  if (!m.is_moe() || !l.cuda_graphs.captures_moe_dispatch() || !DispatchSyncsHost(job, l.dispatcher)) return "";
+  return "cuda_graphs=" + Name(l.cuda_graphs) + " captures the MoE dispatch, which syncs the host every forward (" +
+         (l.dispatcher == Dispatcher::kDeepEP ? std::string("DeepEP waits for its received-token count")
+                                              : std::string("dropless: the token counts are read back")) +
+         "); capture attn, moe_router, moe_preprocess instead";
+}
 }  // namespace rules
 
 namespace {
@@ -480,6 +493,11 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
     }
   }
   if (l.tp_overlap && l.tp < 2) Add(&out, Rule::kTpOverlapNeedsTp, "tp_overlap with tp 1: nothing to overlap");
+  if (ctx.model && ctx.job) {
+    if (std::string why = rules::CudaGraphsProblem(*ctx.model, *ctx.job, l); !why.empty()) {
+      Add(&out, Rule::kCudaGraphsMoeSync, why);
+    }
+  }
   // Keep rule order regardless of which helper found what first.
   std::stable_sort(out.begin(), out.end(),
                    [](const Violation& a, const Violation& b) { return a.rule < b.rule; });

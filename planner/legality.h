@@ -46,9 +46,10 @@ enum class Rule {
   kHybridEpInDomain,          // HybridEP: the expert TP x EP group inside one NVLink domain
   kA2aOverlapNeeds,           // EP overlap: ep > 1, alltoall or flex dispatcher, vpp with pp, no full recompute, <= 1 MTP layer
   kTpOverlapNeedsTp,          // TP communication overlap needs tp > 1
+  kCudaGraphsMoeSync,         // a MoE layer captured whole needs a dispatch that never syncs the host
   kFitsMemory,                // peak memory per GPU <= HBM; judged by the cost model during search
 };
-inline constexpr int kRuleCount = 28;
+inline constexpr int kRuleCount = 29;
 
 struct RuleInfo {
   Rule rule;
@@ -109,6 +110,18 @@ std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l);
 // A2aOverlapProblem(m, l).empty(), without building the message. Reads only
 // the model and the layout's a2a_overlap, ep, dispatcher, pp, vpp and recompute.
 bool A2aOverlapAllowed(const ModelSpec& m, const Layout& l);
+// Whether a MoE layer's forward waits for the GPU on the host: a dropless
+// dispatch reads its token counts back (the alltoall dispatcher's split
+// sizes, the grouped GEMM's tokens per expert; DeepEP waits for its
+// received-token count in every mode Megatron runs). Only a padded
+// capacity (capacity_factor > 0) with the alltoall, allgather or HybridEP
+// dispatcher has static shapes (DeepEP refuses the padding).
+bool DispatchSyncsHost(const JobSpec& job, Dispatcher dispatcher);
+// "" when the layout's CUDA graphs can be captured, else why not: a graph
+// that holds a MoE layer's dispatch (moe, layer, full_iteration) cannot
+// hold a host sync. Reads the model, the job's capacity factor and the
+// layout's cuda_graphs and dispatcher.
+std::string CudaGraphsProblem(const ModelSpec& m, const JobSpec& job, const Layout& l);
 }  // namespace rules
 
 // The aligned rank block that holds every expert TP x EP group (a prefix

@@ -140,7 +140,7 @@ class Engine {
 
   // Starts `id`'s flows; false when it has none (it then takes work_ns).
   bool StartFlows(uint32_t id, const SimTask& t, SimNs now) {
-    if (!links_ || t.kind == SimKind::kCompute || t.work_ns == 0) return false;
+    if (!links_ || t.kind == SimKind::kCompute || t.kind == SimKind::kHost || t.work_ns == 0) return false;
     const double solo_s = ToSeconds(t.work_ns);
     // Three flows a member: NVLink; the NIC bytes that stay in the unit;
     // those that leave it, over the NIC and the uplink share. Each is capped

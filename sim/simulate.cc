@@ -10,9 +10,12 @@ namespace foldplan {
 namespace {
 
 constexpr uint32_t kNone = UINT32_MAX;
+// SweepRank's slot for the host stream's launches, after the kinds.
+constexpr int kLaunching = kSimKindCount;
 
-// Per rank: time with compute running, busy, and communication while no
-// compute runs, by kind (a stretch two kinds share split between them).
+// Per rank: time with compute running, busy, and communication (or a host
+// sync) while no compute runs, by kind (a stretch two kinds share split
+// between them). The host stream's tasks are counted apart (comm_s[host]).
 void SweepRank(const TaskGraph& g, const EngineRun& run, const std::vector<uint32_t>& tasks, SimNs pipeline_start,
                SimNs pipeline_end, SimRankStats& st) {
   struct Edge {
@@ -25,15 +28,24 @@ void SweepRank(const TaskGraph& g, const EngineRun& run, const std::vector<uint3
   for (uint32_t id : tasks) {
     const SimNs s = run.start_ns[id], e = run.end_ns[id];
     if (e <= s) continue;
-    const int k = static_cast<int>(g.task(id).kind);
+    int k = static_cast<int>(g.task(id).kind);
+    // The host stream's launches run on the CPU: their time is the host's
+    // issuing (comm_s[host]); a GPU with nothing else to run meanwhile
+    // waits for them (exposed host), as it does through a sync.
+    if (g.task(id).stream == SimStream::kHost) {
+      st.comm_s[static_cast<size_t>(k)] += ToSeconds(e - s);
+      k = kLaunching;
+    } else if (k != 0) {
+      st.comm_s[static_cast<size_t>(k)] += ToSeconds(e - s);
+    }
     edges.push_back({s, k, +1});
     edges.push_back({e, k, -1});
-    if (k != 0) st.comm_s[static_cast<size_t>(k)] += ToSeconds(e - s);
   }
   std::sort(edges.begin(), edges.end(), [](const Edge& a, const Edge& b) { return a.t < b.t; });
-  std::array<int, kSimKindCount> active{};
+  std::array<int, kSimKindCount + 1> active{};
   SimNs busy = 0, compute = 0, busy_in_pipeline = 0;
   std::array<double, kSimKindCount> exposed{};
+  const auto host = static_cast<size_t>(SimKind::kHost);
   for (size_t i = 0; i < edges.size();) {
     const SimNs t = edges[i].t;
     while (i < edges.size() && edges[i].t == t) {
@@ -44,7 +56,9 @@ void SweepRank(const TaskGraph& g, const EngineRun& run, const std::vector<uint3
     const SimNs len = edges[i].t - t;
     int comm_kinds = 0;
     for (int k = 1; k < kSimKindCount; ++k) comm_kinds += active[static_cast<size_t>(k)] > 0;
-    if (active[0] > 0 || comm_kinds > 0) {
+    // Nothing on the GPU but the host launching: the GPU waits for its host.
+    const bool waits_for_host = active[0] == 0 && comm_kinds == 0 && active[kLaunching] > 0;
+    if (active[0] > 0 || comm_kinds > 0 || waits_for_host) {
       busy += len;
       busy_in_pipeline += std::max<SimNs>(0, std::min(edges[i].t, pipeline_end) - std::max(t, pipeline_start));
     }
@@ -54,6 +68,8 @@ void SweepRank(const TaskGraph& g, const EngineRun& run, const std::vector<uint3
       for (int k = 1; k < kSimKindCount; ++k) {
         if (active[static_cast<size_t>(k)] > 0) exposed[static_cast<size_t>(k)] += double(len) / comm_kinds;
       }
+    } else if (waits_for_host) {
+      exposed[host] += double(len);
     }
   }
   st.busy_s = ToSeconds(busy);
@@ -173,6 +189,7 @@ OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedu
   o.pp = options.pp.value_or(schedule == PipelineSchedule::kInterleaved1F1B ||
                              schedule == PipelineSchedule::kDualPipeV);
   o.shared = options.shared.value_or(false);
+  o.host = options.host.value_or(true);
   return o;
 }
 
@@ -220,7 +237,8 @@ Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, con
   if (!out.graph.optimizer.empty()) {
     out.optimizer_s = ToSeconds(out.run.end_ns[slowest_opt] - out.run.start_ns[slowest_opt]);
   }
-  out.dp_exposed_s = std::max(0.0, out.step_time_s - out.pipeline_s - out.optimizer_s);
+  out.host_step_s = ToSeconds(ToSimNs(work.host.step_syncs * work.host.sync_s));
+  out.dp_exposed_s = std::max(0.0, out.step_time_s - out.pipeline_s - out.optimizer_s - out.host_step_s);
 
   std::vector<std::vector<uint32_t>> per_rank(static_cast<size_t>(g.ranks()));
   for (uint32_t id = 0; id < g.size(); ++id) {

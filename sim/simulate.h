@@ -15,6 +15,9 @@
 //       1F1B, GPipe and ZB-H1 block on them
 //   shared  shared experts on a side stream beside the token dispatch
 //       (--moe-shared-expert-overlap): off, as no layout key sets it
+//   host  the host runs ahead of the GPU, launching as it can and waiting
+//       at syncs: on; off, each block takes max(its host, its GPU time)
+//       and then its syncs, as the analytical model counts it
 // With every overlap off, balanced routing and the cost model's collective
 // times, a 1F1B or interleaved step differs from the analytical one only
 // where the analytical formula simplifies (doc/simulator.md "Against the
@@ -40,6 +43,7 @@ namespace foldplan {
 struct OverlapOptions {
   std::optional<bool> tp, cp, ep, dp, pp;  // unset: the recipe's (above)
   std::optional<bool> shared;               // shared experts beside the dispatch; unset: off
+  std::optional<bool> host;                 // the host runs ahead of the GPU (step_graph.h); unset: on
 };
 
 struct SimOptions {
@@ -101,6 +105,7 @@ struct SimResult {
   double pipeline_s = 0;      // from the first pass's start to the last pass's end
   double dp_exposed_s = 0;    // the rest of the step but the optimizer: data-parallel traffic outside the pipeline
   double optimizer_s = 0;     // the slowest rank's optimizer step
+  double host_step_s = 0;     // the step's own host syncs, after the optimizer
   double bubble_fraction = 0; // idle share of ranks x pipeline_s
   double tokens_per_s = 0;
   double mfu = 0;

@@ -63,6 +63,8 @@ struct Item {
   GroupKind group = GroupKind::kTp;
   SimNs routed_ns = 0;    // of task.work_ns, the routed experts' part (scaled by each lane's load)
   bool scaled_a2a = false;  // an EP all-to-all: x the busiest member's load
+  bool launch = false;      // a launch on the host stream: not a pass's entry (the host runs ahead)
+  bool entry = false;       // waits for nothing in its pass but its launch: a pass's entry
 };
 struct BlockMark {
   int entry = -1;          // the block's first item on the compute stream (or -1)
@@ -248,6 +250,10 @@ class Builder {
       const SimNs compute_ns = std::max<SimNs>(0, ToSimNs(compute_s) - routed_ns - shared_ns);
       const SimNs segments = SimNs(seq_ops.size()) + 1;
       if (routed_segment >= size_t(segments)) routed_segment = size_t(segments) - 1;
+      auto segment_ns = [&](SimNs s) {
+        const SimNs routed_here = size_t(s) == routed_segment ? routed_ns : 0;
+        return compute_ns / segments + (s < compute_ns % segments ? 1 : 0) + routed_here;
+      };
       BlockMark mark;
       std::vector<int> cursor = prev;
       auto push = [&](Item it, const std::vector<int>& after) {
@@ -255,31 +261,120 @@ class Builder {
         c.items.push_back(std::move(it));
         return int(c.items.size() - 1);
       };
+      // The host's pass of this block (none for a weight-gradient pass:
+      // its launches are the backward's).
+      const HostBlock& hb = work_.host.of(b.kind);
+      const HostPass hp = pass.kind == PassKind::kForward    ? hb.forward
+                          : pass.kind == PassKind::kBackward ? hb.backward
+                                                             : HostPass{};
+      const bool host = hp.host_s > 0 || hp.syncs > 0;
+      const bool ahead = host && spec_.overlap.host;
+      SimTask host_base = base;
+      host_base.kind = SimKind::kHost;
+      host_base.stream = SimStream::kHost;
+      // The sync's place: before the first EP all-to-all, else after the
+      // first segment.
+      const SimNs sync_at = routed_segment > 0 ? SimNs(routed_segment) - 1 : 0;
+      const SimNs sync_ns = ToSimNs(hp.syncs * work_.host.sync_s);
+      // Running ahead: the block's tasks on the compute stream (nonzero
+      // segments and sequential ops) share its host time as their
+      // launches, those before the sync what is issued before it, those
+      // after the rest.
+      const bool split = ahead && sync_ns > 0;
+      std::array<SimNs, 2> launches{}, launch_ns{}, launch_rest{};
+      int side = 0;  // 0 before the sync, 1 after
+      if (ahead) {
+        for (SimNs s = 0; s < segments; ++s) {
+          launches[split && s > sync_at ? 1 : 0] += segment_ns(s) > 0 ? 1 : 0;
+          if (s + 1 < segments) launches[split && s >= sync_at ? 1 : 0] += 1;
+        }
+        launches[split ? 1 : 0] += shared_ns > 0 ? 1 : 0;
+        const SimNs total = ToSimNs(hp.host_s);
+        SimNs before = split ? std::min(total, ToSimNs(hp.before_sync_s)) : total;
+        // No task on one side of the sync to carry its launches: the other
+        // side's carry them.
+        if (launches[0] == 0) before = 0;
+        if (launches[1] == 0) before = total;
+        const SimNs totals[2] = {before, total - before};
+        for (int k = 0; k < 2; ++k) {
+          const SimNs n = std::max<SimNs>(1, launches[k]);
+          launch_ns[k] = totals[k] / n;
+          launch_rest[k] = totals[k] % n;
+        }
+      }
+      std::array<SimNs, 2> launched{};
+      int last_gpu = -1;
+      // Adds `it` (a task on a GPU stream) after its launch, when the host
+      // runs ahead.
+      auto push_launched = [&](Item it, const std::vector<int>& after) {
+        std::vector<int> deps = after;
+        it.entry = after.empty();
+        if (ahead) {
+          Item l;
+          l.task = host_base;
+          l.task.work_ns = launch_ns[side] + (launched[side] < launch_rest[side] ? 1 : 0);
+          l.task.label = out_.graph.Label("launch");
+          l.launch = true;
+          ++launched[side];
+          deps.push_back(push(std::move(l), {}));
+        }
+        last_gpu = push(std::move(it), deps);
+        return last_gpu;
+      };
+      // The host waits for the GPU to reach the sync, then for its round trip.
+      auto push_sync = [&]() {
+        if (!split) return;
+        side = 1;
+        Item w;
+        w.task = host_base;
+        w.task.work_ns = sync_ns;
+        w.task.label = out_.graph.Label("host_sync");
+        w.launch = true;
+        push(std::move(w), last_gpu >= 0 ? std::vector<int>{last_gpu} : cursor);
+      };
+      // Not running ahead: the host starts the block's launches when the
+      // GPU starts the block.
+      int block_host = -1;
+      if (host && !ahead) {
+        // The block's start on the compute stream (after the rank's last
+        // GPU task there), which its launches and its GPU tasks follow.
+        Item start;
+        start.task = base;
+        start.task.kind = SimKind::kHost;
+        start.task.label = out_.graph.Label("block_start");
+        cursor = {push(std::move(start), prev)};
+        Item h;
+        h.task = host_base;
+        h.task.work_ns = ToSimNs(hp.host_s);
+        h.task.label = out_.graph.Label("launch");
+        block_host = push(std::move(h), cursor);
+      }
       for (SimNs s = 0; s < segments; ++s) {
         const SimNs routed_here = size_t(s) == routed_segment ? routed_ns : 0;
-        const SimNs ns = compute_ns / segments + (s < compute_ns % segments ? 1 : 0) + routed_here;
+        const SimNs ns = segment_ns(s);
         if (ns > 0) {
           Item seg;
           seg.task = base;
           seg.task.work_ns = ns;
           seg.routed_ns = routed_here;
           seg.task.label = out_.graph.Label(Name(b.kind));
-          const int i = push(std::move(seg), cursor);
+          const int i = push_launched(std::move(seg), cursor);
           if (mark.entry < 0) mark.entry = i;
           cursor = {i};
         }
+        if (s == sync_at) push_sync();
         if (s + 1 < segments) {
           Item op = std::move(seq_ops[static_cast<size_t>(s)]);
           const bool beside_shared = shared_ns > 0 && size_t(s) + 1 == routed_segment;
           if (beside_shared) op.task.stream = SimStream::kEp;
-          const int i = push(std::move(op), cursor);
+          const int i = push_launched(std::move(op), cursor);
           if (mark.entry < 0 && c.items[static_cast<size_t>(i)].task.stream == SimStream::kCompute) mark.entry = i;
           if (beside_shared) {
             Item seg;
             seg.task = base;
             seg.task.work_ns = shared_ns;
             seg.task.label = out_.graph.Label("shared_experts");
-            cursor = {i, push(std::move(seg), cursor)};
+            cursor = {i, push_launched(std::move(seg), cursor)};
           } else {
             cursor = {i};
           }
@@ -287,6 +382,18 @@ class Builder {
       }
       mark.exits = cursor;
       for (Item& it : side_ops) mark.exits.push_back(push(std::move(it), prev));
+      if (block_host >= 0) {
+        // The block ends when both its GPU work and its launches have, then
+        // the GPU idles through its syncs.
+        std::vector<int> after = mark.exits;
+        after.push_back(block_host);
+        Item fence;
+        fence.task = base;
+        fence.task.kind = SimKind::kHost;
+        fence.task.work_ns = sync_ns;
+        fence.task.label = out_.graph.Label(sync_ns > 0 ? "host_sync" : "launched");
+        mark.exits = {push(std::move(fence), after)};
+      }
       c.blocks.push_back(mark);
       prev = mark.exits;
     }
@@ -506,7 +613,8 @@ class Builder {
         st.done.assign(lanes(), {});
         for (size_t lane = 0; lane < lanes(); ++lane) {
           for (size_t j = 0; j < c.items.size(); ++j) {
-            if (c.items[j].after.empty()) st.entries[lane].push_back(ids[k][j][lane]);
+            const Item& it = c.items[j];
+            if ((it.after.empty() || it.entry) && !it.launch) st.entries[lane].push_back(ids[k][j][lane]);
           }
           for (int e : c.exits) st.done[lane].push_back(ids[k][static_cast<size_t>(e)][lane]);
         }
@@ -535,10 +643,12 @@ class Builder {
         }
         if (!c.items.empty()) {
           for (size_t lane = 0; lane < lanes(); ++lane) {
+            // Its GPU tasks: the host's launches may run well ahead of them.
             uint32_t first = kNoTask, last = 0;
-            for (const auto& item : ids[k]) {
-              first = std::min(first, item[lane]);
-              last = std::max(last, item[lane]);
+            for (size_t j = 0; j < c.items.size(); ++j) {
+              if (c.items[j].task.stream == SimStream::kHost) continue;
+              first = std::min(first, ids[k][j][lane]);
+              last = std::max(last, ids[k][j][lane]);
             }
             PassRecord rec;
             rec.rank = stage_.ranks[lane];
@@ -601,6 +711,10 @@ class Builder {
     SimTask opt;
     opt.label = out_.graph.Label("optimizer_step");
     opt.work_ns = ToSimNs(static_cast<size_t>(p) < spec_.optimizer_s.size() ? spec_.optimizer_s[static_cast<size_t>(p)] : 0);
+    SimTask step_sync;
+    step_sync.kind = SimKind::kHost;
+    step_sync.label = out_.graph.Label("host_sync");
+    step_sync.work_ns = ToSimNs(work_.host.step_syncs * work_.host.sync_s);
     for (size_t lane = 0; lane < lanes(); ++lane) {
       const uint32_t id = out_.graph.Add(opt, {stage_.ranks[lane]});
       if (last_dp[lane] != kNoTask) out_.graph.Depend(id, last_dp[lane]);
@@ -609,6 +723,8 @@ class Builder {
         for (uint32_t e : states_[s].exits[lane]) out_.graph.Depend(id, e);
       }
       out_.optimizer.push_back(id);
+      // The step's own host syncs (the gradient norm, the loss report).
+      if (step_sync.work_ns > 0) out_.graph.Depend(out_.graph.Add(step_sync, {stage_.ranks[lane]}), id);
     }
   }
 

@@ -34,7 +34,15 @@
 // before the block's first forward, gradient reduce-scatters one per block
 // after its last backward (Megatron's buckets; the last bucket exposed);
 // without, one gather before the first pass and one reduction after the
-// last, on the compute stream. Then each rank's optimizer step.
+// last, on the compute stream. Then each rank's optimizer step and the
+// step's host syncs.
+// The host (the work's HostWork, costmodel/host_time.h): each pass of a
+// block has its host time, split evenly over the block's tasks on the
+// compute stream; on the host stream, task i's share is its launch, which
+// it waits for. A sync (a dropless dispatch reads its token counts) sits
+// before the block's first EP all-to-all (after its first segment when it
+// has none): the host waits for the GPU to reach it, then for the sync's
+// round trip, before launching on. Work assembled by hand has no host.
 #pragma once
 
 #include <cstdint>
@@ -62,6 +70,12 @@ struct OverlapSet {
   std::optional<bool> dp;  // bucketed gradient reductions and parameter gathers; FSDP's per-layer ops
   bool pp = false;         // pipeline sends on the PP stream
   bool shared = false;     // shared experts beside the token dispatch (--moe-shared-expert-overlap)
+  // The host runs ahead of the GPU: it launches each block's tasks in
+  // turn, a task starting no sooner than its launch, and waits at a sync
+  // for the GPU to drain (true); false: it starts a block's launches when
+  // the GPU starts the block, so that the block takes max(host, GPU) and
+  // then its syncs, as the analytical model counts it.
+  bool host = true;
 };
 
 struct StepGraphSpec {

@@ -19,6 +19,7 @@ const char* Name(SimKind kind) {
     case SimKind::kEp: return "ep";
     case SimKind::kDp: return "dp";
     case SimKind::kPp: return "pp";
+    case SimKind::kHost: return "host";
   }
   return "?";
 }

@@ -24,14 +24,17 @@
 namespace foldplan {
 
 // One per SimKind, in the same order (a kind's own stream: StreamOfKind).
-enum class SimStream : uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp };
-inline constexpr int kSimStreamCount = 6;
-const char* Name(SimStream stream);  // "compute", "tp", "cp", "ep", "dp", "pp"
+// The host stream is the rank's CPU thread: it issues the launches of the
+// other streams' tasks (sim/step_graph.h).
+enum class SimStream : uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp, kHost };
+inline constexpr int kSimStreamCount = 7;
+const char* Name(SimStream stream);  // "compute", "tp", "cp", "ep", "dp", "pp", "host"
 
-// What a task's time is: compute, or communication of a parallelism.
-enum class SimKind : uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp };
-inline constexpr int kSimKindCount = 6;
-const char* Name(SimKind kind);  // "compute", "tp", "cp", "ep", "dp", "pp"
+// What a task's time is: compute, communication of a parallelism, or the
+// host's (launching, or the GPU waiting on a host sync).
+enum class SimKind : uint8_t { kCompute, kTp, kCp, kEp, kDp, kPp, kHost };
+inline constexpr int kSimKindCount = 7;
+const char* Name(SimKind kind);  // "compute", "tp", "cp", "ep", "dp", "pp", "host"
 inline SimStream StreamOfKind(SimKind kind) { return static_cast<SimStream>(kind); }
 
 // The pass a task belongs to, for labels and memory.

@@ -77,6 +77,11 @@ ScoreCase RandomCase(Draws& d) {
         PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B, PipelineSchedule::kZeroBubbleH1,
         PipelineSchedule::kDualPipeV, PipelineSchedule::kGPipe});
   }
+  // CUDA graphs change only the host's share (the per-thread host memo's
+  // key); a padded capacity lets whole MoE blocks be captured.
+  j.cuda_graphs = d.Subset(std::vector<CudaGraphs>{
+      CudaGraphs::None(), ParseCudaGraphs("attn+moe_router+moe_preprocess").value(), CudaGraphs::Layer()});
+  if (d.Coin()) j.capacity_factor = 1.25;
   return c;
 }
 

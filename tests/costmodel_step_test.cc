@@ -42,14 +42,17 @@ TEST_CASE("interleaved 1F1B: pipeline = m t_max + (pp - 1) / vpp t_max + (pp - 1
   REQUIRE(s > 0);
   CHECK(e.step.bubble_s == doctest::Approx(1.5 * e.step.stage_time_s + 3 * s));
   CHECK(e.step.pipeline_s == doctest::Approx(128 * e.step.stage_time_s + e.step.bubble_s));
-  CHECK(e.step.stage_time_s == doctest::Approx(e.step.stage_compute_s + e.step.stage_exposed_comm_s));
+  CHECK(e.step.stage_time_s ==
+        doctest::Approx(e.step.stage_compute_s + e.step.stage_exposed_comm_s + e.step.stage_host_exposed_s));
 }
 
-TEST_CASE("the step is pipeline + exposed data parallel + optimizer; tokens/s and MFU follow") {
+TEST_CASE("the step is pipeline + exposed data parallel + optimizer + host syncs; tokens/s and MFU follow") {
   Fixture f;
   const Evaluation e = f.Eval("tp=2,cp=1,pp=8,ep=8,etp=1");
   const StepBreakdown& s = e.step;
-  CHECK(s.step_time_s == doctest::Approx(s.pipeline_s + s.dp_exposed_s + s.optimizer_s));
+  CHECK(s.step_time_s == doctest::Approx(s.pipeline_s + s.dp_exposed_s + s.optimizer_s + s.host_step_s));
+  // The gradient norm and the loss report: two syncs of 21.1 us (HostSpec).
+  CHECK(s.host_step_s == doctest::Approx(2 * 21.1e-6));
   // 1024 sequences x 4096 tokens per step.
   CHECK(s.tokens_per_s == doctest::Approx(1024.0 * 4096 / s.step_time_s));
   // MFU = FLOPs per token x tokens/s / (128 GPUs x 989 TFLOP/s).

@@ -242,6 +242,35 @@ TEST_CASE("job recipe candidates: one value or a list, module sets, aliases") {
   CHECK(job->mtp_layers == 0);
 }
 
+TEST_CASE("job cuda_graphs: one scope or a list of them, Megatron's module rules by pointer") {
+  json j = Shipped("jobs", "default");
+  j["cuda_graphs"] = {"none", "moe_router+attn", "full_iteration"};
+  auto job = ParseJob(j, "edited.json");
+  REQUIRE_MESSAGE(job.ok(), job.status().message());
+  REQUIRE(job->cuda_graphs.size() == 3);
+  CHECK(Name(job->cuda_graphs[1]) == "attn+moe_router");
+  CHECK(job->cuda_graphs[2] == CudaGraphs::FullIteration());
+  CHECK(JobError([](json& j) { j["cuda_graphs"] = {"none", "moe_preprocess"}; }) ==
+        "edited.json: /cuda_graphs/1: expected none, layer, full_iteration or '+'-joined Megatron CUDA graph "
+        "modules, found the string \"moe_preprocess\" (moe_preprocess is captured only with moe_router "
+        "(Megatron's rule))");
+  CHECK(JobError([](json& j) { j["cuda_graphs"] = {"layer", "layer"}; }) ==
+        "edited.json: /cuda_graphs/1: expected no repeated values, found \"layer\" again");
+}
+
+TEST_CASE("a cluster's host costs: defaults measured, each field in range and named") {
+  json j = Shipped("clusters", "h100-dgx-16n");
+  j["host"] = {{"cpu", "Grace"}, {"eager_op_us", 12.5}};
+  auto c = ParseCluster(j, "edited.json");
+  REQUIRE_MESSAGE(c.ok(), c.status().message());
+  CHECK(c->host.cpu == "Grace");
+  CHECK(c->host.eager_op_us == 12.5);
+  CHECK(c->host.sync_us == HostSpec{}.sync_us);  // left out: the measured default
+  CHECK(ClusterError([](json& j) { j["host"] = {{"launch_us", -1}}; }) ==
+        "edited.json: /host/launch_us: expected a number in [0, 1e+06], found -1");
+  CHECK(ClusterError([](json& j) { j["host"] = {{"launches_us", 4}}; }) == "edited.json: /host/launches_us: unknown field");
+}
+
 TEST_CASE("bad job recipe fields name the field") {
   CHECK(JobError([](json& j) { j["recompute"] = {"none", "layernorm+attn"}; }) ==
         "edited.json: /recompute/1: expected none, selective, full or '+'-joined Megatron recompute modules, "

@@ -101,7 +101,8 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
                   for (bool overlap : a2a)
                   for (Precision precision : job.precisions)
                   for (bool fsdp : job.fsdp)
-                  for (bool tp_overlap : job.tp_overlap) {
+                  for (bool tp_overlap : job.tp_overlap)
+                  for (const CudaGraphs& graphs : job.cuda_graphs) {
                     Layout l;
                     l.world = world, l.pp = pp, l.vpp = vpp, l.tp = tp, l.cp = cp;
                     l.dp = g % (tp * cp) == 0 ? g / (tp * cp) : 0;
@@ -109,7 +110,7 @@ BruteForce Brute(const LegalityContext& ctx, const LayoutPins& pins = {}) {
                     l.edp = g % (ep * etp) == 0 ? g / (ep * etp) : 0;
                     l.cp_style = style, l.mbs = mbs, l.order = order, l.recompute = rc;
                     l.dispatcher = d, l.a2a_overlap = overlap, l.precision = precision;
-                    l.fsdp = fsdp, l.tp_overlap = tp_overlap, l.schedule = schedule;
+                    l.fsdp = fsdp, l.tp_overlap = tp_overlap, l.cuda_graphs = graphs, l.schedule = schedule;
                     if (l.dp == 0) l.dp = 1;    // any wrong value: dense_product catches it
                     if (l.edp == 0) l.edp = 1;  // likewise expert_product
                     if (pins.stages) {
@@ -201,7 +202,8 @@ TEST_CASE("enumeration equals a brute force with every recipe option a candidate
   // Two NVL72-like racks of 72 GPUs (18 nodes of 4), 128 ranks used; the
   // recipe rules bite: mxfp8 needs Blackwell (this GPU is Hopper-class with
   // FP8), HybridEP needs the TP x EP groups inside a rack, EP overlap needs
-  // ep > 1 and vpp > 1 with pp > 1, TP overlap needs tp > 1.
+  // ep > 1 and vpp > 1 with pp > 1, TP overlap needs tp > 1, a CUDA graph
+  // of the whole MoE block a dispatch that does not sync.
   ClusterSpec cluster = MakeCluster(36, 4, 72);
   cluster.gpu.peak_fp8_flops = 1979e12;
   ModelSpec model = MakeMixtral();
@@ -215,10 +217,13 @@ TEST_CASE("enumeration equals a brute force with every recipe option a candidate
   job.precisions = {Precision::kBF16, Precision::kMXFP8};
   job.fsdp = {false, true};
   job.tp_overlap = {false, true};
+  // A whole MoE block captured: refused with the dropless dispatch.
+  job.cuda_graphs = {CudaGraphs::None(), CudaGraphs::Modules(1u << int(CudaGraphModule::kMoe))};
   job.recompute = {Recompute::None(), Recompute::Full()};
   CompareWithBruteForce(cluster, model, job);
   const Enumeration e = EnumerateLayouts({&cluster, &model, &job});
-  for (Rule r : {Rule::kPrecisionSupported, Rule::kHybridEpInDomain, Rule::kA2aOverlapNeeds, Rule::kTpOverlapNeedsTp}) {
+  for (Rule r : {Rule::kPrecisionSupported, Rule::kHybridEpInDomain, Rule::kA2aOverlapNeeds, Rule::kTpOverlapNeedsTp,
+                 Rule::kCudaGraphsMoeSync}) {
     CHECK_MESSAGE(e.rejected[static_cast<size_t>(r)] > 0, Name(r));
   }
 }

@@ -224,6 +224,29 @@ TEST_CASE("export megatron prints MegatronArgs, one per line after its comments"
   CHECK(MegatronArgs(odd, {}).status().message() == Refusal(odd, ExportFormat::kMegatron));
 }
 
+TEST_CASE("export megatron: CUDA graphs as --cuda-graph-impl and --cuda-graph-modules") {
+  const ModelSpec model = Moe(16, 12);
+  const JobSpec job = testing::MakeJob();
+  const ExportContext ctx{nullptr, &model, &job};
+  Layout l = MakeLayout(12, 1, 1, 1, 6, 1);
+  auto flags = [&](const CudaGraphs& g) {
+    l.cuda_graphs = g;
+    std::string out;
+    const RankMap map = Build(l);
+    const Result<std::vector<std::string>> args = MegatronArgs(map, ctx);
+    REQUIRE(args.ok());
+    for (const std::string& a : args.value()) {
+      if (a.rfind("--cuda-graph", 0) == 0) out += (out.empty() ? "" : "; ") + a;
+    }
+    return out;
+  };
+  CHECK(flags(CudaGraphs::None()) == "");
+  CHECK(flags(ParseCudaGraphs("attn+moe_router+moe_preprocess").value()) ==
+        "--cuda-graph-impl transformer_engine; --cuda-graph-modules attn moe_router moe_preprocess");
+  CHECK(flags(CudaGraphs::Layer()) == "--cuda-graph-impl transformer_engine");  // no modules: the whole layer
+  CHECK(flags(CudaGraphs::FullIteration()) == "--cuda-graph-impl full_iteration");
+}
+
 TEST_CASE("export torch: DeviceMeshes from the real rank arrays") {
   const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1, kPpDpOrder));
   const std::string py = Export(m, ExportFormat::kTorch);

@@ -92,6 +92,31 @@ TEST_CASE("recipe keys parse, and the canonical form carries them") {
   CHECK(again.value() == l.value());
 }
 
+TEST_CASE("cuda_graphs= names Megatron's captured modules; the text prints it only when not eager") {
+  auto l = ParseLayout("tp=1,pp=4,ep=8,etp=1,cuda_graphs=moe_preprocess+attn+moe_router", 64);
+  REQUIRE_MESSAGE(l.ok(), l.status().message());
+  CHECK(l->cuda_graphs.captures(CudaGraphModule::kAttn));
+  CHECK(l->cuda_graphs.captures(CudaGraphModule::kMoePreprocess));
+  CHECK_FALSE(l->cuda_graphs.captures(CudaGraphModule::kMoe));
+  const std::string text = FormatLayout(l.value());
+  CHECK(text.find(",cuda_graphs=attn+moe_router+moe_preprocess,") != std::string::npos);  // Megatron's order
+  auto again = ParseLayout(text, 0);
+  REQUIRE(again.ok());
+  CHECK(again.value() == l.value());
+  CHECK(FormatLayout(ParseLayout("tp=1,pp=4,ep=8,etp=1", 64).value()).find("cuda_graphs") == std::string::npos);
+  CHECK(ParseLayout("tp=1,pp=4,ep=8,etp=1,cuda_graphs=full_iteration", 64)->cuda_graphs == CudaGraphs::FullIteration());
+  // Megatron's rules, and typos, are refused with the reason.
+  auto bad = ParseLayout("tp=1,pp=4,ep=8,etp=1,cuda_graphs=moe_preprocess", 64);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("only with moe_router") != std::string::npos);
+  bad = ParseLayout("tp=1,pp=4,ep=8,etp=1,cuda_graphs=moe+moe_router", 64);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("captures the router") != std::string::npos);
+  bad = ParseLayout("tp=1,pp=4,ep=8,etp=1,cuda_graphs=atn", 64);
+  REQUIRE_FALSE(bad.ok());
+  CHECK(bad.status().message().find("unknown module \"atn\"") != std::string::npos);
+}
+
 TEST_CASE("options a layout leaves out take the job's first candidates") {
   JobSpec job;
   job.recompute = {Recompute::Full(), Recompute::None()};

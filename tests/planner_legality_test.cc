@@ -353,6 +353,15 @@ TEST_CASE("a2a_overlap_needs: Megatron's checks for --overlap-moe-expert-paralle
   CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,a2a_overlap=1,schedule=zb-h1", Rule::kA2aOverlapNeeds));
 }
 
+TEST_CASE("cuda_graphs_moe_sync: a graph holding a dropless MoE dispatch is refused, the router and preprocessing are not") {
+  Case c;
+  CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,cuda_graphs=moe", Rule::kCudaGraphsMoeSync));
+  CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,cuda_graphs=layer", Rule::kCudaGraphsMoeSync));
+  CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,cuda_graphs=full_iteration", Rule::kCudaGraphsMoeSync));
+  CHECK_FALSE(c.Breaks("tp=1,pp=4,ep=8,etp=1,cuda_graphs=attn+moe_router+moe_preprocess", Rule::kCudaGraphsMoeSync));
+  CHECK_FALSE(c.Breaks("tp=1,pp=4,ep=8,etp=1", Rule::kCudaGraphsMoeSync));
+}
+
 TEST_CASE("tp_overlap_needs_tp") {
   Case c;
   CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,tp_overlap=1", Rule::kTpOverlapNeedsTp));

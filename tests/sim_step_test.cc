@@ -50,12 +50,13 @@ struct UniformWork {
     GpuSpec gpu;
     work = BuildStepWork(layout, model, gpu, pipe, t, ops, m);
   }
-  SimResult Simulate(bool pp_overlap) const {
+  SimResult Simulate(bool pp_overlap, bool host_ahead = false) const {
     auto order = BuildPipelineOrder(pipe.schedule, layout.pp, layout.vpp, work.microbatches);
     REQUIRE(order.ok());
     OverlapSet off;
     off.tp = off.cp = off.ep = off.dp = false;
     off.pp = pp_overlap;
+    off.host = host_ahead;
     auto r = SimulateWork(work, model, order.value(), off, {});
     REQUIRE(r.ok());
     return std::move(r).value();
@@ -92,6 +93,56 @@ TEST_CASE("uniform stages, no crossing cost: the simulated 1F1B and interleaved 
       }
     }
   }
+}
+
+TEST_CASE("the host: not running ahead, each block takes max(host, GPU) and its syncs, as the analytical model") {
+  // One rank, 32 MoE layers of f = 1 ms forward, b = 2 ms backward, a
+  // 0.1 ms op each way; the host takes 1.5 ms to launch a forward (one
+  // sync of 20 us) and 1 ms a backward. Per micro-batch:
+  //   t = 32 (max(1.5, 1.1) + 0.02 + max(1, 2.1)) = 32 x 3.62 = 115.84 ms,
+  // and the pipeline m t.
+  UniformWork u(1, 1, 8, 1e-3, 2e-3, 1e-4, 0);
+  HostBlock& h = u.work.host.block[static_cast<size_t>(BlockKind::kMoeLayer)];
+  h.forward = {1.5e-3, 1e-3, 0, 1};
+  h.backward = {1e-3, 1e-3, 0, 0};
+  u.work.host.sync_s = 20e-6;
+  const PipelineTimes a = SchedulePipeline(u.work);
+  CHECK(a.stage_time_s == doctest::Approx(115.84e-3).epsilon(1e-12));
+  const SimResult off = u.Simulate(false, false);
+  CHECK(std::abs(off.pipeline_s - a.pipeline_s) < kNs);
+  // The GPU waits 0.4 ms for each forward's launches and idles 20 us at
+  // each sync: exposed host, not bubble.
+  CHECK(off.bubble_fraction == 0);
+  CHECK(off.ranks[0].exposed_s[static_cast<size_t>(SimKind::kHost)] ==
+        doctest::Approx(8 * 32 * (0.4e-3 + 20e-6)).epsilon(1e-6));
+}
+
+TEST_CASE("the host running ahead: a host faster than its GPU costs the first launch only; after a sync it launches from behind") {
+  // The same layers, the host at 0.5 ms a forward and a backward, no sync:
+  // it stays ahead, and the GPU waits only for the first task's launch
+  // (0.5 ms over the forward's two tasks: 0.25 ms) once per step.
+  UniformWork u(1, 1, 8, 1e-3, 2e-3, 1e-4, 0);
+  const double gpu = SchedulePipeline(u.work).pipeline_s;
+  HostBlock& h = u.work.host.block[static_cast<size_t>(BlockKind::kMoeLayer)];
+  h.forward = {0.5e-3, 0.5e-3, 0, 0};
+  h.backward = {0.5e-3, 0.5e-3, 0, 0};
+  const SimResult ahead = u.Simulate(false, true);
+  CHECK(std::abs(ahead.step_time_s - (gpu + 0.25e-3)) < kNs);
+  // Without the op (each pass one task per block) and with a sync ending
+  // each forward: the host waits for the block to drain, the round trip
+  // (20 us), then launches the next block (0.5 ms), which the GPU waits
+  // for. Each of the 8 x 32 forwards costs 0.52 ms more, and the step's
+  // first launch 0.5 ms: the GPU-only step + 8 x 32 x 0.52 + 0.5 ms. (The
+  // backward passes' launches, 0.5 ms against 2 ms of GPU, hide, and so
+  // does the first forward's after a backward.)
+  UniformWork v(1, 1, 8, 1e-3, 2e-3, 0, 0);
+  const double gpu_only = SchedulePipeline(v.work).pipeline_s;
+  HostBlock& g = v.work.host.block[static_cast<size_t>(BlockKind::kMoeLayer)];
+  g.forward = {0.5e-3, 0.5e-3, 0, 1};
+  g.backward = {0.5e-3, 0.5e-3, 0, 0};
+  v.work.host.sync_s = 20e-6;
+  const SimResult synced = v.Simulate(false, true);
+  CHECK(std::abs(synced.step_time_s - (gpu_only + 8 * 32 * 0.52e-3 + 0.5e-3)) < kNs);
 }
 
 TEST_CASE("uniform 1F1B with blocking crossings: the simulator charges only the sends that exist") {
@@ -205,7 +256,7 @@ struct Shipped {
 
 OverlapOptions AllOff() {
   OverlapOptions o;
-  o.tp = o.cp = o.ep = o.dp = o.pp = false;
+  o.tp = o.cp = o.ep = o.dp = o.pp = o.host = false;
   return o;
 }
 
