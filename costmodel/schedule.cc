@@ -275,8 +275,8 @@ PlanSums SumPlan(const std::vector<CommOp>& ops, bool mtp_moe, const Recompute& 
   // so each sum still adds its ops in plan order, as a pass per kind
   // would. An MTP module's layer runs the ops of the layer kind it is, so
   // its sums are that kind's, copied rather than added again. A block's
-  // three sums, by how its ops overlap: plain, overlappable, EP-overlap.
-  // (plain, overlappable, EP-overlap, the plain ops' forward calls)
+  // sums, by how its ops overlap: plain, overlappable, EP-overlap; and the
+  // plain ops' forward calls (the host's exposure splits by pass).
   std::array<std::array<double, 4>, kBlockKindCount> block{};
   std::array<int, kBlockKindCount> paired_sms{};
   PlanSums c;

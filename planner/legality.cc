@@ -53,8 +53,7 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
      "EP overlap: ep > 1, alltoall or flex dispatcher, vpp > 1 when pp > 1, no full recompute, <= 1 MTP layer"},
     {Rule::kTpOverlapNeedsTp, "tp_overlap_needs_tp", "TP communication overlap needs tp > 1"},
     {Rule::kCudaGraphsMoeSync, "cuda_graphs_moe_sync",
-     "CUDA graphs holding a MoE layer's dispatch (moe, layer, full_iteration) need one that never syncs the host: "
-     "capacity_factor > 0 with alltoall, allgather or hybridep"},
+     "CUDA graphs of a MoE dispatch (moe, layer, full_iteration): capacity_factor > 0 and not DeepEP (no host sync)"},
     {Rule::kFitsMemory, "fits_memory",
      "peak memory per GPU <= HBM (cost model; counted by plan, not by enumerate)"},
 }};
