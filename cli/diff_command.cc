@@ -115,6 +115,7 @@ std::string SideBySide(const Evaluation& a, const Evaluation& b) {
   time("  optimizer", a.step.optimizer_s, b.step.optimizer_s);
   time("compute per micro-batch", a.step.stage_compute_s, b.step.stage_compute_s);
   time("exposed comm per micro-batch", a.step.stage_exposed_comm_s, b.step.stage_exposed_comm_s);
+  time("exposed host per micro-batch", a.step.stage_host_exposed_s, b.step.stage_host_exposed_s);
   t.AddRow({"micro-batches", std::to_string(a.step.microbatches), std::to_string(b.step.microbatches),
             SignedFixed(double(b.step.microbatches - a.step.microbatches), 0)});
   t.AddRow({"tokens/s", WithCommas(static_cast<unsigned long long>(a.step.tokens_per_s)),

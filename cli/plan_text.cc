@@ -109,6 +109,8 @@ std::vector<Difference> StepDifferences(const Evaluation& a, const Evaluation& b
        (b.step.stage_compute_s * b.step.microbatches) - (a.step.stage_compute_s * a.step.microbatches)},
       {"exposed communication in the pipeline",
        (b.step.stage_exposed_comm_s * b.step.microbatches) - (a.step.stage_exposed_comm_s * a.step.microbatches)},
+      {"exposed host in the pipeline",
+       (b.step.stage_host_exposed_s * b.step.microbatches) - (a.step.stage_host_exposed_s * a.step.microbatches)},
       {"pipeline bubble", b.step.bubble_s - a.step.bubble_s},
       {"exposed data-parallel traffic", b.step.dp_exposed_s - a.step.dp_exposed_s},
       {"optimizer step", b.step.optimizer_s - a.step.optimizer_s},

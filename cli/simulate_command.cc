@@ -74,13 +74,17 @@ Result<std::vector<int>> ParseRanks(const std::string& text, int pp) {
 const char* OnOff(const std::optional<bool>& v) { return !v ? "as planned" : *v ? "on" : "off"; }
 
 Json Breakdown(double step, double tokens, double mfu, double flops_per_token, double pipeline, double bubble,
-               double dp, double optimizer) {
+               double dp, double optimizer, double host_syncs) {
   return Json{{"step_time_s", step},
               {"tokens_per_s", tokens},
               {"mfu", mfu},
               {"model_flops_per_token", flops_per_token},
               {"breakdown",
-               {{"pipeline_s", pipeline}, {"bubble_s", bubble}, {"dp_exposed_s", dp}, {"optimizer_s", optimizer}}}};
+               {{"pipeline_s", pipeline},
+                {"bubble_s", bubble},
+                {"dp_exposed_s", dp},
+                {"optimizer_s", optimizer},
+                {"host_syncs_s", host_syncs}}}};
 }
 
 Json SimulationJson(const SimResult& r, const std::string& layout_text) {
@@ -94,12 +98,12 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
                   {"shared", r.overlap.shared ? "on" : "off"}, {"host", r.overlap.host ? "on" : "off"}};
   double bubble_s = r.bubble_fraction * r.pipeline_s;
   j["simulated"] = Breakdown(r.step_time_s, r.tokens_per_s, r.mfu, a.model_flops_per_token, r.pipeline_s, bubble_s,
-                             r.dp_exposed_s, r.optimizer_s);
+                             r.dp_exposed_s, r.optimizer_s, r.host_step_s);
   j["simulated"]["bubble_fraction"] = r.bubble_fraction;
   j["simulated"]["tasks"] = r.tasks;
   j["simulated"]["events"] = r.events;
   j["analytical"] = Breakdown(a.step_time_s, a.tokens_per_s, a.mfu, a.model_flops_per_token, a.pipeline_s,
-                              a.bubble_s, a.dp_exposed_s, a.optimizer_s);
+                              a.bubble_s, a.dp_exposed_s, a.optimizer_s, a.host_step_s);
   j["analytical"]["bubble_fraction"] = a.pipeline_s > 0 ? a.bubble_s / a.pipeline_s : 0;
   Json ranks = Json::array();
   for (const SimRankStats& s : r.ranks) {

@@ -449,18 +449,22 @@ double CostModel::OptimizerSeconds(const Layout& layout, const PipelineDescripti
 }
 
 StepBreakdown CostModel::Step(const Layout& layout, const PipelineDescription& pipeline,
-                              std::vector<CommKindCost>* comm_out, bool cached) const {
-  return StepOf(layout, pipeline, WorkOf(layout, pipeline, cached), comm_out);
+                              std::vector<CommKindCost>* comm_out, bool cached, std::vector<StageHost>* host) const {
+  return StepOf(layout, pipeline, WorkOf(layout, pipeline, cached), comm_out, host);
 }
 
 StepBreakdown CostModel::StepOf(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
-                                std::vector<CommKindCost>* comm_out) const {
+                                std::vector<CommKindCost>* comm_out, std::vector<StageHost>* host) const {
   // Stage work -> schedule -> data-parallel exposure -> optimizer.
   std::vector<double> op_exposed;
   thread_local PipelineTimes times;  // its storage kept from step to step
   SchedulePipeline(work, &times, comm_out ? &op_exposed : nullptr);
   StepBreakdown s = StepAfter(layout, pipeline, work, times);
   if (comm_out) TallyComm(work, times, op_exposed, s.dp_exposed_s, comm_out);
+  if (host) {
+    host->clear();
+    for (const RankTime& r : times.ranks) host->push_back({r.host_s, r.host_exposed_s, r.launches, r.syncs});
+  }
   return s;
 }
 
@@ -503,7 +507,7 @@ Evaluation CostModel::Evaluate(const Layout& input) const {
   // Explicit stages stay as given (a wrong count is among the violations);
   // otherwise the layout shows the split its costs assume.
   if (!e.layout.explicit_stages) e.layout.stage_layers = e.pipeline.StageLayers();
-  e.step = Step(e.layout, e.pipeline, &e.comm, true);
+  e.step = Step(e.layout, e.pipeline, &e.comm, true, &e.host);
   e.memory = memory_.Estimate(e.layout, e.pipeline);
   return e;
 }

@@ -69,6 +69,14 @@ struct StepBreakdown {
   double mfu_full_attention = 0;
 };
 
+// The host on one pipeline rank, per micro-batch (host_time.h).
+struct StageHost {
+  double host_s = 0;     // issuing its passes' launches
+  double exposed_s = 0;  // what of it, and of its syncs, the GPU waits for
+  double launches = 0;
+  double syncs = 0;
+};
+
 struct Evaluation {
   Layout layout;                        // stage_layers filled
   PipelineDescription pipeline;         // what each virtual stage holds
@@ -77,6 +85,7 @@ struct Evaluation {
   StepBreakdown step;
   MemoryBreakdown memory;
   std::vector<CommKindCost> comm;       // every kind the layout uses
+  std::vector<StageHost> host;          // per pipeline rank
 };
 
 class CostModel {
@@ -170,9 +179,9 @@ class CostModel {
   CostModel(const ClusterSpec& cluster, const ModelSpec& model, const JobSpec& job,
             Topology topology, ComputeProfile profile, CommParams comm);
   StepBreakdown Step(const Layout& layout, const PipelineDescription& pipeline,
-                     std::vector<CommKindCost>* comm, bool cached) const;
+                     std::vector<CommKindCost>* comm, bool cached, std::vector<StageHost>* host = nullptr) const;
   StepBreakdown StepOf(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
-                       std::vector<CommKindCost>* comm) const;
+                       std::vector<CommKindCost>* comm, std::vector<StageHost>* host = nullptr) const;
   // StepOf past the schedule: `times` is SchedulePipeline's of `work`.
   StepBreakdown StepAfter(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
                           const PipelineTimes& times) const;

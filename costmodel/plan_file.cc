@@ -23,6 +23,11 @@ Json StepJson(const StepBreakdown& s) {
               {"bubble_s", s.bubble_s},
               {"dp_exposed_s", s.dp_exposed_s},
               {"optimizer_s", s.optimizer_s},
+              {"stage_host_s", s.stage_host_s},
+              {"stage_host_exposed_s", s.stage_host_exposed_s},
+              {"stage_launches", s.stage_launches},
+              {"stage_syncs", s.stage_syncs},
+              {"host_step_s", s.host_step_s},
               {"model_flops_per_token", s.model_flops_per_token},
               {"model_flops_per_token_full_attention", s.model_flops_per_token_full_attention},
               {"mfu_full_attention", s.mfu_full_attention}};
@@ -61,12 +66,18 @@ Json CandidateJson(const Evaluation& e) {
                          {"pp_layout", e.pipeline.LayoutText()},
                          {"chosen", e.pipeline_chosen},
                          {"layers_per_rank", per_rank}};
+  // The host per pipeline rank and micro-batch (host_time.h).
+  Json host = Json::array();
+  for (const StageHost& h : e.host) {
+    host.push_back({{"host_s", h.host_s}, {"exposed_s", h.exposed_s}, {"launches", h.launches}, {"syncs", h.syncs}});
+  }
   return Json{{"layout", LayoutToJson(e.layout)},
               {"pipeline", pipeline},
               {"step_time_s", e.step.step_time_s},
               {"tokens_per_s", e.step.tokens_per_s},
               {"mfu", e.step.mfu},
               {"step", StepJson(e.step)},
+              {"host_per_stage", host},
               {"memory", MemoryJson(e.memory)},
               {"comm", comm},
               {"violations", violations}};

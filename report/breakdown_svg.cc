@@ -28,14 +28,21 @@ std::vector<BarSegment> StepSegments(const PlanCandidate& c) {
     out.push_back({"exposed " + k.name, k.exposed_s, "of " + SecondsText(k.total_s) + " in all; the rest hidden"});
     exposed += k.exposed_s;
   }
+  const double host = m * c.stage_host_exposed_s;
+  if (host > 0) {
+    out.push_back({"exposed host", host,
+                   std::to_string(c.microbatches) + " micro-batches x " + SecondsText(c.stage_host_exposed_s) +
+                       ": launches beyond the GPU's work, and its syncs"});
+  }
   // What the stage time holds beyond compute and the kinds' exposed seconds.
-  const double other = c.pipeline_s - c.bubble_s - compute - exposed;
+  const double other = c.pipeline_s - c.bubble_s - compute - exposed - host;
   if (std::fabs(other) > 1e-9 * std::max(1.0, c.step_time_s)) {
     out.push_back({"other pipeline time", other, "m x stage time - compute - exposed communication"});
   }
   out.push_back({"pipeline bubble", c.bubble_s, "fill and drain of the schedule"});
   out.push_back({"data-parallel exposed", c.dp_exposed_s, "gradient reduce-scatter / parameter all-gather not hidden"});
   out.push_back({"optimizer", c.optimizer_s, "the optimizer step of the slowest stage"});
+  if (c.host_step_s > 0) out.push_back({"host syncs", c.host_step_s, "the gradient norm and the loss report"});
   // The last part absorbs the rounding so that the parts sum to the step.
   double sum = 0;
   for (const BarSegment& s : out) sum += s.value;

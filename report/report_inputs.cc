@@ -26,6 +26,8 @@ void ReadCandidate(CheckedObject& c, PlanCandidate* out) {
   out->bubble_s = step.Number("bubble_s", 0, kInf);
   out->dp_exposed_s = step.Number("dp_exposed_s", 0, kInf);
   out->optimizer_s = step.Number("optimizer_s", 0, kInf);
+  out->stage_host_exposed_s = step.Number("stage_host_exposed_s", 0, kInf, 0);
+  out->host_step_s = step.Number("host_step_s", 0, kInf, 0);
   CheckedObject memory = c.Object("memory");
   out->peak_gib = memory.Number("peak_gib", 0, kInf);
   out->hbm_gib = memory.Number("hbm_gib", 0, kInf);

@@ -35,6 +35,7 @@ struct PlanCandidate {
   long long microbatches = 0;
   double stage_compute_s = 0, stage_exposed_comm_s = 0, stage_time_s = 0;
   double pipeline_s = 0, bubble_s = 0, dp_exposed_s = 0, optimizer_s = 0;
+  double stage_host_exposed_s = 0, host_step_s = 0;  // 0 in plan files that predate the host model
   // memory/...
   double peak_gib = 0, hbm_gib = 0;
   bool fits = false;

@@ -35,6 +35,21 @@ TEST_CASE("explain --json carries the named schedule in the layout and the pipel
   CHECK(c["pipeline"]["schedule"] == "zb-h1");
 }
 
+TEST_CASE("explain --json carries the host per pipeline rank and micro-batch, the slowest stage's in the step") {
+  const auto r = RunFoldplan("explain --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1 --json --allow-oom");
+  REQUIRE_MESSAGE(r.exit_code == 0, r.err);
+  const auto c = nlohmann::json::parse(r.out);
+  REQUIRE(c["host_per_stage"].size() == 4);
+  const auto& step = c["step"];
+  const auto& slowest = c["host_per_stage"][step["slowest_stage"].get<int>()];
+  CHECK(step["stage_host_exposed_s"] == slowest["exposed_s"]);
+  CHECK(step["stage_launches"] == slowest["launches"]);
+  // Mixtral's 8 MoE layers per rank: one sync each per forward.
+  CHECK(slowest["syncs"] == 8);
+  CHECK(slowest["host_s"].get<double>() > 0);
+  CHECK(step["host_step_s"].get<double>() == doctest::Approx(2 * 21.1e-6));
+}
+
 TEST_CASE("an illegal schedule is refused with the schedule_needs rule; an unknown one with the names") {
   auto r = RunFoldplan("explain --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1,schedule=dualpipev");
   CHECK(r.exit_code != 0);

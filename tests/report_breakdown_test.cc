@@ -59,6 +59,26 @@ TEST_CASE("breakdown: compute, exposed kinds, other, bubble, dp, optimizer, summ
   CHECK(Sum(parts) == doctest::Approx(c.step_time_s).epsilon(1e-15));
 }
 
+TEST_CASE("breakdown: the host's exposure per micro-batch x m, and the step's host syncs, as their own parts") {
+  // 2 ms of exposed host per micro-batch: 8 x 2 ms = 16 ms of the 0.09 s
+  // of the stage's "other" time; and 42 us of step syncs after the optimizer.
+  PlanCandidate c = HandMade();
+  c.stage_host_exposed_s = 2e-3;
+  c.host_step_s = 42e-6;
+  c.step_time_s += c.host_step_s;
+  const std::vector<BarSegment> parts = StepSegments(c);
+  auto value = [&](const std::string& name) {
+    for (const BarSegment& p : parts) {
+      if (p.name == name) return p.value;
+    }
+    return -1.0;
+  };
+  CHECK(value("exposed host") == doctest::Approx(16e-3).epsilon(1e-12));
+  CHECK(value("other pipeline time") == doctest::Approx(0.09 - 16e-3).epsilon(1e-12));
+  CHECK(value("host syncs") == doctest::Approx(42e-6).epsilon(1e-9));
+  CHECK(Sum(parts) == doctest::Approx(c.step_time_s).epsilon(1e-15));
+}
+
 TEST_CASE("breakdown: no 'other' part when compute and the kinds fill the stage time") {
   PlanCandidate c = HandMade();
   c.stage_time_s = 0.1 + 0.15 / 8;
