@@ -10,6 +10,7 @@
 #include <atomic>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -122,12 +123,22 @@ struct CommParams {
 
   // --- NVLink SHARP (NVLS): reductions and multicast inside the NVSwitch ----
   // Hopper and later NVSwitch domains (not A100/V100). NCCL derates NVLS
-  // bandwidth by 0.85 on Hopper (nvlsEfficiency); an NVLS all-reduce moves
-  // each byte once each way, so its bus bandwidth is about twice the
-  // per-direction link bandwidth.
+  // bandwidth by 0.85 on Hopper (nvlsEfficiency). What each rank's NVLink
+  // port carries per direction follows from the algorithm
+  // (NvlsPortBytesPerByte in collective.h): (n+1)/n x the buffer for an
+  // all-reduce, the buffer for an all-gather or a reduce-scatter; so an
+  // all-reduce's bus bandwidth is 2(n-1)/n x n/(n+1) x 0.85 x NVLink:
+  // 490 GB/s on 8 H100, against the about 480 GB/s above 256 MB that the
+  // project's issue tracker quotes as published nccl-tests bus bandwidth
+  // for 8 H100 (a check of the derivation, not a fit to it).
   bool nvls_available = true;
   double nvls_efficiency = 0.85;
-  double nvls_allreduce_factor = 2.0;
+  // A measured NVLS all-reduce bus bandwidth over nvls_efficiency x NVLink,
+  // the same for every group size, in place of the derived 2(n-1)/(n+1).
+  // Unset by default; a calibration file may set it
+  // (`nvls_allreduce_factor`; a file holding 2.0, the model's earlier
+  // constant, keeps that meaning).
+  std::optional<double> nvls_allreduce_factor;
 
   // --- Latencies, microseconds (NCCL baseLat and hwLat tables) --------------
   ProtocolTable ring_base_us{6.6, 14.0, 8.4};
