@@ -43,6 +43,19 @@ double BusBandwidthFactor(Collective collective, int n) {
   return 0;
 }
 
+double NvlsPortBytesPerByte(Collective collective, int n) {
+  if (n < 2) return 0;
+  switch (collective) {
+    case Collective::kAllReduce: return static_cast<double>(n + 1) / n;
+    case Collective::kAllGather:
+    case Collective::kReduceScatter: return 1.0;
+    case Collective::kAllToAll:
+    case Collective::kAllToAllV:
+    case Collective::kSendRecv: return 0;
+  }
+  return 0;
+}
+
 namespace {
 
 constexpr NcclProtocol kProtocols[] = {NcclProtocol::kLL, NcclProtocol::kLL128, NcclProtocol::kSimple};
@@ -187,15 +200,19 @@ void AddTree(double bytes, const GroupLinks& g, const CommParams& p, Candidates&
 }
 
 // NVLS inside one NVLink domain (Simple only). The switch reduces and
-// multicasts, so an all-reduce moves each byte once each way:
-// busbw = factor x efficiency x NVLink; all-gather / reduce-scatter get
-// efficiency x NVLink as busbw.
+// multicasts; each rank's port carries NvlsPortBytesPerByte x bytes each
+// way at nvls_efficiency x NVLink, so
+//   algbw = nvls_efficiency x NVLink / NvlsPortBytesPerByte
+// (all-reduce: busbw = 2(n-1)/(n+1) x nvls_efficiency x NVLink). A
+// calibrated nvls_allreduce_factor sets an all-reduce's busbw to that
+// factor x nvls_efficiency x NVLink instead.
 void AddNvls(Collective c, double bytes, const GroupLinks& g, const CommParams& p,
              Candidates& out) {
   if (!p.nvls_available || g.uses_network() || !g.uses_nvlink()) return;
-  const double factor = c == Collective::kAllReduce ? p.nvls_allreduce_factor : 1.0;
-  const double bus = factor * p.nvls_efficiency * g.nvlink;
-  const double algbw = bus / BusBandwidthFactor(c, g.n);
+  const double link = p.nvls_efficiency * g.nvlink;
+  const double algbw = c == Collective::kAllReduce && p.nvls_allreduce_factor
+                           ? *p.nvls_allreduce_factor * link / BusBandwidthFactor(c, g.n)
+                           : link / NvlsPortBytesPerByte(c, g.n);
   out.Add(Finish(c, bytes, g.n, p.nvls_base_us + p.nvls_nvlink_hop_us, algbw, "nvls/Simple"));
 }
 
@@ -354,7 +371,9 @@ RankTraffic RankTrafficOf(Collective collective, double bytes, const GroupSpan& 
     case Collective::kAllReduce: {
       const double ring = (collective == Collective::kAllReduce ? 2 : 1) * (n - 1) / n * bytes;
       if (one_domain) {
-        t.nvlink_bytes = collective == Collective::kAllReduce ? std::min(ring, bytes) : ring;
+        t.nvlink_bytes = collective == Collective::kAllReduce
+                             ? std::min(ring, NvlsPortBytesPerByte(collective, span.gpus) * bytes)
+                             : ring;
       } else {
         t.network_bytes = ring / g;
         t.nvlink_bytes = ring - t.network_bytes;

@@ -38,6 +38,20 @@ std::optional<Collective> CollectiveNamed(std::string_view name);
 // nccl-tests' busbw / algbw factor for a group of n ranks (0 when n < 2).
 double BusBandwidthFactor(Collective collective, int n);
 
+// The bytes NVLS (NVLink SHARP, one NVLink domain) carries through each
+// rank's NVLink port per direction, per byte of nccl-tests' `bytes`, for a
+// group of n ranks (doc/cost-model-comm.md "NVLS"). Every multimem load
+// and store passes the switch, the issuing rank's own copy included:
+//   all-reduce      (n+1)/n: rank r reduces slice r (the switch reads it
+//                   from all n ranks: each rank sends its whole buffer,
+//                   and r gets the reduced slice, bytes/n), then multicasts
+//                   it (r sends bytes/n; every rank receives every slice,
+//                   the buffer); so bytes + bytes/n each way
+//   reduce-scatter  1: the switch reads every slice from every rank
+//   all-gather      1: every rank receives every slice, its own included
+// Other collectives, or n < 2: 0 (NVLS does not run them).
+double NvlsPortBytesPerByte(Collective collective, int n);
+
 struct CollectiveCost {
   double seconds = 0;
   double algbw_gb_per_s = 0;   // bytes / seconds, 10^9 bytes/s (0 when nothing moves)
@@ -76,7 +90,8 @@ CollectiveCost ForwardedAllToAllTime(double nvlink_bytes, double network_bytes, 
 //                               on every rank's NIC in turn, so 1/G of it
 //                               through the NIC, the rest over NVLink
 //   all-reduce                  ring: twice that (reduce-scatter + all-gather);
-//                               NVLS inside one domain: bytes over NVLink
+//                               inside one domain the lesser of that and
+//                               NVLS's (n+1)/n x bytes (NvlsPortBytesPerByte)
 //   all-to-all(-v)              bytes/n to each peer: (n - G)/n x bytes to
 //                               other domains (NIC), (G - 1)/n x bytes over NVLink
 //   send/recv                   bytes, over the NIC unless both in one domain

@@ -154,14 +154,13 @@ struct NumberField {
   double CommParams::*member;
   double min, max;
 };
-constexpr std::array<NumberField, 21> kNumberFields = {{
+constexpr std::array<NumberField, 20> kNumberFields = {{
     {"nvlink_line_gb_per_s", &CommParams::nvlink_line_gb_per_s, 1e-3, kMaxRate},
     {"nic_line_gb_per_s", &CommParams::nic_line_gb_per_s, 1e-3, kMaxRate},
     {"spine_oversubscription", &CommParams::spine_oversubscription, 1, 1024},
     {"nvlink_efficiency", &CommParams::nvlink_efficiency, 1e-3, 1},
     {"network_efficiency", &CommParams::network_efficiency, 1e-3, 1},
     {"nvls_efficiency", &CommParams::nvls_efficiency, 1e-3, 1},
-    {"nvls_allreduce_factor", &CommParams::nvls_allreduce_factor, 1e-3, 4},
     {"nvls_base_us", &CommParams::nvls_base_us, 0, kMaxLatency},
     {"nvls_nvlink_hop_us", &CommParams::nvls_nvlink_hop_us, 0, kMaxLatency},
     {"spine_hop_us", &CommParams::spine_hop_us, 0, kMaxLatency},
@@ -207,6 +206,8 @@ void ReadParams(CheckedObject& params, CommParams& p) {
   for (const NumberField& f : kNumberFields) {
     if (params.Has(f.name)) p.*f.member = params.Number(f.name, f.min, f.max);
   }
+  // Unset unless the file sets it (CommParams::nvls_allreduce_factor).
+  if (params.Has("nvls_allreduce_factor")) p.nvls_allreduce_factor = params.Number("nvls_allreduce_factor", 1e-3, 4);
   for (const TableField& f : kTableFields) {
     if (std::optional<CheckedObject> table = params.OptionalObject(f.name)) ReadTable(*table, p.*f.member);
   }

@@ -85,12 +85,13 @@ TEST_CASE("Megatron-FSDP on Qwen3-235B TP2 EP8: per-layer gathers and reduce-sca
   CHECK(ers->bytes == experts * 4);
   CHECK(eag->scope == CommOp::kPerMoeLayer);
   // The edp group has one rank on each of 32 nodes; the 8 groups of a node
-  // share its 8 NICs, one each: a ring at 50 GB/s bus bandwidth, algbw
-  // 50 x 32/31; Simple latency 8.4 + 31 x 14 us. 12.14 ms per gather, so
-  // 2 x 12.14 + 23.85 ms per MoE layer and micro-batch.
+  // share its 8 NICs, one each: a ring at 47.5 GB/s bus bandwidth (a 400
+  // Gbit/s NIC at 0.95 of its line), algbw 47.5 x 32/31; Simple latency
+  // 8.4 + 31 x 14 us. 12.76 ms per gather, so 2 x 12.76 + 25.08 ms per MoE
+  // layer and micro-batch.
   CHECK(std::string(eag->algorithm) == "ring/Simple");
-  CHECK(eag->seconds_per_call == doctest::Approx(442.4e-6 + experts * 2 / (50e9 * 32 / 31)));
-  CHECK(ers->seconds_per_call == doctest::Approx(442.4e-6 + experts * 4 / (50e9 * 32 / 31)));
+  CHECK(eag->seconds_per_call == doctest::Approx(442.4e-6 + experts * 2 / (47.5e9 * 32 / 31)));
+  CHECK(ers->seconds_per_call == doctest::Approx(442.4e-6 + experts * 4 / (47.5e9 * 32 / 31)));
 
   // The embedding (151,936 x 4096 over TP 2) and the untied output layer
   // (the same, + the final norm 4096) are units of their own.
