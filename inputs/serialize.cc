@@ -120,6 +120,7 @@ json ToJson(const JobSpec& j) {
       {"fsdp", OneOrList(j.fsdp, flag)},
       {"tp_overlap", OneOrList(j.tp_overlap, flag)},
       {"ulysses_kv_replication", j.ulysses_kv_replication},
+      {"attention_backend", Name(j.attention_backend)},
       {"world_size", j.world_size},
       {"gpus_per_domain", j.gpus_per_domain},
   };
