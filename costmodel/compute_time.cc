@@ -30,9 +30,9 @@ struct Rates {
     return memo ? memo->GroupedGemmFlopsPerS(profile, g.experts, g.rows_per_expert, g.k, g.n, precision)
                 : profile.GroupedGemmFlopsPerS(g.experts, g.rows_per_expert, g.k, g.n, precision);
   }
-  double Attention(double seq, int heads, int kv_heads, int head_dim, bool forward_and_backward) const {
-    return memo ? memo->AttentionFlopsPerS(profile, seq, heads, kv_heads, head_dim, forward_and_backward)
-                : profile.AttentionFlopsPerS(seq, heads, kv_heads, head_dim, forward_and_backward);
+  double Attention(AttentionBackend backend, const AttentionKernel& k, bool forward_and_backward) const {
+    return memo ? memo->AttentionFlopsPerS(profile, backend, k, forward_and_backward)
+                : profile.AttentionFlopsPerS(backend, k, forward_and_backward);
   }
 };
 
@@ -76,17 +76,32 @@ OpTime GroupedGemms(std::initializer_list<GroupedGemmShape> shapes, Precision pr
 
 int AtLeastOne(double x) { return std::max(1, int(std::lround(x))); }
 
-OpTime AttentionCore(const AttentionCoreShape& c, const Rates& rates) {
+// One attention kernel call of `flops` (the file's counting): forward at
+// the forward rate; backward the forward + backward time (3.5 x flops at
+// its rate) less the forward.
+OpTime AttentionCall(const AttentionKernel& k, double flops, AttentionBackend backend, const Rates& rates) {
+  OpTime t;
+  t.fwd_s = flops / rates.Attention(backend, k, false);
+  const double fwd_bwd_s = kAttentionFwdBwdFlopsRatio * flops / rates.Attention(backend, k, true);
+  t.bwd_s = std::max(0.0, fwd_bwd_s - t.fwd_s);
+  return t;
+}
+
+OpTime AttentionCore(const AttentionCoreShape& c, AttentionBackend backend, const Rates& rates) {
   OpTime t;
   t.fwd_flops = c.flops;
   if (c.flops <= 0) return t;
   // The kernel is batched over sequences and heads alike.
-  const int heads = AtLeastOne(c.batch * c.heads);
-  const int kv_heads = AtLeastOne(c.batch * c.kv_heads);
-  t.fwd_s = c.flops / rates.Attention(c.seq, heads, kv_heads, c.qk_head_dim, false);
-  const double fwd_bwd_s =
-      kAttentionFwdBwdFlopsRatio * c.flops / rates.Attention(c.seq, heads, kv_heads, c.qk_head_dim, true);
-  t.bwd_s = std::max(0.0, fwd_bwd_s - t.fwd_s);
+  AttentionKernel k;
+  k.seq = c.seq;
+  k.heads = AtLeastOne(c.batch * c.heads);
+  k.kv_heads = AtLeastOne(c.batch * c.kv_heads);
+  k.qk_head_dim = c.qk_head_dim;
+  k.v_head_dim = c.v_head_dim;
+  k.causal = true;
+  const OpTime call = AttentionCall(k, c.flops, backend, rates);
+  t.fwd_s = call.fwd_s;
+  t.bwd_s = call.bwd_s;
   return t;
 }
 
@@ -284,7 +299,7 @@ void AddAttention(const LayerWork& w, const ModelSpec& model, const JobSpec& job
         kBf16Bytes * tokens * (w.kv_b.n + heads_per_rank * (qk_dim + a.v_head_dim));
     put(t.rotary, Traffic(q_bytes + kv_bytes, q_bytes + kv_bytes, profile), up);
   }
-  put(t.attention_core, AttentionCore(w.core, rates), Bit(RecomputeModule::kCoreAttn));
+  put(t.attention_core, AttentionCore(w.core, job.attention_backend, rates), Bit(RecomputeModule::kCoreAttn));
   const double residual = sp_tokens * hidden;
   put(t.residual_adds,
       Traffic(2 * kResidualAddFwdBytesPerElement * residual,
