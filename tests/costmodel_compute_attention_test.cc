@@ -1,9 +1,10 @@
 // The attention kernel that runs: a rate table per backend (te-cudnn's
 // cuDNN points, flash2's FlashAttention-2 points, flash3 derived from
 // them), causal and non-causal, with MLA's head dims; lookups below the
-// shortest measured sequence. Each case states the rule, then asserts the
-// number it implies from data/compute/h200.json (rates quoted from it in
-// TFLOP/s). doc/cost-model-compute.md (§5, "Lookup rules").
+// shortest measured sequence; and ring CP priced per step with Transformer
+// Engine's per-step corrections. Each case states the rule, then asserts
+// the number it implies from data/compute/h200.json (rates quoted from it
+// in TFLOP/s). doc/cost-model-compute.md (§5 "Lookup rules", §6 "Ring CP").
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -267,7 +268,80 @@ TEST_CASE("attention lists: d_v, date and causality checked by pointer") {
   }
 }
 
-TEST_CASE("the job's backend times the attention core") {
+TEST_CASE("ring CP: one causal step and cp - 1 non-causal steps, each priced on its own block") {
+  // llama3-70b, tp 8, ring cp 4, S 4096: each rank's block is L = 1024
+  // tokens of 8 query heads and 1 KV head, d 128. The causal work on the
+  // rank is 8 x 4096^2 x 256 / 4 = 8.59e9 FLOPs (the cp = 1 figure / cp),
+  // F = 8 x 1024^2 x 256 = 2.147e9 per step:
+  //   step 0: causal over L;
+  //   steps 1-3: non-causal L x L/2 or L/2 x L, at the equal-work square's
+  //   side L / sqrt 2 = 724.1 (8 heads x 724.1^2 x 512 = F);
+  // forward = F / r_c(L) + 3 F / r_n(724.1) + corrections, backward likewise
+  // with 3.5 F / r_fb - F / r_f per step.
+  AttentionSetup s("llama3-70b", kCudnn);
+  const ComputeProfile& p = H200();
+  const LayerWork w = LayerForwardWork(s.model, s.job, AttentionLayout(8, 4, CpStyle::kRing), false);
+  CHECK(w.core.ring_steps == 4);
+  CHECK(w.core.seq == 1024);
+  const double f = 8.0 * 1024 * 1024 * 256;
+  CHECK(w.core.flops == 4 * f);
+  const AttentionKernel diag = Kernel(1024, 8, 1), off = Kernel(1024 / std::sqrt(2.0), 8, 1, false);
+  CHECK(8 * off.seq * off.seq * 512 == Close(f));  // the square does F non-causal
+  const RingCorrectionBytes bytes = RingCorrectionBytesOf(w.core);
+  const double fwd = f / p.AttentionFlopsPerS(kCudnn, diag, false) + 3 * f / p.AttentionFlopsPerS(kCudnn, off, false) +
+                     bytes.fwd / testing::kBw;
+  const double bwd = (3.5 * f / p.AttentionFlopsPerS(kCudnn, diag, true) - f / p.AttentionFlopsPerS(kCudnn, diag, false)) +
+                     3 * (3.5 * f / p.AttentionFlopsPerS(kCudnn, off, true) -
+                          f / p.AttentionFlopsPerS(kCudnn, off, false)) +
+                     bytes.bwd / testing::kBw;
+  const ComputeTimes t = ComputeLayerTimes(AttentionLayout(8, 4, CpStyle::kRing), s.ctx);
+  CHECK(t.dense_layer.attention_core.fwd_flops == 4 * f);
+  CHECK(t.dense_layer.attention_core.fwd_s == Close(fwd));
+  CHECK(t.dense_layer.attention_core.bwd_s == Close(bwd));
+  // The old pricing, one causal kernel at L for all 4F, is not what runs.
+  CHECK(t.dense_layer.attention_core.fwd_s != Close(4 * f / p.AttentionFlopsPerS(kCudnn, diag, false)));
+  // Ulysses keeps one causal kernel over S for its heads / cp (2 heads, 1 KV).
+  const ComputeTimes u = ComputeLayerTimes(AttentionLayout(8, 4, CpStyle::kUlysses), s.ctx);
+  CHECK(u.dense_layer.attention_core.fwd_s == Close(4 * f / p.AttentionFlopsPerS(kCudnn, Kernel(4096, 2, 1), false)));
+}
+
+TEST_CASE("ring CP corrections: bytes per step, forward and backward") {
+  // The same block: R = 8 query heads x L 1024 = 8192 query rows, 1 KV
+  // head x 1024 = 1024 KV rows, d_qk = d_v = 128, cp = 4 steps.
+  // Forward (rank cp - 1 merges L query rows every step):
+  //   outputs: 8192 x 128 x (4 for the first step + 3 x 6) = 23,068,672
+  //   rows:    8192 x (8 LSE copy + 4 x 8 LSE reads + 3 x 12 LSE merges)
+  //            = 8192 x 76 = 622,592
+  //   total 23,691,264 bytes: 5.61 us at 4224 GB/s.
+  // Backward: dq 8192 x 128 = 1,048,576 elements, dK + dV 1024 x 256 =
+  // 262,144; the first step copies both, 4 x 1,310,720 = 5,242,880; each
+  // other step adds the busier orientation, max(dq + dkv / 2, dq / 2 + dkv)
+  // = 1,179,648 elements x 6 bytes x 3 steps = 21,233,664; total
+  // 26,476,544 bytes.
+  AttentionSetup s("llama3-70b", kCudnn);
+  const LayerWork w = LayerForwardWork(s.model, s.job, AttentionLayout(8, 4, CpStyle::kRing), false);
+  const RingCorrectionBytes b = RingCorrectionBytesOf(w.core);
+  CHECK(b.fwd == 23691264.0);
+  CHECK(b.bwd == 26476544.0);
+  CHECK(b.fwd / testing::kBw == doctest::Approx(5.609e-6).epsilon(1e-3));
+  // No ring, no corrections.
+  const LayerWork u = LayerForwardWork(s.model, s.job, AttentionLayout(8, 4, CpStyle::kUlysses), false);
+  CHECK(RingCorrectionBytesOf(u.core).fwd == 0);
+  CHECK(RingCorrectionBytesOf(u.core).bwd == 0);
+  // MLA: per-head keys and values after kv_b (a_kv = a) of d_qk 192 and
+  // d_v 128, so the KV side is the busier orientation in backward.
+  // deepseek-v3, tp 8, ring cp 4, S 4096: 16 heads, L 1024; dq = 16 x 1024
+  // x 192 = 3,145,728, dkv = 16 x 1024 x 320 = 5,242,880; max(dq + dkv / 2
+  // = 5,767,168, dq / 2 + dkv = 6,815,744) = 6,815,744; backward = 4 x
+  // 8,388,608 + 3 x 6 x 6,815,744 = 156,237,824 bytes. Forward: 16,384
+  // query rows x (128 x 22 + 76) = 47,382,528.
+  AttentionSetup m("deepseek-v3", kCudnn);
+  const LayerWork mw = LayerForwardWork(m.model, m.job, AttentionLayout(8, 4, CpStyle::kRing), true);
+  CHECK(RingCorrectionBytesOf(mw.core).bwd == 156237824.0);
+  CHECK(RingCorrectionBytesOf(mw.core).fwd == 47382528.0);
+}
+
+TEST_CASE("the job's backend times the attention core; the recomputed core reruns its corrections") {
   // deepseek-v3 (MLA, 128 heads, d_qk 192, d_v 128), tp 8, cp 1: 16 heads
   // over 4096 tokens; te-cudnn reads cuDNN's 16 / 16 MLA point (456.10
   // forward), flash3 1.5 x FlashAttention-2's nearest d 128 curve.
@@ -280,4 +354,10 @@ TEST_CASE("the job's backend times the attention core") {
   const ComputeTimes t3 = ComputeLayerTimes(l, fa3.ctx);
   CHECK(t3.moe_layer.attention_core.fwd_s ==
         Close(f / (1.5 * H200().AttentionFlopsPerS(kFa2, Kernel(4096, 16, 16, true, 192, 128), false))));
+  // Recomputing core_attn reruns the ring core's forward, corrections included.
+  AttentionSetup ring("llama3-70b", kFa2);
+  Layout r = AttentionLayout(8, 4, CpStyle::kRing);
+  r.recompute = Recompute::Selective();
+  const ComputeTimes rt = ComputeLayerTimes(r, ring.ctx);
+  CHECK(rt.dense_layer.recompute_s == rt.dense_layer.attention_core.fwd_s);
 }
