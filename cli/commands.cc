@@ -125,6 +125,14 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   if (Status s = ReadListFlag(o.recompute, &RecomputeFlagItem, &job->recompute); !s.ok()) return s;
   if (Status s = ReadListFlag(o.dispatcher, &DispatcherFlagItem, &job->dispatchers); !s.ok()) return s;
   if (Status s = ReadListFlag(o.cuda_graphs, &CudaGraphsFlagItem, &job->cuda_graphs); !s.ok()) return s;
+  if (o.attention_backend) {
+    const auto b = ParseAttentionBackend(*o.attention_backend);
+    if (!b) {
+      return Status::Error("--attention-backend: expected one of " + std::string(AttentionBackendChoices()) +
+                           ", found \"" + *o.attention_backend + "\"");
+    }
+    job->attention_backend = *b;
+  }
   // The same ranges as the job file's fields (inputs/job.h, doc/formats.md).
   if (o.capacity_factor) {
     if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= kMaxCapacityFactor))
@@ -387,6 +395,13 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
                            (o.precision ? "--precision" : JobFieldOrigin(in.job, in.recipe, "precision")) + ") on cluster " +
                            in.cluster.name + ": " + why);
     }
+  }
+  if (const std::string why = rules::AttentionBackendProblem(in.cluster.gpu, in.model, in.job.attention_backend);
+      !why.empty()) {
+    return Status::Error(std::string("attention_backend ") + Name(in.job.attention_backend) + " (" +
+                         (o.attention_backend ? "--attention-backend"
+                                              : JobFieldOrigin(in.job, in.recipe, "attention_backend")) +
+                         ") on cluster " + in.cluster.name + ": " + why);
   }
   return in;
 }

@@ -37,6 +37,10 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
                     "the job's CUDA graph candidates: none, layer, full_iteration or Megatron modules joined by +, "
                     "e.g. attn+moe_router+moe_preprocess")
         ->type_name("LIST");
+    cmd->add_option("--attention-backend", in->attention_backend,
+                    "the job's attention kernels: te-cudnn|flash2|flash3 (te-cudnn: Transformer Engine's cuDNN "
+                    "kernels, Megatron's default; flash3: Hopper only)")
+        ->type_name("NAME");
     cmd->add_option("--mtp", in->mtp, "MTP layers instead of the model's")->type_name("N");
     cmd->add_option("--capacity-factor", in->capacity_factor, "expert capacity factor (0: dropless)")
         ->type_name("X");

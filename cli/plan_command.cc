@@ -544,7 +544,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     return 1;
   }
   out << "\n" << CandidatesTable(shown, options.distinct ? &same : nullptr);
-  out << "\nbest layout:\n" << BreakdownText(evals.front());
+  out << "\nbest layout:\n" << BreakdownText(evals.front(), &in.job);
   if (evals.size() > 1) {
     out << "\nwhy it wins:\n"
         << WhyItWinsText(evals[0], evals[1], objective,
@@ -663,7 +663,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
     for (const auto& v : e.violations) out << "  " << Name(v.rule) << ": " << v.detail << "\n";
     out << "its costs below are what the degrees imply, for comparison only\n\n";
   }
-  out << BreakdownText(e);
+  out << BreakdownText(e, &in.job);
   return answer();
 }
 

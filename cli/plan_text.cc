@@ -66,7 +66,32 @@ std::string TopExposed(const Evaluation& e, size_t n) {
   return out.empty() ? "-" : out;
 }
 
-std::string BreakdownText(const Evaluation& e) {
+namespace {
+
+// "te-cudnn (Transformer Engine's cuDNN kernels, Megatron --attention-backend
+// fused); ring over cp 8: per layer 1 causal and 7 non-causal steps of
+// 2048-token blocks".
+std::string AttentionText(const JobSpec& job, const Layout& l) {
+  std::string out = Name(job.attention_backend);
+  switch (job.attention_backend) {
+    case AttentionBackend::kTeCudnn:
+      out += " (Transformer Engine's cuDNN kernels, Megatron --attention-backend fused)";
+      break;
+    case AttentionBackend::kFlash2: out += " (FlashAttention-2, Megatron --attention-backend flash)"; break;
+    case AttentionBackend::kFlash3:
+      out += " (FlashAttention-3 at 1.5 x FlashAttention-2's rates, Megatron --attention-backend flash)";
+      break;
+  }
+  if (l.cp > 1 && l.cp_style == CpStyle::kRing) {
+    out += "; ring over cp " + std::to_string(l.cp) + ": per layer 1 causal and " + std::to_string(l.cp - 1) +
+           " non-causal steps of " + std::to_string(job.seq_len / l.cp) + "-token blocks";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string BreakdownText(const Evaluation& e, const JobSpec* job) {
   const StepBreakdown& s = e.step;
   std::string out;
   out += "  layout       " + FormatLayout(e.layout) + "\n";
@@ -76,6 +101,7 @@ std::string BreakdownText(const Evaluation& e) {
          Seconds(s.host_step_s) + "\n";
   out += "  pipeline     " + std::string(Name(e.pipeline.schedule)) + ", " + e.pipeline.LayoutText() +
          (e.pipeline_chosen ? " (chosen: the layers do not divide over pp x vpp)" : "") + "\n";
+  if (job) out += "  attention    " + AttentionText(*job, e.layout) + "\n";
   out += "  per micro-batch on stage " + std::to_string(s.slowest_stage) + ": compute " +
          Seconds(s.stage_compute_s) + " + exposed communication " + Seconds(s.stage_exposed_comm_s) +
          " + exposed host " + Seconds(s.stage_host_exposed_s) + ", " + std::to_string(s.microbatches) +

@@ -25,8 +25,10 @@ double PeakRssMiB();
 std::string OptionsText(const Layout& layout);
 // The largest exposed communication kinds, "ep_dispatch 12 ms, tp_ag 3 ms" ("-": none).
 std::string TopExposed(const Evaluation& e, size_t n);
-// explain's breakdown: the step, pipeline, throughput, every collective and memory term.
-std::string BreakdownText(const Evaluation& e);
+// explain's breakdown: the step, pipeline, the attention kernels (with the
+// job: its backend, and ring CP's steps), throughput, every collective and
+// memory term.
+std::string BreakdownText(const Evaluation& e, const JobSpec* job = nullptr);
 
 struct Difference {
   std::string what;  // a step component or a memory term's name

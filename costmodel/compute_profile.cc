@@ -28,12 +28,12 @@ constexpr double kMinPositive = 1e-12;
 
 // Free-text fields of the root (the measurement's provenance).
 constexpr std::initializer_list<const char*> kInformational = {
-    "description", "source", "notes", "method", "torch", "date"};
+    "description", "source", "notes", "method", "torch", "date", "attention_notes"};
 // Every field the root may have.
 constexpr std::initializer_list<const char*> kRootFields = {
     "schema", "description", "source", "notes", "method", "torch", "date", "gpu",
     "peak_bf16_tflops", "peak_fp8_tflops", "hbm_tb_per_s", "d2d_copy_gbps", "gemm_bf16",
-    "gemm_fp8", "grouped_gemm_bf16", "attention", "permute_copy"};
+    "gemm_fp8", "grouped_gemm_bf16", "attention", "attention_cudnn", "attention_notes", "permute_copy"};
 
 using Points = std::vector<std::pair<double, double>>;  // (x, rate)
 
@@ -133,9 +133,14 @@ double ComputeProfile::Curve::At(double log_x_query, Below below) const {
   const size_t n = rate.size();
   if (n == 0) return 0;
   if (log_x_query <= log_x[0]) {
+    if (below == Below::kHoldRate) return rate[0];
     // Holding the time: rate proportional to x below the first point.
     if (below == Below::kHoldTime) return rate[0] * std::exp(log_x_query - log_x[0]);
-    return rate[0];
+    // The two smallest points' slope of log rate against log x, within
+    // [0, 2]; one point: 2, the time of seq^2 work held.
+    const double slope =
+        n < 2 ? 2.0 : std::clamp(std::log(rate[1] / rate[0]) / (log_x[1] - log_x[0]), 0.0, 2.0);
+    return rate[0] * std::exp(slope * (log_x_query - log_x[0]));
   }
   if (log_x_query >= log_x[n - 1]) return rate[n - 1];
   const size_t i = size_t(std::upper_bound(log_x.begin(), log_x.end(), log_x_query) - log_x.begin());
@@ -179,7 +184,8 @@ class ComputeProfileParser {
     ReadGemms(j, "gemm_bf16", true, false);
     ReadGemms(j, "gemm_fp8", false, true);
     ReadGrouped(j);
-    ReadAttention(j);
+    ReadAttention(j, "attention", true, flash2_);
+    ReadAttention(j, "attention_cudnn", false, cudnn_);
     ReadPermute(j);
     if (!errors_.empty()) return errors_.status();
     Build();
@@ -196,7 +202,8 @@ class ComputeProfileParser {
     std::vector<std::pair<int64_t, Points>> by_experts;
   };
   struct AttentionPoints {
-    int64_t heads = 0, kv_heads = 0, head_dim = 0;
+    int64_t heads = 0, kv_heads = 0, head_dim = 0, v_head_dim = 0;
+    bool causal = true;
     Points fwd, fwd_bwd;
   };
 
@@ -247,17 +254,20 @@ class ComputeProfileParser {
     }
   }
 
-  void ReadAttention(const json& j) {
-    const std::string key = "attention";
-    const json* list = ObjectList(j, key, true, errors_);
+  // An attention list (`attention`: FlashAttention-2; `attention_cudnn`:
+  // cuDNN), causal and non-causal points apart.
+  void ReadAttention(const json& j, const std::string& key, bool required, std::vector<AttentionPoints>& out) {
+    const json* list = ObjectList(j, key, required, errors_);
     if (!list) return;
     for (size_t i = 0; i < list->size(); ++i) {
       const json& raw = (*list)[i];
       CheckedObject e(raw, ElementPointer(key, i), &errors_);
+      InformationalField(e, raw, "date");
       const int64_t heads = e.Int("heads", 1, kMaxCount);
       const int64_t kv_heads = e.Int("kv_heads", 1, kMaxCount);
       const int64_t seq = Dim(e, "S");
       const int64_t head_dim = e.Int("d", 1, kMaxCount);
+      const int64_t v_head_dim = e.Int("d_v", 1, kMaxCount, head_dim);
       const bool causal = e.Bool("causal");
       Positive(e, "fwd_s");
       const double fwd = Positive(e, "fwd_tflops");
@@ -269,21 +279,21 @@ class ComputeProfileParser {
                                                "), found " + std::to_string(kv_heads));
         continue;
       }
-      if (!causal) continue;  // the model is causal; other points are not used
       AttentionPoints* a = nullptr;
-      for (AttentionPoints& t : attention_) {
-        if (t.heads == heads && t.kv_heads == kv_heads && t.head_dim == head_dim) a = &t;
+      for (AttentionPoints& t : out) {
+        if (t.heads == heads && t.kv_heads == kv_heads && t.head_dim == head_dim && t.v_head_dim == v_head_dim &&
+            t.causal == causal)
+          a = &t;
       }
       if (!a) {
-        attention_.push_back({heads, kv_heads, head_dim, {}, {}});
-        a = &attention_.back();
+        out.push_back({heads, kv_heads, head_dim, v_head_dim, causal, {}, {}});
+        a = &out.back();
       }
       a->fwd.push_back({double(seq), fwd * 1e12});
       a->fwd_bwd.push_back({double(seq), fwd_bwd * 1e12});
     }
-    if (errors_.empty() && attention_.empty()) {
-      errors_.Add("/" + key, "expected at least one causal entry");
-    }
+    const bool any_causal = std::any_of(out.begin(), out.end(), [](const AttentionPoints& a) { return a.causal; });
+    if (errors_.empty() && !any_causal) errors_.Add("/" + key, "expected at least one causal entry");
   }
 
   void ReadPermute(const json& j) {
@@ -328,24 +338,30 @@ class ComputeProfileParser {
       }
       p_.grouped_.push_back(std::move(t));
     }
-    for (AttentionPoints& a : attention_) {
+    BuildAttention(flash2_, p_.flash2_);
+    BuildAttention(cudnn_, p_.cudnn_);
+    p_.permute_ = BuildCurve(std::move(permute_));
+  }
+
+  static void BuildAttention(std::vector<AttentionPoints>& points, ComputeProfile::AttentionTables& tables) {
+    for (AttentionPoints& a : points) {
       ComputeProfile::AttentionTable t;
       t.heads = double(a.heads);
       t.log_heads = std::log(double(a.heads));
       t.log_kv_heads = std::log(double(a.kv_heads));
-      t.log_head_dim = std::log(double(a.head_dim));
+      t.log_qk_dim = std::log(double(a.head_dim));
+      t.log_v_dim = std::log(double(a.v_head_dim));
       t.fwd = BuildCurve(std::move(a.fwd));
       t.fwd_bwd = BuildCurve(std::move(a.fwd_bwd));
-      p_.attention_.push_back(std::move(t));
+      (a.causal ? tables.causal : tables.full).push_back(std::move(t));
     }
-    p_.permute_ = BuildCurve(std::move(permute_));
   }
 
   JsonErrors errors_;
   ComputeProfile p_;
   std::vector<GemmPoints> gemm_;
   std::vector<GroupedPoints> grouped_;
-  std::vector<AttentionPoints> attention_;
+  std::vector<AttentionPoints> flash2_, cudnn_;
   Points permute_;
 };
 
@@ -419,27 +435,51 @@ double ComputeProfile::GroupedGemmFlopsPerS(int experts, double tokens_per_exper
   return rate;
 }
 
-double ComputeProfile::AttentionFlopsPerS(double seq, int heads, int kv_heads, int head_dim,
-                                          bool forward_and_backward) const {
-  const int h = std::max(1, heads);
-  const int kv = std::clamp(kv_heads, 1, h);
+double ComputeProfile::AttentionRaw(const AttentionTables& tables, const AttentionKernel& k,
+                                    bool forward_and_backward) const {
+  // Non-causal points when the table has them, else its causal ones.
+  const std::vector<AttentionTable>& list = !k.causal && !tables.full.empty() ? tables.full : tables.causal;
+  const int h = std::max(1, k.heads);
+  const int kv = std::clamp(k.kv_heads, 1, h);
   const double log_h = std::log(double(h));
   const double log_kv = std::log(double(kv));
-  const double log_d = std::log(double(std::max(1, head_dim)));
+  const double log_qk = std::log(double(std::max(1, k.qk_head_dim)));
+  const double log_v = std::log(double(std::max(1, k.v_head_dim > 0 ? k.v_head_dim : k.qk_head_dim)));
   const AttentionTable* best = nullptr;
   double best_d = 0;
-  for (const AttentionTable& t : attention_) {
-    const double d = Sq(t.log_heads - log_h) + Sq(t.log_kv_heads - log_kv) + Sq(t.log_head_dim - log_d);
+  for (const AttentionTable& t : list) {
+    const double d = Sq(t.log_heads - log_h) + Sq(t.log_kv_heads - log_kv) + Sq(t.log_qk_dim - log_qk) +
+                     Sq(t.log_v_dim - log_v);
     if (!best || d < best_d) {
       best = &t;
       best_d = d;
     }
   }
-  // Fewer heads than measured: the same grid size at a longer sequence.
-  double effective_seq = std::max(1.0, seq);
-  if (h < best->heads) effective_seq *= h / best->heads;
   const Curve& c = forward_and_backward ? best->fwd_bwd : best->fwd;
-  return c.At(std::log(std::max(1.0, effective_seq)), Below::kHoldRate) * bf16_scale_;
+  const double seq = std::max(1.0, k.seq);
+  if (h >= best->heads) return c.At(std::log(seq), Below::kSlope);
+  // Fewer heads than measured: the same grid at a shorter sequence, but no
+  // slower than the measured count's kernel at seq (more work).
+  const double share = h / best->heads;
+  return std::max(c.At(std::log(std::max(1.0, seq * share)), Below::kSlope), c.At(std::log(seq), Below::kSlope) * share);
+}
+
+double ComputeProfile::AttentionFlopsPerS(AttentionBackend backend, const AttentionKernel& kernel,
+                                          bool forward_and_backward) const {
+  if (backend == AttentionBackend::kTeCudnn && !cudnn_.empty()) {
+    return AttentionRaw(cudnn_, kernel, forward_and_backward) * bf16_scale_;
+  }
+  const double raw = AttentionRaw(flash2_, kernel, forward_and_backward) * bf16_scale_;
+  return backend == AttentionBackend::kFlash3 ? raw * kFlash3OverFlash2 : raw;
+}
+
+bool ComputeProfile::MeasuredAttention(AttentionBackend backend) const {
+  switch (backend) {
+    case AttentionBackend::kTeCudnn: return !cudnn_.empty();
+    case AttentionBackend::kFlash2: return true;
+    case AttentionBackend::kFlash3: return false;
+  }
+  return false;
 }
 
 double ComputeProfile::PermuteGbPerS(double bytes_moved) const {
@@ -554,13 +594,14 @@ double ComputeRateMemo::GroupedGemmFlopsPerS(const ComputeProfile& profile, int 
                 [&] { return profile.GroupedGemmFlopsPerS(experts, tokens_per_expert, k, n, precision); });
 }
 
-double ComputeRateMemo::AttentionFlopsPerS(const ComputeProfile& profile, double seq, int heads, int kv_heads,
-                                           int head_dim, bool forward_and_backward) {
-  const uint64_t fb = forward_and_backward ? 1 : 0;
-  const uint64_t d = uint64_t(uint32_t(head_dim));
-  return Lookup({kAttentionLookup | fb << 2 | d << 32, BitsOf(seq), uint64_t(uint32_t(heads)),
-                 uint64_t(uint32_t(kv_heads))},
-                [&] { return profile.AttentionFlopsPerS(seq, heads, kv_heads, head_dim, forward_and_backward); });
+double ComputeRateMemo::AttentionFlopsPerS(const ComputeProfile& profile, AttentionBackend backend,
+                                           const AttentionKernel& k, bool forward_and_backward) {
+  const uint64_t flags = uint64_t(forward_and_backward ? 1 : 0) | uint64_t(k.causal ? 2 : 0) |
+                         uint64_t(uint32_t(backend)) << 2;
+  auto pair = [](int hi, int lo) { return uint64_t(uint32_t(hi)) << 32 | uint64_t(uint32_t(lo)); };
+  return Lookup({kAttentionLookup | flags << 2, BitsOf(k.seq), pair(k.heads, k.kv_heads),
+                 pair(k.qk_head_dim, k.v_head_dim)},
+                [&] { return profile.AttentionFlopsPerS(backend, k, forward_and_backward); });
 }
 
 }  // namespace foldplan

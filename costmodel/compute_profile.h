@@ -17,14 +17,31 @@
 //    interpolated in log(tokens_per_expert) as for GEMMs. One expert is a
 //    plain GEMM. FP8 applies the plain-GEMM FP8/BF16 ratio at
 //    m = tokens_per_expert.
-//  - Attention (causal flash attention, bf16): the nearest measured
-//    (heads, kv_heads, head_dim) in log space, then linear in log(seq),
-//    rate held outside the measured range. Fewer heads than the nearest
-//    measured count: looked up at seq x heads / measured_heads (the kernel's
-//    grid is heads x query blocks, so that is the same parallel work).
-//    Callers pass batch x heads as `heads` for batched calls.
+//  - Attention (bf16): one table per backend (AttentionBackend) and
+//    causality: te-cudnn the `attention_cudnn` list (Transformer Engine's
+//    fused attention runs cuDNN's kernels; the `attention` list when a
+//    profile has none), flash2 the `attention` list (FlashAttention-2),
+//    flash3 the flash2 rate x kFlash3OverFlash2 (no measurement: below).
+//    A non-causal lookup reads the table's non-causal points, else its
+//    causal ones at the same length. Within a table: the nearest measured
+//    (heads, kv_heads, qk_head_dim, v_head_dim) in log space, then linear
+//    in log(seq) between measured lengths; above the longest the rate is
+//    held; below the shortest it follows the table's own slope, log rate
+//    against log seq between its two shortest lengths, taken within
+//    [0, 2] (2: the time held, so a shorter kernel never takes longer than
+//    the shortest measured; 0: the rate held; one length: the time held).
+//    Fewer heads than the nearest measured count: looked up at
+//    seq x heads / measured_heads (the kernel's grid is heads x query
+//    blocks, so that is the same parallel work), but never slower than
+//    the measured count's kernel at seq, which does more work (rate at
+//    least its rate x heads / measured_heads). Callers pass
+//    batch x heads as `heads` for batched calls, and a rectangular kernel
+//    (q rows != kv rows) at the side of the square of equal work,
+//    sqrt(rows_q x rows_kv): the square's query blocks and each block's
+//    loop over keys are the geometric means of the two sides.
 //  - Rates use the file's FLOP counting. Attention forward is
-//    2 heads S^2 d (causal half of 4 heads S^2 d); forward + backward is
+//    heads S^2 (d_qk + d_v) causal (the causal half of the full score
+//    matrix), twice that non-causal; forward + backward is
 //    kAttentionFwdBwdFlopsRatio = 3.5 x forward (flash backward recomputes
 //    QK^T: 5 matmuls against the forward's 2).
 //  - Scaling (ScaledTo): BF16 GEMM, grouped GEMM and attention rates x
@@ -59,6 +76,25 @@ namespace foldplan {
 // Flash-attention forward + backward FLOPs as counted in profile rates.
 inline constexpr double kAttentionFwdBwdFlopsRatio = 3.5;
 
+// FlashAttention-3's rate over FlashAttention-2's on Hopper, forward and
+// forward + backward alike. Derived, not measured (no FlashAttention-3
+// point exists): Shah et al., "FlashAttention-3: Fast and Accurate
+// Attention with Asynchrony and Low-precision" (arXiv 2407.08608), whose
+// abstract states 1.5-2.0x over FlashAttention-2 in the FP16 forward on
+// H100 and whose backward figures give 1.5-1.75x; the lower bound of
+// both, so that flash3 is not credited with the paper's best shapes.
+inline constexpr double kFlash3OverFlash2 = 1.5;
+
+// One attention kernel call, as the rate tables look it up.
+struct AttentionKernel {
+  double seq = 0;       // tokens (a rectangular call: the equal-work square's side, above)
+  int heads = 0;        // batch x query heads
+  int kv_heads = 0;     // batch x KV heads
+  int qk_head_dim = 0;  // q and k
+  int v_head_dim = 0;   // v
+  bool causal = true;
+};
+
 class ComputeProfile {
  public:
   // data/compute/h200.json in the shipped data directory (inputs/loader.h).
@@ -73,10 +109,13 @@ class ComputeProfile {
   // [tokens_per_expert, k] x [k, n].
   double GroupedGemmFlopsPerS(int experts, double tokens_per_expert, double k, double n,
                               Precision precision = Precision::kBF16) const;
-  // FLOP/s of causal attention over `seq` tokens and `heads` query heads
-  // (batch x heads for batched calls), in the counting described above.
-  double AttentionFlopsPerS(double seq, int heads, int kv_heads, int head_dim,
+  // FLOP/s of one attention kernel of `backend`, forward or forward +
+  // backward, in the counting described above.
+  double AttentionFlopsPerS(AttentionBackend backend, const AttentionKernel& kernel,
                             bool forward_and_backward) const;
+  // Whether the profile measured `backend`'s own kernels (te-cudnn without
+  // an `attention_cudnn` list reads the flash2 table; flash3 is derived).
+  bool MeasuredAttention(AttentionBackend backend) const;
   // GB/s (10^9 bytes read + written per second) of a plain device copy.
   double copy_gb_per_s() const { return copy_gb_per_s_ * copy_scale_; }
   // GB/s (read + written) of the Ulysses layout change (view, permute,
@@ -115,8 +154,12 @@ class ComputeProfile {
   ComputeProfile WithMeasured(const std::vector<GemmPoint>& gemm,
                               const std::vector<GroupedPoint>& grouped) const;
 
-  // How a curve continues below its smallest measured x.
-  enum class Below { kHoldRate, kHoldTime };
+  // How a curve continues below its smallest measured x: the rate held,
+  // the time held for work proportional to x (rate proportional to x), or
+  // (attention, whose work grows as seq^2) the slope of log rate against
+  // log x between its two smallest x, taken within [0, 2] (0: the rate
+  // held; 2: the time held; one point: the time held).
+  enum class Below { kHoldRate, kHoldTime, kSlope };
   // Rate against log(x), sorted by x, repeated x averaged.
   struct Curve {
     std::vector<double> log_x;
@@ -141,9 +184,15 @@ class ComputeProfile {
   };
   struct AttentionTable {
     double heads = 0;
-    double log_heads = 0, log_kv_heads = 0, log_head_dim = 0;
+    double log_heads = 0, log_kv_heads = 0, log_qk_dim = 0, log_v_dim = 0;
     Curve fwd, fwd_bwd;  // against log(seq)
   };
+  // One backend's measured shapes, causal and non-causal.
+  struct AttentionTables {
+    std::vector<AttentionTable> causal, full;
+    bool empty() const { return causal.empty(); }
+  };
+  double AttentionRaw(const AttentionTables& tables, const AttentionKernel& k, bool forward_and_backward) const;
 
   void LinkFp8Ratios();  // ratio_shape of every GEMM shape, has_fp8_
   double GemmBf16Raw(double log_m, double log_n, double log_k) const;
@@ -160,7 +209,8 @@ class ComputeProfile {
   bool fp8_as_bf16_ = false;  // the target has no FP8
   std::vector<GemmShapeTable> gemm_;
   std::vector<GroupedShapeTable> grouped_;
-  std::vector<AttentionTable> attention_;
+  AttentionTables flash2_;  // the `attention` list
+  AttentionTables cudnn_;   // the `attention_cudnn` list; empty when the file has none
   Curve permute_;  // GB/s against log(bytes)
 
   friend class ComputeProfileParser;
@@ -182,7 +232,7 @@ class ComputeRateMemo {
   double GemmFlopsPerS(const ComputeProfile& profile, double m, double n, double k, Precision precision);
   double GroupedGemmFlopsPerS(const ComputeProfile& profile, int experts, double tokens_per_expert, double k,
                               double n, Precision precision);
-  double AttentionFlopsPerS(const ComputeProfile& profile, double seq, int heads, int kv_heads, int head_dim,
+  double AttentionFlopsPerS(const ComputeProfile& profile, AttentionBackend backend, const AttentionKernel& kernel,
                             bool forward_and_backward);
   size_t size() const { return size_; }
   void Clear();

@@ -30,9 +30,9 @@ struct Rates {
     return memo ? memo->GroupedGemmFlopsPerS(profile, g.experts, g.rows_per_expert, g.k, g.n, precision)
                 : profile.GroupedGemmFlopsPerS(g.experts, g.rows_per_expert, g.k, g.n, precision);
   }
-  double Attention(double seq, int heads, int kv_heads, int head_dim, bool forward_and_backward) const {
-    return memo ? memo->AttentionFlopsPerS(profile, seq, heads, kv_heads, head_dim, forward_and_backward)
-                : profile.AttentionFlopsPerS(seq, heads, kv_heads, head_dim, forward_and_backward);
+  double Attention(AttentionBackend backend, const AttentionKernel& k, bool forward_and_backward) const {
+    return memo ? memo->AttentionFlopsPerS(profile, backend, k, forward_and_backward)
+                : profile.AttentionFlopsPerS(backend, k, forward_and_backward);
   }
 };
 
@@ -76,17 +76,50 @@ OpTime GroupedGemms(std::initializer_list<GroupedGemmShape> shapes, Precision pr
 
 int AtLeastOne(double x) { return std::max(1, int(std::lround(x))); }
 
-OpTime AttentionCore(const AttentionCoreShape& c, const Rates& rates) {
+// One attention kernel call of `flops` (the file's counting): forward at
+// the forward rate; backward the forward + backward time (3.5 x flops at
+// its rate) less the forward.
+OpTime AttentionCall(const AttentionKernel& k, double flops, AttentionBackend backend, const Rates& rates) {
+  OpTime t;
+  t.fwd_s = flops / rates.Attention(backend, k, false);
+  const double fwd_bwd_s = kAttentionFwdBwdFlopsRatio * flops / rates.Attention(backend, k, true);
+  t.bwd_s = std::max(0.0, fwd_bwd_s - t.fwd_s);
+  return t;
+}
+
+double CopySeconds(double bytes, const ComputeProfile& profile);
+
+OpTime AttentionCore(const AttentionCoreShape& c, AttentionBackend backend, const Rates& rates) {
   OpTime t;
   t.fwd_flops = c.flops;
   if (c.flops <= 0) return t;
   // The kernel is batched over sequences and heads alike.
-  const int heads = AtLeastOne(c.batch * c.heads);
-  const int kv_heads = AtLeastOne(c.batch * c.kv_heads);
-  t.fwd_s = c.flops / rates.Attention(c.seq, heads, kv_heads, c.qk_head_dim, false);
-  const double fwd_bwd_s =
-      kAttentionFwdBwdFlopsRatio * c.flops / rates.Attention(c.seq, heads, kv_heads, c.qk_head_dim, true);
-  t.bwd_s = std::max(0.0, fwd_bwd_s - t.fwd_s);
+  AttentionKernel k;
+  k.seq = c.seq;
+  k.heads = AtLeastOne(c.batch * c.heads);
+  k.kv_heads = AtLeastOne(c.batch * c.kv_heads);
+  k.qk_head_dim = c.qk_head_dim;
+  k.v_head_dim = c.v_head_dim;
+  k.causal = true;
+  if (c.ring_steps <= 1) {
+    const OpTime call = AttentionCall(k, c.flops, backend, rates);
+    t.fwd_s = call.fwd_s;
+    t.bwd_s = call.bwd_s;
+    return t;
+  }
+  // Ring CP, per step: step 0 causal over the local block (L = c.seq), the
+  // other cp - 1 non-causal over L x L/2 or L/2 x L, looked up at the
+  // equal-work square's side L / sqrt(2); every step the same FLOPs.
+  const double steps = c.ring_steps;
+  const double step_flops = c.flops / steps;
+  const OpTime diagonal = AttentionCall(k, step_flops, backend, rates);
+  AttentionKernel off = k;
+  off.causal = false;
+  off.seq = c.seq / std::sqrt(2.0);
+  const OpTime other = AttentionCall(off, step_flops, backend, rates);
+  const RingCorrectionBytes bytes = RingCorrectionBytesOf(c);
+  t.fwd_s = diagonal.fwd_s + (steps - 1) * other.fwd_s + CopySeconds(bytes.fwd, rates.profile);
+  t.bwd_s = diagonal.bwd_s + (steps - 1) * other.bwd_s + CopySeconds(bytes.bwd, rates.profile);
   return t;
 }
 
@@ -284,7 +317,7 @@ void AddAttention(const LayerWork& w, const ModelSpec& model, const JobSpec& job
         kBf16Bytes * tokens * (w.kv_b.n + heads_per_rank * (qk_dim + a.v_head_dim));
     put(t.rotary, Traffic(q_bytes + kv_bytes, q_bytes + kv_bytes, profile), up);
   }
-  put(t.attention_core, AttentionCore(w.core, rates), Bit(RecomputeModule::kCoreAttn));
+  put(t.attention_core, AttentionCore(w.core, job.attention_backend, rates), Bit(RecomputeModule::kCoreAttn));
   const double residual = sp_tokens * hidden;
   put(t.residual_adds,
       Traffic(2 * kResidualAddFwdBytesPerElement * residual,
@@ -368,6 +401,29 @@ LayerTimes FinishLayer(const LayerSum& s, Recompute rc, LayerRecomputePieces* pi
 }
 
 }  // namespace
+
+RingCorrectionBytes RingCorrectionBytesOf(const AttentionCoreShape& c) {
+  RingCorrectionBytes b;
+  if (c.ring_steps <= 1) return b;
+  const double steps = c.ring_steps;
+  const double block = c.seq;  // L: the rank's query rows, and each step's KV rows
+  const double q_rows = c.batch * c.heads * block;
+  const double kv_rows = c.batch * std::max(1.0, c.kv_heads) * block;
+  const double d_qk = c.qk_head_dim, d_v = c.v_head_dim;
+  // Forward: every step's output merged into the running output (the first
+  // as its start), cp - 1 LSE merges, the first step's LSE copied once; L
+  // query rows each step (the busiest rank, cp - 1).
+  b.fwd = q_rows * d_v * (kRingOutInitBytesPerElement + (steps - 1) * kRingOutCorrectionBytesPerElement) +
+          q_rows * (kRingLseCopyBytesPerRow + steps * kRingOutCorrectionBytesPerRow +
+                    (steps - 1) * kRingLseCorrectionBytesPerRow);
+  // Backward: each step's dq and dkv accumulated, the first copied; an
+  // off-diagonal step has L query rows against L/2 KV rows or L/2 against
+  // L, the busier of the two on every step.
+  const double dq = q_rows * d_qk, dkv = kv_rows * (d_qk + d_v);
+  b.bwd = kRingGradCopyBytesPerElement * (dq + dkv) +
+          (steps - 1) * kRingGradAddBytesPerElement * std::max(dq + dkv / 2, dq / 2 + dkv);
+  return b;
+}
 
 double PermuteBytes(double in_rows, double out_rows, double row_bytes, bool fused) {
   return (fused ? in_rows + out_rows : 2 * out_rows) * row_bytes;

@@ -311,6 +311,40 @@ inline constexpr double kRouterFusedBwdBytesPerScore = 45;
 // a slice of the grad (a view, not counted).
 inline constexpr double kMtpConcatFwdBytesPerTokenHidden = 8;
 
+// Ring CP's per-step corrections (Transformer Engine's
+// AttnFuncWithCPAndKVP2P, bf16): each step's kernel returns its partial
+// output and softmax LSE, which are merged into the running result in fp32
+// arithmetic (exp(lse_step - lse) scales the step's output). Bytes read +
+// written, per element of the [rows, d_v] output or per query row (fp32
+// LSE, 4 bytes); doc/cost-model-compute.md "Ring CP" derives the sums.
+//  - first step's output as the running output (flash_attn_fwd_out_
+//    correction_init): read the step's bf16 output, write bf16 (2 + 2);
+//  - every later step (flash_attn_fwd_out_correction: out += out_step x
+//    exp(lse_step - lse)): read the step's output and the running one,
+//    write it back (2 + 2 + 2);
+//  - per row of each of those: read the running and the step's LSE (4 + 4);
+//  - LSE merge of each later step (flash_attn_fwd_softmax_lse_correction:
+//    lse = max + log1p(exp(min - max))): read both, write one (4 + 4 + 4);
+//  - the first step's LSE cloned as the running one: read + write (4 + 4).
+inline constexpr double kRingOutInitBytesPerElement = 4;
+inline constexpr double kRingOutCorrectionBytesPerElement = 6;
+inline constexpr double kRingOutCorrectionBytesPerRow = 8;
+inline constexpr double kRingLseCorrectionBytesPerRow = 12;
+inline constexpr double kRingLseCopyBytesPerRow = 8;
+// Backward: each step's dq (q rows x d_qk) and dK, dV (KV rows x (d_qk +
+// d_v)) accumulated in bf16: the first step copies (read 2, write 2), every
+// later one adds (read both, write: 2 + 2 + 2).
+inline constexpr double kRingGradCopyBytesPerElement = 4;
+inline constexpr double kRingGradAddBytesPerElement = 6;
+struct RingCorrectionBytes {
+  double fwd = 0, bwd = 0;
+};
+// The corrections of one layer's ring attention on the busiest rank, per
+// micro-batch: forward L query rows every step (rank cp - 1's), backward
+// the busier orientation of every off-diagonal step; zero without ring
+// steps.
+RingCorrectionBytes RingCorrectionBytesOf(const AttentionCoreShape& core);
+
 // Token permute (row gather) and unpermute (sum of a token's copies) of
 // bf16 rows. Permute from `in_rows` distinct source rows to `out_rows`
 // copies: fused (TE moe_permute) reads each source row once and writes its

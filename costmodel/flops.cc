@@ -71,6 +71,10 @@ AttentionCoreShape CoreShape(const ModelSpec& m, const JobSpec& job, const Layou
     c.kv_heads = std::max(1.0, double(m.kv_heads) / l.tp);
     c.seq = seq / l.cp;
     c.flops = c.batch * c.heads * causal_per_head / l.cp;
+    // Transformer Engine's ring (AttnFuncWithCPAndKVP2P) calls a kernel per
+    // step: causal on the local block, then each other rank's KV block
+    // against half of it (compute_time.cc prices each).
+    c.ring_steps = l.cp;
   }
   return c;
 }

@@ -58,6 +58,11 @@ struct AttentionCoreShape {
   int qk_head_dim = 0;
   int v_head_dim = 0;
   double flops = 0;     // causal forward FLOPs on this rank
+  // Ring CP (cp > 1): the kernel calls per layer and direction, cp of them
+  // (one causal over the rank's seq-long block, cp - 1 non-causal of
+  // seq x seq/2 or seq/2 x seq, each flops / cp); 0 otherwise (one causal
+  // call over seq).
+  int ring_steps = 0;
 };
 
 // Forward work of one layer on one rank, per micro-batch. Shapes a model

@@ -182,6 +182,24 @@ std::optional<Dispatcher> ParseDispatcher(std::string_view s) {
 
 const char* DispatcherChoices() { return "alltoall, allgather, deepep (alias flex), hybridep"; }
 
+const char* Name(AttentionBackend b) {
+  switch (b) {
+    case AttentionBackend::kTeCudnn: return "te-cudnn";
+    case AttentionBackend::kFlash2: return "flash2";
+    case AttentionBackend::kFlash3: return "flash3";
+  }
+  return "?";
+}
+
+std::optional<AttentionBackend> ParseAttentionBackend(std::string_view s) {
+  for (int i = 0; i < kAttentionBackendCount; ++i) {
+    if (s == Name(AttentionBackend(i))) return AttentionBackend(i);
+  }
+  return std::nullopt;
+}
+
+const char* AttentionBackendChoices() { return "te-cudnn, flash2, flash3"; }
+
 std::vector<RepeatedCandidate> RepeatedCandidates(const JobSpec& j) {
   std::vector<RepeatedCandidate> out;
   AddRepeats("micro_batch_sizes", j.micro_batch_sizes, false, &out);

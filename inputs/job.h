@@ -36,6 +36,15 @@ bool IsFlex(Dispatcher d);  // DeepEP or HybridEP
 
 enum class CpStyle { kUlysses, kRing };
 
+// The attention kernels a job runs (Megatron's --attention-backend; one per
+// job, not a search candidate). te-cudnn: Transformer Engine's fused
+// attention, which runs cuDNN's kernels (Megatron's `fused`; what its default
+// `auto` picks on Hopper); flash2: FlashAttention-2 (Megatron's `flash`);
+// flash3: FlashAttention-3 (Megatron's `flash` with FlashAttention-3
+// installed), Hopper only. doc/cost-model-compute.md says how each is timed.
+enum class AttentionBackend { kTeCudnn, kFlash2, kFlash3 };
+inline constexpr int kAttentionBackendCount = 3;
+
 // Megatron's --recompute-modules (selective granularity).
 enum class RecomputeModule {
   kCoreAttn,       // the attention core (Megatron's default selective module)
@@ -142,12 +151,15 @@ Result<CudaGraphs> ParseCudaGraphs(std::string_view text);
 const char* Name(Precision p);   // "bf16", "fp8-delayed", "fp8-tensorwise", "fp8-blockwise", "mxfp8"
 const char* Name(CpStyle s);     // "ulysses", "ring"
 const char* Name(Dispatcher d);  // "alltoall", "allgather", "deepep", "hybridep"
+const char* Name(AttentionBackend b);  // "te-cudnn", "flash2", "flash3"
 // Names above plus the aliases "fp8" (tensorwise) and "flex" (deepep).
 std::optional<Precision> ParsePrecision(std::string_view text);
 std::optional<Dispatcher> ParseDispatcher(std::string_view text);
+std::optional<AttentionBackend> ParseAttentionBackend(std::string_view text);
 // "one of ..." lists for messages.
 const char* PrecisionChoices();   // "bf16, fp8-delayed, fp8-tensorwise (alias fp8), fp8-blockwise, mxfp8"
 const char* DispatcherChoices();  // "alltoall, allgather, deepep (alias flex), hybridep"
+const char* AttentionBackendChoices();  // "te-cudnn, flash2, flash3"
 
 // Ranges of job fields that the command line (--seq, --global-batch,
 // --micro-batch, --capacity-factor, --routing-imbalance, --mtp) and the
@@ -198,6 +210,9 @@ struct JobSpec {
   bool distributed_optimizer = true;        // optimizer states sharded over the grad group
   // Ulysses with CP > kv_heads/TP replicates KV heads (extra traffic) instead of refusing.
   bool ulysses_kv_replication = false;
+  // The attention kernels (Megatron's --attention-backend); Megatron's
+  // default runs Transformer Engine's cuDNN kernels.
+  AttentionBackend attention_backend = AttentionBackend::kTeCudnn;
   int world_size = 0;                       // ranks used; 0: every GPU of the cluster
   // GPUs used of every NVLink domain (0: all); e.g. 64 of an NVL72 rack's 72.
   int gpus_per_domain = 0;

@@ -137,6 +137,12 @@ void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
   j.ulysses_kv_replication = root.Bool("ulysses_kv_replication", j.ulysses_kv_replication);
 }
 
+void ReadAttention(CheckedObject& root, JobSpec& j) {
+  const std::string name =
+      root.Enum("attention_backend", {"te-cudnn", "flash2", "flash3"}, Name(j.attention_backend));
+  if (const auto b = ParseAttentionBackend(name)) j.attention_backend = *b;
+}
+
 // Rules between fields; run only when every field is valid on its own (so
 // list indices match the file's).
 void CheckJobRules(const JobSpec& j, JsonErrors& errors) {
@@ -169,6 +175,7 @@ Result<JobSpec> ParseJob(const json& input, const std::string& file) {
   ReadChoices(root, j);
   j.orders = ReadOrders(root, j.orders);
   ReadMoeOptions(root, j);
+  ReadAttention(root, j);
   root.Finish();
 
   if (errors.empty()) CheckJobRules(j, errors);

@@ -131,6 +131,7 @@ json ToJson(const JobSpec& j) {
       {"tp_overlap", OneOrList(j.tp_overlap, flag)},
       {"cuda_graphs", OneOrList(j.cuda_graphs, [](CudaGraphs g) { return json(Name(g)); })},
       {"ulysses_kv_replication", j.ulysses_kv_replication},
+      {"attention_backend", Name(j.attention_backend)},
       {"world_size", j.world_size},
       {"gpus_per_domain", j.gpus_per_domain},
   };

@@ -115,6 +115,19 @@ const char* Fp8Recipe(Precision p) {
   return "";
 }
 
+// Megatron's --attention-backend (its AttnBackend) for the job's backend:
+// `fused` is Transformer Engine's fused attention (cuDNN), `flash` its
+// FlashAttention path (FlashAttention-2, or FlashAttention-3 where that
+// package is installed on Hopper).
+const char* MegatronAttentionBackend(AttentionBackend b) {
+  switch (b) {
+    case AttentionBackend::kTeCudnn: return "fused";
+    case AttentionBackend::kFlash2:
+    case AttentionBackend::kFlash3: return "flash";
+  }
+  return "";
+}
+
 // What Megatron cannot run as planned, or "".
 std::string Inexpressible(const Layout& l, const ExportContext& ctx) {
   // Megatron-Core runs 1F1B, and interleaved 1F1B from the vpp flags below.
@@ -149,6 +162,9 @@ void RecipeArgs(const Layout& l, const ExportContext& ctx, bool moe, std::vector
     args->push_back("--overlap-grad-reduce");
   }
   args->push_back("--bf16");
+  if (ctx.job) {
+    args->push_back(std::string("--attention-backend ") + MegatronAttentionBackend(ctx.job->attention_backend));
+  }
   if (IsFp8(l.precision)) {
     args->push_back("--fp8-format hybrid");
     args->push_back(std::string("--fp8-recipe ") + Fp8Recipe(l.precision));
@@ -260,6 +276,10 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
   if (!ctx.model) {
     out += "# no model given: not checked against one (heads, KV heads and FFN widths by tp, experts by ep, "
            "the pipeline split); the MoE flags assume an MoE model\n";
+  }
+  if (ctx.job && ctx.job->attention_backend == AttentionBackend::kFlash3) {
+    out += "# attention flash3: FlashAttention-3 must be installed; Transformer Engine's flash path "
+           "(--attention-backend flash) runs it on Hopper\n";
   }
   if (moe && ctx.job && ctx.job->capacity_factor <= 0 && ctx.job->routing_imbalance <= 1.0) {
     out += "# the plan assumes perfectly balanced routing (routing_imbalance 1): Megatron's benchmark mode\n";

@@ -303,6 +303,18 @@ std::string PrecisionProblem(const GpuSpec& gpu, Precision p) {
   }
   return "";
 }
+std::string AttentionBackendProblem(const GpuSpec& gpu, const ModelSpec& model, AttentionBackend backend) {
+  if (backend == AttentionBackend::kFlash3 && gpu.architecture != GpuArchitecture::kHopper) {
+    return "flash3 (FlashAttention-3) runs on Hopper only (" + gpu.name + " is " + Name(gpu.architecture) +
+           "); use te-cudnn or flash2";
+  }
+  if (backend == AttentionBackend::kFlash2 && model.head_dim != model.v_head_dim()) {
+    return "flash2 (FlashAttention-2) needs equal q/k and v head dims, and model " + model.name + " has " +
+           Str(model.head_dim) + " and " + Str(model.v_head_dim()) + "; use te-cudnn" +
+           (gpu.architecture == GpuArchitecture::kHopper ? " or flash3" : "");
+  }
+  return "";
+}
 bool A2aOverlapAllowed(const ModelSpec& m, const Layout& l) { return A2aOverlapIssue(m, l) == A2aIssue::kNone; }
 std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l) {
   switch (A2aOverlapIssue(m, l)) {

@@ -104,6 +104,12 @@ std::string ScheduleProblem(int global_batch, const Layout& l);
 bool ScheduleFits(int global_batch, const Layout& l);              // ScheduleProblem(...).empty(), fast
 // "" when the GPU runs the recipe, else why not.
 std::string PrecisionProblem(const GpuSpec& gpu, Precision precision);
+// "" when the GPU and the model can run the attention backend, else why
+// not: FlashAttention-3 is written for Hopper (its kernels use Hopper's
+// wgmma and TMA), and FlashAttention-2 needs equal q/k and v head dims
+// (MLA's differ; Transformer Engine disables it there). Not a layout rule:
+// the backend is the job's, so the inputs are refused (cli/commands.cc).
+std::string AttentionBackendProblem(const GpuSpec& gpu, const ModelSpec& model, AttentionBackend backend);
 // "" when the layout may overlap its EP all-to-all (Megatron's
 // --overlap-moe-expert-parallel-comm checks), else why not.
 std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l);

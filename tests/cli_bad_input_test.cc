@@ -105,6 +105,31 @@ TEST_CASE("a recipe's unrunnable precision names the field that set it") {
               "foldplan: precision mxfp8 (--precision) " + why);
 }
 
+// The attention backend: a name it does not know is usage (2); one the
+// GPU or the model cannot run is an invalid input (1), naming the field or
+// flag that set it. FlashAttention-3 is Hopper's; FlashAttention-2 cannot
+// run MLA's unequal head dims.
+TEST_CASE("an attention backend the GPU or the model cannot run names its origin") {
+  ExpectUsage("plan --attention-backend flash",
+              "foldplan: --attention-backend: expected one of te-cudnn, flash2, flash3, found \"flash\"\n");
+  ExpectError("plan --cluster b200-dgx-32n --attention-backend flash3",
+              "foldplan: attention_backend flash3 (--attention-backend) on cluster b200-dgx-32n: flash3 "
+              "(FlashAttention-3) runs on Hopper only (B200 SXM is blackwell); use te-cudnn or flash2\n");
+  ExpectError("explain --cluster gb200-nvl72-4r --job tests/data/cli/job_flash3.json --layout tp=1",
+              "foldplan: attention_backend flash3 (tests/data/cli/job_flash3.json: /attention_backend) on cluster "
+              "gb200-nvl72-4r: flash3 (FlashAttention-3) runs on Hopper only");
+  ExpectError("enumerate --model deepseek-v3 --attention-backend flash2",
+              "foldplan: attention_backend flash2 (--attention-backend) on cluster h100-dgx-16n: flash2 "
+              "(FlashAttention-2) needs equal q/k and v head dims, and model deepseek-v3 has 192 and 128; use "
+              "te-cudnn or flash3\n");
+  // What Hopper runs is accepted: flash3 on an H100, flash2 on a GQA model.
+  for (const char* ok : {"enumerate --attention-backend flash3 --limit 1",
+                         "enumerate --model mixtral-8x7b --attention-backend flash2 --limit 1"}) {
+    const auto r = RunFoldplan(ok);
+    CHECK_MESSAGE(r.exit_code == 0, ok << ": " << r.err);
+  }
+}
+
 // A candidate given twice in a list flag, an alias included (fp8 is
 // fp8-tensorwise, flex is deepep), would be searched twice: refused as the
 // job reader refuses a repeat in a job file, naming the flag; exit 2.

@@ -151,8 +151,10 @@ TEST_CASE("a measured point replaces the shipped rate at exactly its shape") {
   CHECK(p->GroupedGemmFlopsPerS(8, 1024, 2048, 2048) == H200().GroupedGemmFlopsPerS(8, 1024, 2048, 2048));
   CHECK(p->GemmFlopsPerS(4096, 28672, 4096, Precision::kBF16) ==
         H200().GemmFlopsPerS(4096, 28672, 4096, Precision::kBF16));
-  CHECK(p->AttentionFlopsPerS(4096, 16, 16, 128, true) ==
-        H200().AttentionFlopsPerS(4096, 16, 16, 128, true));
+  const AttentionKernel k{4096, 16, 16, 128, 128, true};
+  for (AttentionBackend b : {AttentionBackend::kTeCudnn, AttentionBackend::kFlash2, AttentionBackend::kFlash3}) {
+    CHECK(p->AttentionFlopsPerS(b, k, true) == H200().AttentionFlopsPerS(b, k, true));
+  }
 }
 
 TEST_CASE("on another GPU the shipped rates are scaled and the measured ones are not") {

@@ -108,18 +108,21 @@ TEST_CASE("grouped GEMM: measured point exact, linear in log(experts) between co
 
 TEST_CASE("attention: measured points, repeated points averaged, fewer heads at equal grid") {
   const ComputeProfile& p = H200();
-  // 32 / 32 heads, d 128, S 8192: forward 305.69, forward+backward 277.72.
-  CHECK(p.AttentionFlopsPerS(8192, 32, 32, 128, false) == Close(305.68618450473764 * T));
-  CHECK(p.AttentionFlopsPerS(8192, 32, 32, 128, true) == Close(277.72306136029107 * T));
-  // 8 / 8 heads at S 2048 was measured twice (88.16 and 102.93): the mean.
-  const double mean = (88.15614599184114 + 102.92770283801148) / 2;
-  CHECK(p.AttentionFlopsPerS(2048, 8, 8, 128, false) == Close(mean * T));
+  const AttentionBackend fa2 = AttentionBackend::kFlash2;
+  auto kernel = [](double seq, int heads, int kv) { return AttentionKernel{seq, heads, kv, 128, 128, true}; };
+  // FlashAttention-2, 32 / 32 heads, d 128, S 8192: forward 319.79, forward+backward 287.24.
+  CHECK(p.AttentionFlopsPerS(fa2, kernel(8192, 32, 32), false) == Close(319.79205294731383 * T));
+  CHECK(p.AttentionFlopsPerS(fa2, kernel(8192, 32, 32), true) == Close(287.24211963909346 * T));
+  // 8 / 8 heads at S 2048 was measured twice (134.96 and 133.25): the mean.
+  const double mean = (134.9600072818804 + 133.25165532613792) / 2;
+  CHECK(p.AttentionFlopsPerS(fa2, kernel(2048, 8, 8), false) == Close(mean * T));
   // 4 heads over 4096 tokens: the same number of query blocks as 8 heads
-  // over 2048, the smallest measured head count.
-  CHECK(p.AttentionFlopsPerS(4096, 4, 4, 128, false) == p.AttentionFlopsPerS(2048, 8, 8, 128, false));
+  // over 2048, the smallest measured head count (faster than half the
+  // 8-head rate at 4096, (173.81 + 171.35) / 4 = 86.3, the bound).
+  CHECK(p.AttentionFlopsPerS(fa2, kernel(4096, 4, 4), false) == p.AttentionFlopsPerS(fa2, kernel(2048, 8, 8), false));
   // Beyond the longest measured sequence the rate is held.
-  CHECK(p.AttentionFlopsPerS(1 << 20, 32, 32, 128, false) ==
-        p.AttentionFlopsPerS(65536, 32, 32, 128, false));
+  CHECK(p.AttentionFlopsPerS(fa2, kernel(1 << 20, 32, 32), false) ==
+        p.AttentionFlopsPerS(fa2, kernel(65536, 32, 32), false));
 }
 
 TEST_CASE("scaling to another GPU multiplies by the peak and HBM ratios") {
@@ -139,8 +142,10 @@ TEST_CASE("scaling to another GPU multiplies by the peak and HBM ratios") {
         Close(fp8 * p.GemmFlopsPerS(1536, 28672, 4096, Precision::kFP8Tensorwise)));
   CHECK(s.GroupedGemmFlopsPerS(8, 256, 7168, 4096) ==
         Close(bf16 * p.GroupedGemmFlopsPerS(8, 256, 7168, 4096)));
-  CHECK(s.AttentionFlopsPerS(8192, 32, 32, 128, true) ==
-        Close(bf16 * p.AttentionFlopsPerS(8192, 32, 32, 128, true)));
+  for (AttentionBackend b : {AttentionBackend::kTeCudnn, AttentionBackend::kFlash2, AttentionBackend::kFlash3}) {
+    const AttentionKernel k{8192, 32, 32, 128, 128, true};
+    CHECK(s.AttentionFlopsPerS(b, k, true) == Close(bf16 * p.AttentionFlopsPerS(b, k, true)));
+  }
   CHECK(s.copy_gb_per_s() == Close(hbm * p.copy_gb_per_s()));
   CHECK(s.PermuteGbPerS(1e8) == Close(hbm * p.PermuteGbPerS(1e8)));
   // Scaling is relative to the profiled GPU: it does not compound.
@@ -241,13 +246,16 @@ TEST_CASE("GEMM parts: forward = FLOPs / rate at the shape, backward = 2 x forwa
 
 TEST_CASE("attention core: backward is the measured forward+backward time less the forward") {
   // llama3-70b, tp 8: 8 heads of 128 over 4096 tokens (GQA 1 KV head per rank);
-  // F = 8 x 4096^2 x 256. fwd = F / r_fwd; fwd+bwd = 3.5 F / r_fb.
+  // F = 8 x 4096^2 x 256. fwd = F / r_fwd; fwd+bwd = 3.5 F / r_fb, the job's
+  // backend's rates (te-cudnn, the default).
   ModelSetup s("llama3-70b");
   const ComputeProfile& p = H200();
+  REQUIRE(s.job.attention_backend == AttentionBackend::kTeCudnn);
   const ComputeTimes t = ComputeLayerTimes(ComputeLayout(8, 1, 1), s.ctx);
   const double f = 8.0 * 4096 * 4096 * 256;
-  const double fwd_s = f / p.AttentionFlopsPerS(4096, 8, 1, 128, false);
-  const double both_s = 3.5 * f / p.AttentionFlopsPerS(4096, 8, 1, 128, true);
+  const AttentionKernel k{4096, 8, 1, 128, 128, true};
+  const double fwd_s = f / p.AttentionFlopsPerS(AttentionBackend::kTeCudnn, k, false);
+  const double both_s = 3.5 * f / p.AttentionFlopsPerS(AttentionBackend::kTeCudnn, k, true);
   CHECK(t.dense_layer.attention_core.fwd_flops == f);
   CHECK(t.dense_layer.attention_core.fwd_s == Close(fwd_s));
   CHECK(t.dense_layer.attention_core.bwd_s == Close(both_s - fwd_s));

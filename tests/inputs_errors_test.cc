@@ -279,6 +279,12 @@ TEST_CASE("bad job recipe fields name the field") {
   CHECK(JobError([](json& j) { j["dispatcher"] = "nccl"; }) ==
         "edited.json: /dispatcher: expected one of alltoall, allgather, deepep (alias flex), hybridep "
         "(not a dispatcher), found the string \"nccl\"");
+  CHECK(JobError([](json& j) { j["attention_backend"] = "flash"; }) ==
+        "edited.json: /attention_backend: expected one of \"te-cudnn\", \"flash2\", \"flash3\", found the "
+        "string \"flash\"");
+  CHECK(JobError([](json& j) { j["attention_backend"] = {"flash2"}; }) ==
+        "edited.json: /attention_backend: expected one of \"te-cudnn\", \"flash2\", \"flash3\", found an array "
+        "[\"flash2\"]");
   CHECK(JobError([](json& j) { j["a2a_overlap"] = {true, "yes"}; }) ==
         "edited.json: /a2a_overlap/1: expected a boolean, found the string \"yes\"");
   CHECK(JobError([](json& j) { j["fsdp"] = {true, true}; }) ==

@@ -53,3 +53,22 @@ TEST_CASE("a job's pipeline schedules round-trip; a job that names none writes n
   REQUIRE_MESSAGE(back.ok(), back.status().message());
   CHECK(back->pipeline_schedules == job.pipeline_schedules);
 }
+
+TEST_CASE("a job's attention backend round-trips; te-cudnn when the file names none") {
+  JobSpec job;
+  CHECK(job.attention_backend == AttentionBackend::kTeCudnn);
+  CHECK(ToJson(job)["attention_backend"] == "te-cudnn");
+  for (AttentionBackend b : {AttentionBackend::kTeCudnn, AttentionBackend::kFlash2, AttentionBackend::kFlash3}) {
+    job.attention_backend = b;
+    const nlohmann::json written = ToJson(job);
+    CHECK(written["attention_backend"] == Name(b));
+    auto back = ParseJob(written, "round-trip");
+    REQUIRE_MESSAGE(back.ok(), back.status().message());
+    CHECK(back->attention_backend == b);
+  }
+  nlohmann::json none = ToJson(JobSpec{});
+  none.erase("attention_backend");
+  auto read = ParseJob(none, "no-field");
+  REQUIRE_MESSAGE(read.ok(), read.status().message());
+  CHECK(read->attention_backend == AttentionBackend::kTeCudnn);
+}

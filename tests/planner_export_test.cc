@@ -201,6 +201,25 @@ TEST_CASE("export megatron: default order, tp-pp-dp order, odd orders") {
   }
 }
 
+TEST_CASE("export megatron names the job's attention backend") {
+  // Megatron's --attention-backend: fused (Transformer Engine's cuDNN
+  // attention) for te-cudnn, flash for flash2 and flash3; nothing without
+  // a job (nothing was planned with one).
+  const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1));
+  JobSpec job = testing::MakeJob();
+  CHECK(job.attention_backend == AttentionBackend::kTeCudnn);
+  const std::pair<AttentionBackend, const char*> flags[] = {{AttentionBackend::kTeCudnn, "fused"},
+                                                            {AttentionBackend::kFlash2, "flash"},
+                                                            {AttentionBackend::kFlash3, "flash"}};
+  for (const auto& [backend, flag] : flags) {
+    job.attention_backend = backend;
+    const std::string args = Export(m, ExportFormat::kMegatron, {nullptr, nullptr, &job});
+    CHECK(Contains(args, "--bf16 \\\n--attention-backend " + std::string(flag) + " \\\n"));
+    CHECK(Contains(args, "# attention flash3") == (backend == AttentionBackend::kFlash3));
+  }
+  CHECK_FALSE(Contains(Export(m, ExportFormat::kMegatron), "--attention-backend"));
+}
+
 TEST_CASE("export megatron prints MegatronArgs, one per line after its comments") {
   const ModelSpec model = Moe(16, 12);
   const JobSpec job = testing::MakeJob();

@@ -21,6 +21,6 @@ run launch_probe /tmp/launch_probe
 sed -n '/^{/,/^}/p' "$out/launch_probe.txt" >"$out/launch-probe-cuda.json"
 export PYTHONUNBUFFERED=1
 run host_probe python3 "$here/host_probe.py" --out "$out" --parts host
-run attention_probe python3 "$here/host_probe.py" --out "$out" --parts attention \
+run attention_probe python3 "$here/host_probe.py" --out "$out" --parts attention --hold-gpu \
   --attention-seconds "${ATTENTION_SECONDS:-300}"
 echo "== done $(date -u)" | tee -a "$out/commands.txt"

@@ -303,12 +303,27 @@ def attention_flops(heads, s, d_qk, d_v, causal):
     return full / 2 if causal else full
 
 
+# --hold-gpu: each timed attention call starts behind a 20 ms spin kernel, so
+# that the call's host time (Python, SDPA's dispatch, autograd) overlaps it
+# and the events time the GPU work alone. Without it an event pair around a
+# call on an idle GPU also times the host until the first kernel starts:
+# 65-130 us forward on the H200, most of a short call
+# (bench/results/h200-attention-held-2026-12-04).
+HOLD_GPU = False
+
+
+def timed(fn):
+    if HOLD_GPU:
+        hold_gpu(20)
+    return gpu_seconds(fn)
+
+
 def time_call(fn, budget_s=0.25, max_reps=10, min_reps=3):
     fn()  # warm-up (and the first call's setup)
     torch.cuda.synchronize()
-    first = gpu_seconds(fn)
+    first = timed(fn)
     reps = max(min_reps, min(max_reps, int(budget_s / max(first, 1e-6))))
-    return median([first] + [gpu_seconds(fn) for _ in range(reps - 1)])
+    return median([first] + [timed(fn) for _ in range(reps - 1)])
 
 
 def attention_case(backend, heads, kv_heads, s, d_qk, d_v, causal):
@@ -360,10 +375,14 @@ def attention_case(backend, heads, kv_heads, s, d_qk, d_v, causal):
 def attention_part(out, deadline):
     from torch.nn.attention import SDPBackend
     path = os.path.join(out, "attention-h200.json")
+    method = ("median of 3-10 CUDA-event-timed calls after one warm-up (as many as fit 0.25 s); "
+              "random normal bf16 inputs, batch 1, [B, H, S, D] layout; FLOPs: causal forward "
+              "heads S^2 (d_qk + d_v), non-causal twice that, forward + backward 3.5 x forward")
+    if HOLD_GPU:
+        method += ("; each timed call after a 20 ms spin kernel (hold_gpu), so that the events time the GPU "
+                   "work alone, not the host time of the call")
     result = {"environment": environment(),
-              "method": "median of 3-10 CUDA-event-timed calls after one warm-up (as many as fit 0.25 s); "
-                        "random normal bf16 inputs, batch 1, [B, H, S, D] layout; FLOPs: causal forward "
-                        "heads S^2 (d_qk + d_v), non-causal twice that, forward + backward 3.5 x forward",
+              "method": method,
               "flash": [], "cudnn": [], "errors": []}
     backends = (("flash", SDPBackend.FLASH_ATTENTION), ("cudnn", SDPBackend.CUDNN_ATTENTION))
     cases = [(h, kv, s, 128, 128, True) for (h, kv, s) in SHORT + TABLE]
@@ -390,7 +409,11 @@ def main():
     p.add_argument("--parts", default="host,attention")
     p.add_argument("--attention-seconds", type=float, default=300,
                    help="stop starting attention cases after this many seconds")
+    p.add_argument("--hold-gpu", action="store_true",
+                   help="time each attention call behind a spin kernel: the GPU work alone (HOLD_GPU)")
     args = p.parse_args()
+    global HOLD_GPU
+    HOLD_GPU = args.hold_gpu
     os.makedirs(args.out, exist_ok=True)
     torch.backends.cuda.matmul.allow_tf32 = False
     parts = args.parts.split(",")
