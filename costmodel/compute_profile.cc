@@ -28,12 +28,12 @@ constexpr double kMinPositive = 1e-12;
 
 // Free-text fields of the root (the measurement's provenance).
 constexpr std::initializer_list<const char*> kInformational = {
-    "description", "source", "notes", "method", "torch", "date", "attention_notes"};
+    "description", "source", "notes", "method", "torch", "date", "attention_notes", "gemm_notes"};
 // Every field the root may have.
 constexpr std::initializer_list<const char*> kRootFields = {
     "schema", "description", "source", "notes", "method", "torch", "date", "gpu",
     "peak_bf16_tflops", "peak_fp8_tflops", "hbm_tb_per_s", "d2d_copy_gbps", "gemm_bf16",
-    "gemm_fp8", "grouped_gemm_bf16", "attention", "attention_cudnn", "attention_notes", "permute_copy"};
+    "gemm_fp8", "grouped_gemm_bf16", "attention", "attention_cudnn", "attention_notes", "gemm_notes", "permute_copy"};
 
 using Points = std::vector<std::pair<double, double>>;  // (x, rate)
 

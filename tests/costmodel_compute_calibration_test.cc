@@ -28,7 +28,7 @@ const std::string kFixture = FOLDPLAN_TEST_DATA_DIR "/inputs/measurements_comput
 constexpr double kUpTflops = 610.8397932088889;    // 2 x 8 x 4096 x 2048 x 2048 / 0.45 ms
 constexpr double kDownTflops = 528.6113595076923;  // 2 x 8 x 4096 x 2048 x 1024 / 0.26 ms
 // The shipped H200 rate of OLMoE's grouped up-proj, 8 experts of 4096 tokens.
-constexpr double kShippedUpTflops = 577.0090912554572;
+constexpr double kShippedUpTflops = 712.7393709951873;
 
 nlohmann::json FixtureJson() { return ParseJsonFile(kFixture).value(); }
 

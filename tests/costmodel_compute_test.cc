@@ -47,54 +47,54 @@ TEST_CASE("the shipped profile loads, from its default path too") {
 }
 
 TEST_CASE("a GEMM at a measured point returns the measured rate exactly") {
-  // mixtral-8x7b up_glu: M 1024, K 4096, N 28672 measured 725.361... TFLOP/s.
-  CHECK(H200().GemmFlopsPerS(1024, 28672, 4096, Precision::kBF16) == Close(725.3611869884774 * T));
-  // mixtral-8x7b down: M 1024, K 14336, N 4096 measured 656.321...
-  CHECK(H200().GemmFlopsPerS(1024, 4096, 14336, Precision::kBF16) == Close(656.3214279787567 * T));
-  // fp8 up_glu at the same point: 1115.33.
-  CHECK(H200().GemmFlopsPerS(1024, 28672, 4096, Precision::kFP8Tensorwise) == Close(1115.3276340436937 * T));
+  // mixtral-8x7b up_glu: M 1024, K 4096, N 28672 measured 771.762... TFLOP/s.
+  CHECK(H200().GemmFlopsPerS(1024, 28672, 4096, Precision::kBF16) == Close(771.7622443475088 * T));
+  // mixtral-8x7b down: M 1024, K 14336, N 4096 measured 773.748...
+  CHECK(H200().GemmFlopsPerS(1024, 4096, 14336, Precision::kBF16) == Close(773.7484892371485 * T));
+  // fp8 up_glu at the same point: 1332.42.
+  CHECK(H200().GemmFlopsPerS(1024, 28672, 4096, Precision::kFP8Tensorwise) == Close(1332.4220755728297 * T));
 }
 
 TEST_CASE("between measured M the rate is linear in log M") {
   // M 1536 lies t = log(1536/1024) / log(2) = 0.58496 of the way from M 1024
-  // (725.36) to M 2048 (756.23): 725.36 + t x 30.87 = 743.42 TFLOP/s.
+  // (771.76) to M 2048 (781.92): 771.76 + t x 10.16 = 777.70 TFLOP/s.
   const double t = std::log(1.5) / std::log(2.0);
-  const double expected = 725.3611869884774 + t * (756.2322929939437 - 725.3611869884774);
+  const double expected = 771.7622443475088 + t * (781.9186449135474 - 771.7622443475088);
   const double rate = H200().GemmFlopsPerS(1536, 28672, 4096, Precision::kBF16);
   CHECK(rate == Close(expected * T));
-  CHECK(rate > 725.36 * T);
-  CHECK(rate < 756.24 * T);
+  CHECK(rate > 771.76 * T);
+  CHECK(rate < 781.92 * T);
 }
 
 TEST_CASE("outside the measured M: time held below, rate held above") {
-  // Below M 64 (189.88 TFLOP/s) the GEMM is bound by reading its weights:
+  // Below M 64 (244.54 TFLOP/s) the GEMM is bound by reading its weights:
   // M 32 takes as long as M 64, so it runs at half the rate.
-  CHECK(H200().GemmFlopsPerS(32, 28672, 4096, Precision::kBF16) == Close(189.87956830732426 / 2 * T));
-  // Above M 32768 (687.59) the rate stays.
-  CHECK(H200().GemmFlopsPerS(1 << 20, 28672, 4096, Precision::kBF16) == Close(687.5876929737001 * T));
+  CHECK(H200().GemmFlopsPerS(32, 28672, 4096, Precision::kBF16) == Close(244.54037376312291 / 2 * T));
+  // Above M 32768 (717.45) the rate stays.
+  CHECK(H200().GemmFlopsPerS(1 << 20, 28672, 4096, Precision::kBF16) == Close(717.4464007446029 * T));
 }
 
 TEST_CASE("an unmeasured (N, K) uses the nearest measured shape in log space") {
   // N 28000, K 4000 is nearest to mixtral-8x7b up_glu (28672, 4096).
-  CHECK(H200().GemmFlopsPerS(1024, 28000, 4000, Precision::kBF16) == Close(725.3611869884774 * T));
+  CHECK(H200().GemmFlopsPerS(1024, 28000, 4000, Precision::kBF16) == Close(771.7622443475088 * T));
 }
 
 TEST_CASE("FP8 without an FP8 point: BF16 x the nearest both-precision shape's FP8/BF16 ratio") {
   // mixtral-8x7b down (N 4096, K 14336) has no FP8 points. The nearest shape
   // measured in both is deepseek-v3-moe up_glu (N 4096, K 7168; log distance
-  // log 2), at M 1024: 813.44 / 515.94. So FP8 = 656.32 x 813.44 / 515.94.
-  const double expected = 656.3214279787567 * 813.4408129607784 / 515.9385444893474;
+  // log 2), at M 1024: 1308.53 / 743.29. So FP8 = 773.75 x 1308.53 / 743.29.
+  const double expected = 773.7484892371485 * 1308.5293894775025 / 743.2944019469293;
   CHECK(H200().GemmFlopsPerS(1024, 4096, 14336, Precision::kFP8Tensorwise) == Close(expected * T));
 }
 
 TEST_CASE("grouped GEMM: measured point exact, linear in log(experts) between counts") {
   // deepseek-v3-moe experts K 7168, N 4096, 256 tokens per expert:
-  // 8 experts 512.84, 16 experts 547.87 TFLOP/s.
+  // 8 experts 668.34, 16 experts 690.13 TFLOP/s.
   const ComputeProfile& p = H200();
-  CHECK(p.GroupedGemmFlopsPerS(8, 256, 7168, 4096) == Close(512.8406693784444 * T));
-  // 11 experts: t = log(11/8) / log(2) = 0.4594 -> 512.84 + t x 35.03.
+  CHECK(p.GroupedGemmFlopsPerS(8, 256, 7168, 4096) == Close(668.3436323655973 * T));
+  // 11 experts: t = log(11/8) / log(2) = 0.4594 -> 668.34 + t x 21.79.
   const double t = std::log(11.0 / 8) / std::log(2.0);
-  const double expected = 512.8406693784444 + t * (547.8673963541581 - 512.8406693784444);
+  const double expected = 668.3436323655973 + t * (690.1288127700335 - 668.3436323655973);
   CHECK(p.GroupedGemmFlopsPerS(11, 256, 7168, 4096) == Close(expected * T));
   // One expert is a plain GEMM.
   CHECK(p.GroupedGemmFlopsPerS(1, 1024, 7168, 4096) ==
@@ -103,7 +103,7 @@ TEST_CASE("grouped GEMM: measured point exact, linear in log(experts) between co
   const double ratio = p.GemmFlopsPerS(256, 4096, 7168, Precision::kFP8Tensorwise) /
                        p.GemmFlopsPerS(256, 4096, 7168, Precision::kBF16);
   CHECK(p.GroupedGemmFlopsPerS(8, 256, 7168, 4096, Precision::kFP8Tensorwise) ==
-        Close(512.8406693784444 * T * ratio));
+        Close(668.3436323655973 * T * ratio));
 }
 
 TEST_CASE("attention: measured points, repeated points averaged, fewer heads at equal grid") {
@@ -156,8 +156,8 @@ TEST_CASE("scaling to another GPU multiplies by the peak and HBM ratios") {
   GpuSpec h100_gpu = h100.gpu;
   h100_gpu.hbm_tb_per_s = 3.35;
   const ComputeProfile h = p.ScaledTo(h100_gpu);
-  CHECK(h.GemmFlopsPerS(1024, 28672, 4096, Precision::kBF16) == Close(725.3611869884774 * T));
-  CHECK(h.GemmFlopsPerS(1024, 28672, 4096, Precision::kFP8Tensorwise) == Close(725.3611869884774 * T));
+  CHECK(h.GemmFlopsPerS(1024, 28672, 4096, Precision::kBF16) == Close(771.7622443475088 * T));
+  CHECK(h.GemmFlopsPerS(1024, 28672, 4096, Precision::kFP8Tensorwise) == Close(771.7622443475088 * T));
   CHECK(h.copy_gb_per_s() == Close(4224.003837367019 * 3.35 / 4.8));
 }
 
