@@ -151,21 +151,21 @@ const std::vector<Expected>& Table() {
        false},
       {"qwen3-235b-gb200-tp1-pp8-ep8", "gb200-nvl72-4r", 256, 64, "qwen3-235b-a22b", 4096, 8192,
        "tp=1,cp=1,pp=8,vpp=1,ep=8,etp=1,mbs=1,recompute=none,dispatcher=hybridep,a2a_overlap=0,precision=bf16,"
-       "fsdp=0",
+       "fsdp=0,cuda_graphs=attn+moe_router+moe_preprocess",
        false},
       {"qwen3-235b-gb200-tp1-pp4-vpp6-ep64-mxfp8-offload", "gb200-nvl72-4r", 256, 64, "qwen3-235b-a22b", 4096,
        3072,
        "tp=1,cp=1,pp=4,vpp=6,ep=64,etp=1,mbs=3,recompute=none,dispatcher=hybridep,a2a_overlap=0,"
-       "precision=mxfp8,fsdp=0",
+       "precision=mxfp8,fsdp=0,cuda_graphs=attn+moe_router+moe_preprocess",
        true},
       {"qwen3-235b-gb200-seq128k-tp4-cp4-pp4-vpp12-ep32-mxfp8", "gb200-nvl72-4r", 128, 64, "qwen3-235b-a22b",
        131072, 1024,
        "tp=4,cp=4,pp=4,vpp=12,ep=32,etp=1,mbs=1,cp_style=ring,recompute=moe,dispatcher=hybridep,a2a_overlap=0,"
-       "precision=mxfp8,fsdp=0",
+       "precision=mxfp8,fsdp=0,cuda_graphs=attn+moe_router+moe_preprocess",
        false},
       {"qwen3-235b-gb300-tp1-pp1-ep64-mxfp8", "gb300-nvl72-4r", 64, 64, "qwen3-235b-a22b", 4096, 8192,
        "tp=1,cp=1,pp=1,vpp=1,ep=64,etp=1,mbs=1,recompute=none,dispatcher=hybridep,a2a_overlap=0,"
-       "precision=mxfp8,fsdp=0",
+       "precision=mxfp8,fsdp=0,cuda_graphs=moe_router+moe_preprocess",
        false},
       {"deepseek-v3-gb200-tp1-pp8-vpp4-ep32-mxfp8", "gb200-nvl72-4r", 256, 64, "deepseek-v3", 4096, 2048,
        "tp=1,cp=1,pp=8,vpp=4,ep=32,etp=1,mbs=1,recompute=mla_up_proj+moe_act+layernorm,dispatcher=hybridep,a2a_overlap=0,"
@@ -250,7 +250,7 @@ TEST_CASE("every shipped recipe loads, by name and by path, and what it names re
   }
 }
 
-TEST_CASE("the shipped recipes carry recipes.md section 2") {
+TEST_CASE("the shipped recipes carry recipes.md section 2, and section 4's CUDA graphs where a preset states them") {
   for (const Expected& e : Table()) {
     CAPTURE(e.name);
     const RecipeSpec r = MustLoadRecipe(e.name);
