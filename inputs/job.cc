@@ -10,6 +10,48 @@ namespace {
 constexpr std::array<const char*, kRecomputeModuleCount> kModuleNames = {
     "core_attn", "moe_act", "layernorm", "mla_up_proj", "mlp", "moe", "shared_experts"};
 
+constexpr std::array<const char*, kCudaGraphModuleCount> kCudaGraphModuleNames = {
+    "attn", "mlp", "moe", "moe_router", "moe_preprocess"};
+
+// A set of Megatron's module names joined with '+', in `names`' order.
+template <size_t N>
+std::string JoinModules(uint32_t mask, const std::array<const char*, N>& names) {
+  std::string out;
+  for (size_t i = 0; i < N; ++i) {
+    if ((mask >> i) & 1u) out += (out.empty() ? "" : "+") + std::string(names[i]);
+  }
+  return out;
+}
+
+// '+'-joined module names, each once, as a bit set (bit i: names[i]);
+// `expected` heads the list of accepted names in the error.
+template <size_t N>
+Result<uint32_t> ParseModules(std::string_view text, const std::array<const char*, N>& names,
+                              const char* expected) {
+  uint32_t mask = 0;
+  size_t start = 0;
+  while (start <= text.size()) {
+    size_t plus = text.find('+', start);
+    if (plus == std::string_view::npos) plus = text.size();
+    const std::string_view token = text.substr(start, plus - start);
+    int found = -1;
+    for (size_t i = 0; i < N; ++i) {
+      if (token == names[i]) found = static_cast<int>(i);
+    }
+    if (found < 0) {
+      std::string modules;
+      for (const char* m : names) modules += (modules.empty() ? "" : ", ") + std::string(m);
+      return Status::Error(
+          (token.empty() ? std::string("an empty module") : "unknown module \"" + std::string(token) + "\"") +
+          "; expected " + expected + ", or '+'-joined modules from " + modules);
+    }
+    if ((mask >> found) & 1u) return Status::Error("module \"" + std::string(token) + "\" given twice");
+    mask |= 1u << found;
+    start = plus + 1;
+  }
+  return mask;
+}
+
 std::string NameOf(const int& v) { return std::to_string(v); }
 std::string NameOf(const bool& v) { return v ? "true" : "false"; }
 std::string NameOf(const std::string& v) { return v; }
@@ -59,49 +101,19 @@ std::string Name(Recompute r) {
   if (r.none()) return "none";
   if (r.full()) return "full";
   if (r == Recompute::Selective()) return "selective";
-  std::string out;
-  for (int i = 0; i < kRecomputeModuleCount; ++i) {
-    if (r.has(RecomputeModule(i))) out += (out.empty() ? "" : "+") + std::string(kModuleNames[i]);
-  }
-  return out;
+  return JoinModules(r.modules(), kModuleNames);
 }
 
 Result<Recompute> ParseRecompute(std::string_view text) {
   if (text == "none") return Recompute::None();
   if (text == "full") return Recompute::Full();
   if (text == "selective") return Recompute::Selective();
-  Recompute r;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t plus = text.find('+', start);
-    if (plus == std::string_view::npos) plus = text.size();
-    const std::string_view token = text.substr(start, plus - start);
-    int found = -1;
-    for (int i = 0; i < kRecomputeModuleCount; ++i) {
-      if (token == kModuleNames[i]) found = i;
-    }
-    if (found < 0) {
-      std::string modules;
-      for (const char* m : kModuleNames) modules += (modules.empty() ? "" : ", ") + std::string(m);
-      return Status::Error(
-          (token.empty() ? std::string("an empty module") : "unknown module \"" + std::string(token) + "\"") +
-          "; expected none, selective, full, or '+'-joined modules from " + modules);
-    }
-    if (r.has(RecomputeModule(found))) {
-      return Status::Error("module \"" + std::string(token) + "\" given twice");
-    }
-    r = r.With(RecomputeModule(found));
-    start = plus + 1;
-  }
-  return r;
+  Result<uint32_t> mask = ParseModules(text, kModuleNames, "none, selective, full");
+  if (!mask.ok()) return mask.status();
+  return Recompute::Modules(mask.value());
 }
 
-namespace {
-constexpr const char* kCudaGraphModuleNames[kCudaGraphModuleCount] = {"attn", "mlp", "moe", "moe_router",
-                                                                       "moe_preprocess"};
-}  // namespace
-
-const char* Name(CudaGraphModule m) { return kCudaGraphModuleNames[static_cast<int>(m)]; }
+const char* Name(CudaGraphModule m) { return kCudaGraphModuleNames[static_cast<size_t>(m)]; }
 
 std::string Name(CudaGraphs g) {
   switch (g.scope()) {
@@ -110,41 +122,19 @@ std::string Name(CudaGraphs g) {
     case CudaGraphs::Scope::kFullIteration: return "full_iteration";
     case CudaGraphs::Scope::kModules: break;
   }
-  std::string out;
-  for (int i = 0; i < kCudaGraphModuleCount; ++i) {
-    if ((g.modules() >> i) & 1u) out += (out.empty() ? "" : "+") + std::string(kCudaGraphModuleNames[i]);
-  }
-  return out;
+  return JoinModules(g.modules(), kCudaGraphModuleNames);
 }
 
 Result<CudaGraphs> ParseCudaGraphs(std::string_view text) {
   if (text == "none") return CudaGraphs::None();
   if (text == "layer") return CudaGraphs::Layer();
   if (text == "full_iteration") return CudaGraphs::FullIteration();
-  uint32_t mask = 0;
-  size_t start = 0;
-  while (start <= text.size()) {
-    size_t plus = text.find('+', start);
-    if (plus == std::string_view::npos) plus = text.size();
-    const std::string_view token = text.substr(start, plus - start);
-    int found = -1;
-    for (int i = 0; i < kCudaGraphModuleCount; ++i) {
-      if (token == kCudaGraphModuleNames[i]) found = i;
-    }
-    if (found < 0) {
-      std::string modules;
-      for (const char* m : kCudaGraphModuleNames) modules += (modules.empty() ? "" : ", ") + std::string(m);
-      return Status::Error(
-          (token.empty() ? std::string("an empty module") : "unknown module \"" + std::string(token) + "\"") +
-          "; expected none, layer, full_iteration, or '+'-joined modules from " + modules);
-    }
-    if ((mask >> found) & 1u) return Status::Error("module \"" + std::string(token) + "\" given twice");
-    mask |= 1u << found;
-    start = plus + 1;
-  }
+  Result<uint32_t> parsed = ParseModules(text, kCudaGraphModuleNames, "none, layer, full_iteration");
+  if (!parsed.ok()) return parsed.status();
+  const uint32_t mask = parsed.value();
   const auto has = [&](CudaGraphModule m) { return ((mask >> int(m)) & 1u) != 0; };
-  // Megatron's argument checks (trainers.md: moe_preprocess only with
-  // moe_router; moe already holds the router and its preprocessing).
+  // Megatron's argument checks: moe_preprocess only with moe_router;
+  // moe already holds the router and its preprocessing.
   if (has(CudaGraphModule::kMoePreprocess) && !has(CudaGraphModule::kMoeRouter)) {
     return Status::Error("moe_preprocess is captured only with moe_router (Megatron's rule)");
   }
