@@ -241,20 +241,18 @@ struct PlacementCache {
   }
 };
 
-// HostWorkOf per thread. Key: what it reads of a layout (host_time.cc):
-// the degrees tp, cp, ep, etp, the CP style and the recipe but FSDP; a
-// family's members share the degrees, so a search meets few keys per
-// family. Bounded: cleared at kMaxEntries (about 400 B each).
+// HostWorkOf per thread, by HostKey (what it reads of a layout: a search's
+// layouts share few keys, since it holds the degrees only as whether they
+// exceed 1). Bounded: cleared at kMaxEntries (about 400 B each).
 class HostWorkMemo {
  public:
   const HostWork& Get(const Layout& l, const CostContext& ctx) {
-    const Key key{l.tp, l.cp, l.ep, l.etp, l.cp_style, l.recompute, l.dispatcher, l.a2a_overlap, l.precision,
-                  l.tp_overlap, l.cuda_graphs};
+    const HostKey key = HostKeyOf(l, *ctx.model);
     if (last_ && last_->first == key) return last_->second;
     auto it = entries_.find(key);
     if (it == entries_.end()) {
       if (entries_.size() >= kMaxEntries) entries_.clear();
-      it = entries_.emplace(key, HostWorkOf(l, ctx)).first;
+      it = entries_.emplace(key, HostWorkOf(key, ctx)).first;
     }
     last_ = &*it;
     return it->second;
@@ -266,32 +264,20 @@ class HostWorkMemo {
 
  private:
   static constexpr size_t kMaxEntries = 4096;
-  struct Key {
-    int tp, cp, ep, etp;
-    CpStyle cp_style;
-    Recompute recompute;
-    Dispatcher dispatcher;
-    bool a2a_overlap;
-    Precision precision;
-    bool tp_overlap;
-    CudaGraphs cuda_graphs;
-    bool operator==(const Key&) const = default;
-  };
   struct Hash {
-    size_t operator()(const Key& k) const {
-      uint64_t h = Mix(uint64_t(uint32_t(k.tp)) << 32 | uint32_t(k.cp));
-      h = Mix(h ^ (uint64_t(uint32_t(k.ep)) << 32 | uint32_t(k.etp)));
-      const uint64_t recipe = uint64_t(k.cp_style) | uint64_t(k.recompute.full()) << 2 |
-                              uint64_t(k.recompute.modules()) << 3 | uint64_t(k.dispatcher) << 16 |
-                              uint64_t(k.a2a_overlap) << 20 | uint64_t(k.precision) << 21 |
-                              uint64_t(k.tp_overlap) << 25 | uint64_t(k.cuda_graphs.scope()) << 26 |
-                              uint64_t(k.cuda_graphs.modules()) << 28;
-      return static_cast<size_t>(Mix(h ^ recipe));
+    size_t operator()(const HostKey& k) const {
+      const uint64_t flags = uint64_t(k.tp) | uint64_t(k.tp_cp) << 1 | uint64_t(k.ep) << 2 | uint64_t(k.ep_tp) << 3 |
+                             uint64_t(k.etp) << 4 | uint64_t(k.ulysses) << 5 | uint64_t(k.a2a_overlap) << 6 |
+                             uint64_t(k.tp_overlap) << 7 | uint64_t(k.recompute.full()) << 8 |
+                             uint64_t(k.dispatcher) << 9 | uint64_t(k.precision) << 12 |
+                             uint64_t(k.cuda_graphs.scope()) << 16 | uint64_t(k.cuda_graphs.modules()) << 18 |
+                             uint64_t(k.recompute.modules()) << 24;
+      return static_cast<size_t>(
+          Mix64(flags ^ (uint64_t(uint32_t(k.local_experts)) << 32 | uint32_t(k.ring_steps))));
     }
-    static uint64_t Mix(uint64_t x) { return Mix64(x); }
   };
-  std::unordered_map<Key, HostWork, Hash> entries_;
-  const std::pair<const Key, HostWork>* last_ = nullptr;
+  std::unordered_map<HostKey, HostWork, Hash> entries_;
+  const std::pair<const HostKey, HostWork>* last_ = nullptr;
 };
 
 }  // namespace
@@ -599,14 +585,14 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
   thread_local StepWork own;
   StepWork& work = computed ? computed->work : own;
   if (!computed) ComputeWorkOf(layout, pipeline, cached, &own);
-  // A family's members share a compute key's work but not their host's
-  // (CUDA graphs, overlaps): the member's own.
-  if (computed) work.host = HostOf(layout, cached);
   if (!minimise_memory && prune_above < kNoPruning &&
       (computed ? computed->bound_s : PipelineLowerBound(work)) > prune_above) {
     score.pruned = true;
     return score;
   }
+  // A family's members share a compute key's work but not their host's
+  // (CUDA graphs, overlaps): the member's own (the bound reads no host).
+  if (computed) work.host = HostOf(layout, cached);
   if (plan_without_recompute) {
     // The schedule reads the plan through its sums, which count the
     // layout's recompute calls in (SumPlan): no copy of the plan.

@@ -20,14 +20,14 @@ namespace {
 struct TpComm {
   double collectives = 0, launches = 0;
 };
-TpComm TpCollectives(const Layout& l, double calls) {
-  if (l.tp < 2) return {};
-  if (l.tp_overlap) return {0, 2 * calls};
+TpComm TpCollectives(const HostKey& k, double calls) {
+  if (!k.tp) return {};
+  if (k.tp_overlap) return {0, 2 * calls};
   return {calls, 0};
 }
 
-void AddTp(HostOps& o, const Layout& l, double forward_calls, double backward_calls) {
-  const TpComm f = TpCollectives(l, forward_calls), b = TpCollectives(l, backward_calls);
+void AddTp(HostOps& o, const HostKey& k, double forward_calls, double backward_calls) {
+  const TpComm f = TpCollectives(k, forward_calls), b = TpCollectives(k, backward_calls);
   o.collectives += f.collectives;
   o.launches += f.launches;
   o.backward_collectives += b.collectives;
@@ -37,13 +37,13 @@ void AddTp(HostOps& o, const Layout& l, double forward_calls, double backward_ca
 // Transformer Engine's FP8 linear: the input quantized (and, for the
 // current-scaling recipes, its amax taken) in C++ before the GEMM, the
 // output gradient likewise in backward.
-void AddFp8Linears(HostOps& o, const Layout& l, double linears) {
-  if (!IsFp8(l.precision)) return;
+void AddFp8Linears(HostOps& o, const HostKey& k, double linears) {
+  if (!IsFp8(k.precision)) return;
   o.launches += 2 * linears;
   o.backward_launches += 2 * linears;
 }
 
-HostOps Attention(const Layout& l, const ModelSpec& m) {
+HostOps Attention(const HostKey& k, const ModelSpec& m) {
   HostOps o;
   if (m.attention == AttentionKind::kMLA) {
     // Input norm (TENorm); q down (TELinear), q up with its norm
@@ -54,8 +54,8 @@ HostOps Attention(const Layout& l, const ModelSpec& m) {
     o.eager_ops = 15;  // norm, 4 GEMMs, 2 norms, 2 rope, 3 concat / expand, core, proj, residual
     o.views = 8;
     o.backward_kernels = 21;  // 5 GEMMs x 2, 3 norms, 2 rope, 3 slices, core 2, residual 1
-    AddTp(o, l, 3, 4);       // latents gathered (q, kv), output reduce-scattered; mirrored, plus the wgrad re-gather
-    AddFp8Linears(o, l, 5);
+    AddTp(o, k, 3, 4);       // latents gathered (q, kv), output reduce-scattered; mirrored, plus the wgrad re-gather
+    AddFp8Linears(o, k, 5);
   } else {
     // Norm + fused QKV GEMM (TELayerNormColumnParallelLinear), the split of
     // q, k, v, fused RoPE on q and k, the core (TEDotProductAttention), the
@@ -69,22 +69,22 @@ HostOps Attention(const Layout& l, const ModelSpec& m) {
       o.eager_ops += 2;
       o.backward_kernels += 4;
     }
-    AddTp(o, l, 2, 3);  // all-gather before QKV, reduce-scatter after the projection; backward adds the re-gather
-    AddFp8Linears(o, l, 2);
+    AddTp(o, k, 2, 3);  // all-gather before QKV, reduce-scatter after the projection; backward adds the re-gather
+    AddFp8Linears(o, k, 2);
   }
-  if (l.cp > 1 && l.cp_style == CpStyle::kUlysses) {
+  if (k.ulysses) {
     // Transformer Engine's a2a context parallelism: QKV in, output back;
     // the head/sequence layout changes around each.
     o.alltoallvs += 2;
     o.eager_ops += 4;
     o.backward_alltoallvs += 2;
     o.backward_kernels += 4;
-  } else if (l.cp > 1) {
+  } else if (k.ring_steps > 0) {
     // TE's p2p ring: per further step a batched send/recv of K and V, the
     // step's attention kernel and the output and LSE correction (2
     // kernels); the sequence chunked into halves first. Backward likewise,
     // dK and dV travelling with K and V.
-    const double steps = l.cp - 1;
+    const double steps = k.ring_steps;
     o.collectives += steps;
     o.eager_ops += 3 * steps;
     o.views += 4;
@@ -94,19 +94,19 @@ HostOps Attention(const Layout& l, const ModelSpec& m) {
   return o;
 }
 
-HostOps DenseMlp(const Layout& l) {
+HostOps DenseMlp(const HostKey& k) {
   // Norm + FC1 (TELayerNormColumnParallelLinear), SwiGLU, FC2
   // (TERowParallelLinear), bias-dropout-add.
   HostOps o;
   o.modules = 2;
   o.eager_ops = 5;
   o.backward_kernels = 6;
-  AddTp(o, l, 2, 3);
-  AddFp8Linears(o, l, 2);
+  AddTp(o, k, 2, 3);
+  AddFp8Linears(o, k, 2);
   return o;
 }
 
-HostOps MoeRouter(const Layout& l) {
+HostOps MoeRouter(const HostKey& k) {
   // pre_mlp_layernorm (TENorm); TopKRouter: the input cast to fp32, the
   // gating GEMM, the fused top-k with its score function, the auxiliary
   // loss (fused scores, tokens per expert, fused loss, its autograd
@@ -117,14 +117,14 @@ HostOps MoeRouter(const Layout& l) {
   o.views = 3;
   o.backward_kernels = 7;
   // The auxiliary loss's tokens per expert summed over the TP x CP group.
-  if (l.tp * l.cp > 1) o.collectives += 1;
+  if (k.tp_cp) o.collectives += 1;
   return o;
 }
 
-HostOps MoePreprocess(const Layout& l, const JobSpec& job) {
+HostOps MoePreprocess(const HostKey& k, const JobSpec& job) {
   HostOps o;
-  const bool syncs = rules::DispatchSyncsHost(job, l.dispatcher);
-  switch (l.dispatcher) {
+  const bool syncs = rules::DispatchSyncsHost(job, k.dispatcher);
+  switch (k.dispatcher) {
     case Dispatcher::kAllToAll:
       // Tokens per expert, the input and output split sizes and the tokens
       // per local expert, each summed and copied to the host; the counts
@@ -133,7 +133,7 @@ HostOps MoePreprocess(const Layout& l, const JobSpec& job) {
       // the routing map's bookkeeping remains.
       o.eager_ops = syncs ? 9 : 4;
       o.views = 2;
-      if (l.ep * l.tp > 1 && syncs) o.collectives = 1;
+      if (k.ep_tp && syncs) o.collectives = 1;
       break;
     case Dispatcher::kAllGather:
       // The hidden states, probabilities and routing map gathered over
@@ -141,8 +141,8 @@ HostOps MoePreprocess(const Layout& l, const JobSpec& job) {
       // grouped GEMM reads as a host list.
       o.eager_ops = 4;
       o.views = 2;
-      if (l.ep * l.tp > 1) o.collectives = 3;
-      o.backward_collectives = l.ep * l.tp > 1 ? 1 : 0;  // the gathered states' gradient reduce-scattered
+      if (k.ep_tp) o.collectives = 3;
+      o.backward_collectives = k.ep_tp ? 1 : 0;  // the gathered states' gradient reduce-scattered
       break;
     case Dispatcher::kDeepEP:
     case Dispatcher::kHybridEP:
@@ -154,19 +154,19 @@ HostOps MoePreprocess(const Layout& l, const JobSpec& job) {
       break;
   }
   // The flex dispatchers wait inside the dispatch (kMoeDispatch).
-  if (syncs && !IsFlex(l.dispatcher)) o.syncs = 1;
+  if (syncs && !IsFlex(k.dispatcher)) o.syncs = 1;
   return o;
 }
 
-HostOps MoeDispatch(const Layout& l, const ModelSpec& m, const JobSpec& job) {
+HostOps MoeDispatch(const HostKey& k, const JobSpec& job) {
   HostOps o;
-  const int local_experts = std::max(1, m.moe->experts / std::max(1, l.ep));
+  const int local_experts = k.local_experts;
   // Fused permute of the tokens and their probabilities.
   o.eager_ops = 2;
   o.backward_kernels = 2;
-  switch (l.dispatcher) {
+  switch (k.dispatcher) {
     case Dispatcher::kAllToAll:
-      if (l.ep > 1) {
+      if (k.ep) {
         o.alltoallvs = 2;  // tokens, probabilities
         o.backward_alltoallvs = 2;
         if (local_experts > 1) {  // fused sort of the received chunks by local expert
@@ -174,7 +174,7 @@ HostOps MoeDispatch(const Layout& l, const ModelSpec& m, const JobSpec& job) {
           o.backward_kernels += 2;
         }
       }
-      if (l.etp > 1) {  // tokens and probabilities all-gathered over ETP; reduce-scattered back
+      if (k.etp) {  // tokens and probabilities all-gathered over ETP; reduce-scattered back
         o.collectives += 2;
         o.backward_collectives += 2;
       }
@@ -186,12 +186,12 @@ HostOps MoeDispatch(const Layout& l, const ModelSpec& m, const JobSpec& job) {
       // C++) after one Python call; the CPU waits for the received-token
       // count unless the shapes are static. Backward: the combine kernels.
       o.eager_ops += 1;
-      o.launches = l.dispatcher == Dispatcher::kDeepEP ? 4 : 3;
+      o.launches = k.dispatcher == Dispatcher::kDeepEP ? 4 : 3;
       o.backward_launches = 3;
-      if (rules::DispatchSyncsHost(job, l.dispatcher)) o.syncs = 1;
+      if (rules::DispatchSyncsHost(job, k.dispatcher)) o.syncs = 1;
       break;
   }
-  if (l.a2a_overlap) {
+  if (k.a2a_overlap) {
     // The EP-overlap schedule's stream hand-offs (events recorded and
     // waited on) around each all-to-all, forward and backward.
     o.launches += 4;
@@ -200,37 +200,37 @@ HostOps MoeDispatch(const Layout& l, const ModelSpec& m, const JobSpec& job) {
   return o;
 }
 
-HostOps MoeExperts(const Layout& l, const ModelSpec& m) {
+HostOps MoeExperts(const HostKey& k) {
   // TEGroupedMLP: two GroupedLinear calls, each one GEMM per local expert
   // launched in TE's C++ loop (on several streams, with their events), and
   // the probability-weighted SwiGLU between them. Backward: dgrad and
   // wgrad per expert for each.
   HostOps o;
-  const double local = std::max(1, m.moe->experts / std::max(1, l.ep));
+  const double local = k.local_experts;
   o.modules = 2;
   o.eager_ops = 2;
   o.views = 2;
   o.launches = 2 * local + 4;
   o.backward_kernels = 2;
   o.backward_launches = 4 * local + 4;
-  if (IsFp8(l.precision)) {  // each expert's input split quantized, and its output gradient
+  if (IsFp8(k.precision)) {  // each expert's input split quantized, and its output gradient
     o.launches += 2 * local;
     o.backward_launches += 2 * local;
   }
-  if (l.a2a_overlap) o.backward_kernels += 2;  // the delayed weight gradients' callbacks
+  if (k.a2a_overlap) o.backward_kernels += 2;  // the delayed weight gradients' callbacks
   return o;
 }
 
-HostOps MoeCombine(const Layout& l, const ModelSpec& m) {
+HostOps MoeCombine(const HostKey& k) {
   HostOps o;
-  const int local_experts = std::max(1, m.moe->experts / std::max(1, l.ep));
+  const int local_experts = k.local_experts;
   // Fused unpermute (probabilities applied) and the residual add.
   o.eager_ops = 2;
   o.views = 2;
   o.backward_kernels = 2;
-  switch (l.dispatcher) {
+  switch (k.dispatcher) {
     case Dispatcher::kAllToAll:
-      if (l.ep > 1) {
+      if (k.ep) {
         o.alltoallvs = 1;
         o.backward_alltoallvs = 1;
         if (local_experts > 1) {
@@ -238,13 +238,13 @@ HostOps MoeCombine(const Layout& l, const ModelSpec& m) {
           o.backward_kernels += 2;
         }
       }
-      if (l.etp > 1) {
+      if (k.etp) {
         o.collectives += 1;
         o.backward_collectives += 1;
       }
       break;
     case Dispatcher::kAllGather:
-      if (l.ep * l.tp > 1) {
+      if (k.ep_tp) {
         o.collectives = 1;
         o.backward_collectives = 1;
       }
@@ -253,13 +253,13 @@ HostOps MoeCombine(const Layout& l, const ModelSpec& m) {
     case Dispatcher::kHybridEP:
       o.eager_ops += 1;
       o.launches = 2;
-      o.backward_launches = l.dispatcher == Dispatcher::kDeepEP ? 4 : 3;
+      o.backward_launches = k.dispatcher == Dispatcher::kDeepEP ? 4 : 3;
       break;
   }
   return o;
 }
 
-HostOps SharedExperts(const Layout& l, const ModelSpec& m) {
+HostOps SharedExperts(const HostKey& k, const ModelSpec& m) {
   HostOps o;
   if (m.moe->shared_experts == 0) return o;
   // SharedExpertMLP: FC1, SwiGLU, FC2; its gate a GEMM, a sigmoid and a
@@ -272,12 +272,12 @@ HostOps SharedExperts(const Layout& l, const ModelSpec& m) {
     o.eager_ops += 3;
     o.backward_kernels += 3;
   }
-  AddTp(o, l, 2, 3);
-  AddFp8Linears(o, l, 2);
+  AddTp(o, k, 2, 3);
+  AddFp8Linears(o, k, 2);
   return o;
 }
 
-HostOps Embedding(const Layout& l) {
+HostOps Embedding(const HostKey& k) {
   // get_batch's host-to-device copies (tokens, positions / labels), the
   // vocab-parallel lookup and its layout change; with SP its output
   // reduce-scattered over TP.
@@ -286,11 +286,11 @@ HostOps Embedding(const Layout& l) {
   o.eager_ops = 5;
   o.views = 2;
   o.backward_kernels = 2;
-  AddTp(o, l, 1, 1);
+  AddTp(o, k, 1, 1);
   return o;
 }
 
-HostOps OutputLayer(const Layout& l) {
+HostOps OutputLayer(const HostKey& k) {
   // The final norm, the output GEMM, the vocab-parallel cross-entropy (max,
   // exp-sum, target logits, loss) and the loss function's mask, sums and
   // report.
@@ -301,14 +301,14 @@ HostOps OutputLayer(const Layout& l) {
   o.backward_kernels = 5;
   // The input gathered over TP (SP), and the cross-entropy's three
   // all-reduces; backward reduce-scatters the input gradient.
-  if (l.tp > 1) {
+  if (k.tp) {
     o.collectives = 4;
     o.backward_collectives = 1;
   }
   return o;  // no FP8 casts: the output layer runs in bf16 under FP8
 }
 
-HostOps MtpProjection(const Layout& l) {
+HostOps MtpProjection(const HostKey& k) {
   // The two norms, the concat of [hidden; next-token embedding], eh_proj,
   // the next tokens' lookup and shift.
   HostOps o;
@@ -316,8 +316,8 @@ HostOps MtpProjection(const Layout& l) {
   o.eager_ops = 6;
   o.views = 2;
   o.backward_kernels = 6;
-  AddTp(o, l, 1, 1);
-  AddFp8Linears(o, l, 1);
+  AddTp(o, k, 1, 1);
+  AddFp8Linears(o, k, 1);
   return o;
 }
 
@@ -374,7 +374,8 @@ HostOps Piece(double eager_ops, double modules, double views) {
 }
 
 // The forward work of `part` that `rc` reruns in backward.
-HostOps Rerun(HostPart part, const HostOps& row, const Recompute& rc, const Layout& l, const ModelSpec& m) {
+HostOps Rerun(HostPart part, const HostOps& row, const HostKey& k, const ModelSpec& m) {
+  const Recompute& rc = k.recompute;
   if (rc.none()) return {};
   const bool layer_part = part != HostPart::kEmbedding && part != HostPart::kOutputLayer &&
                           part != HostPart::kMtpProjection;
@@ -398,8 +399,7 @@ HostOps Rerun(HostPart part, const HostOps& row, const Recompute& rc, const Layo
     case HostPart::kAttention:
       if (rc.has(RecomputeModule::kCoreAttn)) {
         // The core kernel (ring: every step's kernel and correction).
-        const double ring_steps = l.cp > 1 && l.cp_style == CpStyle::kRing ? l.cp - 1 : 0;
-        add(Piece(1 + 3 * ring_steps, 1, 2));
+        add(Piece(1 + 3 * k.ring_steps, 1, 2));
       }
       if (rc.has(RecomputeModule::kLayernorm)) add(Piece(1, 1, 0));  // the input norm
       if (rc.has(RecomputeModule::kMlaUpProj) && m.attention == AttentionKind::kMLA) add(Piece(4, 2, 2));
@@ -462,11 +462,11 @@ double BackwardLaunches(const HostOps& o) {
 // region ends where the host must wait).
 class BlockSum {
  public:
-  BlockSum(const Layout& l, const CostContext& ctx) : l_(l), ctx_(ctx), h_(ctx.cluster->host) {}
+  BlockSum(const HostKey& k, const CostContext& ctx) : k_(k), ctx_(ctx), h_(ctx.cluster->host) {}
   void Add(HostPart part) {
-    const HostOps row = HostOpsOf(part, l_, ctx_);
-    const HostOps rerun = Rerun(part, row, l_.recompute, l_, *ctx_.model);
-    const bool captured = Captured(part, l_.cuda_graphs);
+    const HostOps row = HostOpsOf(part, k_, ctx_);
+    const HostOps rerun = Rerun(part, row, k_, *ctx_.model);
+    const bool captured = Captured(part, k_.cuda_graphs);
     double forward_s = 0;
     if (captured) {
       if (!in_graph_) {
@@ -493,7 +493,7 @@ class BlockSum {
   const HostBlock& block() const { return out_; }
 
  private:
-  const Layout& l_;
+  const HostKey& k_;
   const CostContext& ctx_;
   const HostSpec& h_;
   HostBlock out_;
@@ -531,26 +531,45 @@ const char* Name(HostPart part) {
   return "?";
 }
 
-HostOps HostOpsOf(HostPart part, const Layout& l, const CostContext& ctx) {
+HostKey HostKeyOf(const Layout& l, const ModelSpec& model) {
+  HostKey k;
+  k.tp = l.tp > 1;
+  k.tp_cp = l.tp * l.cp > 1;
+  k.ep = l.ep > 1;
+  k.ep_tp = l.ep * l.tp > 1;
+  k.etp = l.etp > 1;
+  k.ulysses = l.cp > 1 && l.cp_style == CpStyle::kUlysses;
+  k.ring_steps = l.cp > 1 && l.cp_style == CpStyle::kRing ? l.cp - 1 : 0;
+  k.local_experts = model.is_moe() ? std::max(1, model.moe->experts / std::max(1, l.ep)) : 1;
+  k.recompute = l.recompute;
+  k.dispatcher = l.dispatcher;
+  k.a2a_overlap = l.a2a_overlap;
+  k.precision = l.precision;
+  k.tp_overlap = l.tp_overlap;
+  k.cuda_graphs = l.cuda_graphs;
+  return k;
+}
+
+HostOps HostOpsOf(HostPart part, const HostKey& k, const CostContext& ctx) {
   const ModelSpec& m = *ctx.model;
   const bool moe = m.is_moe();
   switch (part) {
-    case HostPart::kAttention: return Attention(l, m);
-    case HostPart::kDenseMlp: return m.ffn_hidden > 0 ? DenseMlp(l) : HostOps{};
-    case HostPart::kMoeRouter: return moe ? MoeRouter(l) : HostOps{};
-    case HostPart::kMoePreprocess: return moe ? MoePreprocess(l, *ctx.job) : HostOps{};
-    case HostPart::kMoeDispatch: return moe ? MoeDispatch(l, m, *ctx.job) : HostOps{};
-    case HostPart::kMoeExperts: return moe ? MoeExperts(l, m) : HostOps{};
-    case HostPart::kMoeCombine: return moe ? MoeCombine(l, m) : HostOps{};
-    case HostPart::kSharedExperts: return moe ? SharedExperts(l, m) : HostOps{};
-    case HostPart::kEmbedding: return Embedding(l);
-    case HostPart::kOutputLayer: return OutputLayer(l);
-    case HostPart::kMtpProjection: return MtpProjection(l);
+    case HostPart::kAttention: return Attention(k, m);
+    case HostPart::kDenseMlp: return m.ffn_hidden > 0 ? DenseMlp(k) : HostOps{};
+    case HostPart::kMoeRouter: return moe ? MoeRouter(k) : HostOps{};
+    case HostPart::kMoePreprocess: return moe ? MoePreprocess(k, *ctx.job) : HostOps{};
+    case HostPart::kMoeDispatch: return moe ? MoeDispatch(k, *ctx.job) : HostOps{};
+    case HostPart::kMoeExperts: return moe ? MoeExperts(k) : HostOps{};
+    case HostPart::kMoeCombine: return moe ? MoeCombine(k) : HostOps{};
+    case HostPart::kSharedExperts: return moe ? SharedExperts(k, m) : HostOps{};
+    case HostPart::kEmbedding: return Embedding(k);
+    case HostPart::kOutputLayer: return OutputLayer(k);
+    case HostPart::kMtpProjection: return MtpProjection(k);
   }
   return {};
 }
 
-HostWork HostWorkOf(const Layout& l, const CostContext& ctx) {
+HostWork HostWorkOf(const HostKey& k, const CostContext& ctx) {
   HostWork w;
   const ModelSpec& m = *ctx.model;
   w.sync_s = 1e-6 * ctx.cluster->host.sync_us;
@@ -558,11 +577,14 @@ HostWork HostWorkOf(const Layout& l, const CostContext& ctx) {
   // once per step (full_iteration graphs keep them: they follow the graph).
   w.step_syncs = 2;
   auto block = [&](BlockKind kind, auto add) {
-    BlockSum sum(l, ctx);
+    BlockSum sum(k, ctx);
     add(sum);
     w.block[static_cast<size_t>(kind)] = sum.block();
   };
-  block(BlockKind::kDenseLayer, [&](BlockSum& s) { AddLayerParts(s, false); });
+  // A dense layer's only when the model has one (or an MTP module is one).
+  if (!m.is_moe() || m.moe_layer_count() < m.layers || (m.mtp_layers > 0 && !m.mtp_layer_is_moe())) {
+    block(BlockKind::kDenseLayer, [&](BlockSum& s) { AddLayerParts(s, false); });
+  }
   if (m.is_moe()) block(BlockKind::kMoeLayer, [&](BlockSum& s) { AddLayerParts(s, true); });
   block(BlockKind::kEmbedding, [&](BlockSum& s) { s.Add(HostPart::kEmbedding); });
   block(BlockKind::kOutputLayer, [&](BlockSum& s) { s.Add(HostPart::kOutputLayer); });

@@ -46,6 +46,29 @@ enum class HostPart {
 inline constexpr int kHostPartCount = 11;
 const char* Name(HostPart part);  // "attention", "dense_mlp", "moe_router", ...
 
+// What the host's counts read of a layout: whether each degree is above 1
+// where only that matters, the local experts and ring CP's further steps,
+// and the recipe but FSDP (a search memoises HostWorkOf by it: layouts of
+// one key issue alike).
+struct HostKey {
+  bool tp = false;          // tp > 1: sequence-parallel collectives
+  bool tp_cp = false;       // tp x cp > 1: the auxiliary loss's counts summed
+  bool ep = false;          // ep > 1: all-to-alls
+  bool ep_tp = false;       // ep x tp > 1: the dispatch preprocessing's gathers
+  bool etp = false;         // etp > 1: ETP gathers and reduce-scatters
+  bool ulysses = false;     // Ulysses CP over cp > 1
+  int ring_steps = 0;       // ring CP: cp - 1 further steps, else 0
+  int local_experts = 1;    // experts / ep (1 for a dense model)
+  Recompute recompute;
+  Dispatcher dispatcher = Dispatcher::kAllToAll;
+  bool a2a_overlap = false;
+  Precision precision = Precision::kBF16;
+  bool tp_overlap = false;
+  CudaGraphs cuda_graphs;
+  bool operator==(const HostKey&) const = default;
+};
+HostKey HostKeyOf(const Layout& layout, const ModelSpec& model);
+
 // What one part issues per micro-batch, forward and backward (recomputation
 // not included). Counts, not seconds.
 struct HostOps {
@@ -66,7 +89,7 @@ struct HostOps {
 // The table row of `part` for the layout's recipe; zero for parts the
 // model's layers do not have (shared experts of a model without them).
 // Needs ctx.model and ctx.job.
-HostOps HostOpsOf(HostPart part, const Layout& layout, const CostContext& ctx);
+HostOps HostOpsOf(HostPart part, const HostKey& key, const CostContext& ctx);
 
 // One pass of one block, per micro-batch.
 struct HostPass {
@@ -92,6 +115,9 @@ struct HostWork {
   const HostBlock& of(BlockKind kind) const { return block[static_cast<size_t>(kind)]; }
 };
 // Needs ctx.cluster, ctx.model and ctx.job. No allocation.
-HostWork HostWorkOf(const Layout& layout, const CostContext& ctx);
+HostWork HostWorkOf(const HostKey& key, const CostContext& ctx);
+inline HostWork HostWorkOf(const Layout& layout, const CostContext& ctx) {
+  return HostWorkOf(HostKeyOf(layout, *ctx.model), ctx);
+}
 
 }  // namespace foldplan

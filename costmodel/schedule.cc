@@ -218,6 +218,10 @@ std::array<BlockComm, kBlockKindCount> Schedule(const StepWork& work, const Plan
   const bool paired = std::any_of(comm.begin(), comm.end(), [](const BlockComm& b) { return b.paired > 0; });
   double last_lone = 0;
   double worst = 0;  // t_max so far, of rank t.slowest (the first of equals)
+  // A block kind's host exposure reads the rank only through its lone
+  // share: without EP-overlap ops, once per kind.
+  std::array<HostExposure, kBlockKindCount> host_of{};
+  std::array<bool, kBlockKindCount> host_known{};
   for (size_t p = 0; p < work.ranks.size(); ++p) {
     const RankWork& r = work.ranks[p];
     RankTime& rt = t.ranks[p];
@@ -236,7 +240,11 @@ std::array<BlockComm, kBlockKindCount> Schedule(const StepWork& work, const Plan
       if (count == 0) continue;
       const auto k = static_cast<size_t>(kind);
       rt.exposed_comm_s += ExposedInBlocks(comm[k], lone, count);
-      const HostExposure host = HostInBlock(work, kind, plan.blocks[k], comm[k], lone);
+      if (paired || !host_known[k]) {
+        host_of[k] = HostInBlock(work, kind, plan.blocks[k], comm[k], lone);
+        host_known[k] = true;
+      }
+      const HostExposure& host = host_of[k];
       rt.host_exposed_s += count * host.exposed_s;
       rt.host_s += count * host.host_s;
       rt.launches += count * host.launches;
