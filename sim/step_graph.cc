@@ -95,6 +95,29 @@ struct Stage {
   std::vector<int> ep_index;  // per lane: its place in that group
 };
 
+// The host time a block's launches take when the host runs ahead: `hp`'s
+// over `launches[0]` tasks before the sync (what is issued before it, when
+// `split`) and `launches[1]` after; a side without tasks leaves its share
+// to the other. Each task's launch takes ns[side], the first rest[side]
+// one nanosecond more, so that they sum exactly.
+struct LaunchShares {
+  std::array<SimNs, 2> ns{}, rest{};
+};
+LaunchShares SplitLaunches(const HostPass& hp, bool split, const std::array<SimNs, 2>& launches) {
+  const SimNs total = ToSimNs(hp.host_s);
+  SimNs before = split ? std::min(total, ToSimNs(hp.before_sync_s)) : total;
+  if (launches[0] == 0) before = 0;
+  if (launches[1] == 0) before = total;
+  const SimNs totals[2] = {before, total - before};
+  LaunchShares out;
+  for (size_t k = 0; k < 2; ++k) {
+    const SimNs n = std::max<SimNs>(1, launches[k]);
+    out.ns[k] = totals[k] / n;
+    out.rest[k] = totals[k] % n;
+  }
+  return out;
+}
+
 class Builder {
  public:
   explicit Builder(const StepGraphSpec& spec)
@@ -198,6 +221,34 @@ class Builder {
     return false;
   }
 
+  // A task of the host stream, `ns` long: a launch, or the host waiting at
+  // a sync (for the GPU to reach it, the item's dependency, then for its
+  // round trip).
+  Item HostItem(const SimTask& host_base, SimNs ns, const char* label) {
+    Item it;
+    it.task = host_base;
+    it.task.work_ns = ns;
+    it.task.label = out_.graph.Label(label);
+    it.launch = true;
+    return it;
+  }
+
+  // The host not running ahead: the block's start on the compute stream
+  // after `prev` (after the rank's last GPU task there), then its launches,
+  // `hp`'s host time, on the host stream. Sets *start to the start, which
+  // the block's GPU tasks follow; returns the launches' item.
+  int PushBlockHost(Chain& c, const SimTask& base, const SimTask& host_base, const HostPass& hp,
+                    const std::vector<int>& prev, std::vector<int>* start) {
+    Item st;
+    st.task = base;
+    st.task.kind = SimKind::kHost;
+    st.task.label = out_.graph.Label("block_start");
+    *start = {c.Push(std::move(st), prev)};
+    Item h = HostItem(host_base, ToSimNs(hp.host_s), "launch");
+    h.launch = false;
+    return c.Push(std::move(h), *start);
+  }
+
   // `op`'s calls of one pass as an item: a collective of its group.
   Item OpItem(const CommOp& op, const SimTask& base, bool fwd) {
     const double calls = fwd ? op.calls_fwd : op.calls_bwd;
@@ -275,8 +326,8 @@ class Builder {
       if (!work_.Runs(op, b.kind)) continue;
       const bool ep = EpOverlapped(op);
       after_ep = after_ep || ep;
-      if (ToSimNs((fwd ? op.calls_fwd : op.calls_bwd) * op.seconds_per_call) == 0) continue;
       Item it = OpItem(op, base, fwd);
+      if (it.task.work_ns == 0) continue;
       if (ep) {
         it.task.stream = SimStream::kEp;
         (op.combine ? combine_ops : dispatch_ops).push_back(std::move(it));
@@ -358,37 +409,13 @@ class Builder {
     const bool split = ahead && sync_ns > 0;
     // Running ahead: each task's launch, those before the sync sharing
     // what is issued before it, the others the rest.
-    std::array<SimNs, 2> launch_ns{}, launch_rest{};
-    std::array<SimNs, 2> launched{};
-    if (ahead) {
-      std::array<SimNs, 2> launches{};
-      for (size_t i = 0; i < tasks.size(); ++i) launches[split && int(i) >= sync_before ? 1 : 0] += 1;
-      const SimNs total = ToSimNs(hp.host_s);
-      SimNs before = split ? std::min(total, ToSimNs(hp.before_sync_s)) : total;
-      if (launches[0] == 0) before = 0;
-      if (launches[1] == 0) before = total;
-      const SimNs totals[2] = {before, total - before};
-      for (int k = 0; k < 2; ++k) {
-        const SimNs n = std::max<SimNs>(1, launches[k]);
-        launch_ns[k] = totals[k] / n;
-        launch_rest[k] = totals[k] % n;
-      }
-    }
+    std::array<SimNs, 2> launches{}, launched{};
+    for (size_t i = 0; i < tasks.size(); ++i) launches[split && int(i) >= sync_before ? 1 : 0] += 1;
+    const LaunchShares share = SplitLaunches(hp, split, launches);
     const int first_phase = c.phase;
     std::vector<int> from = prev;  // what the block's start is
     int block_host = -1;
-    if (host && !ahead) {
-      Item st;
-      st.task = base;
-      st.task.kind = SimKind::kHost;
-      st.task.label = out_.graph.Label("block_start");
-      from = {c.Push(std::move(st), prev)};
-      Item h;
-      h.task = host_base;
-      h.task.work_ns = ToSimNs(hp.host_s);
-      h.task.label = out_.graph.Label("launch");
-      block_host = c.Push(std::move(h), from);
-    }
+    if (host && !ahead) block_host = PushBlockHost(c, base, host_base, hp, prev, &from);
     BlockMark mark;
     std::vector<int> index(tasks.size(), -1);
     int last_gpu = -1;
@@ -397,13 +424,7 @@ class Builder {
       c.phase = first_phase + t.node;
       const int side = split && int(i) >= sync_before ? 1 : 0;
       if (split && int(i) == sync_before) {
-        // The host waits for the GPU to reach the sync, then its round trip.
-        Item w;
-        w.task = host_base;
-        w.task.work_ns = sync_ns;
-        w.task.label = out_.graph.Label("host_sync");
-        w.launch = true;
-        c.Push(std::move(w), last_gpu >= 0 ? std::vector<int>{last_gpu} : prev);
+        c.Push(HostItem(host_base, sync_ns, "host_sync"), last_gpu >= 0 ? std::vector<int>{last_gpu} : prev);
       }
       std::vector<int> deps;
       for (int a : t.after) {
@@ -412,13 +433,9 @@ class Builder {
       }
       t.item.entry = deps.empty();
       if (ahead) {
-        Item l;
-        l.task = host_base;
-        l.task.work_ns = launch_ns[size_t(side)] + (launched[size_t(side)] < launch_rest[size_t(side)] ? 1 : 0);
-        l.task.label = out_.graph.Label("launch");
-        l.launch = true;
+        const SimNs ns = share.ns[size_t(side)] + (launched[size_t(side)] < share.rest[size_t(side)] ? 1 : 0);
         ++launched[size_t(side)];
-        deps.push_back(c.Push(std::move(l), {}));
+        deps.push_back(c.Push(HostItem(host_base, ns, "launch"), {}));
       }
       const bool compute = t.item.task.stream == SimStream::kCompute;
       index[i] = c.Push(std::move(t.item), deps);
@@ -426,12 +443,7 @@ class Builder {
       if (mark.entry < 0 && compute) mark.entry = index[i];
     }
     if (split && sync_before == int(tasks.size())) {
-      Item w;
-      w.task = host_base;
-      w.task.work_ns = sync_ns;
-      w.task.label = out_.graph.Label("host_sync");
-      w.launch = true;
-      c.Push(std::move(w), last_gpu >= 0 ? std::vector<int>{last_gpu} : prev);
+      c.Push(HostItem(host_base, sync_ns, "host_sync"), last_gpu >= 0 ? std::vector<int>{last_gpu} : prev);
     }
     c.phase = first_phase + 3;
     for (int e : end) mark.exits.push_back(e < 0 ? -1 : index[size_t(e)]);
@@ -488,22 +500,8 @@ class Builder {
       if (pass.kind != PassKind::kWeightGrad) {
         for (const CommOp& op : work_.ops) {
           if (!work_.Runs(op, b.kind)) continue;
-          const double calls = fwd ? op.calls_fwd : op.calls_bwd;
-          const SimNs ns = ToSimNs(calls * op.seconds_per_call);
-          if (ns == 0) continue;
-          Item it;
-          it.task = base;
-          it.task.work_ns = ns;
-          it.task.nvlink_bytes = static_cast<float>(calls * op.traffic.nvlink_bytes);
-          it.task.network_bytes = static_cast<float>(calls * op.traffic.network_bytes);
-          it.task.spine_bytes = static_cast<float>(calls * op.traffic.spine_bytes);
-          it.task.kind = KindOf(op.kind);
-          it.task.sms = static_cast<uint16_t>(std::max(0, op.sms));
-          it.task.label = out_.graph.Label(op.name);
-          it.collective = true;
-          it.group = op.group;
-          it.scaled_a2a = op.kind == CommKind::kExpertParallel &&
-                          (op.collective == Collective::kAllToAll || op.collective == Collective::kAllToAllV);
+          Item it = OpItem(op, base, fwd);
+          if (it.task.work_ns == 0) continue;
           if (Concurrent(op)) {
             it.task.stream = StreamOf(op.kind);
           } else {
@@ -553,7 +551,7 @@ class Builder {
       // launches, those before the sync what is issued before it, those
       // after the rest.
       const bool split = ahead && sync_ns > 0;
-      std::array<SimNs, 2> launches{}, launch_ns{}, launch_rest{};
+      std::array<SimNs, 2> launches{};
       int side = 0;  // 0 before the sync, 1 after
       if (ahead) {
         for (SimNs s = 0; s < segments; ++s) {
@@ -561,19 +559,8 @@ class Builder {
           if (s + 1 < segments) launches[split && s >= sync_at ? 1 : 0] += 1;
         }
         launches[split ? 1 : 0] += shared_ns > 0 ? 1 : 0;
-        const SimNs total = ToSimNs(hp.host_s);
-        SimNs before = split ? std::min(total, ToSimNs(hp.before_sync_s)) : total;
-        // No task on one side of the sync to carry its launches: the other
-        // side's carry them.
-        if (launches[0] == 0) before = 0;
-        if (launches[1] == 0) before = total;
-        const SimNs totals[2] = {before, total - before};
-        for (int k = 0; k < 2; ++k) {
-          const SimNs n = std::max<SimNs>(1, launches[k]);
-          launch_ns[k] = totals[k] / n;
-          launch_rest[k] = totals[k] % n;
-        }
       }
+      const LaunchShares share = SplitLaunches(hp, split, launches);
       std::array<SimNs, 2> launched{};
       int last_gpu = -1;
       // Adds `it` (a task on a GPU stream) after its launch, when the host
@@ -582,13 +569,9 @@ class Builder {
         std::vector<int> deps = after;
         it.entry = after.empty();
         if (ahead) {
-          Item l;
-          l.task = host_base;
-          l.task.work_ns = launch_ns[side] + (launched[side] < launch_rest[side] ? 1 : 0);
-          l.task.label = out_.graph.Label("launch");
-          l.launch = true;
-          ++launched[side];
-          deps.push_back(push(std::move(l), {}));
+          const SimNs ns = share.ns[size_t(side)] + (launched[size_t(side)] < share.rest[size_t(side)] ? 1 : 0);
+          ++launched[size_t(side)];
+          deps.push_back(push(HostItem(host_base, ns, "launch"), {}));
         }
         last_gpu = push(std::move(it), deps);
         return last_gpu;
@@ -597,30 +580,12 @@ class Builder {
       auto push_sync = [&]() {
         if (!split) return;
         side = 1;
-        Item w;
-        w.task = host_base;
-        w.task.work_ns = sync_ns;
-        w.task.label = out_.graph.Label("host_sync");
-        w.launch = true;
-        push(std::move(w), last_gpu >= 0 ? std::vector<int>{last_gpu} : cursor);
+        push(HostItem(host_base, sync_ns, "host_sync"), last_gpu >= 0 ? std::vector<int>{last_gpu} : cursor);
       };
       // Not running ahead: the host starts the block's launches when the
       // GPU starts the block.
       int block_host = -1;
-      if (host && !ahead) {
-        // The block's start on the compute stream (after the rank's last
-        // GPU task there), which its launches and its GPU tasks follow.
-        Item start;
-        start.task = base;
-        start.task.kind = SimKind::kHost;
-        start.task.label = out_.graph.Label("block_start");
-        cursor = {push(std::move(start), prev)};
-        Item h;
-        h.task = host_base;
-        h.task.work_ns = ToSimNs(hp.host_s);
-        h.task.label = out_.graph.Label("launch");
-        block_host = push(std::move(h), cursor);
-      }
+      if (host && !ahead) block_host = PushBlockHost(c, base, host_base, hp, prev, &cursor);
       for (SimNs s = 0; s < segments; ++s) {
         const SimNs routed_here = size_t(s) == routed_segment ? routed_ns : 0;
         const SimNs ns = segment_ns(s);
