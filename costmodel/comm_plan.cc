@@ -100,6 +100,17 @@ constexpr double kCountBytes = 8;       // int64 token counts (Megatron's all-to
 constexpr double kFlexCountBytes = 4;     // int32 per-rank and per-expert token counts (notify)
 constexpr double kTopkIndexBytes = 8;     // int64 topk_idx, sent with every dispatched copy
 constexpr double kTopkWeightBytes = kFp32Bytes;  // fp32 topk_weights, likewise
+// SMs an NCCL all-to-all (Megatron's alltoall dispatcher: grouped sends and
+// receives) holds while it runs. NCCL runs one thread block per channel,
+// each resident on an SM for the kernel's life; a grouped send/receive to
+// many peers spreads them over the communicator's p2p channels, which NCCL
+// sets to its channel count rounded up to a power of two. That count is
+// 16 on an 8-GPU NVLink node with 8 NICs (two per NIC; the memory model's
+// `nccl_collective_channels`, doc/cost-model-memory.md), so 16 SMs. An
+// assumption, not a measurement: the channel count varies with topology,
+// NCCL version and NCCL_MAX_P2P_NCHANNELS. Compute beside the kernel gets
+// the other SMs (schedule.h, EP overlap).
+constexpr int kNcclAllToAllSms = 16;
 
 // Appends ops, timing each on its group's worst-case span; skips ops that
 // move nothing (a one-rank group, zero bytes, no calls under any recompute
@@ -181,6 +192,7 @@ class PlanBuilder {
                                      .algorithm = cost.algorithm,
                                      .overlappable = overlappable,
                                      .hides_behind_other_microbatch = false,
+                                     .combine = false,
                                      .sms = 0,
                                      .traffic = traffic});
   }
@@ -329,12 +341,21 @@ void AddAllToAllDispatcher(const Volumes& v, PlanBuilder& plan) {
   // under EP overlap: the host waits for it.
   plan.Add(kind, "moe_token_counts", GroupKind::kTpEp, Collective::kAllGather,
            double(l.etp) * l.ep * e.experts * kCountBytes, scope, 1, 0, false, rerun, 1);
-  MarkEpOverlap(v, plan.Add(kind, "moe_dispatch", GroupKind::kEp, Collective::kAllToAll,
-                            rows * v.hidden * kActivationBytes, scope, 1, 1, false, rerun, 1));
-  MarkEpOverlap(v, plan.Add(kind, "moe_dispatch_probs", GroupKind::kEp, Collective::kAllToAll, rows * kProbBytes,
-                            scope, 1, 1, false, rerun, 1));
-  MarkEpOverlap(v, plan.Add(kind, "moe_combine", GroupKind::kEp, Collective::kAllToAll,
-                            rows * v.hidden * kActivationBytes, scope, 1, 1, false, rerun, 1));
+  struct Part {
+    const char* name;
+    double bytes;
+    bool combine;  // CommOp::combine
+  };
+  const Part parts[] = {{"moe_dispatch", rows * v.hidden * kActivationBytes, false},
+                        {"moe_dispatch_probs", rows * kProbBytes, false},
+                        {"moe_combine", rows * v.hidden * kActivationBytes, true}};
+  for (const Part& p : parts) {
+    CommOp* op = plan.Add(kind, p.name, GroupKind::kEp, Collective::kAllToAll, p.bytes, scope, 1, 1, false, rerun, 1);
+    if (!op) continue;
+    op->sms = kNcclAllToAllSms;
+    op->combine = p.combine;
+    MarkEpOverlap(v, op);
+  }
   // ETP: all-gather-v of the received rows (hidden + prob), reduce-scatter-v
   // of the expert output in the probs dtype; backward swaps them. They run
   // in the experts' part of the layer, on the compute stream, under EP
@@ -409,12 +430,13 @@ void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& pl
     const char* name;
     double copy_bytes;
     double calls_fwd, calls_bwd, rerun_calls;
+    bool combine;  // the combine or its gradient (CommOp::combine)
   };
   const Part parts[] = {
-      {"moe_flex_dispatch", token_dispatch + topk, 1, 0, 1},
-      {"moe_flex_combine", token_bf16, 1, 0, 1},
-      {"moe_flex_dispatch_grad", token_bf16, 0, 1, 0},         // the combine's backward
-      {"moe_flex_combine_grad", token_bf16 + e.top_k * kTopkWeightBytes, 0, 1, 0},  // the dispatch's backward
+      {"moe_flex_dispatch", token_dispatch + topk, 1, 0, 1, false},
+      {"moe_flex_combine", token_bf16, 1, 0, 1, true},
+      {"moe_flex_dispatch_grad", token_bf16, 0, 1, 0, true},  // the combine's backward
+      {"moe_flex_combine_grad", token_bf16 + e.top_k * kTopkWeightBytes, 0, 1, 0, false},  // the dispatch's backward
   };
   for (const Part& p : parts) {
     CommOp* op = plan.AddForwarded(p.name, GroupKind::kTpEp, rows * copies.nvlink * p.copy_bytes,
@@ -422,6 +444,7 @@ void AddFlexDispatcher(const Volumes& v, const CostContext& ctx, PlanBuilder& pl
                                    p.rerun_calls);
     if (!op) continue;
     op->sms = sms;
+    op->combine = p.combine;
     MarkEpOverlap(v, op);
   }
 }

@@ -90,6 +90,13 @@ struct CommOp {
   // EP overlap (--overlap-moe-expert-parallel-comm): in the 1F1B steady
   // state the op hides behind another micro-batch's compute (schedule.h).
   bool hides_behind_other_microbatch = false;
+  // Which all-to-all of a MoE layer an EP op is, for EP overlap's phases
+  // (schedule.h): false, the dispatch (forward: between the attention and
+  // the experts; backward, its gradient: between the experts' backward and
+  // the attention's); true, the combine (forward: after the experts;
+  // backward, its gradient: before the experts' backward). The flex
+  // dispatcher's backward ops are the one they are the gradient of.
+  bool combine = false;
   // SMs its kernels occupy while it runs (the flex dispatcher's); compute
   // running beside it gets the GPU's other SMs.
   int sms = 0;

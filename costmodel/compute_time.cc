@@ -262,6 +262,13 @@ struct LayerSum {
     Add(part, x);
     pieces.Add(x, modules);
   }
+  // One of the experts' parts (LayerTimes' shares); into fp8_casts (an FP8
+  // cast of their GEMMs), also into that part's experts' share.
+  void PutExperts(OpTime& part, const OpTime& x, uint32_t modules) {
+    Add(part, x);
+    if (&part == &t.fp8_casts) Add(t.experts_fp8_casts, x);
+    pieces.Add(x, modules, true);
+  }
 };
 
 // The first half of a layer, every kind alike: input norms, attention
@@ -334,6 +341,11 @@ void AddFeedForward(const LayerWork& w, const ModelSpec& model, const JobSpec& j
   LayerTimes& t = s.t;
   const Precision precision = layout.precision;
   auto put = [&](OpTime& part, const OpTime& x, uint32_t modules) { s.Put(part, x, modules); };
+  // The experts' parts: the dense MLP, the routed and shared experts with
+  // their activations and their GEMMs' FP8 casts (what Megatron's combined
+  // 1F1B schedule runs as a layer's "mlp" node, between the dispatch and
+  // the combine).
+  auto put_experts = [&](OpTime& part, const OpTime& x, uint32_t modules) { s.PutExperts(part, x, modules); };
   const uint32_t moe_module = Bit(RecomputeModule::kMoe);
   const double tokens = double(layout.mbs) * job.seq_len / layout.cp;
   const double residual = tokens / layout.tp * model.hidden;
@@ -341,9 +353,9 @@ void AddFeedForward(const LayerWork& w, const ModelSpec& model, const JobSpec& j
   // ---- dense MLP ----
   if (!w.moe) {
     const uint32_t m = Bit(RecomputeModule::kMlp);
-    put(t.mlp, Gemms({w.mlp_up, w.mlp_down}, precision, rates), m);
-    put(t.mlp_activation, ActivationPass(model.activation, w.mlp_down.m * w.mlp_down.k, profile), m);
-    put(t.fp8_casts, fp8.Of({w.mlp_up, w.mlp_down}), m);
+    put_experts(t.mlp, Gemms({w.mlp_up, w.mlp_down}, precision, rates), m);
+    put_experts(t.mlp_activation, ActivationPass(model.activation, w.mlp_down.m * w.mlp_down.k, profile), m);
+    put_experts(t.fp8_casts, fp8.Of({w.mlp_up, w.mlp_down}), m);
     weights += WeightElements({w.mlp_up, w.mlp_down});
   } else {
     // ---- MoE: router, permute, routed experts, shared experts ----
@@ -357,30 +369,30 @@ void AddFeedForward(const LayerWork& w, const ModelSpec& model, const JobSpec& j
                 profile),
         moe_module);
     put(t.permute, PermuteTraffic(w, model, job, layout, profile), moe_module);
-    put(t.routed_experts, GroupedGemms({w.experts_up, w.experts_down}, precision, rates),
-        moe_module);
+    put_experts(t.routed_experts, GroupedGemms({w.experts_up, w.experts_down}, precision, rates),
+                moe_module);
     const double expert_out =
         w.experts_down.experts * w.experts_down.rows_per_expert * w.experts_down.k;
-    put(t.expert_activation, ActivationPass(model.activation, expert_out, profile),
-        moe_module | Bit(RecomputeModule::kMoeAct));
-    put(t.fp8_casts, fp8.OfGrouped({w.experts_up, w.experts_down}), moe_module);
+    put_experts(t.expert_activation, ActivationPass(model.activation, expert_out, profile),
+                moe_module | Bit(RecomputeModule::kMoeAct));
+    put_experts(t.fp8_casts, fp8.OfGrouped({w.experts_up, w.experts_down}), moe_module);
     weights += WeightElements(w.experts_up) + WeightElements(w.experts_down);
 
     if (w.shared_up.m > 0) {
       const uint32_t shared_modules = moe_module | Bit(RecomputeModule::kSharedExperts);
       OpTime shared = Gemms({w.shared_up, w.shared_down}, precision, rates);
       Add(shared, Gemms({w.shared_gate}, Precision::kBF16, rates));
-      put(t.shared_experts, shared, shared_modules);
-      put(t.shared_activation,
-          ActivationPass(model.activation, w.shared_down.m * w.shared_down.k, profile), shared_modules);
+      put_experts(t.shared_experts, shared, shared_modules);
+      put_experts(t.shared_activation,
+                  ActivationPass(model.activation, w.shared_down.m * w.shared_down.k, profile), shared_modules);
       if (w.shared_gate.m > 0) {
         // sigmoid(gate) x the shared output [T, H].
-        put(t.shared_activation,
-            Traffic(kGateMultiplyFwdBytesPerElement * residual,
-                    kGateMultiplyBwdBytesPerElement * residual, profile),
-            shared_modules);
+        put_experts(t.shared_activation,
+                    Traffic(kGateMultiplyFwdBytesPerElement * residual,
+                            kGateMultiplyBwdBytesPerElement * residual, profile),
+                    shared_modules);
       }
-      put(t.fp8_casts, fp8.Of({w.shared_up, w.shared_down}), shared_modules);
+      put_experts(t.fp8_casts, fp8.Of({w.shared_up, w.shared_down}), shared_modules);
       weights += WeightElements({w.shared_up, w.shared_down});
       // The MoE output is routed + shared (inside the MoE module): an add
       // forward; backward hands the same grad to both branches.
@@ -460,20 +472,22 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx) {
   return ComputeLayerTimes(layout, ctx, nullptr, nullptr, nullptr);
 }
 
-void LayerRecomputePieces::Add(const OpTime& x, uint32_t modules) {
+void LayerRecomputePieces::Add(const OpTime& x, uint32_t modules, bool experts) {
   assert(count < static_cast<int>(pieces.size()));
-  pieces[static_cast<size_t>(count++)] = {x.fwd_s, x.fwd_flops, modules};
+  pieces[static_cast<size_t>(count++)] = {x.fwd_s, x.fwd_flops, modules, experts};
 }
 
 void LayerRecomputePieces::Apply(Recompute rc, LayerTimes& times) const {
   const uint32_t rc_modules = ModulesOf(rc);
   times.recompute_s = 0;
   times.recompute_flops = 0;
+  times.recompute_experts_s = 0;
   for (int i = 0; i < count; ++i) {
     const Piece& p = pieces[static_cast<size_t>(i)];
     if (rc.full() || (rc_modules & p.modules) != 0) {
       times.recompute_s += p.fwd_s;
       times.recompute_flops += p.fwd_flops;
+      if (p.experts) times.recompute_experts_s += p.fwd_s;
     }
   }
 }
@@ -688,8 +702,13 @@ const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostConte
     b.microbatches = microbatches;
     b.applied = layout.recompute;
     b.sums_used = 1;
-    b.sums[0] = {layout.recompute, b.times.dense_layer.recompute_s, b.times.dense_layer.recompute_flops,
-                 b.times.moe_layer.recompute_s, b.times.moe_layer.recompute_flops};
+    b.sums[0] = {layout.recompute,
+                 b.times.dense_layer.recompute_s,
+                 b.times.dense_layer.recompute_flops,
+                 b.times.moe_layer.recompute_s,
+                 b.times.moe_layer.recompute_flops,
+                 b.times.dense_layer.recompute_experts_s,
+                 b.times.moe_layer.recompute_experts_s};
     return b.times;
   }
   Base& b = base->second;
@@ -713,6 +732,7 @@ void ComputeTimesCache::Base::Reapply(Recompute rc) {
     if (!(s.recompute == rc)) continue;
     dense_layer.recompute_s = s.dense_s, dense_layer.recompute_flops = s.dense_flops;
     moe_layer.recompute_s = s.moe_s, moe_layer.recompute_flops = s.moe_flops;
+    dense_layer.recompute_experts_s = s.dense_experts_s, moe_layer.recompute_experts_s = s.moe_experts_s;
     applied = rc;
     return;
   }
@@ -720,8 +740,13 @@ void ComputeTimesCache::Base::Reapply(Recompute rc) {
   moe.Apply(rc, moe_layer);
   applied = rc;
   // Kept in the next slot, the oldest overwritten when all are used.
-  const Sums s{rc, dense_layer.recompute_s, dense_layer.recompute_flops, moe_layer.recompute_s,
-               moe_layer.recompute_flops};
+  const Sums s{rc,
+               dense_layer.recompute_s,
+               dense_layer.recompute_flops,
+               moe_layer.recompute_s,
+               moe_layer.recompute_flops,
+               dense_layer.recompute_experts_s,
+               moe_layer.recompute_experts_s};
   if (sums_used < static_cast<int>(sums.size())) {
     sums[static_cast<size_t>(sums_used++)] = s;
   } else {

@@ -78,6 +78,15 @@ struct LayerTimes {
   // weight casts, which stay cached).
   double recompute_s = 0;
   double recompute_flops = 0;
+  // Shares of the parts above, not parts of their own (kLayerParts leaves
+  // them out): of fp8_casts, the casts of the experts' GEMMs (the dense
+  // MLP's, or the routed and shared experts'); of recompute_s, what
+  // reruns of the experts' parts (the MLP, moe_act, shared_experts, or
+  // the experts under moe and full). The experts' share of a layer
+  // (stage_work.h ExpertsBlockCost) is what EP overlap pairs with the
+  // other micro-batch's dispatch and its gradient (schedule.h).
+  OpTime experts_fp8_casts;
+  double recompute_experts_s = 0;
 
   double fwd_s() const;
   // Backward without recomputation; the backward pass costs bwd_s() + recompute_s.
@@ -157,11 +166,12 @@ struct LayerRecomputePieces {
   struct Piece {
     double fwd_s = 0, fwd_flops = 0;
     uint32_t modules = 0;  // bit m: RecomputeModule m reruns it
+    bool experts = false;  // one of the experts' parts (LayerTimes::recompute_experts_s)
   };
   std::array<Piece, 24> pieces{};  // a layer has at most 20
   int count = 0;
-  void Add(const OpTime& x, uint32_t modules);
-  // Sets times.recompute_s and recompute_flops for `rc`.
+  void Add(const OpTime& x, uint32_t modules, bool experts = false);
+  // Sets times.recompute_s, recompute_flops and recompute_experts_s for `rc`.
   void Apply(Recompute rc, LayerTimes& times) const;
 };
 
@@ -217,6 +227,7 @@ class ComputeTimesCache {
     struct Sums {
       Recompute recompute;
       double dense_s, dense_flops, moe_s, moe_flops;
+      double dense_experts_s, moe_experts_s;
     };
     std::array<Sums, 4> sums;
     int sums_used = 0;

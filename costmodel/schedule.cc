@@ -83,25 +83,70 @@ bool OverlapsSends(PipelineSchedule schedule) {
   return schedule == PipelineSchedule::kInterleaved1F1B || schedule == PipelineSchedule::kDualPipeV;
 }
 
+// Schedules that run the weight gradients as passes of their own (sim/
+// pipeline_order.h split_backward): a pair's backward holds none.
+bool WeightGradApart(PipelineSchedule schedule) {
+  return schedule == PipelineSchedule::kZeroBubbleH1 || schedule == PipelineSchedule::kDualPipeV;
+}
+
+// The compute a steady pair of `kind` runs beside each EP all-to-all: the
+// forward of one micro-batch and the backward of another interleaved at
+// sub-layer granularity as Megatron's combined 1F1B schedule runs them
+// (doc/cost-model.md "EP overlap, phase by phase"), from the block's
+// experts' share X (StepWork::experts) and the rest, its attention side:
+//   [0] the forward's attention, F - X_f, beside the backward's combine
+//       gradient;
+//   [1] the backward's experts, their input gradients and recomputation,
+//       X_b + X_r - X_w, beside the forward's dispatch;
+//   [2] the forward's experts and the backward's deferred expert weight
+//       gradients (--delay-wgrad-compute), X_f + X_w, beside the backward's
+//       dispatch gradient;
+//   [3] the backward's attention, B + R - X_b - X_r, beside the forward's
+//       combine.
+// Under ZB-H1 and DualPipeV the weight gradients run as passes of their
+// own, outside the pair: [2] holds X_f only and [3] lacks the attention's
+// W - X_w. Each share is clamped into its pass (a work assembled by hand
+// may give any), so the four never sum above the block's W = F + B + R.
+std::array<double, 4> PairPhases(const StepWork& work, BlockKind kind) {
+  const BlockCost& c = work.cost(kind);
+  const BlockCost& x = work.experts_cost(kind);
+  const auto clamp = [](double v, double hi) { return std::min(std::max(v, 0.0), hi); };
+  const bool apart = WeightGradApart(work.schedule);
+  const double forward = c.forward_s, backward = c.backward_s + c.recompute_s;
+  const double experts_forward = clamp(x.forward_s, forward);
+  const double experts_backward = clamp(x.backward_s + x.recompute_s, backward);
+  const double experts_wgrad = clamp(x.weight_grad_s, experts_backward);
+  const double attention_wgrad = clamp(c.weight_grad_s - x.weight_grad_s, backward - experts_backward);
+  return {forward - experts_forward, experts_backward - experts_wgrad,
+          experts_forward + (apart ? 0 : experts_wgrad),
+          backward - experts_backward - (apart ? attention_wgrad : 0)};
+}
+
 // Per-layer communication of one block of `kind` on a rank whose share of
 // micro-batches running alone (not paired with another's) is `lone`:
 //  - plain ops are exposed;
 //  - overlappable ops hide behind the block's compute W;
 //  - EP-overlap ops (hides_behind_other_microbatch) hide, in the steady
-//    state, behind the other micro-batch's compute of the same block, up to
-//    what the overlappable ops left of W, on the SMs their kernels leave:
-//    compute beside a kernel holding n of the GPU's N SMs runs at 1/k,
-//    k = N / (N - n), so a exposed seconds of comm hide min(W_left, a / k)
-//    (the compute finishes a + max(0, W_left - a / k) after they start).
-//    Alone (warm-up, cool-down) they are exposed.
+//    state, each call behind the one phase of the other micro-batch's pass
+//    it runs beside (PairPhases: a_i seconds of all-to-all beside C_i of
+//    compute, i = 0..3), of which the overlappable ops leave the share
+//    W_left / W, W_left = max(0, W - overlappable), on the SMs their
+//    kernels leave: compute beside a kernel holding n of the GPU's N SMs
+//    runs at 1/k, k = N / (N - n), so phase i runs
+//    a_i + max(0, C'_i - a_i / k) and its all-to-all exposes
+//    a_i - min(C'_i, a_i / k), C'_i = C_i W_left / W. The steady exposure
+//    is the sum over the four phases, at least max(0, a - W_left) (a the
+//    sum of the a_i, the four C_i at most W). Alone (warm-up, cool-down)
+//    they are exposed.
 // Only the last point depends on the rank (through `lone`): BlockComm holds
 // the rest, summed once per block kind.
 struct BlockComm {
-  double exposed = 0;  // plain ops
-  double hidden = 0;   // overlappable ops
-  double excess = 0;   // of which the block's compute cannot hide
-  double paired = 0;   // EP-overlap ops
-  double steady = 0;   // of which exposed in the steady state
+  double exposed = 0;     // plain ops
+  double hidden = 0;      // overlappable ops
+  double excess = 0;      // of which the block's compute cannot hide
+  double paired = 0;      // EP-overlap ops
+  double paired_fwd = 0;  // of which their forward calls
+  double steady = 0;      // of which exposed in the steady state
 };
 
 // Every block kind's BlockComm from its plan's sums and its compute.
@@ -117,10 +162,14 @@ std::array<BlockComm, kBlockKindCount> BlockComms(const StepWork& work, const Pl
     const double w = work.cost(kind).total_s();
     b.excess = std::max(0.0, b.hidden - w);
     if (b.paired > 0) {
+      b.paired_fwd = s.dispatch_fwd_s + s.combine_fwd_s;
       const int sms = s.paired_sms;
       const double w_left = std::max(0.0, w - b.hidden);
       const double k = sms > 0 && sms < work.gpu_sms ? double(work.gpu_sms) / (work.gpu_sms - sms) : 1.0;
-      b.steady = b.paired - std::min(w_left, b.paired / k);
+      const double left = w > 0 ? w_left / w : 0;
+      const std::array<double, 4> phase = PairPhases(work, kind);
+      const std::array<double, 4> a = {s.combine_bwd_s, s.dispatch_fwd_s, s.dispatch_bwd_s, s.combine_fwd_s};
+      for (size_t p = 0; p < 4; ++p) b.steady += a[p] - std::min(phase[p] * left, a[p] / k);
     }
   }
   return comm;
@@ -141,9 +190,13 @@ double ExposedInBlocks(const BlockComm& c, double lone, int count) {
 // issues the pass's launches, running ahead as far as it can; the pass
 // takes the longer of the two, and each sync adds the GPU time it leaves
 // idle (the host waits for the queue to drain, then the GPU for the next
-// launch). The exposed communication is split between the passes as the
-// plain ops' forward and backward calls are, the rest (what overlapping
-// ops could not hide) as the compute is.
+// launch). A pass alone exposes max(0, C - G) with G its compute, its plain
+// ops' calls, its EP-overlap ops' calls (all exposed alone) and the
+// overlappable ops' excess as its compute is of the block's. In a steady
+// pair (EP overlap; the rank's 1 - lone share) one CPU thread issues both
+// passes, C_f + C_b, while the GPU runs the pair, G_pair = the block's
+// compute, plain ops, excess and the EP-overlap ops' steady exposure:
+// max(0, C_f + C_b - G_pair).
 struct HostExposure {
   double exposed_s = 0;
   double host_s = 0;
@@ -161,12 +214,16 @@ HostExposure HostInBlock(const StepWork& work, BlockKind kind, const PlanSums::B
   const BlockCost& cost = work.cost(kind);
   const double forward = cost.forward_s, backward = cost.backward_s + cost.recompute_s;
   const double compute = forward + backward;
-  const double rest = c.excess + PairedExposed(c, lone);
-  const double rest_forward = compute > 0 ? rest * forward / compute : 0;
-  const double gpu_forward = forward + sums.exposed_fwd_s + rest_forward;
-  const double gpu_backward = backward + (c.exposed - sums.exposed_fwd_s) + (rest - rest_forward);
-  e.exposed_s = std::max(0.0, h.forward.host_s - gpu_forward) + std::max(0.0, h.backward.host_s - gpu_backward) +
-                e.syncs * work.host.sync_s;
+  const double excess_forward = compute > 0 ? c.excess * forward / compute : 0;
+  const double gpu_forward = forward + sums.exposed_fwd_s + excess_forward + c.paired_fwd;
+  const double gpu_backward =
+      backward + (c.exposed - sums.exposed_fwd_s) + (c.excess - excess_forward) + (c.paired - c.paired_fwd);
+  double exposed = std::max(0.0, h.forward.host_s - gpu_forward) + std::max(0.0, h.backward.host_s - gpu_backward);
+  if (c.paired > 0) {
+    const double gpu_pair = compute + c.exposed + c.excess + c.steady;
+    exposed = lone * exposed + (1 - lone) * std::max(0.0, e.host_s - gpu_pair);
+  }
+  e.exposed_s = exposed + e.syncs * work.host.sync_s;
   return e;
 }
 
@@ -285,7 +342,11 @@ PlanSums SumPlan(const std::vector<CommOp>& ops, bool mtp_moe, const Recompute& 
   // its sums are that kind's, copied rather than added again. A block's
   // sums, by how its ops overlap: plain, overlappable, EP-overlap; and the
   // plain ops' forward calls (the host's exposure splits by pass).
-  std::array<std::array<double, 4>, kBlockKindCount> block{};
+  // [4..7]: the EP-overlap ops' seconds by phase (CommOp::combine): the
+  // forward's dispatch and combine, the backward's dispatch and combine
+  // gradients (with the forward calls a recomputation repeats, which
+  // Megatron never runs with the overlap: a2a_overlap_needs).
+  std::array<std::array<double, 8>, kBlockKindCount> block{};
   std::array<int, kBlockKindCount> paired_sms{};
   PlanSums c;
   // The kinds of the last op's scope, but the MTP layer (plans list their
@@ -304,17 +365,28 @@ PlanSums SumPlan(const std::vector<CommOp>& ops, bool mtp_moe, const Recompute& 
       continue;
     }
     const size_t way = op.hides_behind_other_microbatch ? 2 : op.overlappable ? 1 : 0;
-    const double forward = way == 0 ? op.calls_fwd * op.seconds_per_call : 0;
+    const double forward = way != 1 ? op.calls_fwd * op.seconds_per_call : 0;
+    // The backward's calls as AddRecomputeCalls counts them (the same bits).
+    const double backward =
+        way == 2 ? (RepeatsCalls(op, reruns) ? op.calls_bwd + op.rerun_calls : op.calls_bwd) * op.seconds_per_call
+                 : 0;
+    const size_t phase = op.combine ? 5 : 4;
     for (unsigned kinds = scope_kinds; kinds != 0; kinds &= kinds - 1) {
       const auto k = static_cast<size_t>(std::countr_zero(kinds));
       block[k][way] += a;
-      block[k][3] += forward;
-      if (way == 2) paired_sms[k] = std::max(paired_sms[k], op.sms);
+      if (way == 0) {
+        block[k][3] += forward;
+      } else if (way == 2) {
+        block[k][phase] += forward;
+        block[k][phase + 2] += backward;
+        paired_sms[k] = std::max(paired_sms[k], op.sms);
+      }
     }
   }
   for (size_t k = 0; k < kBlockKindCount; ++k) {
     const size_t from = k == mtp ? static_cast<size_t>(mtp_moe ? BlockKind::kMoeLayer : BlockKind::kDenseLayer) : k;
-    c.blocks[k] = {block[from][0], block[from][3], block[from][1], block[from][2], paired_sms[from]};
+    const std::array<double, 8>& b = block[from];
+    c.blocks[k] = {b[0], b[3], b[1], b[2], b[4], b[5], b[6], b[7], paired_sms[from]};
   }
   return c;
 }
@@ -359,11 +431,12 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
 // a, a', b, b' >= 0, fl(a b) <= fl(a' b')):
 //  1. t_max >= C = max_p c_p, c_p = RankWork::compute_s() as
 //     SchedulePipeline computes it: t_max is the largest t_p =
-//     fl(fl(c_p + e_p) + s_p), and e_p (exposed per-layer comm) and s_p
-//     (boundary sends) are >= 0: sums of op seconds (>= 0) scaled by counts,
-//     lone in [0, 1] (lone micro-batches <= m) and 1 - lone, max(0, .), and
-//     the EP-overlap steady part paired - min(., paired / k), k >= 1, so
-//     fl(paired / k) <= paired.
+//     fl(fl(fl(c_p + e_p) + s_p) + h_p), and e_p (exposed per-layer comm),
+//     s_p (boundary sends) and h_p (the host's exposure) are >= 0: sums of
+//     op seconds (>= 0) scaled by counts, lone in [0, 1] (lone micro-batches
+//     <= m) and 1 - lone, max(0, .), syncs x sync_s, and the EP-overlap
+//     steady part, a sum over the pair's four phases of a_i - min(., a_i /
+//     k), k >= 1, so fl(a_i / k) <= a_i and each term is >= 0.
 //  2. pipeline_s = fl(fl(m t_max) + bubble(t_max, slowest, crossing)), and
 //     BubbleSeconds is non-decreasing in t_max and in crossing >= 0, so
 //     bubble >= bubble(C, slowest, 0) >= min_p bubble(C, p, 0).
@@ -419,11 +492,15 @@ CommSeconds CommSecondsOf(const std::vector<CommOp>& ops, bool mtp_moe) {
 }
 
 // The proof, in real numbers. For a work w as the header says,
-// SchedulePipeline gives rank p t_p = c_p + e_p + s_p with
-// e_p = sum_k n_pk X_k, a block's exposure being (SumPlanComm)
+// SchedulePipeline gives rank p t_p = c_p + e_p + s_p + h_p, h_p >= 0 (the
+// host's exposure), with e_p = sum_k n_pk X_k, a block's exposure being
+// (BlockComms)
 //   X = exposed + max(0, hidden - W) + paired',
 //   paired' = lone paired + (1 - lone) steady, lone in [0, 1],
-//   steady = paired - min(w_left, paired / k), k >= 1, w_left = max(0, W - hidden),
+//   steady = sum_i a_i - min(C_i w_left / W, a_i / k), k >= 1,
+//   w_left = max(0, W - hidden), over the pair's four phases, whose a_i sum
+//   to paired (each EP-overlap call is in one) and whose C_i sum to at most
+//   W (PairPhases clamps each share into its pass),
 // so steady >= max(0, paired - w_left) and paired' >= steady. When
 // hidden >= W, X >= exposed + (hidden - W) + paired = T - W; otherwise
 // X >= exposed + paired - (W - hidden) = T - W. With X >= 0:

@@ -11,8 +11,10 @@
 //              communication + its boundary sends (1F1B, GPipe, ZB-H1: s,
 //              exposed; interleaved, DualPipeV: vpp x s, exposed beyond its
 //              compute) + its host's exposure: per block and pass
-//              max(0, host time - the pass's GPU time) + syncs x the GPU
-//              time a sync leaves idle (host_time.h)
+//              max(0, host time - the pass's GPU time) (in an EP-overlap
+//              pair, per block max(0, both passes' host time - the pair's
+//              GPU time)) + syncs x the GPU time a sync leaves idle
+//              (host_time.h)
 //   pipeline = m x max_p t_p + bubble,
 //   bubble   = 1F1B, GPipe:  (pp - 1) x t_max
 //              interleaved:  (pp - 1) / vpp x t_max + (pp - 1) x s
@@ -21,8 +23,10 @@
 //   dp       = max(0, reduce-scatter - backward of one micro-batch)
 //            + max(0, all-gather - forward of one micro-batch)
 // where per-layer communication is exposed unless overlappable (then only
-// beyond the compute of the layer it overlaps), and EP-overlap ops hide
-// behind another micro-batch's compute in the steady state only.
+// beyond the compute of the layer it overlaps), and EP-overlap ops hide in
+// the steady state only, each all-to-all behind the one phase of the other
+// micro-batch's pass it runs beside (attention or experts, doc/cost-model.md
+// "EP overlap, phase by phase"); there one host thread issues both passes.
 #pragma once
 
 #include <array>
@@ -69,16 +73,24 @@ void SchedulePipeline(const StepWork& work, PipelineTimes* times, std::vector<do
 
 // What the schedule reads of a plan, summed in one pass over its ops in
 // plan order: per block kind, the seconds per block of its plain,
-// overlappable and EP-overlap ops and the most SMs an EP-overlap op holds
-// (an MTP module's layer: those of the layer kind it is); one boundary
-// crossing's seconds, forward and backward; the per-step ops' (gradient
-// reductions, parameter all-gathers).
+// overlappable and EP-overlap ops (these also by the phase each call runs
+// in) and the most SMs an EP-overlap op holds (an MTP module's layer: those
+// of the layer kind it is); one boundary crossing's seconds, forward and
+// backward; the per-step ops' (gradient reductions, parameter all-gathers).
 struct PlanSums {
   struct Block {
-    double exposed_s = 0;   // plain ops
+    double exposed_s = 0;      // plain ops
     double exposed_fwd_s = 0;  // of which their forward calls
-    double hidden_s = 0;    // overlappable ops
-    double paired_s = 0;    // EP-overlap ops
+    double hidden_s = 0;       // overlappable ops
+    double paired_s = 0;       // EP-overlap ops
+    // Of paired_s, by CommOp::combine: the forward calls of the dispatch's
+    // and the combine's ops, and their backward calls (the dispatch's and
+    // the combine's gradients, with the forward calls a recomputation
+    // repeats).
+    double dispatch_fwd_s = 0;
+    double combine_fwd_s = 0;
+    double dispatch_bwd_s = 0;
+    double combine_bwd_s = 0;
     int paired_sms = 0;
   };
   std::array<Block, kBlockKindCount> blocks;  // indexed by BlockKind

@@ -11,6 +11,18 @@ BlockCost LayerBlockCost(const LayerTimes& t) {
 }
 BlockCost PartBlockCost(const OpTime& t) { return {t.fwd_s, t.bwd_s, 0, 0}; }
 
+BlockCost ExpertsBlockCost(const LayerTimes& t) {
+  BlockCost c;
+  for (const OpTime* part : {&t.mlp, &t.mlp_activation, &t.routed_experts, &t.expert_activation, &t.shared_experts,
+                             &t.shared_activation, &t.experts_fp8_casts}) {
+    c.forward_s += part->fwd_s;
+    c.backward_s += part->bwd_s;
+  }
+  c.recompute_s = t.recompute_experts_s;
+  c.weight_grad_s = t.mlp.fwd_s + t.routed_experts.fwd_s + t.shared_experts.fwd_s;
+  return c;
+}
+
 MtpBlockParts MtpBlockPartsOf(const ComputeTimes& compute, bool mtp_moe) {
   return {PartBlockCost(compute.mtp_projection), LayerBlockCost(mtp_moe ? compute.moe_layer : compute.dense_layer),
           PartBlockCost(compute.output_layer)};
@@ -129,6 +141,11 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
                          moe.shared_experts.bwd_s + moe.shared_activation.bwd_s, 0, moe.shared_experts.fwd_s};
   w.shared[static_cast<size_t>(BlockKind::kMoeLayer)] = shared;
   if (w.mtp_moe) w.shared[static_cast<size_t>(BlockKind::kMtpLayer)] = shared;
+  // The experts' side of each decoder layer (an MTP module's layer's).
+  w.experts[static_cast<size_t>(BlockKind::kDenseLayer)] = ExpertsBlockCost(compute.dense_layer);
+  w.experts[static_cast<size_t>(BlockKind::kMoeLayer)] = ExpertsBlockCost(moe);
+  w.experts[static_cast<size_t>(BlockKind::kMtpLayer)] =
+      w.experts[static_cast<size_t>(w.mtp_moe ? BlockKind::kMoeLayer : BlockKind::kDenseLayer)];
 
   SumRanks(layout, pipeline, w);
 }

@@ -46,6 +46,16 @@ struct BlockCost {
 // embedding's table-grad scatter is memory traffic, not a GEMM.
 BlockCost LayerBlockCost(const LayerTimes& times);
 BlockCost PartBlockCost(const OpTime& times);
+// Of LayerBlockCost(times), the experts' share: what Megatron's combined
+// 1F1B schedule (--overlap-moe-expert-parallel-comm) runs as a layer's
+// "mlp" node between the dispatch and the combine. A dense layer's MLP
+// (with its activation), or a MoE layer's routed and shared experts (with
+// their activations and the gate), and those GEMMs' FP8 casts; the
+// recomputation of those parts (LayerTimes::recompute_experts_s); W, their
+// GEMMs' forward time. The rest of a layer (attention with its norms,
+// rotary and projections, the router, permute, residual adds) is its
+// attention node.
+BlockCost ExpertsBlockCost(const LayerTimes& times);
 
 // What one MTP module's block is made of: its projection (eh_proj with the
 // next-token embedding and norms), one decoder layer of the model's last
@@ -127,6 +137,11 @@ struct StepWork {
   // gate), which Megatron's --moe-shared-expert-overlap runs beside the
   // token dispatch.
   std::array<BlockCost, kBlockKindCount> shared;
+  // Of each block's cost, its experts' share (ExpertsBlockCost; an MTP
+  // module's: its layer's; 0 for the embedding and the output layer). The
+  // rest is the block's attention side. EP overlap pairs each all-to-all
+  // with one side of the other micro-batch's pass (schedule.h).
+  std::array<BlockCost, kBlockKindCount> experts;
   // What the host does to launch each block's passes (host_time.h); all
   // zero in work assembled by hand. Set by CostModel::Work.
   HostWork host;
@@ -143,6 +158,7 @@ struct StepWork {
   const BlockCost& cost(BlockKind kind) const { return block[static_cast<size_t>(kind)]; }
   const BlockCost& routed_cost(BlockKind kind) const { return routed[static_cast<size_t>(kind)]; }
   const BlockCost& shared_cost(BlockKind kind) const { return shared[static_cast<size_t>(kind)]; }
+  const BlockCost& experts_cost(BlockKind kind) const { return experts[static_cast<size_t>(kind)]; }
   bool Runs(const CommOp& op, BlockKind kind) const { return RunsInBlock(op, kind, mtp_moe); }
 };
 
@@ -182,7 +198,7 @@ struct LeastBlocks {
 };
 
 // BuildStepWork's work with `least`'s block costs (not empty) and no
-// routed or shared shares.
+// routed, shared or experts' shares.
 void BuildLeastStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& gpu,
                         const PipelineDescription& pipeline, const LeastBlocks& least, long long microbatches,
                         StepWork* out);

@@ -50,7 +50,7 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
     {Rule::kHybridEpInDomain, "hybridep_in_domain",
      "HybridEP: every expert TP x EP group inside one NVLink domain"},
     {Rule::kA2aOverlapNeeds, "a2a_overlap_needs",
-     "EP overlap: ep > 1, alltoall or flex dispatcher, vpp > 1 when pp > 1, no full recompute, <= 1 MTP layer"},
+     "EP overlap: ep > 1, alltoall or flex dispatcher, vpp > 1 when pp > 1, no full or moe recompute, <= 1 MTP layer"},
     {Rule::kTpOverlapNeedsTp, "tp_overlap_needs_tp", "TP communication overlap needs tp > 1"},
     {Rule::kCudaGraphsMoeSync, "cuda_graphs_moe_sync",
      "CUDA graphs of a MoE dispatch (moe, layer, full_iteration): capacity_factor > 0 and not DeepEP (no host sync)"},
@@ -165,13 +165,17 @@ void CheckModelRules(const Layout& l, const ModelSpec& m, const JobSpec& job, co
 
 // The first of Megatron's --overlap-moe-expert-parallel-comm checks the
 // layout breaks (A2aOverlapProblem words each).
-enum class A2aIssue { kNone, kNeedsEp, kAllGather, kNeedsVpp, kFullRecompute, kMtp };
+enum class A2aIssue { kNone, kNeedsEp, kAllGather, kNeedsVpp, kFullRecompute, kMoeRecompute, kMtp };
 A2aIssue A2aOverlapIssue(const ModelSpec& m, const Layout& l) {
   if (!l.a2a_overlap) return A2aIssue::kNone;
   if (!m.is_moe() || l.ep < 2) return A2aIssue::kNeedsEp;
   if (l.dispatcher == Dispatcher::kAllGather) return A2aIssue::kAllGather;
   if (l.pp > 1 && l.vpp < 2) return A2aIssue::kNeedsVpp;
   if (l.recompute.full()) return A2aIssue::kFullRecompute;
+  // transformer_config.py (~3030) refuses the overlap with `moe` among the
+  // recompute modules: the recomputed dispatch and combine would run again
+  // outside the schedule's pairs.
+  if (l.recompute.has(RecomputeModule::kMoe)) return A2aIssue::kMoeRecompute;
   if (m.mtp_layers > 1) return A2aIssue::kMtp;
   return A2aIssue::kNone;
 }
@@ -323,6 +327,7 @@ std::string A2aOverlapProblem(const ModelSpec& m, const Layout& l) {
     case A2aIssue::kAllGather: return "EP overlap needs the alltoall or a flex dispatcher, not allgather";
     case A2aIssue::kNeedsVpp: return "EP overlap with pp " + Str(l.pp) + " needs vpp > 1 (Megatron's rule)";
     case A2aIssue::kFullRecompute: return "EP overlap does not run with full recompute";
+    case A2aIssue::kMoeRecompute: return "EP overlap does not run with the moe recompute module (Megatron's rule)";
     case A2aIssue::kMtp: return "EP overlap runs with at most 1 MTP layer (the model has " + Str(m.mtp_layers) + ")";
   }
   return "";

@@ -44,7 +44,7 @@ enum class Rule {
   kPlacementFits,             // a packed placement fits in the cluster's NVLink domains
   kPrecisionSupported,        // the GPU can run the precision recipe (FP8: Hopper+, MXFP8: Blackwell)
   kHybridEpInDomain,          // HybridEP: the expert TP x EP group inside one NVLink domain
-  kA2aOverlapNeeds,           // EP overlap: ep > 1, alltoall or flex dispatcher, vpp with pp, no full recompute, <= 1 MTP layer
+  kA2aOverlapNeeds,           // EP overlap: ep > 1, alltoall or flex dispatcher, vpp with pp, no full or moe recompute, <= 1 MTP layer
   kTpOverlapNeedsTp,          // TP communication overlap needs tp > 1
   kCudaGraphsMoeSync,         // a MoE layer captured whole needs a dispatch that never syncs the host
   kFitsMemory,                // peak memory per GPU <= HBM; judged by the cost model during search

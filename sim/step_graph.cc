@@ -52,13 +52,14 @@ std::vector<Block> BlocksOf(const VirtualStage& stage, const ModelSpec& model) {
 
 // The tasks of one pass before they go into the graph, with dependencies
 // on each other by index. An item is one task per lane (compute, a send),
-// or one task per group of `group`'s kind (a collective). An EP all-to-all
-// of a paired pass ends a phase: the other pass of the pair may run its
-// compute there.
+// or one task per group of `group`'s kind (a collective). `phase` counts
+// the nodes of the pass's EP-overlap blocks before the item (PhasedBlock):
+// a pair's two passes are emitted phase by phase, each in turn, so that
+// each stream runs the pair's nodes in Megatron's order.
 struct Item {
   SimTask task;
   std::vector<int> after;
-  bool phase_end = false;
+  int phase = 0;
   bool collective = false;
   GroupKind group = GroupKind::kTp;
   SimNs routed_ns = 0;    // of task.work_ns, the routed experts' part (scaled by each lane's load)
@@ -74,6 +75,14 @@ struct Chain {
   std::vector<Item> items;
   std::vector<int> exits;
   std::vector<BlockMark> blocks;
+  int phase = 0;  // the next item's Item::phase
+  // Adds `it` after `after` in the current phase; returns its index.
+  int Push(Item it, const std::vector<int>& after) {
+    it.after = after;
+    it.phase = phase;
+    items.push_back(std::move(it));
+    return int(items.size() - 1);
+  }
 };
 
 // The simulated ranks of one pipeline stage (its lanes, in the dense view's
@@ -85,6 +94,29 @@ struct Stage {
   std::vector<int> ep_group;  // per lane: its EP group's global index (the draws' key)
   std::vector<int> ep_index;  // per lane: its place in that group
 };
+
+// The host time a block's launches take when the host runs ahead: `hp`'s
+// over `launches[0]` tasks before the sync (what is issued before it, when
+// `split`) and `launches[1]` after; a side without tasks leaves its share
+// to the other. Each task's launch takes ns[side], the first rest[side]
+// one nanosecond more, so that they sum exactly.
+struct LaunchShares {
+  std::array<SimNs, 2> ns{}, rest{};
+};
+LaunchShares SplitLaunches(const HostPass& hp, bool split, const std::array<SimNs, 2>& launches) {
+  const SimNs total = ToSimNs(hp.host_s);
+  SimNs before = split ? std::min(total, ToSimNs(hp.before_sync_s)) : total;
+  if (launches[0] == 0) before = 0;
+  if (launches[1] == 0) before = total;
+  const SimNs totals[2] = {before, total - before};
+  LaunchShares out;
+  for (size_t k = 0; k < 2; ++k) {
+    const SimNs n = std::max<SimNs>(1, launches[k]);
+    out.ns[k] = totals[k] / n;
+    out.rest[k] = totals[k] % n;
+  }
+  return out;
+}
 
 class Builder {
  public:
@@ -178,6 +210,261 @@ class Builder {
   bool EpOverlapped(const CommOp& op) const {
     return op.kind == CommKind::kExpertParallel && spec_.overlap.ep.value_or(op.hides_behind_other_microbatch);
   }
+  // Whether a block of `kind` runs an EP-overlapped op in the forward
+  // (`fwd`) or the backward pass.
+  bool HasEpOverlapped(BlockKind kind, bool fwd) const {
+    for (const CommOp& op : work_.ops) {
+      if (work_.Runs(op, kind) && EpOverlapped(op) && ToSimNs((fwd ? op.calls_fwd : op.calls_bwd) * op.seconds_per_call) > 0) {
+        return true;
+      }
+    }
+    return false;
+  }
+
+  // A task of the host stream, `ns` long: a launch, or the host waiting at
+  // a sync (for the GPU to reach it, the item's dependency, then for its
+  // round trip).
+  Item HostItem(const SimTask& host_base, SimNs ns, const char* label) {
+    Item it;
+    it.task = host_base;
+    it.task.work_ns = ns;
+    it.task.label = out_.graph.Label(label);
+    it.launch = true;
+    return it;
+  }
+
+  // The host not running ahead: the block's start on the compute stream
+  // after `prev` (after the rank's last GPU task there), then its launches,
+  // `hp`'s host time, on the host stream. Sets *start to the start, which
+  // the block's GPU tasks follow; returns the launches' item.
+  int PushBlockHost(Chain& c, const SimTask& base, const SimTask& host_base, const HostPass& hp,
+                    const std::vector<int>& prev, std::vector<int>* start) {
+    Item st;
+    st.task = base;
+    st.task.kind = SimKind::kHost;
+    st.task.label = out_.graph.Label("block_start");
+    *start = {c.Push(std::move(st), prev)};
+    Item h = HostItem(host_base, ToSimNs(hp.host_s), "launch");
+    h.launch = false;
+    return c.Push(std::move(h), *start);
+  }
+
+  // `op`'s calls of one pass as an item: a collective of its group.
+  Item OpItem(const CommOp& op, const SimTask& base, bool fwd) {
+    const double calls = fwd ? op.calls_fwd : op.calls_bwd;
+    Item it;
+    it.task = base;
+    it.task.work_ns = ToSimNs(calls * op.seconds_per_call);
+    it.task.nvlink_bytes = static_cast<float>(calls * op.traffic.nvlink_bytes);
+    it.task.network_bytes = static_cast<float>(calls * op.traffic.network_bytes);
+    it.task.spine_bytes = static_cast<float>(calls * op.traffic.spine_bytes);
+    it.task.kind = KindOf(op.kind);
+    it.task.sms = static_cast<uint16_t>(std::max(0, op.sms));
+    it.task.label = out_.graph.Label(op.name);
+    it.collective = true;
+    it.group = op.group;
+    it.scaled_a2a = op.kind == CommKind::kExpertParallel &&
+                    (op.collective == Collective::kAllToAll || op.collective == Collective::kAllToAllV);
+    return it;
+  }
+
+  // A block of a paired pass that runs EP-overlapped all-to-alls, as
+  // Megatron's combined 1F1B schedule runs it (doc/cost-model.md "EP
+  // overlap, phase by phase"): four nodes, each one phase of the chain
+  // (Chain::phase), so that Emit interleaves the pair's forward and
+  // backward node by node:
+  //   forward:  attention | dispatch | experts | combine
+  //   backward: combine gradient | experts' input gradients | dispatch
+  //             gradient, beside the experts' deferred weight gradients |
+  //             attention
+  // The compute nodes run on the compute stream, the all-to-alls on the EP
+  // stream, each node after its own pass's previous one (the deferred
+  // weight gradients after the experts' input gradients only). The
+  // experts' node holds the block's experts' share (StepWork::experts, as
+  // the analytical model splits it; the routed part scaled per lane) and
+  // the plain ops after the first EP-overlapped one in plan order (the ETP
+  // collectives), the attention node the rest of the compute and the plain
+  // ops before it (TP, the token counts). Overlappable ops run beside the
+  // whole block as elsewhere; shared-expert overlap does not apply (the
+  // shared experts compute in the experts' node). The host: running
+  // ahead, a launch before each task and the sync before the first
+  // all-to-all; not, the block's launches when it starts and, at its end,
+  // a fence on the host stream (not the compute stream, where it would hold
+  // the other pass's compute back), so the pair's two blocks take
+  // max(both launches, the pair's GPU time) and their syncs.
+  // Returns the block's exits.
+  std::vector<int> PhasedBlock(Chain& c, const PipelinePass& pass, const Block& b, const SimTask& base,
+                               double pass_s, const std::vector<int>& prev) {
+    const bool fwd = pass.kind == PassKind::kForward;
+    const auto clamp = [](double v, double hi) { return std::min(std::max(v, 0.0), hi); };
+    const BlockCost& cost = work_.cost(b.kind);
+    const BlockCost& x = work_.experts_cost(b.kind);
+    const BlockCost& routed = work_.routed_cost(b.kind);
+    // The pass's experts' node and, backward, the deferred weight
+    // gradients (none when the schedule runs W apart); the attention node
+    // is the rest of the pass's compute.
+    double experts_s = 0, wgrad_s = 0, routed_s = 0, routed_wgrad_s = 0;
+    if (fwd) {
+      experts_s = clamp(x.forward_s, pass_s);
+      routed_s = clamp(routed.forward_s, experts_s);
+    } else {
+      const double backward = clamp(x.backward_s + x.recompute_s, cost.backward_s + cost.recompute_s);
+      const double wgrad = clamp(x.weight_grad_s, backward);
+      experts_s = clamp(backward - wgrad, pass_s);
+      wgrad_s = order_.split_backward ? 0 : clamp(wgrad, pass_s - experts_s);
+      routed_s = clamp(routed.backward_s - routed.weight_grad_s, experts_s);
+      routed_wgrad_s = clamp(routed.weight_grad_s, wgrad_s);
+    }
+    const double attention_s = std::max(0.0, pass_s - experts_s - wgrad_s);
+
+    // The block's ops of this pass: EP-overlapped (dispatch's or
+    // combine's), beside the block, or plain (before or after the first
+    // EP-overlapped one).
+    std::vector<Item> dispatch_ops, combine_ops, attention_ops, experts_ops, side_ops;
+    bool after_ep = false;
+    for (const CommOp& op : work_.ops) {
+      if (!work_.Runs(op, b.kind)) continue;
+      const bool ep = EpOverlapped(op);
+      after_ep = after_ep || ep;
+      Item it = OpItem(op, base, fwd);
+      if (it.task.work_ns == 0) continue;
+      if (ep) {
+        it.task.stream = SimStream::kEp;
+        (op.combine ? combine_ops : dispatch_ops).push_back(std::move(it));
+      } else if (Concurrent(op)) {
+        it.task.stream = StreamOf(op.kind);
+        side_ops.push_back(std::move(it));
+      } else {
+        it.task.stream = SimStream::kCompute;
+        (after_ep ? experts_ops : attention_ops).push_back(std::move(it));
+      }
+    }
+
+    // The block's GPU tasks in node order, with their dependencies inside
+    // the block (-1: the block's start).
+    struct Pending {
+      Item item;
+      std::vector<int> after;
+      int node = 0;
+    };
+    std::vector<Pending> tasks;
+    auto add = [&](Item it, std::vector<int> after, int node) {
+      tasks.push_back({std::move(it), std::move(after), node});
+      return int(tasks.size() - 1);
+    };
+    // Equal segments of `ns` around `ops` (the remainder on the first
+    // ones), the first segment carrying `routed_ns` more (scaled per
+    // lane), in node `node` after `after`; returns the last task (or
+    // `after`'s when there is none).
+    auto segments = [&](SimNs ns, SimNs routed_ns, std::vector<Item>& ops, std::vector<int> after, int node) {
+      const SimNs rest = std::max<SimNs>(0, ns - routed_ns);
+      const SimNs n = SimNs(ops.size()) + 1;
+      for (SimNs i = 0; i < n; ++i) {
+        const SimNs here = rest / n + (i < rest % n ? 1 : 0) + (i == 0 ? routed_ns : 0);
+        if (here > 0) {
+          Item seg;
+          seg.task = base;
+          seg.task.work_ns = here;
+          seg.routed_ns = i == 0 ? std::min(routed_ns, here) : 0;
+          seg.task.label = out_.graph.Label(Name(b.kind));
+          after = {add(std::move(seg), after, node)};
+        }
+        if (i + 1 < n) after = {add(std::move(ops[size_t(i)]), after, node)};
+      }
+      return after;
+    };
+    auto chain = [&](std::vector<Item>& ops, std::vector<int> after, int node) {
+      for (Item& it : ops) after = {add(std::move(it), after, node)};
+      return after;
+    };
+    const std::vector<int> start = {-1};
+    std::vector<int> end;
+    int sync_before = 0;  // the sync comes before this task (before the first all-to-all)
+    if (fwd) {
+      end = segments(ToSimNs(attention_s), 0, attention_ops, start, 0);
+      sync_before = int(tasks.size());
+      end = chain(dispatch_ops, end, 1);
+      end = segments(ToSimNs(experts_s), ToSimNs(routed_s), experts_ops, end, 2);
+      end = chain(combine_ops, end, 3);
+    } else {
+      end = chain(combine_ops, start, 0);
+      end = segments(ToSimNs(experts_s), ToSimNs(routed_s), experts_ops, end, 1);
+      const std::vector<int> experts_end = end;
+      end = chain(dispatch_ops, end, 2);
+      std::vector<Item> none;
+      const std::vector<int> wgrad = segments(ToSimNs(wgrad_s), ToSimNs(routed_wgrad_s), none, experts_end, 2);
+      if (end == experts_end) end = wgrad;  // no dispatch gradient: the attention follows the wgrad
+      end = segments(ToSimNs(attention_s), 0, attention_ops, end, 3);
+    }
+
+    // The host's pass of this block.
+    const HostBlock& hb = work_.host.of(b.kind);
+    const HostPass hp = fwd ? hb.forward : hb.backward;
+    const bool host = hp.host_s > 0 || hp.syncs > 0;
+    const bool ahead = host && spec_.overlap.host;
+    SimTask host_base = base;
+    host_base.kind = SimKind::kHost;
+    host_base.stream = SimStream::kHost;
+    const SimNs sync_ns = ToSimNs(hp.syncs * work_.host.sync_s);
+    const bool split = ahead && sync_ns > 0;
+    // Running ahead: each task's launch, those before the sync sharing
+    // what is issued before it, the others the rest.
+    std::array<SimNs, 2> launches{}, launched{};
+    for (size_t i = 0; i < tasks.size(); ++i) launches[split && int(i) >= sync_before ? 1 : 0] += 1;
+    const LaunchShares share = SplitLaunches(hp, split, launches);
+    const int first_phase = c.phase;
+    std::vector<int> from = prev;  // what the block's start is
+    int block_host = -1;
+    if (host && !ahead) block_host = PushBlockHost(c, base, host_base, hp, prev, &from);
+    BlockMark mark;
+    std::vector<int> index(tasks.size(), -1);
+    int last_gpu = -1;
+    for (size_t i = 0; i < tasks.size(); ++i) {
+      Pending& t = tasks[i];
+      c.phase = first_phase + t.node;
+      const int side = split && int(i) >= sync_before ? 1 : 0;
+      if (split && int(i) == sync_before) {
+        c.Push(HostItem(host_base, sync_ns, "host_sync"), last_gpu >= 0 ? std::vector<int>{last_gpu} : prev);
+      }
+      std::vector<int> deps;
+      for (int a : t.after) {
+        if (a < 0) deps.insert(deps.end(), from.begin(), from.end());
+        else deps.push_back(index[size_t(a)]);
+      }
+      t.item.entry = deps.empty();
+      if (ahead) {
+        const SimNs ns = share.ns[size_t(side)] + (launched[size_t(side)] < share.rest[size_t(side)] ? 1 : 0);
+        ++launched[size_t(side)];
+        deps.push_back(c.Push(HostItem(host_base, ns, "launch"), {}));
+      }
+      const bool compute = t.item.task.stream == SimStream::kCompute;
+      index[i] = c.Push(std::move(t.item), deps);
+      last_gpu = index[i];
+      if (mark.entry < 0 && compute) mark.entry = index[i];
+    }
+    if (split && sync_before == int(tasks.size())) {
+      c.Push(HostItem(host_base, sync_ns, "host_sync"), last_gpu >= 0 ? std::vector<int>{last_gpu} : prev);
+    }
+    c.phase = first_phase + 3;
+    for (int e : end) mark.exits.push_back(e < 0 ? -1 : index[size_t(e)]);
+    if (end == start) mark.exits = from;
+    for (Item& it : side_ops) mark.exits.push_back(c.Push(std::move(it), prev));
+    if (block_host >= 0) {
+      // The block ends when its GPU work and its launches have, then the
+      // host idles through its syncs; on the host stream, beside the other
+      // pass's compute.
+      std::vector<int> after = mark.exits;
+      after.push_back(block_host);
+      Item fence;
+      fence.task = host_base;
+      fence.task.work_ns = sync_ns;
+      fence.task.label = out_.graph.Label(sync_ns > 0 ? "host_sync" : "launched");
+      mark.exits = {c.Push(std::move(fence), after)};
+    }
+    c.phase = first_phase + 4;
+    c.blocks.push_back(mark);
+    return mark.exits;
+  }
 
   Chain MakeChain(const PipelinePass& pass, bool paired, const std::vector<Block>& blocks) {
     Chain c;
@@ -203,37 +490,24 @@ class Builder {
       base.microbatch = pass.microbatch;
       base.layer = b.layer;
       base.chunk = static_cast<int16_t>(pass.chunk);
+      if (paired && pass.kind != PassKind::kWeightGrad && HasEpOverlapped(b.kind, fwd)) {
+        prev = PhasedBlock(c, pass, b, base, compute_s, prev);
+        continue;
+      }
       // The block's ops: on the compute stream in sequence, or beside it.
       std::vector<Item> seq_ops, side_ops;
       size_t routed_segment = 0;  // the segment after the first EP all-to-all (the experts' GEMMs)
       if (pass.kind != PassKind::kWeightGrad) {
         for (const CommOp& op : work_.ops) {
           if (!work_.Runs(op, b.kind)) continue;
-          const double calls = fwd ? op.calls_fwd : op.calls_bwd;
-          const SimNs ns = ToSimNs(calls * op.seconds_per_call);
-          if (ns == 0) continue;
-          Item it;
-          it.task = base;
-          it.task.work_ns = ns;
-          it.task.nvlink_bytes = static_cast<float>(calls * op.traffic.nvlink_bytes);
-          it.task.network_bytes = static_cast<float>(calls * op.traffic.network_bytes);
-          it.task.spine_bytes = static_cast<float>(calls * op.traffic.spine_bytes);
-          it.task.kind = KindOf(op.kind);
-          it.task.sms = static_cast<uint16_t>(std::max(0, op.sms));
-          it.task.label = out_.graph.Label(op.name);
-          it.collective = true;
-          it.group = op.group;
-          it.scaled_a2a = op.kind == CommKind::kExpertParallel &&
-                          (op.collective == Collective::kAllToAll || op.collective == Collective::kAllToAllV);
-          if (paired && EpOverlapped(op)) {
-            it.task.stream = SimStream::kEp;
-            it.phase_end = true;
-          } else if (Concurrent(op)) {
+          Item it = OpItem(op, base, fwd);
+          if (it.task.work_ns == 0) continue;
+          if (Concurrent(op)) {
             it.task.stream = StreamOf(op.kind);
           } else {
             it.task.stream = SimStream::kCompute;
           }
-          if (it.task.stream != SimStream::kCompute && !it.phase_end) {
+          if (it.task.stream != SimStream::kCompute) {
             side_ops.push_back(std::move(it));
           } else {
             if (it.scaled_a2a && routed_segment == 0) routed_segment = seq_ops.size() + 1;
@@ -256,11 +530,7 @@ class Builder {
       };
       BlockMark mark;
       std::vector<int> cursor = prev;
-      auto push = [&](Item it, const std::vector<int>& after) {
-        it.after = after;
-        c.items.push_back(std::move(it));
-        return int(c.items.size() - 1);
-      };
+      auto push = [&](Item it, const std::vector<int>& after) { return c.Push(std::move(it), after); };
       // The host's pass of this block (none for a weight-gradient pass:
       // its launches are the backward's).
       const HostBlock& hb = work_.host.of(b.kind);
@@ -281,7 +551,7 @@ class Builder {
       // launches, those before the sync what is issued before it, those
       // after the rest.
       const bool split = ahead && sync_ns > 0;
-      std::array<SimNs, 2> launches{}, launch_ns{}, launch_rest{};
+      std::array<SimNs, 2> launches{};
       int side = 0;  // 0 before the sync, 1 after
       if (ahead) {
         for (SimNs s = 0; s < segments; ++s) {
@@ -289,19 +559,8 @@ class Builder {
           if (s + 1 < segments) launches[split && s >= sync_at ? 1 : 0] += 1;
         }
         launches[split ? 1 : 0] += shared_ns > 0 ? 1 : 0;
-        const SimNs total = ToSimNs(hp.host_s);
-        SimNs before = split ? std::min(total, ToSimNs(hp.before_sync_s)) : total;
-        // No task on one side of the sync to carry its launches: the other
-        // side's carry them.
-        if (launches[0] == 0) before = 0;
-        if (launches[1] == 0) before = total;
-        const SimNs totals[2] = {before, total - before};
-        for (int k = 0; k < 2; ++k) {
-          const SimNs n = std::max<SimNs>(1, launches[k]);
-          launch_ns[k] = totals[k] / n;
-          launch_rest[k] = totals[k] % n;
-        }
       }
+      const LaunchShares share = SplitLaunches(hp, split, launches);
       std::array<SimNs, 2> launched{};
       int last_gpu = -1;
       // Adds `it` (a task on a GPU stream) after its launch, when the host
@@ -310,13 +569,9 @@ class Builder {
         std::vector<int> deps = after;
         it.entry = after.empty();
         if (ahead) {
-          Item l;
-          l.task = host_base;
-          l.task.work_ns = launch_ns[side] + (launched[side] < launch_rest[side] ? 1 : 0);
-          l.task.label = out_.graph.Label("launch");
-          l.launch = true;
-          ++launched[side];
-          deps.push_back(push(std::move(l), {}));
+          const SimNs ns = share.ns[size_t(side)] + (launched[size_t(side)] < share.rest[size_t(side)] ? 1 : 0);
+          ++launched[size_t(side)];
+          deps.push_back(push(HostItem(host_base, ns, "launch"), {}));
         }
         last_gpu = push(std::move(it), deps);
         return last_gpu;
@@ -325,30 +580,12 @@ class Builder {
       auto push_sync = [&]() {
         if (!split) return;
         side = 1;
-        Item w;
-        w.task = host_base;
-        w.task.work_ns = sync_ns;
-        w.task.label = out_.graph.Label("host_sync");
-        w.launch = true;
-        push(std::move(w), last_gpu >= 0 ? std::vector<int>{last_gpu} : cursor);
+        push(HostItem(host_base, sync_ns, "host_sync"), last_gpu >= 0 ? std::vector<int>{last_gpu} : cursor);
       };
       // Not running ahead: the host starts the block's launches when the
       // GPU starts the block.
       int block_host = -1;
-      if (host && !ahead) {
-        // The block's start on the compute stream (after the rank's last
-        // GPU task there), which its launches and its GPU tasks follow.
-        Item start;
-        start.task = base;
-        start.task.kind = SimKind::kHost;
-        start.task.label = out_.graph.Label("block_start");
-        cursor = {push(std::move(start), prev)};
-        Item h;
-        h.task = host_base;
-        h.task.work_ns = ToSimNs(hp.host_s);
-        h.task.label = out_.graph.Label("launch");
-        block_host = push(std::move(h), cursor);
-      }
+      if (host && !ahead) block_host = PushBlockHost(c, base, host_base, hp, prev, &cursor);
       for (SimNs s = 0; s < segments; ++s) {
         const SimNs routed_here = size_t(s) == routed_segment ? routed_ns : 0;
         const SimNs ns = segment_ns(s);
@@ -466,21 +703,22 @@ class Builder {
   }
 
   // Adds the chains' items, phase by phase from each chain in turn (a
-  // single pass: all at once). Returns, per chain and item, each lane's task.
+  // single pass: all at once): in turn t each chain adds its items of
+  // phase t or less, so a node with no items still hands the turn over.
+  // Returns, per chain and item, each lane's task.
   std::vector<std::vector<std::vector<uint32_t>>> Emit(std::vector<Chain*> chains) {
     std::vector<std::vector<std::vector<uint32_t>>> ids(chains.size());
     std::vector<size_t> next(chains.size(), 0);
     for (size_t k = 0; k < chains.size(); ++k) ids[k].resize(chains[k]->items.size());
+    const bool turns = chains.size() > 1;
     bool more = true;
-    while (more) {
+    for (int turn = 0; more; ++turn) {
       more = false;
       for (size_t k = 0; k < chains.size(); ++k) {
         Chain& c = *chains[k];
-        while (next[k] < c.items.size()) {
-          const Item& it = c.items[next[k]];
-          AddItem(it, ids[k][next[k]], ids[k]);
+        while (next[k] < c.items.size() && (!turns || c.items[next[k]].phase <= turn)) {
+          AddItem(c.items[next[k]], ids[k][next[k]], ids[k]);
           ++next[k];
-          if (it.phase_end && chains.size() > 1) break;
         }
         if (next[k] < c.items.size()) more = true;
       }

@@ -20,8 +20,12 @@
 //     compute: the next block waits for both, so max(0, comm - compute) of
 //     it is exposed, the cost model's "excess";
 //   - with EP overlap, a forward paired with another micro-batch's backward
-//     (1F1B's steady state, DualPipeV's pairs) runs its all-to-alls on the
-//     EP stream while the other pass's compute runs, on the SMs the
+//     (1F1B's steady state, DualPipeV's pairs) runs each block with
+//     EP-overlapped all-to-alls as four nodes (attention, dispatch,
+//     experts, combine; backward: combine gradient, experts, dispatch
+//     gradient beside the experts' deferred wgrad, attention), emitted in
+//     turn with the other pass's, so that each all-to-all runs on the EP
+//     stream beside one compute phase of the other pass, on the SMs the
 //     dispatcher's kernels leave (the engine slows it).
 // With shared-expert overlap, a MoE block's dispatch all-to-all runs on the
 // EP stream while its shared experts compute; the routed experts wait for
@@ -42,7 +46,10 @@
 // it waits for. A sync (a dropless dispatch reads its token counts) sits
 // before the block's first EP all-to-all (after its first segment when it
 // has none): the host waits for the GPU to reach it, then for the sync's
-// round trip, before launching on. Work assembled by hand has no host.
+// round trip, before launching on. In a paired EP-overlap block not
+// running ahead, the block's closing fence waits on the host stream, so
+// the pair's two blocks take max(both launches, the pair's GPU time) and
+// their syncs. Work assembled by hand has no host.
 #pragma once
 
 #include <cstdint>

@@ -71,16 +71,16 @@ std::map<std::string, std::string> Record(const std::vector<std::string>& head, 
 }  // namespace
 
 TEST_CASE("--distinct collapses only bit-equal scores and counts each class's layouts") {
-  // Without --distinct: the top 40 rows; with it: the first 12 classes
-  // (the 9th and 10th hold two orders of equal cost each).
+  // Without --distinct: the top 40 rows; with it: the first 16 classes
+  // (the 13th and 14th hold two orders of equal cost each).
   auto plain = RunFoldplan("plan " + kSmall + " --top 40 --json");
-  auto distinct = RunFoldplan("plan " + kSmall + " --top 12 --distinct --json");
+  auto distinct = RunFoldplan("plan " + kSmall + " --top 16 --distinct --json");
   REQUIRE(plain.exit_code == 0);
   REQUIRE(distinct.exit_code == 0);
   const Json all = Json::parse(plain.out)["candidates"];
   const Json classes = Json::parse(distinct.out)["candidates"];
-  REQUIRE(classes.size() == 12);
-  // The 40 rows reach past the 12th class, so each class's members are all among them.
+  REQUIRE(classes.size() == 16);
+  // The 40 rows reach past the 16th class, so each class's members are all among them.
   REQUIRE(all.back()["step_time_s"].get<double>() > classes.back()["step_time_s"].get<double>());
   uint64_t collapsed = 0;
   for (size_t c = 0; c < classes.size(); ++c) {
@@ -95,7 +95,7 @@ TEST_CASE("--distinct collapses only bit-equal scores and counts each class's la
   }
   CHECK(collapsed > 0);  // this setting has equal-cost orders; were none collapsed, the test would prove nothing
   // The text table shows the counts, and "why it wins" names a runner-up of another cost.
-  auto text = RunFoldplan("plan " + kSmall + " --top 12 --distinct");
+  auto text = RunFoldplan("plan " + kSmall + " --top 16 --distinct");
   REQUIRE(text.exit_code == 0);
   CHECK(text.out.find("same cost") != std::string::npos);
   CHECK(text.out.find(" x2 ") != std::string::npos);

@@ -42,6 +42,7 @@ inline void RequireSameOp(const CommOp& want, const CommOp& got) {
   REQUIRE(std::string(want.algorithm) == got.algorithm);
   REQUIRE(want.overlappable == got.overlappable);
   REQUIRE(want.hides_behind_other_microbatch == got.hides_behind_other_microbatch);
+  REQUIRE(want.combine == got.combine);
   REQUIRE(want.sms == got.sms);
   REQUIRE(Bits(want.traffic.nvlink_bytes) == Bits(got.traffic.nvlink_bytes));
   REQUIRE(Bits(want.traffic.network_bytes) == Bits(got.traffic.network_bytes));

@@ -267,7 +267,7 @@ TEST_CASE("HybridEP inside an NVL72 rack: NVLink only") {
   CHECK(dispatch->seconds_per_call > 0.9 * nccl->seconds_per_call);
 }
 
-TEST_CASE("flex ops hold the job's DeepEP or HybridEP SMs") {
+TEST_CASE("flex ops hold the job's DeepEP or HybridEP SMs, the alltoall dispatcher's NCCL all-to-alls 16") {
   // --moe-deepep-num-sms / --moe-hybridep-num-sms: every flex kernel,
   // the count exchange included, runs on that many SMs; no other op holds SMs.
   Setup s = DeepSeekEp64();
@@ -286,8 +286,19 @@ TEST_CASE("flex ops hold the job's DeepEP or HybridEP SMs") {
     }
     CHECK(flex == 5);
   }
+  // The alltoall dispatcher's all-to-alls: NCCL's p2p channels, one SM
+  // each, 16 on a DGX H100 node (comm_plan.cc kNcclAllToAllSms); its
+  // token-count all-gather and every other op hold none here.
   s.layout.dispatcher = Dispatcher::kAllToAll;
-  for (const CommOp& op : s.Plan()) CHECK(op.sms == 0);
+  int all_to_all = 0;
+  for (const CommOp& op : s.Plan()) {
+    CAPTURE(op.name);
+    const std::string name = op.name;
+    const bool a2a = name == "moe_dispatch" || name == "moe_dispatch_probs" || name == "moe_combine";
+    all_to_all += a2a;
+    CHECK(op.sms == (a2a ? 16 : 0));
+  }
+  CHECK(all_to_all == 3);
 }
 
 TEST_CASE("EP overlap hides dispatch and combine behind the other micro-batch, not the token counts") {
@@ -304,6 +315,10 @@ TEST_CASE("EP overlap hides dispatch and combine behind the other micro-batch, n
     const bool hides = name.rfind("moe_flex_", 0) == 0 && name != "moe_flex_notify";
     CHECK(op.hides_behind_other_microbatch == hides);
     if (hides) CHECK_FALSE(op.overlappable);  // the schedule owns how much hides
+    // The phase each call runs in (schedule.h): the combine and the
+    // combine's backward (moe_flex_dispatch_grad) are the combine's; the
+    // dispatch and its backward (moe_flex_combine_grad) the dispatch's.
+    CHECK(op.combine == (name == "moe_flex_combine" || name == "moe_flex_dispatch_grad"));
   }
   s.layout.dispatcher = Dispatcher::kAllToAll;
   s.layout.ep = 32;  // ETP 2 x EP 32 = the 64 GPUs of TP x EP
@@ -314,6 +329,7 @@ TEST_CASE("EP overlap hides dispatch and combine behind the other micro-batch, n
     CAPTURE(name);
     REQUIRE(FindOp(ops, name));
     CHECK(FindOp(ops, name)->hides_behind_other_microbatch);
+    CHECK(FindOp(ops, name)->combine == (std::string(name) == "moe_combine"));
   }
   for (const char* name : {"moe_token_counts", "moe_etp_allgather", "moe_etp_reducescatter"}) {
     CAPTURE(name);

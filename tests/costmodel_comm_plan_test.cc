@@ -415,6 +415,10 @@ TEST_CASE("a plan without recomputation, given a recompute set's calls, is that 
               CHECK(a.blocks[k].exposed_s == b.blocks[k].exposed_s);
               CHECK(a.blocks[k].hidden_s == b.blocks[k].hidden_s);
               CHECK(a.blocks[k].paired_s == b.blocks[k].paired_s);
+              CHECK(a.blocks[k].dispatch_fwd_s == b.blocks[k].dispatch_fwd_s);
+              CHECK(a.blocks[k].combine_fwd_s == b.blocks[k].combine_fwd_s);
+              CHECK(a.blocks[k].dispatch_bwd_s == b.blocks[k].dispatch_bwd_s);
+              CHECK(a.blocks[k].combine_bwd_s == b.blocks[k].combine_bwd_s);
               CHECK(a.blocks[k].paired_sms == b.blocks[k].paired_sms);
             }
             CHECK(a.crossing_s == b.crossing_s);

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "costmodel/stage_work.h"
 #include "costmodel_compute_fixtures.h"
 
 using namespace foldplan;
@@ -130,4 +131,54 @@ TEST_CASE("full recomputes the layer's forward; every set matches RecomputeFlops
       CHECK(layer.recompute_flops == Close(RecomputeFlops(f, r)));
     }
   }
+}
+
+TEST_CASE("the experts' share: their parts, their GEMMs' FP8 casts and what recomputation reruns of them") {
+  // ExpertsBlockCost (what EP overlap pairs with the other micro-batch's
+  // dispatch and its gradient): a MoE layer's routed and shared experts
+  // with their activations (and the gate), the FP8 casts of those GEMMs;
+  // recomputation of moe_act and shared_experts counts there, of
+  // layernorm, core_attn and mla_up_proj not; W, the experts' GEMMs'
+  // forward time. A dense layer's: its MLP and activation.
+  ComputeSetup s("deepseek-v3");
+  const LayerTimes none = DeepSeek(s, Recompute::None()).moe_layer;
+  const BlockCost x = ExpertsBlockCost(none);
+  CHECK(x.forward_s == Close(none.routed_experts.fwd_s + none.expert_activation.fwd_s + none.shared_experts.fwd_s +
+                             none.shared_activation.fwd_s));
+  CHECK(x.backward_s == Close(none.routed_experts.bwd_s + none.expert_activation.bwd_s + none.shared_experts.bwd_s +
+                              none.shared_activation.bwd_s));
+  CHECK(x.recompute_s == 0);
+  CHECK(x.weight_grad_s == Close(none.routed_experts.fwd_s + none.shared_experts.fwd_s));
+  CHECK(x.forward_s < LayerBlockCost(none).forward_s);
+  CHECK(none.experts_fp8_casts.fwd_s == 0);  // bf16: no casts
+  // moe_act + shared_experts rerun only experts' parts; layernorm +
+  // core_attn + mla_up_proj none of them.
+  const LayerTimes experts = DeepSeek(s, Modules("moe_act+shared_experts")).moe_layer;
+  CHECK(experts.recompute_experts_s == experts.recompute_s);
+  CHECK(experts.recompute_experts_s ==
+        Close(none.expert_activation.fwd_s + none.shared_experts.fwd_s + none.shared_activation.fwd_s));
+  CHECK(ExpertsBlockCost(experts).recompute_s == experts.recompute_experts_s);
+  const LayerTimes attention = DeepSeek(s, Modules("layernorm+core_attn+mla_up_proj")).moe_layer;
+  CHECK(attention.recompute_s > 0);
+  CHECK(attention.recompute_experts_s == 0);
+  // The Qwen3 recipe's pair: only the activation is the experts'.
+  const LayerTimes pair = DeepSeek(s, Modules("layernorm+moe_act")).moe_layer;
+  CHECK(pair.recompute_experts_s == none.expert_activation.fwd_s);
+  // Full reruns the experts' whole forward.
+  const LayerTimes full = DeepSeek(s, Recompute::Full()).moe_layer;
+  CHECK(full.recompute_experts_s == Close(x.forward_s));
+  // FP8 (delayed, 4 bytes a cast element): the experts' casts are those of
+  // the routed experts' inputs (fc1 R x H, fc2 R x F_e) and the shared
+  // experts' (T x H, T x F_s), a part of all the layer's casts.
+  const LayerTimes fp8 = DeepSeek(s, Recompute::None(), Precision::kFP8Delayed).moe_layer;
+  CHECK(fp8.experts_fp8_casts.fwd_s > 0);
+  CHECK(fp8.experts_fp8_casts.fwd_s < fp8.fp8_casts.fwd_s);
+  CHECK(fp8.experts_fp8_casts.bwd_s < fp8.fp8_casts.bwd_s);
+  const BlockCost x8 = ExpertsBlockCost(fp8);
+  CHECK(x8.forward_s == Close(fp8.routed_experts.fwd_s + fp8.expert_activation.fwd_s + fp8.shared_experts.fwd_s +
+                              fp8.shared_activation.fwd_s + fp8.experts_fp8_casts.fwd_s));
+  // The dense layer: its MLP.
+  const LayerTimes dense = DeepSeek(s, Recompute::None()).dense_layer;
+  CHECK(ExpertsBlockCost(dense).forward_s == Close(dense.mlp.fwd_s + dense.mlp_activation.fwd_s));
+  CHECK(ExpertsBlockCost(dense).weight_grad_s == dense.mlp.fwd_s);
 }

@@ -83,25 +83,39 @@ StepWork TwoRanks(long long microbatches) {
   return w;
 }
 
-// One MoE layer per rank (3.5 s of compute) whose 4 s of dispatch and
-// combine hide behind the other micro-batch's compute in steady state
-// (0.5 s exposed) and not at all alone.
+// One MoE layer per rank: forward F = 1 s (its experts X_f = 0.6 s, its
+// attention 0.4 s), backward B = 2 s (experts X_b = 1.2 s, of which their
+// weight gradients X_w = 0.4 s; the layer's W = 0.7 s), recomputation
+// R = 0.5 s (the experts' X_r = 0.2 s). Its EP-overlap all-to-alls: a
+// dispatch of 0.9 s a call and a combine of 1.1 s, one call each way:
+// 4 s per micro-batch, exposed when alone. In a steady pair the four
+// phases (schedule.cc PairPhases) run
+//   the forward's attention F - X_f = 0.4 beside the combine's gradient 1.1,
+//   the backward's experts X_b + X_r - X_w = 1.0 beside the dispatch 0.9,
+//   the forward's experts and deferred wgrad X_f + X_w = 1.0 beside the
+//     dispatch's gradient 0.9,
+//   the backward's attention B + R - X_b - X_r = 1.1 beside the combine 1.1,
+// exposing 0.7 + 0 + 0 + 0 = 0.7 s (the whole block's 3.5 s of compute
+// would have hidden all but 0.5 s).
 StepWork EpOverlapRanks(PipelineSchedule schedule, int vpp) {
   StepWork w;
   w.schedule = schedule;
   w.pp = 2;
   w.vpp = vpp;
   w.microbatches = 8;
-  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5};
+  w.block[static_cast<size_t>(BlockKind::kMoeLayer)] = {1, 2, 0.5, 0.7};
+  w.experts[static_cast<size_t>(BlockKind::kMoeLayer)] = {0.6, 1.2, 0.2, 0.4};
   w.ranks.resize(2);
   for (size_t p = 0; p < 2; ++p) {
     w.ranks[p].pipeline_rank = static_cast<int>(p);
     w.ranks[p].blocks[static_cast<size_t>(BlockKind::kMoeLayer)] = 1;
     w.ranks[p].forward_s = 1;
     w.ranks[p].backward_s = 2.5;
+    w.ranks[p].weight_grad_s = 0.7;
   }
-  w.ops = {Op("moe_dispatch", CommOp::kPerMoeLayer, 2, false)};
-  w.ops[0].hides_behind_other_microbatch = true;
+  w.ops = {Op("moe_dispatch", CommOp::kPerMoeLayer, 0.9, false), Op("moe_combine", CommOp::kPerMoeLayer, 1.1, false)};
+  w.ops[1].combine = true;
+  for (CommOp& op : w.ops) op.hides_behind_other_microbatch = true;
   return w;
 }
 
@@ -174,28 +188,81 @@ TEST_CASE("interleaved: vpp crossings per micro-batch hide behind compute; fill 
   CHECK(SchedulePipeline(one).ranks[0].total_s() == doctest::Approx(10.5 + 0.5));
 }
 
-TEST_CASE("EP overlap: the steady state hides the all-to-all behind the other micro-batch") {
-  // One MoE layer per rank, 3.5 s of compute; its dispatch + combine take
-  // 2 x 2 = 4 s per micro-batch. Without overlap: 4 s exposed. With it, in
-  // the steady state 4 - 3.5 = 0.5 s is exposed; micro-batches alone
-  // (pp - p of m = 8 on rank p in 1F1B: 2 on rank 0) expose all 4 s, so
-  // rank 0 averages (2 x 4 + 6 x 0.5) / 8 = 1.375 s.
+TEST_CASE("EP overlap: each all-to-all hides behind the one phase of the other micro-batch it runs beside") {
+  // EpOverlapRanks: 4 s of all-to-all per micro-batch against 3.5 s of
+  // compute. Without overlap: 4 s exposed. With it, the steady pair exposes
+  // per phase a_i - min(C_i, a_i): 1.1 - 0.4 = 0.7 beside the forward's
+  // attention, nothing in the other three, 0.7 s in all (not the 0.5 s the
+  // whole block would hide). Micro-batches alone (pp - p of m = 8 on rank
+  // p in 1F1B: 2 on rank 0) expose all 4 s: rank 0 averages
+  // (2 x 4 + 6 x 0.7) / 8 = 1.525 s, rank 1 (4 + 7 x 0.7) / 8 = 1.1125 s.
   StepWork w = EpOverlapRanks(PipelineSchedule::k1F1B, 1);
-  w.ops[0].hides_behind_other_microbatch = false;
+  for (CommOp& op : w.ops) op.hides_behind_other_microbatch = false;
   CHECK(SchedulePipeline(w).ranks[0].exposed_comm_s == doctest::Approx(4));
-  w.ops[0].hides_behind_other_microbatch = true;
+  for (CommOp& op : w.ops) op.hides_behind_other_microbatch = true;
   PipelineTimes t = SchedulePipeline(w);
-  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx((2 * 4 + 6 * 0.5) / 8));
-  // Rank 1 has pp - 1 = 1 micro-batch alone: (4 + 7 x 0.5) / 8.
-  CHECK(t.ranks[1].exposed_comm_s == doctest::Approx((4 + 7 * 0.5) / 8));
-  // DeepEP kernels on 20 of 132 SMs leave compute at 112 / 132: 4 s of
-  // all-to-all hides min(3.5, 4 x 112 / 132) = 3.394 s, so the steady state
-  // exposes 4 - 3.394 = 0.606 s instead of 0.5.
-  w.ops[0].sms = 20;
+  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx(1.525));
+  CHECK(t.ranks[1].exposed_comm_s == doctest::Approx(1.1125));
+  // The same ops with dispatch and combine swapped: the combine's gradient
+  // (0.9) beside the forward's attention (0.4) exposes 0.5, the dispatch
+  // (1.1) beside the backward's experts (1.0) 0.1, the dispatch's gradient
+  // (1.1) beside the forward's experts and deferred wgrad (1.0) 0.1: 0.7
+  // again, by another road: (2 x 4 + 6 x 0.7) / 8 on rank 0.
+  std::swap(w.ops[0].combine, w.ops[1].combine);
+  CHECK(SchedulePipeline(w).ranks[0].exposed_comm_s == doctest::Approx(1.525));
+  std::swap(w.ops[0].combine, w.ops[1].combine);
+  // DeepEP kernels on 20 of 132 SMs leave compute at 112 / 132 (k =
+  // 132 / 112): a phase of C_i beside a_i runs a_i + max(0, C_i - a_i / k)
+  // and exposes a_i - min(C_i, a_i / k):
+  //   1.1 - 0.4 + 2 (0.9 - 0.9 x 112 / 132) + (1.1 - 1.1 x 112 / 132)
+  //   = 0.7 + 0.2727 + 0.1667 = 1.1394 s.
+  for (CommOp& op : w.ops) op.sms = 20;
   w.gpu_sms = 132;
   t = SchedulePipeline(w);
-  const double steady = 4 - 4.0 * 112 / 132;
-  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx((2 * 4 + 6 * steady) / 8));
+  const double slowed = 0.7 + 2 * (0.9 - 0.9 * 112 / 132) + (1.1 - 1.1 * 112 / 132);
+  CHECK(slowed == doctest::Approx(1.1394).epsilon(1e-4));
+  CHECK(t.ranks[0].exposed_comm_s == doctest::Approx((2 * 4 + 6 * slowed) / 8));
+  for (CommOp& op : w.ops) op.sms = 0;
+  // Overlappable ops of 0.7 s leave W_left = 2.8 of the 3.5 s, 0.8 of each
+  // phase: 0.32, 0.8, 0.8, 0.88 beside 1.1, 0.9, 0.9, 1.1 expose
+  // 0.78 + 0.1 + 0.1 + 0.22 = 1.2 s (the overlappable op itself hides).
+  w.ops.push_back(Op("ring", CommOp::kPerMoeLayer, 0.35, true));
+  CHECK(SchedulePipeline(w).ranks[0].exposed_comm_s == doctest::Approx((2 * 4 + 6 * 1.2) / 8));
+  w.ops.pop_back();
+  // What one all-to-all hides is bounded by its phase, whatever the rest of
+  // the block: a combine of 10 s a call exposes 10 - 0.4 of its gradient
+  // and 10 - 1.1 of its forward call, 18.5 s in the steady pair with the
+  // dispatch's 0 (the whole block's compute would have hidden 3.5 of the
+  // 21.8 s: 18.3 exposed).
+  w.ops[1].seconds_per_call = 10;
+  CHECK(SchedulePipeline(w).ranks[0].exposed_comm_s == doctest::Approx((2 * 21.8 + 6 * 18.5) / 8));
+}
+
+TEST_CASE("the host in an EP-overlap pair: both passes' launches against the pair's GPU time") {
+  // EpOverlapRanks with a host that issues a MoE layer's forward in 2 s and
+  // its backward in 2.5 s, and one sync per forward idling the GPU 0.05 s.
+  // Alone, a pass's GPU time holds its all-to-alls: forward 1 + 0.9 + 1.1 =
+  // 3 s, backward 2.5 + 2 = 4.5 s, both longer than their host's: 0
+  // exposed. In a steady pair one thread issues both, 4.5 s, while the GPU
+  // runs the pair in 3.5 + 0.7 = 4.2 s: 0.3 s exposed. Per micro-batch on
+  // rank 0 (2 of 8 alone): 6 / 8 x 0.3 + 0.05 = 0.275 s. (Pass by pass the
+  // steady forward, 1 s of compute and its share of the pair's 0.7 s, would
+  // have exposed 2 - 1.2 = 0.8 s.)
+  StepWork w = EpOverlapRanks(PipelineSchedule::k1F1B, 1);
+  HostBlock& h = w.host.block[static_cast<size_t>(BlockKind::kMoeLayer)];
+  h.forward = {2.0, 1.0, 0, 1};
+  h.backward = {2.5, 2.5, 0, 0};
+  w.host.sync_s = 0.05;
+  PipelineTimes t = SchedulePipeline(w);
+  CHECK(t.ranks[0].host_s == doctest::Approx(4.5));
+  CHECK(t.ranks[0].host_exposed_s == doctest::Approx(6.0 / 8 * 0.3 + 0.05));
+  // Rank 1 has 1 of 8 alone: 7 / 8 x 0.3 + 0.05.
+  CHECK(t.ranks[1].host_exposed_s == doctest::Approx(7.0 / 8 * 0.3 + 0.05));
+  // Without EP overlap every pass runs alone, its all-to-alls exposed in it:
+  // forward GPU 3 s, backward 4.5 s, nothing but the sync exposed.
+  for (CommOp& op : w.ops) op.hides_behind_other_microbatch = false;
+  t = SchedulePipeline(w);
+  CHECK(t.ranks[0].host_exposed_s == doctest::Approx(0.05));
 }
 
 TEST_CASE("the exposure attributed to each op adds up to the slowest rank's") {
@@ -279,10 +346,14 @@ TEST_CASE("ZB-H1: the bubble is (pp - 1)(t_max - W - min(F, B, W)), pp micro-bat
   CHECK(InflightMicrobatches(PipelineSchedule::kZeroBubbleH1, 8, 1, 0, 64) == 8);
   CHECK(InflightMicrobatches(PipelineSchedule::kZeroBubbleH1, 8, 1, 7, 64) == 8);
   CHECK(InflightMicrobatches(PipelineSchedule::kZeroBubbleH1, 8, 1, 7, 3) == 3);
-  // Its forwards and backwards pair as 1F1B's: the same EP-overlap exposure,
-  // (2 x 4 + 6 x 0.5) / 8 on rank 0.
+  // Its forwards and backwards pair as 1F1B's, but its weight gradients
+  // run as passes of their own, outside the pairs: the forward's experts
+  // (0.6) alone beside the dispatch's gradient (0.9) expose 0.3, and the
+  // backward's attention without its W (1.1 - 0.3 = 0.8) beside the
+  // combine (1.1) 0.3; with the combine gradient's 0.7, 1.3 s per steady
+  // pair: (2 x 4 + 6 x 1.3) / 8 on rank 0.
   CHECK(SchedulePipeline(EpOverlapRanks(PipelineSchedule::kZeroBubbleH1, 1)).ranks[0].exposed_comm_s ==
-        doctest::Approx((2 * 4 + 6 * 0.5) / 8));
+        doctest::Approx((2 * 4 + 6 * 1.3) / 8));
 }
 
 TEST_CASE("ZB-H1's bound can fall as a rank that is not the slowest recomputes more") {
@@ -339,10 +410,12 @@ TEST_CASE("DualPipeV: the bubble is (pp - 1) / 2 (t_max + max(F, B) - 3 W) + (pp
   CHECK(InflightMicrobatches(PipelineSchedule::kDualPipeV, 2, 2, 0, 2) == 2);
   // EP overlap: outside its pairs rank p runs 3 pp - p - 1 forwards and as
   // many backwards (the last rank one more), over 2 chunks: 2.5 micro-
-  // batches alone on either rank of pp 2, so (2.5 x 4 + 5.5 x 0.5) / 8.
+  // batches alone on either rank of pp 2. Its pairs' backwards leave their
+  // W to a pass of its own, as ZB-H1's: 1.3 s per steady pair, so
+  // (2.5 x 4 + 5.5 x 1.3) / 8.
   const PipelineTimes ep = SchedulePipeline(EpOverlapRanks(PipelineSchedule::kDualPipeV, 2));
-  CHECK(ep.ranks[0].exposed_comm_s == doctest::Approx((2.5 * 4 + 5.5 * 0.5) / 8));
-  CHECK(ep.ranks[1].exposed_comm_s == doctest::Approx((2.5 * 4 + 5.5 * 0.5) / 8));
+  CHECK(ep.ranks[0].exposed_comm_s == doctest::Approx((2.5 * 4 + 5.5 * 1.3) / 8));
+  CHECK(ep.ranks[1].exposed_comm_s == doctest::Approx((2.5 * 4 + 5.5 * 1.3) / 8));
 }
 
 TEST_CASE("BlockKindsOf: the block kinds of each scope, an MTP module's layer of the last layer's kind") {
@@ -378,28 +451,44 @@ TEST_CASE("BlockKindsOf: the block kinds of each scope, an MTP module's layer of
 namespace {
 
 // The schedule's per-layer exposure of rank `r` at lone share `lone`,
-// summed one block kind at a time over the ops in plan order.
+// summed one block kind at a time over the ops in plan order: an
+// EP-overlap call hides behind the compute of the phase it runs in
+// (doc/cost-model.md "EP overlap, phase by phase"), as the overlappable
+// ops leave it.
 double ReferenceExposedComm(const StepWork& w, const RankWork& r, double lone) {
   double exposed_comm = 0;
+  const bool apart = w.schedule == PipelineSchedule::kZeroBubbleH1 || w.schedule == PipelineSchedule::kDualPipeV;
   for (BlockKind k : kAllBlockKinds) {
     double exposed = 0, hidden = 0, paired = 0;
+    double dispatch_fwd = 0, combine_fwd = 0, dispatch_bwd = 0, combine_bwd = 0;
     int sms = 0;
     for (const CommOp& op : w.ops) {
       if (!RunsInBlock(op, k, w.mtp_moe)) continue;
       if (op.hides_behind_other_microbatch) {
         paired += op.seconds_per_microbatch();
+        (op.combine ? combine_fwd : dispatch_fwd) += op.calls_fwd * op.seconds_per_call;
+        (op.combine ? combine_bwd : dispatch_bwd) += op.calls_bwd * op.seconds_per_call;
         sms = std::max(sms, op.sms);
       } else {
         (op.overlappable ? hidden : exposed) += op.seconds_per_microbatch();
       }
     }
-    const double work_s = w.cost(k).total_s();
+    const BlockCost& c = w.cost(k);
+    const BlockCost& x = w.experts_cost(k);
+    const double work_s = c.total_s();
     const double excess = std::max(0.0, hidden - work_s);
     double paired_exposed = 0;
     if (paired > 0) {
-      const double left = std::max(0.0, work_s - hidden);
+      const double left = work_s > 0 ? std::max(0.0, work_s - hidden) / work_s : 0;
       const double slow = sms > 0 && sms < w.gpu_sms ? double(w.gpu_sms) / (w.gpu_sms - sms) : 1.0;
-      const double steady = paired - std::min(left, paired / slow);
+      const double forward = c.forward_s, backward = c.backward_s + c.recompute_s;
+      const double xf = std::min(x.forward_s, forward), xb = std::min(x.backward_s + x.recompute_s, backward);
+      const double xw = std::min(x.weight_grad_s, xb);
+      const double aw = std::min(std::max(0.0, c.weight_grad_s - x.weight_grad_s), backward - xb);
+      const double phase[4] = {forward - xf, xb - xw, xf + (apart ? 0 : xw), backward - xb - (apart ? aw : 0)};
+      const double a[4] = {combine_bwd, dispatch_fwd, dispatch_bwd, combine_fwd};
+      double steady = 0;
+      for (int i = 0; i < 4; ++i) steady += a[i] - std::min(phase[i] * left, a[i] / slow);
       paired_exposed = lone * paired + (1 - lone) * steady;
     }
     if (r.count(k) > 0) exposed_comm += r.count(k) * (exposed + excess + paired_exposed);
@@ -429,6 +518,7 @@ std::vector<CommOp> MixedOps(bool paired) {
                    i % 4 == 0 ? Collective::kAllGather : Collective::kReduceScatter);
     if (paired && i % 5 == 2) {
       op.hides_behind_other_microbatch = true;
+      op.combine = i % 2 == 0;
       op.sms = 4 * (i % 7);
     }
     ops.push_back(op);
@@ -449,7 +539,8 @@ TEST_CASE("SchedulePipeline sums each block kind's ops in plan order, bit for bi
     w.microbatches = 5;
     w.mtp_moe = mtp_moe;
     w.gpu_sms = 132;
-    for (BlockKind k : kAllBlockKinds) w.block[static_cast<size_t>(k)] = {0.3, 0.7, 0.1};
+    for (BlockKind k : kAllBlockKinds) w.block[static_cast<size_t>(k)] = {0.3, 0.7, 0.1, 0.2};
+    for (BlockKind k : kAllBlockKinds) w.experts[static_cast<size_t>(k)] = {0.1, 0.3, 0.05, 0.1};
     w.ranks.resize(3);
     for (int p = 0; p < 3; ++p) {
       RankWork& r = w.ranks[static_cast<size_t>(p)];
@@ -498,7 +589,8 @@ TEST_CASE("ranks holding alike each get the time they would alone, with and with
       w.vpp = schedule == PipelineSchedule::kInterleaved1F1B ? 2 : 1;
       w.microbatches = 9;
       w.gpu_sms = 132;
-      for (BlockKind k : kAllBlockKinds) w.block[static_cast<size_t>(k)] = {0.3, 0.7, 0.1};
+      for (BlockKind k : kAllBlockKinds) w.block[static_cast<size_t>(k)] = {0.3, 0.7, 0.1, 0.2};
+      for (BlockKind k : kAllBlockKinds) w.experts[static_cast<size_t>(k)] = {0.1, 0.3, 0.05, 0.1};
       RankWork a;
       a.blocks = {1, 3, 0, 0, 0};
       a.forward_s = 1.1;
@@ -596,6 +688,13 @@ TEST_CASE("the bound with a communication floor is below the schedule of every w
       b.weight_grad_s = unit() * b.forward_s;
       b.backward_s = b.weight_grad_s + unit() * 2;
       b.recompute_s = d.Coin() ? unit() : 0;
+      // An experts' share of each pass, at times above the block's own
+      // (the schedule clamps it).
+      BlockCost& x = w.experts[static_cast<size_t>(k)];
+      x.forward_s = unit() * b.forward_s * 1.2;
+      x.backward_s = unit() * b.backward_s;
+      x.recompute_s = unit() * b.recompute_s;
+      x.weight_grad_s = unit() * b.weight_grad_s * 1.5;
     }
     w.ranks.resize(static_cast<size_t>(w.pp));
     for (int p = 0; p < w.pp; ++p) {
@@ -618,6 +717,7 @@ TEST_CASE("the bound with a communication floor is below the schedule of every w
       op.calls_bwd = double(d.Below(3));
       if (d.Below(3) == 0) {
         op.hides_behind_other_microbatch = true;
+        op.combine = d.Coin();
         op.sms = static_cast<int>(d.Below(40));
       }
       w.ops.push_back(op);

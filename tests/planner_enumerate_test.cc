@@ -226,6 +226,23 @@ TEST_CASE("enumeration equals a brute force with every recipe option a candidate
                  Rule::kCudaGraphsMoeSync}) {
     CHECK_MESSAGE(e.rejected[static_cast<size_t>(r)] > 0, Name(r));
   }
+  // The moe recompute module refuses EP overlap (Megatron's rule): adding
+  // it as a third candidate adds legal layouts without the overlap and
+  // rejections under a2a_overlap_needs with it, one for one.
+  const Recompute moe = Recompute::Modules(1u << int(RecomputeModule::kMoe));
+  job.recompute = {Recompute::None(), Recompute::Full(), moe};
+  CompareWithBruteForce(cluster, model, job);
+  const Enumeration with_moe = EnumerateLayouts({&cluster, &model, &job});
+  const auto a2a = static_cast<size_t>(Rule::kA2aOverlapNeeds);
+  CHECK(with_moe.rejected[a2a] > e.rejected[a2a]);
+  job.recompute = {moe};
+  job.a2a_overlap = {false};
+  const uint64_t moe_without_overlap = EnumerateLayouts({&cluster, &model, &job}).legal_count;
+  job.a2a_overlap = {true};
+  const Enumeration moe_overlap = EnumerateLayouts({&cluster, &model, &job});
+  CHECK(moe_without_overlap > 0);
+  CHECK(moe_overlap.legal_count == 0);
+  CHECK(with_moe.legal_count == e.legal_count + moe_without_overlap);
 }
 
 TEST_CASE("enumeration equals a brute force with every pipeline schedule a candidate") {

@@ -346,6 +346,12 @@ TEST_CASE("a2a_overlap_needs: Megatron's checks for --overlap-moe-expert-paralle
   CHECK(c.Breaks("tp=1,pp=1,ep=1,etp=1,a2a_overlap=1", Rule::kA2aOverlapNeeds));            // no EP
   CHECK(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,dispatcher=allgather", Rule::kA2aOverlapNeeds));
   CHECK(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,recompute=full", Rule::kA2aOverlapNeeds));
+  // transformer_config.py (~3030): not with `moe` among the recompute
+  // modules, alone or with others; the other selective modules are fine.
+  CHECK(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,recompute=moe", Rule::kA2aOverlapNeeds));
+  CHECK(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,recompute=layernorm+moe", Rule::kA2aOverlapNeeds));
+  CHECK_FALSE(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,recompute=layernorm+moe_act", Rule::kA2aOverlapNeeds));
+  CHECK_FALSE(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=0,recompute=moe", Rule::kA2aOverlapNeeds));
   CHECK_FALSE(c.Breaks("tp=1,pp=1,ep=8,etp=1,a2a_overlap=1,dispatcher=deepep", Rule::kA2aOverlapNeeds));
   // DualPipeV overlaps one micro-batch's forward with another's backward on
   // its two chunks: vpp 2, so EP overlap is allowed; ZB-H1's one chunk is not.

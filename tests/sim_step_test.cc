@@ -145,6 +145,130 @@ TEST_CASE("the host running ahead: a host faster than its GPU costs the first la
   CHECK(std::abs(synced.step_time_s - (gpu_only + 8 * 32 * 0.52e-3 + 0.5e-3)) < kNs);
 }
 
+namespace {
+
+// Hand-made MoE layers for EP overlap: each of Mixtral's 32 layers, all on
+// one rank, runs its attention (A_f forward, A_b backward) and its experts
+// (X_f, X_b; no weight gradients, so nothing is deferred) with a dispatch
+// of d and a combine of c seconds a call, one call each way, overlapped
+// with the other micro-batch.
+struct PairedWork {
+  ModelSpec model = testing::MakeMixtral();
+  Layout layout;
+  PipelineDescription pipe;
+  StepWork work;
+  PairedWork(long long m, double a_f, double x_f, double x_b, double a_b, double d, double c) {
+    layout.world = 1;
+    pipe = DescribePipeline(layout, model);
+    ComputeTimes t;
+    t.moe_layer.attention_core = {0, a_f, a_b};
+    t.moe_layer.expert_activation = {0, x_f, x_b};
+    std::vector<CommOp> ops(2);
+    for (CommOp& op : ops) {
+      op.kind = CommKind::kExpertParallel;
+      op.group = GroupKind::kEp;
+      op.collective = Collective::kAllToAll;
+      op.scope = CommOp::kPerMoeLayer;
+      op.calls_fwd = op.calls_bwd = 1;
+      op.hides_behind_other_microbatch = true;
+    }
+    ops[0].name = "moe_dispatch";
+    ops[0].seconds_per_call = d;
+    ops[1].name = "moe_combine";
+    ops[1].seconds_per_call = c;
+    ops[1].combine = true;
+    GpuSpec gpu;
+    work = BuildStepWork(layout, model, gpu, pipe, t, ops, m);
+  }
+  // Megatron's combined 1F1B without a pipeline (schedules.py's
+  // combined_1f1b_schedule_for_no_pipelining): F0, then F(i + 1) beside
+  // B(i), then B(m - 1) alone; EP overlap on as the ops say, every other
+  // overlap off.
+  SimResult Simulate(bool host_ahead) const {
+    PipelineOrder order;
+    order.microbatches = work.microbatches;
+    order.ranks.resize(1);
+    auto pass = [](PassKind kind, long long mb) {
+      PipelinePass p;
+      p.kind = kind;
+      p.microbatch = static_cast<int>(mb);
+      return p;
+    };
+    order.ranks[0].push_back(pass(PassKind::kForward, 0));
+    for (long long i = 0; i + 1 < work.microbatches; ++i) {
+      order.ranks[0].push_back(pass(PassKind::kForward, i + 1));
+      order.ranks[0].push_back(pass(PassKind::kBackward, i));
+    }
+    order.ranks[0].push_back(pass(PassKind::kBackward, work.microbatches - 1));
+    OverlapSet o;
+    o.tp = o.cp = o.dp = false;
+    o.host = host_ahead;
+    auto r = SimulateWork(work, model, order, o, {});
+    REQUIRE(r.ok());
+    return std::move(r).value();
+  }
+};
+
+}  // namespace
+
+TEST_CASE("EP overlap, simulated: a paired layer runs four phases, each all-to-all beside one compute phase") {
+  // Per layer A_f = 1, X_f = 1.5, X_b = 3, A_b = 2 ms, d = 2, c = 1.2 ms.
+  // The steady pair of one layer (doc/cost-model.md "EP overlap, phase by
+  // phase"): max(A_f, c) + max(X_b, d) + max(X_f, d) + max(A_b, c) =
+  // 1.2 + 3 + 2 + 2 = 8.2 ms against 7.5 ms of compute: 0.7 ms exposed
+  // (the whole block's 7.5 ms would have hidden all 6.4 ms of all-to-all).
+  // Alone, F0 runs its layers in 1 + 2 + 1.5 + 1.2 = 5.7 ms and B(m - 1)
+  // in 1.2 + 3 + 2 + 2 = 8.2 ms. With m = 8 the simulated order takes
+  //   32 (5.7 + 7 x 8.2 + 8.2) = 32 x 71.3 ms = 2281.6 ms,
+  // the analytical model's m t with one micro-batch alone (1F1B's pp - p):
+  //   8 x 32 (7.5 + (6.4 + 7 x 0.7) / 8), the same.
+  const PairedWork w(8, 1e-3, 1.5e-3, 3e-3, 2e-3, 2e-3, 1.2e-3);
+  const PipelineTimes a = SchedulePipeline(w.work);
+  CHECK(a.pipeline_s == doctest::Approx(32 * 71.3e-3).epsilon(1e-12));
+  // The simulator is 6 x 0.2 ms shorter: where one pair follows another,
+  // the next backward's first combine gradient waits only for its forward
+  // and the EP stream, so it starts beside the last pair's last attention
+  // backward (0.8 ms before that ends: A_b 2 against the combine's 1.2) and
+  // phase 0 then takes A_f = 1 ms, not 1.2 (the analytical model pairs
+  // each layer's phases alone). F0 and B(7), alone, run their all-to-alls
+  // on the compute stream.
+  const SimResult s = w.Simulate(false);
+  CHECK(std::abs(s.pipeline_s - (a.pipeline_s - 6 * 0.2e-3)) < kNs);
+  // Without EP overlap every all-to-all is exposed in its own pass: m x 32
+  // x (7.5 + 6.4) ms, simulated and analytical alike.
+  PairedWork off = w;
+  for (CommOp& op : off.work.ops) op.hides_behind_other_microbatch = false;
+  CHECK(SchedulePipeline(off.work).pipeline_s == doctest::Approx(8 * 32 * 13.9e-3).epsilon(1e-12));
+  CHECK(std::abs(off.Simulate(false).pipeline_s - 8 * 32 * 13.9e-3) < kNs);
+}
+
+TEST_CASE("EP overlap, simulated: one host thread issues both passes of a pair, as the analytical model counts it") {
+  // The layers above with a host that issues a layer's forward in 5 ms and
+  // its backward in 4.5 ms, one sync of 0.1 ms per forward. Alone, each
+  // pass's GPU time (5.7, 8.2 ms) covers its host's. In a pair one thread
+  // issues both, 9.5 ms, against the pair's 8.2 ms of GPU time: the pair
+  // takes max(9.5, 8.2) + 0.1 = 9.6 ms. With the host not running ahead
+  // (`--overlap host=0`: a block's launches start with it; a paired
+  // block's fence waits on the host stream) the simulated order takes
+  //   32 (5.7 + 0.1 + 7 x 9.6 + 8.2) = 32 x 81.2 ms = 2598.4 ms,
+  // and the analytical model, per layer and micro-batch, 7.5 ms of compute,
+  // (6.4 + 7 x 0.7) / 8 of all-to-all and (7 x 1.3) / 8 + 0.1 of host:
+  // 8 x 32 x (8.9125 + 1.2375) ms, the same.
+  PairedWork w(8, 1e-3, 1.5e-3, 3e-3, 2e-3, 2e-3, 1.2e-3);
+  HostBlock& h = w.work.host.block[static_cast<size_t>(BlockKind::kMoeLayer)];
+  h.forward = {5e-3, 5e-3, 0, 1};
+  h.backward = {4.5e-3, 4.5e-3, 0, 0};
+  w.work.host.sync_s = 0.1e-3;
+  const PipelineTimes a = SchedulePipeline(w.work);
+  CHECK(a.ranks[0].host_exposed_s == doctest::Approx(32 * (7 * 1.3e-3 / 8 + 0.1e-3)).epsilon(1e-12));
+  CHECK(a.pipeline_s == doctest::Approx(32 * 81.2e-3).epsilon(1e-12));
+  const SimResult s = w.Simulate(false);
+  CHECK(std::abs(s.pipeline_s - a.pipeline_s) < kNs);
+  // Running ahead the host issues on through the lone passes, where the GPU
+  // is the slower, and catches less of the pairs: never slower than not.
+  CHECK(w.Simulate(true).pipeline_s <= s.pipeline_s + kNs);
+}
+
 TEST_CASE("uniform 1F1B with blocking crossings: the simulator charges only the sends that exist") {
   // The analytical 1F1B charges every rank a crossing each way per
   // micro-batch, t = t0 + 2s (t0 = L (f + b + 2c)). A rank sends only to
@@ -488,8 +612,10 @@ TEST_CASE("DualPipeV: the simulated memory in flight is the memory model's, pp +
 TEST_CASE("shared-expert overlap: the shared experts run beside the dispatch, each MoE layer min(shared, dispatch) shorter") {
   // In a MoE block the dispatch all-to-all (d) and the shared experts'
   // compute (e) run one after the other, d + e; side by side max(d, e):
-  // every MoE block of every pass is min(d, e) shorter, so the step is
-  // shorter and no rank computes less.
+  // every MoE block of every pass is about min(d, e) shorter, so the step
+  // is shorter. No rank computes less: beside the dispatch's NCCL kernel
+  // (16 of the H100's 132 SMs) the shared experts run at 116 / 132, so
+  // their compute stretches by at most 132 / 116 - 1 = 13.8 %.
   const ClusterSpec cluster = LoadCluster("h100-dgx-16n").value();
   const ModelSpec model = LoadModel("qwen2-57b-a14b").value();
   JobSpec job = LoadJob("default").value();
@@ -506,7 +632,8 @@ TEST_CASE("shared-expert overlap: the shared experts run beside the dispatch, ea
   CHECK(b->overlap.shared);
   CHECK(b->step_time_s < a->step_time_s);
   for (size_t p = 0; p < a->ranks.size(); ++p) {
-    CHECK(b->ranks[p].compute_s == doctest::Approx(a->ranks[p].compute_s).epsilon(1e-6));
+    CHECK(b->ranks[p].compute_s >= a->ranks[p].compute_s * (1 - 1e-9));
+    CHECK(b->ranks[p].compute_s < a->ranks[p].compute_s * 132 / 116);
     CHECK(b->ranks[p].exposed_s[size_t(SimKind::kEp)] < a->ranks[p].exposed_s[size_t(SimKind::kEp)]);
   }
 }
