@@ -380,6 +380,7 @@ StepWork CostModel::Work(const Layout& layout, const PipelineDescription& pipeli
 
 StepWork CostModel::WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const {
   StepWork work = ComputeWorkOf(layout, pipeline, cached);
+  work.host = HostOf(layout, cached);
   AddCommOf(layout, pipeline, cached, &work);
   return work;
 }
@@ -416,7 +417,6 @@ void CostModel::ComputeWorkOf(const Layout& layout, const PipelineDescription& p
     build(ComputeLayerTimes(layout, ctx_));
   }
   StepWork& work = *out;
-  work.host = HostOf(layout, cached);
   work.load_factor = ExpertLoadFactor(job_, layout.ep);
   work.nvlink_bytes_per_s = comm_.nvlink_gb_per_s() * 1e9;
   const double nic_share = double(comm_.nics_per_node) / std::max(1, cluster_.gpus_per_node);
@@ -590,9 +590,10 @@ LayoutScore CostModel::FinishScore(const Layout& layout, const PipelineDescripti
     score.pruned = true;
     return score;
   }
-  // A family's members share a compute key's work but not their host's
-  // (CUDA graphs, overlaps): the member's own (the bound reads no host).
-  if (computed) work.host = HostOf(layout, cached);
+  // The compute work holds no host (the bounds read none), and a family's
+  // members share a compute key's work but not their host's (CUDA graphs,
+  // overlaps): the member's own.
+  work.host = HostOf(layout, cached);
   if (plan_without_recompute) {
     // The schedule reads the plan through its sums, which count the
     // layout's recompute calls in (SumPlan): no copy of the plan.

@@ -189,7 +189,8 @@ class CostModel {
   // HostWorkOf(layout), through the per-thread memo when `cached` (the
   // same bits); valid until the thread's next call.
   const HostWork& HostOf(const Layout& layout, bool cached) const;
-  // WorkOf in two parts: the compute (no ops yet), then the comm plan.
+  // WorkOf in two parts: the compute (no ops, no host yet), then the comm
+  // plan.
   StepWork ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
   void ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* out) const;
   void AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* work) const;
