@@ -32,7 +32,7 @@ inline BenchInputs DeepSeekV3On(int gpus) {
   return in;
 }
 
-// Issue 13's widened job (bench/plan_widened_bench.cc, plan_bench's widened
+// The widened job (bench/plan_widened_bench.cc, plan_bench's widened
 // scoring): micro-batch 1/2/4/8, VPP 1/2/4/8, none / selective / full
 // recompute, both CP styles, six orders, a global batch of 8192.
 inline void WidenJob(JobSpec& job) {

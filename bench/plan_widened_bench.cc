@@ -1,4 +1,4 @@
-// The widened search (issue 13): DeepSeek-V3 on 1,024 and 16,384 H100 with
+// The widened search: DeepSeek-V3 on 1,024 and 16,384 H100 with
 // micro-batch 1/2/4/8, VPP 1/2/4/8, every recompute mode, both CP styles,
 // six orders and a global batch of 8192; the "recipes" variant adds the
 // production-recipe options as candidates (recompute modules, alltoall and

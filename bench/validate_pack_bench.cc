@@ -1,6 +1,6 @@
 // Ulysses pack / unpack on the host (validate/kernels.h HostCopyRuns, what
 // the MPI backend runs) against a plain memcpy of the same bytes, side by
-// side in one run: the CPU counterpart of the GPU target (pack and
+// side in one run: the CPU counterpart of the GPU target (pack and
 // unpack at >= 80% of the device copy bandwidth). Bytes/s counts the tensor
 // once (bytes read = bytes written), for the copy and the packs alike.
 //   build/validate_pack_bench

@@ -1,7 +1,7 @@
 // The Ulysses pack and unpack kernels of foldbench's NCCL backend
 // (validate/cuda_kernels.h LaunchCopyRuns) against a device-to-device
 // cudaMemcpyAsync of the same tensor, side by side in one run, timed with
-// CUDA events: the target is pack / unpack at >= 80 % of the copy
+// CUDA events: the target is pack / unpack at >= 80 % of the copy
 // bandwidth (4.22-4.28 TB/s on an H200). Built with the NCCL backend;
 // without a GPU it says so and exits 0.
 //   build/validate_pack_gpu_bench

@@ -135,7 +135,7 @@ struct MemoryAssumptions {
 };
 
 // Owns copies of the model and job it was built from (a temporary spec
-// passed in cannot dangle; issue 9), and reads nothing else of the cluster
+// passed in cannot dangle), and reads nothing else of the cluster
 // after construction.
 class MemoryModel {
  public:

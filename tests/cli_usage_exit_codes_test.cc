@@ -1,4 +1,4 @@
-// Issue 9 through the command line: every flag value is checked against its
+// Through the command line: every flag value is checked against its
 // range before any work that grows with it, a value wrong on its own is a
 // usage error (exit 2, as the parser's own errors), and a layout that cannot
 // be this job's, or does not fit in memory, is a negative answer (exit 1):

@@ -1,4 +1,4 @@
-// Issue 9: MemoryModel kept pointers to the model and job it was built from,
+// Regression: MemoryModel kept pointers to the model and job it was built from,
 // so one built from temporaries (MakeJob(), MakeCluster(16)) read a dead
 // stack frame (AddressSanitizer: stack-use-after-scope in ComputeLayout).
 // Such lifetimes cannot go wrong now: MemoryModel owns copies, and what

@@ -1,5 +1,5 @@
 // CheckedProduct: products of counts are refused above the limit instead of
-// overflowing (issue 9: nodes x gpus_per_node, pp x tp x cp).
+// overflowing (nodes x gpus_per_node, pp x tp x cp).
 #include <doctest/doctest.h>
 
 #include <climits>

@@ -162,7 +162,7 @@ TEST_CASE("pins record only the keys given") {
   CHECK_FALSE(ParseLayoutPins("tp=2")->empty());
 }
 
-// Issue 9: products of degrees overflowed (pp*tp*cp of 65536 each wrapped to
+// Regression: products of degrees overflowed (pp*tp*cp of 65536 each wrapped to
 // 0, then world % 0); each product is now checked against the largest world
 // before anything divides by it, in the text alone and against a job.
 TEST_CASE("degrees whose product exceeds the largest world are refused, not computed") {
@@ -187,7 +187,7 @@ TEST_CASE("degrees whose product exceeds the largest world are refused, not comp
   CHECK(l.status().message() == "layout: pp*vpp = 2048*1024 is more than the largest world, 1048576 ranks");
 }
 
-// Issue 9: "" and "," were taken for the default layout.
+// Regression: "" and "," were taken for the default layout.
 TEST_CASE("an empty layout text or an empty item is refused") {
   CHECK(ParseLayoutPins("").status().message() == "layout: empty; expected key=value pairs such as tp=2,pp=8");
   for (const char* text : {",", "tp=2,", ",tp=2", "tp=2,,pp=2"}) {

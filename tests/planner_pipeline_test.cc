@@ -147,7 +147,7 @@ TEST_CASE("explicit stages are checked against the model's layers and MTP layers
   CHECK(CheckStages({31, 30}, {}, m, 4, 1).message() == "the layout lists 2 virtual stages, expected pp*vpp = 4");
 }
 
-// Issue 9: the stage sum was an int; 4096 stages of 2^20 layers and one of
+// Regression: the stage sum was an int; 4096 stages of 2^20 layers and one of
 // 61 wrapped to 61 and passed for a 61-layer model's layers.
 TEST_CASE("stage lists whose sum overflows an int are not taken for the model's layers") {
   const ModelSpec m = DeepSeekLike();
@@ -160,7 +160,7 @@ TEST_CASE("stage lists whose sum overflows an int are not taken for the model's 
   CHECK(placed == 61);
 }
 
-// Issue 9: a pipeline of pp x vpp stages was built before its size was
+// Regression: a pipeline of pp x vpp stages was built before its size was
 // judged, so pp 2^20 x vpp 1024 allocated 2^30 stage counts.
 TEST_CASE("more virtual stages than a model can fill are refused before any is built") {
   const ModelSpec m = DeepSeekLike();

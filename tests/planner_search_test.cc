@@ -95,7 +95,7 @@ TEST_CASE("progress is reported and reaches 1") {
 // by design; the Release suite runs this test, the sanitized one skips it
 // (kUnderAsan, under_sanitizer.h).
 
-// Issue 9: --threads 100000 aborted on an uncaught std::system_error. The
+// Regression: --threads 100000 aborted on an uncaught std::system_error. The
 // threads are held to kMaxSearchThreads, and a thread the system refuses is
 // an error in the result. The refusal is provoked in a child process whose
 // address space has no room for the threads' stacks.

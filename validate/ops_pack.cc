@@ -1,6 +1,6 @@
 // The pack op: the Ulysses pack and unpack kernels alone, without the
 // all-to-all, against a plain copy of the same tensor through the same
-// backend kernel, for the kernel target (pack / unpack at >= 80 %
+// backend kernel, for the kernel target (pack / unpack at >= 80 %
 // of the device copy bandwidth). Tensor: the plan's q, [B, S/C, H, d] bf16
 // per rank (S scaled by --max-seq); cases:
 //   copy       one run of the whole tensor (the reference)

@@ -1,7 +1,6 @@
 #!/bin/bash
-# One prepared run of issue 10's GPU check on the lent H200 (see
-# ../shared/device/README.md); NOT YET RUN: no GPU was lent to the session
-# that wrote it. Builds, runs foldbench's NCCL sweep at 4 and 8 ranks (on the
+# One prepared run of the calibration's GPU check on the lent H200 (see
+# ../shared/device/README.md); NOT YET RUN. Builds, runs foldbench's NCCL sweep at 4 and 8 ranks (on the
 # one GPU, so NCCL's socket transport between ranks: these fits describe
 # that emulated fabric, not NVLink) and the compute op on 1 rank (ranks
 # sharing a GPU give contended GEMM times, which calibrate refuses), then

@@ -1,5 +1,5 @@
 #!/bin/bash
-# One prepared run of issue 4's GPU checks on the lent H200 (see
+# One prepared run of foldbench's GPU checks on the lent H200 (see
 # ../shared/device/README.md): build with CUDA and NCCL, run the validate
 # tests (nccl_ok among them), run foldbench's NCCL backend with 4 and 8
 # ranks on the one GPU (NCCL_HOSTID emulation, set by the backend), time the
@@ -38,7 +38,7 @@ run nccl_corrupt $mpi -np 8 $build/foldbench --plan "$out/pp2_cp2_ep4.plan.json"
 run nccl_hang $mpi -np 8 $build/foldbench --plan "$out/pp2_cp2_ep4.plan.json" \
   --backend nccl --ops ulysses --hang-rank 2 --timeout 5
 # The pack / unpack kernels alone on rank 0 against a copy of the same
-# tensor (the issue's >= 80 % target), at full sequence lengths; this
+# tensor (the >= 80 % target), at full sequence lengths; this
 # needs no Google Benchmark, which the GPU machine may lack.
 run plan_long $build/foldplan explain --cluster h200-dgx-1n --gpus 8 --model mixtral-8x7b \
   --layout tp=1,cp=2,pp=2,ep=4,etp=1 --seq 65536 --global-batch 64 --allow-oom -o "$out/long.plan.json"
