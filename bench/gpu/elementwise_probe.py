@@ -16,32 +16,14 @@ gbps}, bytes_moved counting every tensor each kernel reads and writes once.
 """
 import argparse
 import json
-import statistics
 import time
 
 import torch
 import torch.nn.functional as F
 
-REPS = 15
-WARMUP = 3
+from held import REPS, WARMUP, kernel_seconds
+
 HIDDEN = 4096
-
-
-def kernel_seconds(fn, hold_ms=1.0):
-    for _ in range(WARMUP):
-        fn()
-    torch.cuda.synchronize()
-    times = []
-    for _ in range(REPS):
-        a = torch.cuda.Event(enable_timing=True)
-        b = torch.cuda.Event(enable_timing=True)
-        torch.cuda._sleep(int(hold_ms * 2e6))
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b) * 1e-3)
-    return statistics.median(times)
 
 
 def ops(elements):
