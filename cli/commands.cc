@@ -16,6 +16,7 @@
 #include "planner/launch_files.h"
 #include "planner/layout_json.h"
 #include "planner/legality.h"
+#include "planner/trainer_rules.h"
 #include "planner/pipeline.h"
 #include "planner/rank_export.h"
 #include "planner/rank_map.h"
@@ -133,6 +134,11 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
     }
     job->attention_backend = *b;
   }
+  if (o.trainer) {
+    const auto t = ParseTrainer(*o.trainer);
+    if (!t) return Status::Error("--trainer: expected one of " + std::string(TrainerChoices()) + ", found \"" + *o.trainer + "\"");
+    job->trainer = *t;
+  }
   // The same ranges as the job file's fields (inputs/job.h, doc/formats.md).
   if (o.capacity_factor) {
     if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= kMaxCapacityFactor))
@@ -227,7 +233,8 @@ json InputsJson(const Inputs& in) {
               {"job", in.job.name},
               {"seq_len", in.job.seq_len},
               {"global_batch", in.job.global_batch},
-              {"precision", Precisions(in.job)}};
+              {"precision", Precisions(in.job)},
+              {"trainer", Name(in.job.trainer)}};
 }
 
 }  // namespace
@@ -308,7 +315,8 @@ std::string InputsLine(const Inputs& in) {
          (part ? std::to_string(in.job.world_size) + " of " : std::string()) + std::to_string(in.cluster.total_gpus()) + " x " +
          in.cluster.gpu.name + "), model " + in.model.name + ", job " + in.job.name + " (seq " +
          std::to_string(in.job.seq_len) + ", global batch " + std::to_string(in.job.global_batch) +
-         ", " + Precisions(in.job) + ")";
+         ", " + Precisions(in.job) + ")" +
+         (in.job.trainer != Trainer::kMegatron ? std::string(", for ") + Name(in.job.trainer) : std::string());
 }
 
 namespace {
@@ -385,6 +393,9 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
   if (!o.calibration.empty()) in.cluster.calibration = o.calibration;
   in.calibration_use.allow_other_gpu = o.force_calibration;
   if (Status s = ApplyJobOverrides(o, &in.job); !s.ok()) return s;
+  // What the trainer runs that the job does not list (torchtitan's ring CP
+  // and FSDP2, OLMo-core's HSDP): its rules then refuse the rest.
+  in.job = JobForTrainer(in.job);
   ApplyJobToModel(in.job, &in.model);
   if (Status s = ApplyJobToCluster(in.job, GpusPerDomainOrigin(o, in.job, in.recipe), &in.cluster); !s.ok()) return s;
   // A precision recipe the GPU cannot run is a mistake in the request, not a
@@ -707,7 +718,8 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
                             cost ? &cost->pipeline_weights() : nullptr};
   auto layout = ResolveLayout(layout_text, WorldOf(cluster, j), ctx);
   if (!layout.ok()) return Fail(err, layout.status());
-  auto map = BuildRankMap(layout.value(), cluster);
+  // The model's tied or untied embeddings and MTP stages decide the embedding groups.
+  auto map = BuildRankMap(layout.value(), cluster, RankMapOptionsFor(model ? &*model : nullptr));
   if (!map.ok()) return Fail(err, map.status());
   WarnAboutStraddles(map.value(), err);
   if (!model) {
@@ -724,7 +736,8 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
     if (!text.ok()) return Fail(err, text.status());
     if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
     err << "note: run it as "
-        << LaunchHint(assignment.value(), *launch, options.output.empty() ? "FILE" : options.output) << "\n";
+        << LaunchHint(assignment.value(), *launch, options.output.empty() ? "FILE" : options.output, placement.env)
+        << "\n";
     return 0;
   }
   const ExportContext export_ctx{&cluster, model ? &*model : nullptr, &j};

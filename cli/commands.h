@@ -40,6 +40,7 @@ struct InputOptions {
   std::optional<std::string> cuda_graphs;
   std::optional<std::string> dispatcher;
   std::optional<std::string> attention_backend;  // --attention-backend NAME: the job's one backend
+  std::optional<std::string> trainer;            // --trainer NAME: the trainer the layouts are for
   std::optional<int> mtp;                   // --mtp N: MTP layers instead of the model's
   std::optional<double> capacity_factor;    // --capacity-factor X (0: dropless)
   std::optional<double> routing_imbalance;  // --routing-imbalance X (1: forced balance)

@@ -41,6 +41,10 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
                     "the job's attention kernels: te-cudnn|flash2|flash3 (te-cudnn: Transformer Engine's cuDNN "
                     "kernels, Megatron's default; flash3: Hopper only)")
         ->type_name("NAME");
+    cmd->add_option("--trainer", in->trainer,
+                    "the trainer that will run the layout: megatron|torchtitan|olmo-core|maxtext|jax (default "
+                    "megatron); only layouts it can run are legal (doc/trainers.md)")
+        ->type_name("NAME");
     cmd->add_option("--mtp", in->mtp, "MTP layers instead of the model's")->type_name("N");
     cmd->add_option("--capacity-factor", in->capacity_factor, "expert capacity factor (0: dropless)")
         ->type_name("X");
@@ -101,7 +105,7 @@ int main(int argc, char** argv) {
   ranks_cmd->add_option("--recipe", ranks.inputs.recipe,
                         "export a shipped recipe's layout (foldplan list) on its cluster, model and job")
       ->type_name("NAME");
-  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|olmo-core|jax|maxtext, or a launcher file (--hosts): openmpi-rankfile|slurm|hostfile|env")
+  ranks_cmd->add_option("--format", ranks.format, "rankmap|megatron|torch|torchtitan|torchtitan-toml|olmo-core|jax|maxtext, or a launcher file (--hosts): openmpi-rankfile|slurm|hostfile|env")
       ->capture_default_str();
   auto* world = ranks_cmd->add_option("--world-size", ranks.world_size,
                                       "a generic cluster of N GPUs, 8 per node (instead of --cluster)");

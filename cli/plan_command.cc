@@ -23,6 +23,7 @@
 #include "planner/legality.h"
 #include "planner/pipeline_split.h"
 #include "planner/search.h"
+#include "planner/trainer_rules.h"
 
 namespace foldplan {
 namespace {
@@ -120,6 +121,49 @@ std::string MegatronText(const Layout& layout, const Inputs& in) {
   std::string line;
   for (const std::string& a : args.value()) line += (line.empty() ? "" : " ") + a;
   return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line):\n  " + line + "\n";
+}
+
+// Which trainers can run the best layout. For each that cannot: the rule it
+// breaks and the best layout it can run, found by the same search with its
+// rules (`plan --trainer T`), with its step time; for each that can, what
+// it runs that the cost model prices as Megatron (TrainerCostNotes).
+std::string TrainersText(const Evaluation& best, const Inputs& in, const SearchOptions& options,
+                         Objective objective) {
+  std::string out = "trainers (doc/trainers.md; `--trainer T` plans for one):\n";
+  for (int i = 0; i < kTrainerCount; ++i) {
+    const Trainer t = Trainer(i);
+    if (t == in.job.trainer) continue;
+    JobSpec job = in.job;
+    job.trainer = t;
+    const TrainerContext tctx{&in.cluster, &in.model, &job};
+    const std::string name = Name(t);
+    const Status refusal = TrainerRefusal(t, best.layout, tctx);
+    if (refusal.ok()) {
+      out += "  " + name + ": runs it";
+      const std::vector<std::string> notes = TrainerCostNotes(t, best.layout, tctx);
+      for (size_t n = 0; n < notes.size(); ++n) out += (n == 0 ? " (" : "; ") + notes[n] + (n + 1 == notes.size() ? ")" : "");
+      out += "\n";
+      continue;
+    }
+    const std::vector<Violation> why = CheckLayout(best.layout, {&in.cluster, &in.model, &job, nullptr});
+    out += "  " + name + ": cannot: " + (why.empty() ? refusal.message() : std::string(Name(why[0].rule)) + ": " + why[0].detail) + "\n";
+    job = JobForTrainer(job);
+    auto model = CostModel::Create(in.cluster, in.model, job, in.calibration_use);
+    if (!model.ok()) continue;
+    SearchOptions one = options;
+    one.top = 1;
+    one.progress = nullptr;
+    one.rank_objective.reset();
+    const SearchResult found = SearchLayouts(model.value()->legality(), CostScorer(*model.value(), objective), one);
+    if (!found.status.ok() || found.best.empty()) {
+      out += "    no layout it can run fits\n";
+      continue;
+    }
+    const Evaluation e = model.value()->Evaluate(found.best.front().layout);
+    out += "    its best: " + ShortDegrees(e.layout) + ", " + OptionsText(e.layout) + ": " + Seconds(e.step.step_time_s) +
+           " per step (" + Fixed(100 * (e.step.step_time_s / best.step.step_time_s - 1), 1) + "% slower)\n";
+  }
+  return out;
 }
 
 // --gpus-range: "A:B" is A, 2A, 4A, ... up to B, and B (world sizes double
@@ -556,6 +600,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
                                    result.enumeration.legal_count);
   }
   out << "\n" << MegatronText(evals.front().layout, in);
+  out << "\n" << TrainersText(evals.front(), in, search, objective);
   if (options.why) {
     TextTable table({"rule", "rejected"}, {Align::kLeft, Align::kRight});
     for (int r = 0; r < kRuleCount; ++r) table.AddRow({Name(Rule(r)), WithCommas(result.enumeration.rejected[r])});

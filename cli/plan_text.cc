@@ -1,5 +1,7 @@
 #include "cli/plan_text.h"
 
+#include "planner/trainer_rules.h"
+
 #include <sys/resource.h>
 
 #include <algorithm>
@@ -102,6 +104,14 @@ std::string BreakdownText(const Evaluation& e, const JobSpec* job) {
   out += "  pipeline     " + std::string(Name(e.pipeline.schedule)) + ", " + e.pipeline.LayoutText() +
          (e.pipeline_chosen ? " (chosen: the layers do not divide over pp x vpp)" : "") + "\n";
   if (job) out += "  attention    " + AttentionText(*job, e.layout) + "\n";
+  if (job && job->trainer != Trainer::kMegatron) {
+    // What the trainer runs that the cost model prices as Megatron runs it.
+    const std::vector<std::string> notes = TrainerCostNotes(job->trainer, e.layout, {nullptr, nullptr, job});
+    std::string line;
+    for (const std::string& n : notes) line += (line.empty() ? "" : "; ") + n;
+    out += std::string("  trainer      ") + Name(job->trainer) + ": " + (line.empty() ? "runs it as priced" : line) +
+           " (doc/trainers.md)\n";
+  }
   out += "  per micro-batch on stage " + std::to_string(s.slowest_stage) + ": compute " +
          Seconds(s.stage_compute_s) + " + exposed communication " + Seconds(s.stage_exposed_comm_s) +
          " + exposed host " + Seconds(s.stage_host_exposed_s) + ", " + std::to_string(s.microbatches) +

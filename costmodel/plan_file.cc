@@ -48,7 +48,7 @@ Json MemoryJson(const MemoryBreakdown& m) {
 
 Result<std::vector<std::string>> MegatronArguments(const Layout& layout, const ClusterSpec& cluster,
                                                    const ModelSpec* model, const JobSpec* job) {
-  auto map = BuildRankMap(layout, cluster);
+  auto map = BuildRankMap(layout, cluster, RankMapOptionsFor(model));
   if (!map.ok()) return map.status();
   // ExportRankMap's check before any export.
   if (Status s = CheckRankMapInvariants(map.value()); !s.ok()) return s;
@@ -116,7 +116,8 @@ Result<std::string> PlanFileJson(const PlanFileContents& c) {
   }
   out["rank_map"] = nullptr;
   if (!c.candidates.empty()) {
-    auto map = BuildRankMap(c.candidates.front().layout, *ctx.cluster);
+    // The model's tied or untied embeddings and MTP stages decide the embedding groups.
+    auto map = BuildRankMap(c.candidates.front().layout, *ctx.cluster, RankMapOptionsFor(ctx.model));
     Result<std::string> text = map.ok() ? ExportRankMap(map.value(), ExportFormat::kRankMap,
                                                         {ctx.cluster, ctx.model, ctx.job})
                                         : Result<std::string>(map.status());

@@ -28,48 +28,54 @@ _foldplan() {
       esac
       ;;
     enumerate)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --json --why --limit --layout --fix --format --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --json --why --limit --layout --fix --format --help"
       case $prev in
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
+        --trainer) choices="megatron torchtitan olmo-core maxtext jax" ;;
         --format) choices="text json csv" ;;
       esac
       ;;
     ranks)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --layout --recipe --format --world-size -o --output --hosts --plan --candidate --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --layout --recipe --format --world-size -o --output --hosts --plan --candidate --help"
       case $prev in
         -o|--output|--hosts|--plan) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
-        --format) choices="rankmap megatron torch torchtitan olmo-core jax maxtext openmpi-rankfile slurm hostfile env" ;;
+        --trainer) choices="megatron torchtitan olmo-core maxtext jax" ;;
+        --format) choices="rankmap megatron torch torchtitan torchtitan-toml olmo-core jax maxtext openmpi-rankfile slurm hostfile env" ;;
       esac
       ;;
     plan)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --stats --max-mem-gib --headroom-gib --gpus-range --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --stats --max-mem-gib --headroom-gib --gpus-range --help"
       case $prev in
         --calibration|-o|--output) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
+        --trainer) choices="megatron torchtitan olmo-core maxtext jax" ;;
         --objective) choices="throughput memory" ;;
         --format) choices="text json csv" ;;
       esac
       ;;
     simulate)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidate --schedule --overlap --imbalance --seed --whole --trace --trace-ranks --json --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidate --schedule --overlap --imbalance --seed --whole --trace --trace-ranks --json --help"
       case $prev in
         --calibration|--plan|--trace) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
+        --trainer) choices="megatron torchtitan olmo-core maxtext jax" ;;
       esac
       ;;
     explain)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --recipe --json -o --output --allow-oom --plan --candidate --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --recipe --json -o --output --allow-oom --plan --candidate --help"
       case $prev in
         --calibration|-o|--output|--plan) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
+        --trainer) choices="megatron torchtitan olmo-core maxtext jax" ;;
       esac
       ;;
     diff)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidates --json --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidates --json --help"
       case $prev in
         --calibration|--plan) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
+        --trainer) choices="megatron torchtitan olmo-core maxtext jax" ;;
       esac
       ;;
     validate)

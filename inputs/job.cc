@@ -190,6 +190,26 @@ std::optional<AttentionBackend> ParseAttentionBackend(std::string_view s) {
 
 const char* AttentionBackendChoices() { return "te-cudnn, flash2, flash3"; }
 
+const char* Name(Trainer t) {
+  switch (t) {
+    case Trainer::kMegatron: return "megatron";
+    case Trainer::kTorchtitan: return "torchtitan";
+    case Trainer::kOlmoCore: return "olmo-core";
+    case Trainer::kMaxText: return "maxtext";
+    case Trainer::kJax: return "jax";
+  }
+  return "?";
+}
+
+std::optional<Trainer> ParseTrainer(std::string_view s) {
+  for (int i = 0; i < kTrainerCount; ++i) {
+    if (s == Name(Trainer(i))) return Trainer(i);
+  }
+  return std::nullopt;
+}
+
+const char* TrainerChoices() { return "megatron, torchtitan, olmo-core, maxtext, jax"; }
+
 std::vector<RepeatedCandidate> RepeatedCandidates(const JobSpec& j) {
   std::vector<RepeatedCandidate> out;
   AddRepeats("micro_batch_sizes", j.micro_batch_sizes, false, &out);

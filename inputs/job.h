@@ -45,6 +45,12 @@ enum class CpStyle { kUlysses, kRing };
 enum class AttentionBackend { kTeCudnn, kFlash2, kFlash3 };
 inline constexpr int kAttentionBackendCount = 3;
 
+// The trainer that will run the layout (doc/trainers.md): its rules join
+// the legality rules (planner/trainer_rules.h) and its exporter writes the
+// plan. Megatron-LM is the default and the one the cost model follows.
+enum class Trainer { kMegatron, kTorchtitan, kOlmoCore, kMaxText, kJax };
+inline constexpr int kTrainerCount = 5;
+
 // Megatron's --recompute-modules (selective granularity).
 enum class RecomputeModule {
   kCoreAttn,       // the attention core (Megatron's default selective module)
@@ -152,14 +158,17 @@ const char* Name(Precision p);   // "bf16", "fp8-delayed", "fp8-tensorwise", "fp
 const char* Name(CpStyle s);     // "ulysses", "ring"
 const char* Name(Dispatcher d);  // "alltoall", "allgather", "deepep", "hybridep"
 const char* Name(AttentionBackend b);  // "te-cudnn", "flash2", "flash3"
+const char* Name(Trainer t);  // "megatron", "torchtitan", "olmo-core", "maxtext", "jax"
 // Names above plus the aliases "fp8" (tensorwise) and "flex" (deepep).
 std::optional<Precision> ParsePrecision(std::string_view text);
 std::optional<Dispatcher> ParseDispatcher(std::string_view text);
 std::optional<AttentionBackend> ParseAttentionBackend(std::string_view text);
+std::optional<Trainer> ParseTrainer(std::string_view text);
 // "one of ..." lists for messages.
 const char* PrecisionChoices();   // "bf16, fp8-delayed, fp8-tensorwise (alias fp8), fp8-blockwise, mxfp8"
 const char* DispatcherChoices();  // "alltoall, allgather, deepep (alias flex), hybridep"
 const char* AttentionBackendChoices();  // "te-cudnn, flash2, flash3"
+const char* TrainerChoices();  // "megatron, torchtitan, olmo-core, maxtext, jax"
 
 // Ranges of job fields that the command line (--seq, --global-batch,
 // --micro-batch, --capacity-factor, --routing-imbalance, --mtp) and the
@@ -213,6 +222,8 @@ struct JobSpec {
   // The attention kernels (Megatron's --attention-backend); Megatron's
   // default runs Transformer Engine's cuDNN kernels.
   AttentionBackend attention_backend = AttentionBackend::kTeCudnn;
+  // The trainer the layouts are for: only layouts it can run are legal.
+  Trainer trainer = Trainer::kMegatron;
   int world_size = 0;                       // ranks used; 0: every GPU of the cluster
   // GPUs used of every NVLink domain (0: all); e.g. 64 of an NVL72 rack's 72.
   int gpus_per_domain = 0;

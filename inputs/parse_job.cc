@@ -141,6 +141,9 @@ void ReadAttention(CheckedObject& root, JobSpec& j) {
   const std::string name =
       root.Enum("attention_backend", {"te-cudnn", "flash2", "flash3"}, Name(j.attention_backend));
   if (const auto b = ParseAttentionBackend(name)) j.attention_backend = *b;
+  const std::string trainer =
+      root.Enum("trainer", {"megatron", "torchtitan", "olmo-core", "maxtext", "jax"}, Name(j.trainer));
+  if (const auto t = ParseTrainer(trainer)) j.trainer = *t;
 }
 
 // Rules between fields; run only when every field is valid on its own (so

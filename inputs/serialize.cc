@@ -132,6 +132,7 @@ json ToJson(const JobSpec& j) {
       {"cuda_graphs", OneOrList(j.cuda_graphs, [](CudaGraphs g) { return json(Name(g)); })},
       {"ulysses_kv_replication", j.ulysses_kv_replication},
       {"attention_backend", Name(j.attention_backend)},
+      {"trainer", Name(j.trainer)},
       {"world_size", j.world_size},
       {"gpus_per_domain", j.gpus_per_domain},
   };

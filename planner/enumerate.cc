@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "planner/pipeline.h"
+#include "planner/trainer_rules.h"
 #include "topology/cluster_shape.h"
 
 namespace foldplan {
@@ -390,6 +391,11 @@ class EnumerationWalker {
   // with what the HybridEP rule reads of it (needed only for HybridEP).
   void AddArrangement(Layout& l, Placement placement, const OrderBlocks& blocks) {
     l.placement = placement;
+    if (job_.trainer != Trainer::kMegatron) {
+      if (const auto v = TrainerArrangementProblem(job_.trainer, l, {ctx_.cluster, &model_, &job_})) {
+        return Reject(v->rule, OptionLeaves());
+      }
+    }
     const bool in_domain = has_hybridep_ && ExpertGroupInDomain(l, ctx_.cluster->nvlink_domain_gpus, blocks);
     family_.arrangements.push_back({l.order, placement, in_domain});
   }
@@ -449,6 +455,19 @@ class EnumerationWalker {
                   if (!rules::CudaGraphsProblem(model_, job_, l).empty()) {
                     reject(Rule::kCudaGraphsMoeSync, true, !hybrid);
                     continue;
+                  }
+                  l.precision = job_.precisions[p];
+                  l.fsdp = fsdp;
+                  l.tp_overlap = tp_overlap;
+                  if (const auto v = MegatronRecipeProblem(l, &job_)) {
+                    reject(v->rule, true, !hybrid);
+                    continue;
+                  }
+                  if (job_.trainer != Trainer::kMegatron) {
+                    if (const auto v = TrainerRecipeProblem(job_.trainer, l, {ctx_.cluster, &model_, &job_})) {
+                      reject(v->rule, true, !hybrid);
+                      continue;
+                    }
                   }
                   ++variant_counts_[0].legal;
                   variant_counts_[1].legal += hybrid ? 0 : 1;

@@ -2,15 +2,20 @@
 // with one of two orders only (tp-cp-ep-dp-pp, or tp-cp-ep-pp-dp with
 // --use-tp-pp-dp-mapping); a layout is exported when its groups equal the
 // groups of one of them (size-1 axes may sit anywhere in the order).
+// Megatron's flags and rules as read in its sources at d98e8a64
+// (/work/shared/reference/trainers.md, doc/trainers.md "megatron"); its own
+// validation rules are refused through TrainerRefusal.
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "planner/export_util.h"
+#include "planner/launch_files.h"
 #include "planner/rank_export.h"
 #include "planner/pipeline.h"
 #include "planner/pipeline_layout.h"
 #include "planner/rank_generator.h"
+#include "planner/trainer_rules.h"
 
 namespace foldplan {
 namespace {
@@ -34,6 +39,9 @@ std::string MatchingMegatronOrder(const RankMap& map, std::string* why) {
     bool same = true;
     for (int k = 0; k < kGroupKindCount && same; ++k) {
       const auto kind = static_cast<GroupKind>(k);
+      // The embedding groups follow from the pp groups and the model
+      // (RankMapOptions), not from the order.
+      if (kind == GroupKind::kEmbedding || kind == GroupKind::kPositionEmbedding) continue;
       const Groups& ours = map.groups(kind);
       if (ours == (*theirs)[k]) continue;
       same = false;
@@ -151,9 +159,12 @@ std::string Inexpressible(const Layout& l, const ExportContext& ctx) {
 // recompute, overlaps, MTP.
 void RecipeArgs(const Layout& l, const ExportContext& ctx, bool moe, std::vector<std::string>* args) {
   if (l.fsdp) {
-    // ZeRO-3: parameters, gradients and optimizer states sharded (what the cost model assumes).
+    // ZeRO-3: parameters, gradients and optimizer states sharded (what the
+    // cost model assumes). Megatron asserts that Megatron-FSDP checkpoints
+    // as fsdp_dtensor (arguments.py ~1169; its default is torch_dist).
     args->push_back("--use-megatron-fsdp");
     args->push_back("--data-parallel-sharding-strategy optim_grads_params");
+    args->push_back("--ckpt-format fsdp_dtensor");
   } else if (!ctx.job || ctx.job->distributed_optimizer) {
     args->push_back("--use-distributed-optimizer");
     args->push_back("--overlap-grad-reduce");
@@ -188,8 +199,10 @@ void RecipeArgs(const Layout& l, const ExportContext& ctx, bool moe, std::vector
       const bool deepep = l.dispatcher == Dispatcher::kDeepEP;
       args->push_back("--moe-token-dispatcher-type flex");
       args->push_back(std::string("--moe-flex-dispatcher-backend ") + (deepep ? "deepep" : "hybridep"));
+      // One flag for either backend's SMs (transformer_config.py ~1792-1807;
+      // --moe-deepep-num-sms / --moe-hybridep-num-sms are its deprecated spellings).
       if (ctx.job) {
-        args->push_back(std::string(deepep ? "--moe-deepep-num-sms " : "--moe-hybridep-num-sms ") +
+        args->push_back("--moe-flex-dispatcher-num-sms " +
                         Str(deepep ? ctx.job->deepep_sms : ctx.job->hybridep_sms));
       }
     } else {
@@ -227,10 +240,20 @@ void RecipeArgs(const Layout& l, const ExportContext& ctx, bool moe, std::vector
   if (ctx.model && ctx.model->mtp_layers > 0) args->push_back("--mtp-num-layers " + Str(ctx.model->mtp_layers));
 }
 
+// Megatron ties the output layer to the input embedding unless told not to
+// (pretrain_gpt.py; Mixtral, DeepSeek-V3 and Qwen3 are untied): the model
+// file's tied_embeddings. Without a model, Megatron's default (a comment says so).
+void ModelArgs(const ExportContext& ctx, std::vector<std::string>* args) {
+  if (ctx.model && !ctx.model->tied_embeddings) args->push_back("--untie-embeddings-and-output-weights");
+}
+
 }  // namespace
 
 Result<std::vector<std::string>> MegatronArgs(const RankMap& map, const ExportContext& ctx) {
   const Layout& l = map.layout();
+  // What Megatron's own validation refuses (planner/trainer_rules.h).
+  if (Status s = TrainerRefusal(Trainer::kMegatron, l, TrainerContext{ctx.cluster, ctx.model, ctx.job}); !s.ok())
+    return s;
   std::string why;
   const std::string order = MatchingMegatronOrder(map, &why);
   if (const std::string inexpressible = Inexpressible(l, ctx); !inexpressible.empty())
@@ -260,6 +283,7 @@ Result<std::vector<std::string>> MegatronArgs(const RankMap& map, const ExportCo
     args.push_back("--global-batch-size " + Str(ctx.job->global_batch));
     args.push_back("--seq-length " + Str(ctx.job->seq_len));
   }
+  ModelArgs(ctx, &args);
   RecipeArgs(l, ctx, ctx.model ? ctx.model->is_moe() : true, &args);
   return args;
 }
@@ -275,7 +299,8 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
   if (!ctx.job) out += "# no job given: add --global-batch-size and --seq-length\n";
   if (!ctx.model) {
     out += "# no model given: not checked against one (heads, KV heads and FFN widths by tp, experts by ep, "
-           "the pipeline split); the MoE flags assume an MoE model\n";
+           "the pipeline split); the MoE flags assume an MoE model, the embeddings Megatron's default "
+           "(tied: add --untie-embeddings-and-output-weights for an untied model)\n";
   }
   if (ctx.job && ctx.job->attention_backend == AttentionBackend::kFlash3) {
     out += "# attention flash3: FlashAttention-3 must be installed; Transformer Engine's flash path "
@@ -286,6 +311,15 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
   }
 
   out += export_util::PlacementNote(map, "#");
+  // The environment Megatron asserts (launch_files.h, the one home of the
+  // condition; the launcher outputs set it too).
+  for (const LaunchEnv& e : TrainerLaunchEnv(l)) {
+    out += "# before the trainer starts: export " + e.name + "=" + e.value + "  # " + e.why + "\n";
+  }
+  if ((l.tp > 1 || l.cp > 1) && !NeedsOneCudaDeviceConnection(l)) {
+    out += "# CUDA_DEVICE_MAX_CONNECTIONS is not set to 1: Megatron asserts it only without Megatron-FSDP and "
+           "the EP overlap\n";
+  }
   for (size_t i = 0; i < args.size(); ++i) out += args[i] + (i + 1 < args.size() ? " \\\n" : "\n");
   return out;
 }

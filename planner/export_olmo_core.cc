@@ -1,46 +1,62 @@
 // OLMo-core's parallelism configs (olmo_core.train.train_module.transformer
 // .config), as a Python snippet that imports and builds them: data parallel
-// (DataParallelType fsdp for foldplan's fsdp, else ddp), tensor, context
-// (Ulysses, or ring with the zig-zag load balancer, Megatron's split of a
-// sequence into 2*CP chunks), expert, pipeline (PipelineScheduleType and
-// split points) and activation checkpointing (full, or selected_modules
-// with OLMo-core's module names for foldplan's recompute modules).
+// (HSDP with shard degree ep for a layout with ep > 1, else fsdp for
+// foldplan's fsdp and ddp without), tensor, context (Ulysses, or ring with
+// the zig-zag load balancer, Megatron's split of a sequence into 2*CP
+// chunks), expert, pipeline (PipelineScheduleType and split points) and
+// activation checkpointing (full, or selected_modules with OLMo-core's
+// module names for foldplan's recompute modules).
 //
-// Relied on (doc/rankmap.md "olmo-core"): OLMo-core's world mesh is
-// (pp, dp, cp, tp) row-major with tp fastest and its expert mesh is
-// (pp, ep_dp, ep) with ep fastest over a stage's ranks; its expert config
-// has a degree and no expert tensor parallelism (etp must be 1); its
-// PipelineScheduleType has single_1F1B, interleaved_1F1B and gpipe, and no
-// DualPipeV or one-stage-per-rank zero bubble. Its groups are recomputed
-// and compared with the map's; any difference is a refusal.
+// Relied on (doc/trainers.md "olmo-core", facts read at OLMo-core fa6c5014):
+// build_world_mesh builds one mesh, slowest first pp, dp (for HSDP
+// dp_replicate then dp_shard), cp, tp; expert parallelism needs HSDP and is
+// its dp_shard dimension (shard_degree = ep), so the expert groups are the
+// dp_shard groups and the expert data-parallel groups the dp_replicate ones;
+// EP is refused with TP. What OLMo-core cannot run is refused by the trainer
+// rules (TrainerRefusal, planner/trainer_rules.h) before anything is
+// written; the groups of that mesh are then compared with the map's as a
+// check on those rules (a difference there is a bug in foldplan).
 #include <string>
 #include <vector>
 
 #include "planner/export_util.h"
 #include "planner/rank_export.h"
+#include "planner/trainer_rules.h"
 
 namespace foldplan {
 namespace {
 
 std::string Str(long long v) { return std::to_string(v); }
 
-Status Refuse(const std::string& why) {
-  return Status::Error("olmo-core cannot express this layout: " + why);
+// What the trainer rules should have refused: a bug in foldplan if reached.
+Status RefuseUnruled(const std::string& why) {
+  return Status::Error("olmo-core cannot express this layout: " + why +
+                       " (the trainer rules, planner/trainer_rules.h, should have refused it: a bug in foldplan)");
 }
 
-std::vector<std::pair<GroupKind, Groups>> OlmoCoreGroups(const Layout& l) {
-  const std::vector<int> dense = {l.pp, l.dp, l.cp, l.tp};
-  const std::vector<int> moe = {l.pp, l.edp, l.ep};
+// The groups of OLMo-core's world mesh, slowest first (pp, dp_replicate,
+// dp_shard, cp, tp) with dp_replicate = dp / ep and dp_shard = ep when
+// `hsdp` (ep > 1), else (pp, 1, dp, cp, tp). With HSDP the expert groups
+// are the dp_shard groups and the expert data-parallel groups dp_replicate;
+// experts are never tensor-parallel. Without EP nothing is compared for the
+// expert view (OLMo-core builds no expert groups).
+std::vector<std::pair<GroupKind, Groups>> OlmoCoreGroups(const Layout& l, bool hsdp) {
+  const int replicas = hsdp ? l.dp / l.ep : 1;
+  const std::vector<int> mesh = {l.pp, replicas, l.dp / replicas, l.cp, l.tp};
   using export_util::RowMajorMeshGroups;
-  return {
-      {GroupKind::kTp, RowMajorMeshGroups(dense, {false, false, false, true})},
-      {GroupKind::kCp, RowMajorMeshGroups(dense, {false, false, true, false})},
-      {GroupKind::kDp, RowMajorMeshGroups(dense, {false, true, false, false})},
-      {GroupKind::kDpCp, RowMajorMeshGroups(dense, {false, true, true, false})},
-      {GroupKind::kPp, RowMajorMeshGroups(dense, {true, false, false, false})},
-      {GroupKind::kEp, RowMajorMeshGroups(moe, {false, false, true})},
-      {GroupKind::kEdp, RowMajorMeshGroups(moe, {false, true, false})},
+  std::vector<std::pair<GroupKind, Groups>> out = {
+      {GroupKind::kTp, RowMajorMeshGroups(mesh, {false, false, false, false, true})},
+      {GroupKind::kCp, RowMajorMeshGroups(mesh, {false, false, false, true, false})},
+      {GroupKind::kDp, RowMajorMeshGroups(mesh, {false, true, true, false, false})},
+      {GroupKind::kDpCp, RowMajorMeshGroups(mesh, {false, true, true, true, false})},
+      {GroupKind::kPp, RowMajorMeshGroups(mesh, {true, false, false, false, false})},
   };
+  if (hsdp) {
+    out.push_back({GroupKind::kEp, RowMajorMeshGroups(mesh, {false, false, true, false, false})});
+    out.push_back({GroupKind::kEdp, RowMajorMeshGroups(mesh, {false, true, false, false, false})});
+    out.push_back({GroupKind::kEtp, RowMajorMeshGroups(mesh, {false, false, false, false, false})});
+  }
+  return out;
 }
 
 // PipelineScheduleType's member for a schedule, or null.
@@ -98,28 +114,35 @@ std::string ActivationCheckpointing(const Recompute& r) {
 
 Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx) {
   const Layout& l = map.layout();
-  if (l.etp != 1)
-    return Refuse(
-        "TransformerExpertParallelConfig has only a degree: OLMo-core does not tensor-shard experts (etp must "
-        "be 1, this layout has etp " + Str(l.etp) + ")");
+  const TrainerContext tctx{ctx.cluster, ctx.model, ctx.job};
+  if (Status refused = TrainerRefusal(Trainer::kOlmoCore, l, tctx); !refused.ok()) return refused;
+
+  // Checks on the trainer rules: what reaches here OLMo-core must build.
   const char* schedule = OlmoSchedule(l.schedule_or_default());
   if (l.pp > 1 && !schedule)
-    return Refuse(std::string("TransformerPipelineParallelConfig.schedule: PipelineScheduleType has no ") +
-                  Name(l.schedule_or_default()) +
-                  " (its members run single_1F1B, interleaved_1F1B, gpipe, looped_BFS and the multi-stage "
-                  "interleaved_zero_bubble; none is DualPipeV or a one-stage-per-rank ZB-H1)");
-  for (const auto& [kind, theirs] : OlmoCoreGroups(l)) {
+    return RefuseUnruled(std::string("PipelineScheduleType has no ") + Name(l.schedule_or_default()));
+  const bool hsdp = l.ep > 1;  // OLMo-core's EP is HSDP's shard dimension
+  if (hsdp && l.dp % l.ep != 0)
+    return RefuseUnruled("HSDP's shard degree is ep " + Str(l.ep) + ", which must divide dp " + Str(l.dp));
+  if (hsdp && !l.fsdp)
+    return RefuseUnruled("ep " + Str(l.ep) + " needs HSDP, which shards like FSDP, and this layout has fsdp 0");
+  const char* mesh_text = hsdp ? "(pp, dp_replicate, dp_shard, cp, tp)" : "(pp, dp, cp, tp)";
+  for (const auto& [kind, theirs] : OlmoCoreGroups(l, hsdp)) {
     const std::string mismatch =
         export_util::DescribeGroupMismatch(Name(kind), map.groups(kind), theirs, "OLMo-core");
     if (!mismatch.empty())
-      return Refuse(
-          "its meshes are pp outermost (world mesh (pp, dp, cp, tp) and expert mesh (pp, ep_dp, ep), "
-          "row-major), this layout's order '" + l.order + "' numbers ranks otherwise: " + mismatch);
+      return RefuseUnruled(std::string("its world mesh ") + mesh_text + " is row-major with pp outermost" +
+                           (hsdp ? " and the expert groups are its dp_shard groups" : "") +
+                           ", and this layout's order '" + l.order + "' numbers ranks otherwise: " + mismatch);
   }
 
   std::string out = "# OLMo-core parallelism for " + FormatLayout(l) + " (foldplan export).\n";
-  out += "# Its world mesh (pp, dp, cp, tp) and expert mesh (pp, ep_dp, ep), row-major, were checked to\n";
-  out += "# give the rank map's tp, cp, dp, dp_cp, pp, ep and edp groups.\n";
+  out += std::string("# Its world mesh ") + mesh_text + ", row-major, slowest first, was checked to give the\n";
+  out += hsdp ? "# rank map's tp, cp, dp, dp_cp and pp groups, and its dp_shard (dp_replicate) groups the ep (edp)\n"
+                "# groups.\n"
+              : "# rank map's tp, cp, dp, dp_cp and pp groups.\n";
+  for (const std::string& note : TrainerCostNotes(Trainer::kOlmoCore, l, tctx))
+    out += export_util::CommentLines("Cost: " + note, "#");
   out += export_util::PlacementNote(map, "#");
   out += "from olmo_core.distributed.parallel import DataParallelType, PipelineScheduleType\n";
   out += "from olmo_core.train.train_module.transformer.config import (\n";
@@ -132,7 +155,14 @@ Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx)
   out += "    TransformerTensorParallelConfig,\n";
   out += ")\n\n";
 
-  if (l.fsdp) {
+  if (hsdp) {
+    out += "# HSDP: OLMo-core's expert parallelism is HSDP's shard dimension (shard_degree = ep " + Str(l.ep) +
+           "):\n# parameters, gradients and optimizer state are sharded over the " + Str(l.ep) +
+           " ranks of a dp_shard group and\n# replicated over num_replicas " + Str(l.dp / l.ep) +
+           " (foldplan costed fsdp: sharded over all of dp " + Str(l.dp) + ").\n";
+    out += "dp_config = TransformerDataParallelConfig(\n    name=DataParallelType.hsdp, num_replicas=" +
+           Str(l.dp / l.ep) + ", shard_degree=" + Str(l.ep) + ")\n";
+  } else if (l.fsdp) {
     out += "# fsdp: parameters, gradients and optimizer state sharded over dp " + Str(l.dp) + ".\n";
     out += "dp_config = TransformerDataParallelConfig(\n    name=DataParallelType.fsdp, num_replicas=1, "
            "shard_degree=" + Str(l.dp) + ")\n";
@@ -154,11 +184,10 @@ Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx)
   }
   if (l.ep > 1) {
     out += "ep_config = TransformerExpertParallelConfig(degree=" + Str(l.ep) + ")";
+    out += "  # over dp_shard";
     if (ctx.model && ctx.model->is_moe() && ctx.model->moe->experts % l.ep == 0)
-      out += "  # " + Str(ctx.model->moe->experts / l.ep) + " local experts; ep_dp " + Str(l.edp);
-    else
-      out += "  # ep_dp " + Str(l.edp);
-    out += "\n";
+      out += ", " + Str(ctx.model->moe->experts / l.ep) + " local experts";
+    out += "; ep_dp " + Str(l.edp) + " = num_replicas\n";
   } else {
     out += "ep_config = None  # ep 1\n";
   }

@@ -1,4 +1,4 @@
-// foldplan.rankmap/v1: the whole rank map as JSON (doc/rankmap.md).
+// foldplan.rankmap/v1: the whole rank map as JSON (doc/trainers.md).
 #include <string>
 
 #include "core/formats.h"

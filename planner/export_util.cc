@@ -4,6 +4,7 @@
 #include <cstdint>
 #include <sstream>
 
+#include "core/order_string.h"
 #include "planner/placement.h"
 
 namespace foldplan::export_util {
@@ -150,6 +151,26 @@ std::string PlacementNote(const RankMap& map, const std::string& comment) {
   return out.str();
 }
 
+std::string CommentLines(const std::string& text, const std::string& comment, int width) {
+  std::string out, line;
+  size_t i = 0;
+  while (i < text.size()) {
+    while (i < text.size() && text[i] == ' ') ++i;
+    size_t end = text.find(' ', i);
+    if (end == std::string::npos) end = text.size();
+    if (end == i) break;
+    const std::string word = text.substr(i, end - i);
+    if (!line.empty() && comment.size() + 1 + line.size() + 1 + word.size() > static_cast<size_t>(width)) {
+      out += comment + " " + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    i = end;
+  }
+  if (!line.empty()) out += comment + " " + line + "\n";
+  return out;
+}
+
 const char* TorchPipelineSchedule(PipelineSchedule schedule) {
   switch (schedule) {
     case PipelineSchedule::k1F1B: return "1F1B";
@@ -257,7 +278,6 @@ std::string MeshGroupMismatch(const RankMap& map, const std::vector<int>& shape,
 }
 
 Result<IciDcnSplit> SplitIciDcn(const RankMap& map, const std::vector<int>& shape) {
-  IciDcnSplit split;
   const int w = map.world();
   // Granules: the NVLink domains in the order their ranks come.
   int granule_ranks = 0;
@@ -274,11 +294,23 @@ Result<IciDcnSplit> SplitIciDcn(const RankMap& map, const std::vector<int>& shap
                            std::to_string(p.domain) + ") breaks the device order a hybrid mesh assumes: blocks of " +
                            std::to_string(granule_ranks) + " consecutive ranks per domain, in GPU order");
   }
-  split.granule_ranks = granule_ranks;
-  split.granules = w / granule_ranks;
+  auto split = SplitIciDcnOf(shape, granule_ranks, w / granule_ranks);
+  if (!split.ok()) return split.status();
   // One process per node: the granule is a process exactly when a domain's
   // ranks share a node (else JAX's slice_index names the domain).
-  split.domain_is_node = map.place(0).node == map.place(granule_ranks - 1).node;
+  split.value().domain_is_node = map.place(0).node == map.place(granule_ranks - 1).node;
+  return split;
+}
+
+Result<IciDcnSplit> SplitIciDcnOf(const std::vector<int>& shape, int granule_ranks, int granules) {
+  long long size = 1;
+  for (int n : shape) size *= n;
+  if (granule_ranks < 1 || granules < 1 || static_cast<long long>(granule_ranks) * granules != size)
+    return Status::Error(std::to_string(granules) + " granules of " + std::to_string(granule_ranks) +
+                         " ranks do not hold the mesh's " + std::to_string(size) + " ranks");
+  IciDcnSplit split;
+  split.granule_ranks = granule_ranks;
+  split.granules = granules;
   split.ici.assign(shape.size(), 1);
   split.dcn = shape;
   long long rest = granule_ranks;  // ranks still to place in the ICI part, innermost axes first
@@ -297,6 +329,30 @@ Result<IciDcnSplit> SplitIciDcn(const RankMap& map, const std::vector<int>& shap
     split.dcn[k] = shape[k] / split.ici[k];
   }
   return split;
+}
+
+std::vector<int> MaxTextMeshShape(const Layout& l) {
+  if (l.ep < 1 || l.dp % l.ep != 0) return {};
+  const int rest = l.dp / l.ep;
+  bool on_data = !l.fsdp;
+  if (l.pp > 1 && rest > 1) {
+    // data is outside stage and fsdp inside it: the order decides.
+    const OrderString order = ParseOrderString(l.order);
+    int dp_at = -1, pp_at = -1;
+    for (int i = 0; i < order.count; ++i) {
+      const std::string_view name = kOrderAxisNames[static_cast<size_t>(order.axes[static_cast<size_t>(i)])];
+      if (name == "dp") dp_at = i;
+      if (name == "pp") pp_at = i;
+    }
+    on_data = dp_at > pp_at && pp_at >= 0;
+  }
+  std::vector<int> shape(kMaxTextAxisCount, 1);
+  shape[kMaxTextStage] = l.pp;
+  shape[on_data ? kMaxTextData : kMaxTextFsdp] = rest;
+  shape[kMaxTextContext] = l.cp;
+  shape[kMaxTextTensor] = l.tp;
+  shape[kMaxTextExpert] = l.ep;
+  return shape;
 }
 
 }  // namespace foldplan::export_util

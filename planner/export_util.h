@@ -40,6 +40,10 @@ std::string PrettyJson(const nlohmann::ordered_json& value);
 // packed placement must be applied by the launcher; empty for linear.
 std::string PlacementNote(const RankMap& map, const std::string& comment);
 
+// `text` as comment lines of at most about `width` characters, each starting
+// with `comment` and a space, broken at spaces (a longer word stays whole).
+std::string CommentLines(const std::string& text, const std::string& comment, int width = 100);
+
 // torch.distributed.pipelining's schedule class name, as torchtitan's
 // pipeline_parallel_schedule and OLMo-core take it ("GPipe", "1F1B",
 // "Interleaved1F1B", "DualPipeV"), or null for a schedule it has none for:
@@ -89,7 +93,28 @@ struct IciDcnSplit {
   bool domain_is_node = true;  // a domain's ranks share a node: granule = process (process_is_granule)
 };
 // The error says which condition fails (for MaxText a refusal; for the jax
-// export a reason to build the mesh from the rank order instead).
+// export a reason to build the mesh from the rank order instead). Checks
+// the placement's device order, derives granule_ranks and granules from the
+// map, then calls SplitIciDcnOf, so that both give the same split.
 Result<IciDcnSplit> SplitIciDcn(const RankMap& map, const std::vector<int>& shape);
+// The layout-only half of SplitIciDcn: the split of `shape` (slowest axis
+// first) when `granules` granules hold `granule_ranks` consecutive ranks
+// each, the ICI part the product of the innermost axes (at most one axis
+// split, its ICI part inner). Refuses when granule_ranks x granules is not
+// the mesh's size or granule_ranks is no such product. domain_is_node is
+// left true (the map's half decides it).
+Result<IciDcnSplit> SplitIciDcnOf(const std::vector<int>& shape, int granule_ranks, int granules);
+
+// MaxText's mesh axes as the maxtext export sets them, slowest first.
+enum MaxTextAxis { kMaxTextData, kMaxTextStage, kMaxTextFsdp, kMaxTextContext, kMaxTextTensor, kMaxTextExpert };
+inline constexpr int kMaxTextAxisCount = 6;
+// The sizes of those six axes (data, stage, fsdp, context, tensor, expert)
+// for `layout`, from the layout alone: stage pp, context cp, tensor tp,
+// expert ep, and dp / ep on fsdp or data. Which of the two: with pp > 1 and
+// dp / ep > 1 the one the order's groups need (data is outside stage, fsdp
+// inside: data when the order puts dp after pp, else fsdp); otherwise fsdp
+// for a layout with fsdp, else data. Empty when ep does not divide dp (no
+// MaxText mesh: its expert axis is a batch axis of the dense layers).
+std::vector<int> MaxTextMeshShape(const Layout& layout);
 
 }  // namespace foldplan::export_util

@@ -59,6 +59,20 @@ std::string Header(const char* what, const LaunchAssignment& a, const LaunchPlac
          ", " + Str(a.ranks.size()) + " ranks on " + Str(a.nodes.size()) + " nodes\n";
 }
 
+// " -x NAME=VALUE" per variable (mpirun passes them to every rank).
+std::string MpirunEnvFlags(const std::vector<LaunchEnv>& env) {
+  std::string out;
+  for (const LaunchEnv& e : env) out += " -x " + e.name + "=" + e.value;
+  return out;
+}
+
+// A comment line per variable the trainer needs: what and why.
+std::string EnvComments(const std::vector<LaunchEnv>& env, const std::string& how) {
+  std::string out;
+  for (const LaunchEnv& e : env) out += "# " + e.name + "=" + e.value + " for every rank" + how + ": " + e.why + "\n";
+  return out;
+}
+
 // How a rank reaches its GPU once the launcher has put it on its host.
 std::string GpuComment(const LaunchAssignment& a, const char* local_rank_var) {
   std::string out = std::string("# GPU: a rank is local rank K on its node (") + local_rank_var +
@@ -75,9 +89,11 @@ std::string GpuComment(const LaunchAssignment& a, const char* local_rank_var) {
 
 std::string RankfileText(const LaunchAssignment& a, const LaunchPlacement& p) {
   std::string out = Header("Open MPI rankfile", a, p);
-  out += "# mpirun --rankfile THIS_FILE -np " + Str(a.ranks.size()) +
+  out += "# mpirun --rankfile THIS_FILE -np " + Str(a.ranks.size()) + MpirunEnvFlags(p.env) +
          " ...; slot=K binds the rank to CPU core K of its host, K its local rank\n"
-         "# (foldplan knows no CPU or NUMA layout: edit the slots to follow nvidia-smi topo -m if it matters).\n";
+         "# (foldplan knows no CPU or NUMA layout: edit the slots to follow nvidia-smi topo -m if it matters).\n"
+         "# Open MPI 5 deprecates --rankfile: there, mpirun --map-by rankfile:file=THIS_FILE does the same.\n";
+  out += EnvComments(p.env, " (mpirun -x, or the env script)");
   out += GpuComment(a, "OMPI_COMM_WORLD_LOCAL_RANK");
   for (size_t r = 0; r < a.ranks.size(); ++r) {
     out += "rank " + Str(r) + "=" + a.ranks[r].host + " slot=" + Str(a.ranks[r].local_rank) + "\n";
@@ -100,8 +116,9 @@ Result<std::string> HostfileText(const LaunchAssignment& a, const LaunchPlacemen
     }
   }
   std::string out = Header("MPI hostfile (Open MPI syntax)", a, p);
-  out += "# mpirun --hostfile THIS_FILE --map-by slot -np " + Str(a.ranks.size()) +
+  out += "# mpirun --hostfile THIS_FILE --map-by slot -np " + Str(a.ranks.size()) + MpirunEnvFlags(p.env) +
          " ...: each host takes the next slots=N ranks, in order.\n";
+  out += EnvComments(p.env, " (mpirun -x, or the env script)");
   out += GpuComment(a, "OMPI_COMM_WORLD_LOCAL_RANK");
   for (const NodeLaunch& n : a.nodes) out += n.host + " slots=" + Str(n.ranks.size()) + "\n";
   return out;
@@ -123,6 +140,10 @@ std::string EnvText(const LaunchAssignment& a, const LaunchPlacement& p) {
          "# order) and LOCAL_RANK (its index there): CUDA device $LOCAL_RANK is its planned GPU.\n"
          "# FOLDPLAN_HOST names the host the rank was planned on.\n";
   out += NodeComments(a);
+  // The trainer's variables first: the same for every rank.
+  for (const LaunchEnv& e : p.env) {
+    out += "# " + e.name + "=" + e.value + ": " + e.why + "\nexport " + e.name + "=" + e.value + "\n";
+  }
   out += "foldplan_rank=${OMPI_COMM_WORLD_RANK:-${SLURM_PROCID:-${PMI_RANK:-${RANK:-}}}}\n";
   out += "case \"$foldplan_rank\" in\n";
   std::map<int, std::string> visible;  // node -> its CUDA_VISIBLE_DEVICES
@@ -158,10 +179,25 @@ std::optional<LaunchFormat> LaunchFormatNamed(std::string_view name) {
   return std::nullopt;
 }
 
+bool NeedsOneCudaDeviceConnection(const Layout& l) {
+  return (l.tp > 1 || l.cp > 1) && !l.fsdp && !l.a2a_overlap;
+}
+
+std::vector<LaunchEnv> TrainerLaunchEnv(const Layout& l) {
+  std::vector<LaunchEnv> env;
+  if (NeedsOneCudaDeviceConnection(l)) {
+    env.push_back({"CUDA_DEVICE_MAX_CONNECTIONS", "1",
+                   "Megatron-LM asserts it on Hopper when tp > 1 or cp > 1, without Megatron-FSDP or the EP overlap "
+                   "(arguments.py, d98e8a64)"});
+  }
+  return env;
+}
+
 LaunchPlacement LaunchPlacementOf(const RankMap& map) {
   LaunchPlacement p;
   p.layout_text = FormatLayout(map.layout());
   p.placement = Name(map.layout().placement);
+  p.env = TrainerLaunchEnv(map.layout());
   p.ranks.reserve(map.world());
   for (int r = 0; r < map.world(); ++r) p.ranks.push_back({map.place(r).node, map.place(r).local_gpu});
   return p;
@@ -257,17 +293,22 @@ Result<std::string> LaunchFileText(const LaunchAssignment& assignment, const Lau
   return Status::Error("unknown launch format");
 }
 
-std::string LaunchHint(const LaunchAssignment& assignment, LaunchFormat format, const std::string& file) {
+std::string LaunchHint(const LaunchAssignment& assignment, LaunchFormat format, const std::string& file,
+                       const std::vector<LaunchEnv>& env) {
   const std::string np = Str(assignment.ranks.size());
+  const std::string x = MpirunEnvFlags(env);
+  std::string srun_export;  // --export=ALL,NAME=VALUE,...: the caller's environment plus the trainer's
+  for (const LaunchEnv& e : env) srun_export += (srun_export.empty() ? " --export=ALL," : ",") + e.name + "=" + e.value;
   switch (format) {
     case LaunchFormat::kOpenMpiRankfile:
-      return "mpirun --rankfile " + file + " -np " + np + " sh -c '. ./launch-env.sh && exec TRAINER'";
+      return "mpirun --rankfile " + file + " -np " + np + x + " sh -c '. ./launch-env.sh && exec TRAINER'";
     case LaunchFormat::kSlurm:
-      return "SLURM_HOSTFILE=" + file + " srun --distribution=arbitrary -n " + np +
+      return "SLURM_HOSTFILE=" + file + " srun --distribution=arbitrary" + srun_export + " -n " + np +
              " sh -c '. ./launch-env.sh && exec TRAINER' (SLURM_LOCALID numbers a node's tasks in task order; "
              "launch-env.sh from --format env)";
     case LaunchFormat::kHostfile:
-      return "mpirun --hostfile " + file + " --map-by slot -np " + np + " sh -c '. ./launch-env.sh && exec TRAINER'";
+      return "mpirun --hostfile " + file + " --map-by slot -np " + np + x +
+             " sh -c '. ./launch-env.sh && exec TRAINER'";
     case LaunchFormat::kEnv:
       return "mpirun ... sh -c '. " + file + " && exec TRAINER' (or under srun)";
   }

@@ -1,5 +1,5 @@
 // Launcher inputs from a placed rank map: the files that start rank r on
-// its planned node and GPU (doc/rankmap.md "Launchers"). Host i of a host
+// its planned node and GPU (doc/trainers.md "Launchers"). Host i of a host
 // list is node i of the cluster. Every launcher numbers the ranks of a node
 // in rank order (its local rank: OMPI_COMM_WORLD_LOCAL_RANK, SLURM_LOCALID);
 // a node's CUDA_VISIBLE_DEVICES lists its ranks' GPUs in that order, so CUDA
@@ -27,11 +27,36 @@ struct RankSlot {
   int node = 0;
   int local_gpu = 0;
 };
+
+// An environment variable every rank must have when the trainer starts.
+struct LaunchEnv {
+  std::string name;   // "CUDA_DEVICE_MAX_CONNECTIONS"
+  std::string value;  // "1"
+  std::string why;    // one line, for the files' comments
+};
+
+// Megatron-LM asserts CUDA_DEVICE_MAX_CONNECTIONS=1 (arguments.py ~1474-1477,
+// read at d98e8a64) on Hopper when tp > 1 or cp > 1, unless Megatron-FSDP or
+// the EP overlap (--overlap-moe-expert-parallel-comm) is on (inferred, not
+// read: one hardware queue keeps its TP/CP communication kernels ahead of the
+// compute they overlap). The one home of that condition: every launcher
+// output (through LaunchPlacement::env) and the megatron export ask it. The
+// GPU is not asked (the launch files do not know it): the variable is set for
+// every GPU, harmless where Megatron does not check it. With FSDP or the EP
+// overlap Megatron does not ask for it and it stays unset (those overlaps run
+// on several streams; that one queue would slow them is inferred).
+bool NeedsOneCudaDeviceConnection(const Layout& layout);
+// The variables the layout's trainer needs set (today: the one above, when
+// NeedsOneCudaDeviceConnection), in the order the files write them.
+std::vector<LaunchEnv> TrainerLaunchEnv(const Layout& layout);
+
 struct LaunchPlacement {
   std::string layout_text;  // for the files' comments
   std::string placement;    // "linear" or "packed"
   std::vector<RankSlot> ranks;  // indexed by rank
+  std::vector<LaunchEnv> env;   // set for every rank: the env script exports them, the others say how
 };
+// The map's placement and TrainerLaunchEnv(map.layout()).
 LaunchPlacement LaunchPlacementOf(const RankMap& map);
 
 // True when rank r sits on the cluster's GPU r for every r (what a launcher
@@ -77,13 +102,15 @@ struct LaunchAssignment {
 Result<LaunchAssignment> AssignHosts(const LaunchPlacement& placement, const std::vector<std::string>& hosts,
                                      const std::string& hosts_file);
 
-// The file of `format` (doc/rankmap.md "Launchers"). The hostfile format
+// The file of `format` (doc/trainers.md "Launchers"). The hostfile format
 // refuses a placement whose nodes do not hold consecutive runs of ranks in
 // node order (a by-slot mapping could not reproduce it; the rankfile can).
 Result<std::string> LaunchFileText(const LaunchAssignment& assignment, const LaunchPlacement& placement,
                                    LaunchFormat format);
 // What to run with the file (for stderr, or a comment): the mpirun or srun
-// line, with FILE for the file's path.
-std::string LaunchHint(const LaunchAssignment& assignment, LaunchFormat format, const std::string& file);
+// line, with FILE for the file's path, passing `env` (mpirun -x, srun
+// --export) besides sourcing the env script.
+std::string LaunchHint(const LaunchAssignment& assignment, LaunchFormat format, const std::string& file,
+                       const std::vector<LaunchEnv>& env = {});
 
 }  // namespace foldplan

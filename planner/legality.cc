@@ -8,6 +8,7 @@
 
 #include "core/order_string.h"
 #include "inputs/checked_product.h"
+#include "planner/trainer_rules.h"
 #include "topology/cluster_shape.h"
 
 namespace foldplan {
@@ -45,6 +46,19 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
      "dense and expert pp groups equal: order ends with pp, or pp == 1, or edp == dp"},
     {Rule::kPlacementFits, "placement_fits",
      "a packed placement's whole heavy blocks per NVLink domain hold every rank"},
+    {Rule::kTrainerSchedule, "trainer_schedule", "the trainer has the pipeline schedule (doc/trainers.md)"},
+    {Rule::kTrainerCpStyle, "trainer_cp_style", "the trainer has the CP style: torchtitan ring only"},
+    {Rule::kTrainerExpertTp, "trainer_expert_tp",
+     "experts' TP: torchtitan etp 1 (etp = tp without EP); OLMo-core etp 1, tp 1 with EP; MaxText etp = tp"},
+    {Rule::kTrainerEpNeedsHsdp, "trainer_ep_needs_hsdp",
+     "OLMo-core: EP is HSDP's shard dimension: cp 1 and ep | dp"},
+    {Rule::kTrainerEpRanks, "trainer_ep_ranks",
+     "EP's ranks: MaxText's expert axis is a batch axis of the dense layers (ep | dp)"},
+    {Rule::kTrainerPipelineSplit, "trainer_pipeline_split",
+     "MaxText pipelines one layer kind, evenly: pp > 1 needs decoder layers all alike, vpp 1, an even split"},
+    {Rule::kTrainerOrder, "trainer_order", "the trainer's device mesh gives the groups of the layout's order"},
+    {Rule::kTrainerMeshSplit, "trainer_mesh_split",
+     "MaxText: whole NVLink domains of consecutive ranks, each a product of the mesh's innermost axes (ICI x DCN)"},
     {Rule::kPrecisionSupported, "precision_supported",
      "the GPU runs the precision recipe (fp8: Hopper or later; mxfp8: Blackwell)"},
     {Rule::kHybridEpInDomain, "hybridep_in_domain",
@@ -54,6 +68,14 @@ constexpr std::array<RuleInfo, kRuleCount> kRules = {{
     {Rule::kTpOverlapNeedsTp, "tp_overlap_needs_tp", "TP communication overlap needs tp > 1"},
     {Rule::kCudaGraphsMoeSync, "cuda_graphs_moe_sync",
      "CUDA graphs of a MoE dispatch (moe, layer, full_iteration): capacity_factor > 0 and not DeepEP (no host sync)"},
+    {Rule::kDeepEpNoPadding, "deepep_no_padding",
+     "the DeepEP flex dispatcher refuses a padded capacity (capacity_factor > 0)"},
+    {Rule::kFp8DelayedRecompute, "fp8_delayed_recompute",
+     "fp8-delayed refuses the moe_act and layernorm recompute modules"},
+    {Rule::kTrainerDataParallel, "trainer_data_parallel",
+     "the trainer's data parallelism: torchtitan FSDP2 (fsdp 1); OLMo-core MoE HSDP (fsdp 1)"},
+    {Rule::kTrainerRecipe, "trainer_recipe",
+     "the trainer has the recipe: dispatcher, precision, recompute, EP/TP overlap, CUDA graphs (doc/trainers.md)"},
     {Rule::kFitsMemory, "fits_memory",
      "peak memory per GPU <= HBM (cost model; counted by plan, not by enumerate)"},
 }};
@@ -388,6 +410,14 @@ OrderIssue OrderIssueOf(const Layout& l, const OrderString& order) {
   issue.dense_stride = StrideOf(order, kPpAxis, sizes.dense);
   issue.expert_stride = StrideOf(order, kPpAxis, sizes.expert);
   if (l.pp > 1 && issue.dense_stride != issue.expert_stride) issue.kind = OrderIssue::Kind::kPpStride;
+  // Megatron-Core asserts more than equal groups: pp inside dp with edp !=
+  // dp trips its pipeline-group check even where the strides agree
+  // (parallel_state.py ~898-902, doc/trainers.md).
+  if (l.pp > 1 && l.edp != l.dp) {
+    for (int i = 0; i < order.count && order.axes[static_cast<size_t>(i)] != kDpAxis; ++i) {
+      if (order.axes[static_cast<size_t>(i)] == kPpAxis) issue.kind = OrderIssue::Kind::kPpStride;
+    }
+  }
   return issue;
 }
 
@@ -416,8 +446,11 @@ std::vector<Violation> CheckOrder(const Layout& l) {
       break;
     case OrderIssue::Kind::kPpStride:
       Add(&violations, Rule::kOrderPpStride,
-          "order " + l.order + ": pp stride " + Str(issue.dense_stride) + " in the dense view but " +
-              Str(issue.expert_stride) + " in the expert view (edp " + Str(l.edp) + " != dp " + Str(l.dp) + ")");
+          issue.dense_stride != issue.expert_stride
+              ? "order " + l.order + ": pp stride " + Str(issue.dense_stride) + " in the dense view but " +
+                    Str(issue.expert_stride) + " in the expert view (edp " + Str(l.edp) + " != dp " + Str(l.dp) + ")"
+              : "order " + l.order + ": pp inside dp with edp " + Str(l.edp) + " != dp " + Str(l.dp) +
+                    " (Megatron-Core's pipeline-group assert)");
       break;
   }
   return violations;
@@ -513,6 +546,10 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
     if (std::string why = rules::CudaGraphsProblem(*ctx.model, *ctx.job, l); !why.empty()) {
       Add(&out, Rule::kCudaGraphsMoeSync, why);
     }
+  }
+  if (auto v = MegatronRecipeProblem(l, ctx.job)) out.push_back(std::move(*v));
+  if (ctx.job && ctx.job->trainer != Trainer::kMegatron) {
+    for (Violation& v : CheckTrainer(ctx.job->trainer, l, {ctx.cluster, ctx.model, ctx.job})) out.push_back(std::move(v));
   }
   // Keep rule order regardless of which helper found what first.
   std::stable_sort(out.begin(), out.end(),

@@ -42,14 +42,28 @@ enum class Rule {
   kOrderValid,                // order string: known tokens, none repeated, none missing of size > 1
   kOrderPpStride,             // order ends with pp, or pp == 1, or edp == dp
   kPlacementFits,             // a packed placement fits in the cluster's NVLink domains
+  // The trainer's arrangement rules (planner/trainer_rules.h; none for Megatron).
+  kTrainerSchedule,           // the trainer has the pipeline schedule
+  kTrainerCpStyle,            // the trainer has the CP style (torchtitan: ring only)
+  kTrainerExpertTp,           // the trainer's expert tensor parallelism (torchtitan, OLMo-core: etp 1; MaxText: etp = tp)
+  kTrainerEpNeedsHsdp,        // OLMo-core: EP is HSDP's shard dimension (tp 1, cp 1, ep | dp)
+  kTrainerEpRanks,            // where the trainer's EP takes its ranks from (MaxText: ep | dp)
+  kTrainerPipelineSplit,      // the trainer can split the layers so (MaxText: one layer kind, vpp 1, even)
+  kTrainerOrder,              // the trainer's mesh numbers ranks as the layout's order does
+  kTrainerMeshSplit,          // MaxText: the mesh splits into ICI (NVLink domain) x DCN
   kPrecisionSupported,        // the GPU can run the precision recipe (FP8: Hopper+, MXFP8: Blackwell)
   kHybridEpInDomain,          // HybridEP: the expert TP x EP group inside one NVLink domain
   kA2aOverlapNeeds,           // EP overlap: ep > 1, alltoall or flex dispatcher, vpp with pp, no full or moe recompute, <= 1 MTP layer
   kTpOverlapNeedsTp,          // TP communication overlap needs tp > 1
   kCudaGraphsMoeSync,         // a MoE layer captured whole needs a dispatch that never syncs the host
+  kDeepEpNoPadding,           // DeepEP refuses a padded expert capacity (capacity_factor > 0)
+  kFp8DelayedRecompute,       // fp8-delayed refuses the moe_act and layernorm recompute modules
+  // The trainer's recipe rules (planner/trainer_rules.h; none for Megatron).
+  kTrainerDataParallel,       // the trainer's data parallelism (torchtitan: FSDP2; OLMo-core MoE: HSDP)
+  kTrainerRecipe,             // the trainer has the recipe (dispatcher, precision, recompute, overlaps, graphs)
   kFitsMemory,                // peak memory per GPU <= HBM; judged by the cost model during search
 };
-inline constexpr int kRuleCount = 29;
+inline constexpr int kRuleCount = 41;
 
 struct RuleInfo {
   Rule rule;

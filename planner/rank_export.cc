@@ -19,6 +19,7 @@ const char* Name(ExportFormat format) {
     case ExportFormat::kOlmoCore: return "olmo-core";
     case ExportFormat::kJax: return "jax";
     case ExportFormat::kMaxText: return "maxtext";
+    case ExportFormat::kTorchtitanToml: return "torchtitan-toml";
   }
   return "?";
 }
@@ -236,14 +237,17 @@ Status CheckDpCpIsProduct(const RankMap& map) {
   return Status();
 }
 
-// Invariant 9: Megatron's default embedding ranks.
+// Invariant 9: Megatron's embedding ranks (EmbeddingStages of the map's options).
 Status CheckEmbeddingGroups(const RankMap& map) {
   const Groups& pp = map.groups(GroupKind::kPp);
   const Groups& emb = map.groups(GroupKind::kEmbedding);
   const Groups& pos = map.groups(GroupKind::kPositionEmbedding);
   if (emb.size() != pp.size() || pos.size() != pp.size()) return Broken(9, "group counts differ from pp");
+  const std::vector<int> stages = EmbeddingStages(map.layout(), map.options());
   for (size_t g = 0; g < pp.size(); ++g) {
-    const std::vector<int> want = pp[g].size() > 1 ? std::vector<int>{pp[g].front(), pp[g].back()} : pp[g];
+    std::vector<int> want;
+    for (int s : stages)
+      if (s < static_cast<int>(pp[g].size())) want.push_back(pp[g][static_cast<size_t>(s)]);
     if (emb[g] != want || pos[g] != std::vector<int>{pp[g].front()})
       return Broken(9, "pp group " + export_util::RankList(pp[g]));
   }
@@ -283,8 +287,9 @@ const std::vector<std::string>& RankMapInvariants() {
       "ep groups partition each pipeline stage: every ep group lies in one stage and each stage holds G/EP "
       "of them",
       "each dp_cp group is the union of CP dp groups (dp x cp)",
-      "embedding groups are [first, last] of each pp group (the pp group itself when PP == 1); "
-      "position_embedding groups are [first]",
+      "embedding groups are [first, last] of each pp group for tied embeddings, [first] and the stages "
+      "holding MTP layers for untied ones (the pp group itself when PP == 1); position_embedding groups "
+      "are [first]",
       "every rank runs on a distinct GPU of the cluster; idle_gpus = cluster GPUs - W",
   };
   return kInvariants;
@@ -315,6 +320,7 @@ Result<std::string> ExportRankMap(const RankMap& map, ExportFormat format, const
     case ExportFormat::kOlmoCore: return ExportOlmoCore(map, ctx);
     case ExportFormat::kJax: return ExportJax(map, ctx);
     case ExportFormat::kMaxText: return ExportMaxText(map, ctx);
+    case ExportFormat::kTorchtitanToml: return ExportTorchtitanToml(map, ctx);
   }
   return Status::Error("unknown export format");
 }

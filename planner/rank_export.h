@@ -1,11 +1,12 @@
-// Exporting a rank map for trainers (doc/rankmap.md):
+// Exporting a rank map for trainers (doc/trainers.md):
 //   rankmap     foldplan.rankmap/v1 JSON: every group, both views, placement
 //   megatron    Megatron-LM command-line arguments
 //   torch       a Python snippet building torch DeviceMeshes from the real rank arrays
-//   torchtitan  torchtitan [parallelism] TOML settings
+//   torchtitan  a Python module returning torchtitan's Trainer.Config (after 2026-02-23)
 //   olmo-core   a Python snippet building OLMo-core's parallelism configs
 //   jax         a Python snippet building one jax.sharding.Mesh and PartitionSpecs
 //   maxtext     MaxText ici_*/dcn_*_parallelism YAML settings
+//   torchtitan-toml  torchtitan [parallelism] TOML settings (the releases with TOML configs)
 // A trainer that cannot express the layout gets a refusal: a Status error
 // whose message says why. Before any export the map's invariants are checked
 // (CheckRankMapInvariants); a violation is a bug and is reported as an error.
@@ -23,10 +24,11 @@
 
 namespace foldplan {
 
-enum class ExportFormat { kRankMap, kMegatron, kTorch, kTorchtitan, kOlmoCore, kJax, kMaxText };
-inline constexpr int kExportFormatCount = 7;
+enum class ExportFormat { kRankMap, kMegatron, kTorch, kTorchtitan, kOlmoCore, kJax, kMaxText, kTorchtitanToml };
+inline constexpr int kExportFormatCount = 8;
 
-// "rankmap", "megatron", "torch", "torchtitan", "olmo-core", "jax", "maxtext"
+// "rankmap", "megatron", "torch", "torchtitan", "olmo-core", "jax", "maxtext",
+// "torchtitan-toml"
 const char* Name(ExportFormat format);
 // Accepts the names above; the error lists them.
 Result<ExportFormat> ParseExportFormat(std::string_view text);
@@ -58,6 +60,7 @@ Result<std::string> ExportMegatron(const RankMap& map, const ExportContext& ctx)
 Result<std::vector<std::string>> MegatronArgs(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportTorch(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportTorchtitan(const RankMap& map, const ExportContext& ctx);
+Result<std::string> ExportTorchtitanToml(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportOlmoCore(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportJax(const RankMap& map, const ExportContext& ctx);
 Result<std::string> ExportMaxText(const RankMap& map, const ExportContext& ctx);

@@ -1,9 +1,12 @@
 #include "planner/rank_map.h"
 
+#include <algorithm>
 #include <cstdint>
+#include <numeric>
 #include <string>
 
 #include "inputs/checked_product.h"
+#include "planner/pipeline.h"
 #include "planner/placement.h"
 #include "planner/rank_generator.h"
 
@@ -76,7 +79,37 @@ Status CheckLayoutDegrees(const Layout& l) {
   return Status();
 }
 
-Result<RankMap> BuildRankMap(const Layout& layout, const ClusterSpec& cluster) {
+RankMapOptions RankMapOptionsFor(const ModelSpec* model) {
+  RankMapOptions o;
+  if (model == nullptr) return o;
+  o.untied_embeddings = !model->tied_embeddings;
+  o.mtp_layers = model->mtp_layers;
+  return o;
+}
+
+std::vector<int> EmbeddingStages(const Layout& l, const RankMapOptions& o) {
+  const int pp = std::max(1, l.pp);
+  if (pp == 1) return {0};
+  if (!o.untied_embeddings) return {0, pp - 1};
+  // Untied: the first stage, and every stage holding an MTP layer (the MTP
+  // block embeds the next tokens with the input embedding).
+  std::vector<int> stages = {0};
+  const int virtual_stages = pp * std::max(1, l.vpp);
+  const PipelineSchedule schedule = l.schedule_or_default();
+  const bool mtp_given = static_cast<int>(l.stage_mtp.size()) == virtual_stages && o.mtp_layers > 0 &&
+                         std::accumulate(l.stage_mtp.begin(), l.stage_mtp.end(), int64_t{0}) == o.mtp_layers;
+  if (mtp_given) {
+    for (int c = 0; c < virtual_stages; ++c)
+      if (l.stage_mtp[static_cast<size_t>(c)] > 0) stages.push_back(PipelineRankOf(schedule, pp, c));
+  } else if (o.mtp_layers > 0) {
+    stages.push_back(PipelineRankOf(schedule, pp, virtual_stages - 1));
+  }
+  std::sort(stages.begin(), stages.end());
+  stages.erase(std::unique(stages.begin(), stages.end()), stages.end());
+  return stages;
+}
+
+Result<RankMap> BuildRankMap(const Layout& layout, const ClusterSpec& cluster, const RankMapOptions& options) {
   if (Status s = CheckLayoutDegrees(layout); !s.ok()) return s;
   if (Status s = CheckClusterShape(cluster); !s.ok()) return s;
   if (layout.world > cluster.total_gpus())
@@ -90,6 +123,7 @@ Result<RankMap> BuildRankMap(const Layout& layout, const ClusterSpec& cluster) {
 
   RankMap map;
   map.layout_ = layout;
+  map.options_ = options;
   const int world = layout.world;
   const RankGenerator& dense = gens->dense;
   const RankGenerator& expert = gens->expert;
@@ -127,6 +161,18 @@ Result<RankMap> BuildRankMap(const Layout& layout, const ClusterSpec& cluster) {
   if (!places.ok()) return places.status();
   map.places_ = std::move(places).value();
   map.groups_ = std::move(groups).value();
+  // The embedding groups: the generator's are Megatron's default ([first,
+  // last]); the model's ties and MTP stages decide (EmbeddingStages).
+  {
+    const std::vector<int> stages = EmbeddingStages(layout, options);
+    Groups& embedding = map.groups_[static_cast<int>(GroupKind::kEmbedding)];
+    embedding.clear();
+    for (const std::vector<int>& pp_group : map.groups_[static_cast<int>(GroupKind::kPp)]) {
+      std::vector<int> ranks;
+      for (int s : stages) ranks.push_back(pp_group[static_cast<size_t>(s)]);
+      embedding.push_back(std::move(ranks));
+    }
+  }
   map.idle_gpus_ = cluster.total_gpus() - world;
   return map;
 }

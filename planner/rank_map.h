@@ -11,6 +11,7 @@
 
 #include "core/status.h"
 #include "inputs/cluster.h"
+#include "inputs/model.h"
 #include "planner/layout.h"
 
 namespace foldplan {
@@ -50,10 +51,30 @@ struct Straddle {
   std::vector<int> ranks_per_domain;  // nonzero counts, in domain order
 };
 
+// What of the model the rank map needs: Megatron's embedding group
+// (pretrain_gpt.py's embedding ranks, read at d98e8a64 ~493-505) is [first,
+// last] of each pipeline group for tied embeddings (Megatron's default) and
+// [first] plus the pipeline ranks holding MTP layers for untied ones
+// (--untie-embeddings-and-output-weights). The defaults are a tied model
+// without MTP: Megatron's default embedding ranks.
+struct RankMapOptions {
+  bool untied_embeddings = false;  // the model's output layer is its own weight
+  int mtp_layers = 0;  // the model's MTP layers: on the stages the layout's stage_mtp gives, else the last
+};
+// The options for `model` (null: the defaults).
+RankMapOptions RankMapOptionsFor(const ModelSpec* model);
+// The pipeline stages (pp coordinates, increasing, distinct) of the
+// embedding group of every pp group: {0} when pp == 1; tied {0, pp - 1};
+// untied {0} and the pipeline rank (PipelineRankOf) of each virtual stage
+// holding MTP layers (the layout's stage_mtp when it has pp x vpp entries
+// summing to mtp_layers, else the last virtual stage when mtp_layers > 0).
+std::vector<int> EmbeddingStages(const Layout& layout, const RankMapOptions& options);
+
 class RankMap {
  public:
   int world() const { return static_cast<int>(coords_.size()); }
   const Layout& layout() const { return layout_; }
+  const RankMapOptions& options() const { return options_; }
   const RankCoords& coords(int rank) const { return coords_[rank]; }
   const PhysicalPlace& place(int rank) const { return places_[rank]; }
   const Groups& groups(GroupKind kind) const { return groups_[static_cast<int>(kind)]; }
@@ -67,8 +88,9 @@ class RankMap {
   int idle_gpus() const { return idle_gpus_; }
 
  private:
-  friend Result<RankMap> BuildRankMap(const Layout&, const ClusterSpec&);
+  friend Result<RankMap> BuildRankMap(const Layout&, const ClusterSpec&, const RankMapOptions&);
   Layout layout_;
+  RankMapOptions options_;
   std::vector<RankCoords> coords_;
   std::vector<PhysicalPlace> places_;
   std::array<Groups, kGroupKindCount> groups_;
@@ -84,6 +106,9 @@ Status CheckLayoutDegrees(const Layout& layout);
 // Builds the map. Errors (not asserts) for a layout whose degrees do not
 // multiply out, an order string Megatron would refuse, or a placement that
 // does not fit the cluster. Legality against a model is planner/legality.h's job.
-Result<RankMap> BuildRankMap(const Layout& layout, const ClusterSpec& cluster);
+// `options` decide the embedding groups (EmbeddingStages); without them the
+// map has Megatron's default (tied) ones.
+Result<RankMap> BuildRankMap(const Layout& layout, const ClusterSpec& cluster,
+                             const RankMapOptions& options = {});
 
 }  // namespace foldplan

@@ -62,7 +62,7 @@ std::string Section(const std::string& id, const std::string& title, const std::
 std::string Note(const std::string& text) { return text.empty() ? "" : "<p class=\"note\">" + H(text) + "</p>"; }
 
 std::string RankMapSection(const PlanFileInputs& in, const ReportOptions& o) {
-  auto map = BuildRankMap(in.layout, in.cluster);
+  auto map = BuildRankMap(in.layout, in.cluster, RankMapOptionsFor(&in.model));
   if (!map.ok()) {
     return Section("rank-map", "Rank map", "The best layout's ranks on the cluster.",
                    Note("no rank map: " + map.status().message()));

@@ -281,7 +281,7 @@ Result<SimResult> Simulate(const CostModel& model, const Layout& input, const Si
   std::optional<ExpertLoadDraw> loads;
   const ModelSpec& spec = *model.context().model;
   if (options.whole || !options.imbalance.balanced()) {
-    auto map = BuildRankMap(layout, *model.context().cluster);
+    auto map = BuildRankMap(layout, *model.context().cluster, RankMapOptionsFor(&spec));
     if (!map.ok()) return map.status();
     rank_map = std::move(map).value();
     if (!options.imbalance.balanced() && spec.is_moe()) {

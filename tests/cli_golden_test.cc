@@ -76,6 +76,40 @@ TEST_CASE("ranks --format maxtext") {
   CheckGolden("ranks_w16_maxtext.txt", r.out);
 }
 
+TEST_CASE("ranks --format maxtext of a folded MoE layout: ep over dp, the pipeline, the batch") {
+  auto r = RunFoldplan(
+      "ranks --cluster h100-dgx-16n --gpus 32 --model mixtral-8x7b --layout tp=1,cp=1,pp=2,ep=8,etp=1,fsdp=true "
+      "--format maxtext");
+  CHECK(r.exit_code == 0);
+  CheckGolden("ranks_mixtral_maxtext.txt", r.out);
+}
+
+TEST_CASE("ranks --format olmo-core of a folded MoE layout: HSDP with shard degree ep") {
+  auto r = RunFoldplan(
+      "ranks --cluster h100-dgx-16n --gpus 16 --model mixtral-8x7b --layout tp=1,cp=1,pp=2,ep=4,etp=1,fsdp=true "
+      "--format olmo-core");
+  CHECK(r.exit_code == 0);
+  CheckGolden("ranks_mixtral_olmo_core.txt", r.out);
+}
+
+// A folded layout (ep 8 = dp_shard 2 x cp 2 x tp 2) of DeepSeek-V3 on 64
+// GPUs, as torchtitan runs it: ring CP, FSDP2, DeepEP, an uneven split.
+const char* const kTorchtitanGoldenArgs =
+    "ranks --cluster h100-dgx-16n --gpus 64 --model deepseek-v3 --layout "
+    "tp=2,cp=2,pp=4,ep=8,etp=1,cp_style=ring,fsdp=true,recompute=full,dispatcher=deepep";
+
+TEST_CASE("ranks --format torchtitan: a Python module returning Trainer.Config") {
+  auto r = RunFoldplan(std::string(kTorchtitanGoldenArgs) + " --format torchtitan");
+  CHECK(r.exit_code == 0);
+  CheckGolden("ranks_w64_torchtitan.py", r.out);
+}
+
+TEST_CASE("ranks --format torchtitan-toml: the [parallelism] table of the releases with TOML configs") {
+  auto r = RunFoldplan(std::string(kTorchtitanGoldenArgs) + " --format torchtitan-toml");
+  CHECK(r.exit_code == 0);
+  CheckGolden("ranks_w64_torchtitan.toml", r.out);
+}
+
 TEST_CASE("ranks with --model checks the model's rules") {
   auto r = RunFoldplan("ranks --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=16,etp=1 --format megatron");
   CHECK(r.exit_code == 1);

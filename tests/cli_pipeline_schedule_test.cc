@@ -17,8 +17,12 @@ TEST_CASE("explain --layout with schedule=dualpipev runs the V and names it") {
 }
 
 TEST_CASE("ranks exports a named schedule to torchtitan and refuses it for Megatron") {
-  const std::string layout = "--world-size 16 --layout tp=1,cp=1,pp=2,vpp=2,ep=4,etp=1,schedule=dualpipev";
+  // torchtitan's data parallelism is FSDP2: fsdp=1.
+  const std::string layout = "--world-size 16 --layout tp=1,cp=1,pp=2,vpp=2,ep=4,etp=1,fsdp=1,schedule=dualpipev";
   auto r = RunFoldplan("ranks " + layout + " --format torchtitan");
+  CHECK_MESSAGE(r.exit_code == 0, r.err);
+  CHECK(Contains(r.out, "pipeline_parallel_schedule=\"DualPipeV\""));
+  r = RunFoldplan("ranks " + layout + " --format torchtitan-toml");
   CHECK_MESSAGE(r.exit_code == 0, r.err);
   CHECK(Contains(r.out, "pipeline_parallel_schedule = \"DualPipeV\""));
   r = RunFoldplan("ranks " + layout + " --format megatron");

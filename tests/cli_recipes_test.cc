@@ -60,7 +60,7 @@ TEST_CASE("ranks --recipe exports the recipe's layout with its model's and job's
   auto r = RunFoldplan("ranks --recipe deepseek-v3-gb200-tp1-pp8-vpp4-ep32-mxfp8 --format megatron");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   for (const char* flag : {"--expert-model-parallel-size 32 ", "--pipeline-model-parallel-layout \"Et|(tt|)*30mL\"",
-                           "--fp8-recipe mxfp8", "--moe-flex-dispatcher-backend hybridep", "--moe-hybridep-num-sms 16",
+                           "--fp8-recipe mxfp8", "--moe-flex-dispatcher-backend hybridep", "--moe-flex-dispatcher-num-sms 16",
                            "--mtp-num-layers 1", "--recompute-modules moe_act layernorm mla_up_proj"}) {
     CHECK_MESSAGE(r.out.find(flag) != std::string::npos, flag);
   }

@@ -403,3 +403,40 @@ TEST_CASE("Divisors") {
   CHECK(Divisors(12) == std::vector<int>{1, 2, 3, 4, 6, 12});
   CHECK(Divisors(64).size() == 7);
 }
+
+TEST_CASE("enumeration equals a brute force under each trainer's rules, Megatron's validation included") {
+  // 32 GPUs, a MoE model and a mix of recipe candidates: each trainer's
+  // arrangement rules (schedule, CP style, expert TP, EP ranks, order) are
+  // counted per arrangement and its recipe rules per variant, in rule
+  // order, as CheckLayout finds them; Megatron's deepep_no_padding and
+  // fp8_delayed_recompute bite for every trainer.
+  ClusterSpec cluster = MakeCluster(4);
+  cluster.gpu.peak_fp8_flops = 1979e12;
+  ModelSpec model = MakeMixtral();
+  JobSpec job = MakeJob();
+  job.global_batch = 64;
+  job.micro_batch_sizes = {1};
+  job.vpp = {1, 2};
+  job.cp_styles = {CpStyle::kUlysses, CpStyle::kRing};
+  job.dispatchers = {Dispatcher::kAllToAll, Dispatcher::kDeepEP};
+  job.precisions = {Precision::kBF16, Precision::kFP8Delayed};
+  job.recompute = {Recompute::None(), Recompute::Modules(1u << int(RecomputeModule::kMoeAct))};
+  job.fsdp = {false, true};
+  job.capacity_factor = 1.0;
+  for (int t = 0; t < kTrainerCount; ++t) {
+    const std::string trainer = Name(Trainer(t));
+    CAPTURE(trainer);
+    job.trainer = Trainer(t);
+    CompareWithBruteForce(cluster, model, job);
+    const Enumeration e = EnumerateLayouts({&cluster, &model, &job});
+    CHECK(e.rejected[static_cast<size_t>(Rule::kDeepEpNoPadding)] > 0);
+    CHECK(e.rejected[static_cast<size_t>(Rule::kFp8DelayedRecompute)] > 0);
+    CHECK(e.legal_count > 0);
+    if (job.trainer == Trainer::kTorchtitan) {
+      for (Rule r : {Rule::kTrainerCpStyle, Rule::kTrainerExpertTp, Rule::kTrainerOrder, Rule::kTrainerDataParallel,
+                     Rule::kTrainerRecipe}) {
+        CHECK_MESSAGE(e.rejected[static_cast<size_t>(r)] > 0, Name(r));
+      }
+    }
+  }
+}

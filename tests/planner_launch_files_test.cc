@@ -147,7 +147,7 @@ TEST_CASE("launch: NVL72 packed EP 64 skips the idle nodes 16, 17 in the hostfil
 
 TEST_CASE("launch: hostfile refuses a node whose ranks are not the next consecutive run") {
   // Built by hand: rank 0 and 2 on node 0, rank 1 on node 1.
-  LaunchPlacement p{"hand-made", "linear", {{0, 0}, {1, 0}, {0, 1}}};
+  LaunchPlacement p{"hand-made", "linear", {{0, 0}, {1, 0}, {0, 1}}, {}};
   auto a = AssignHosts(p, Hosts(2), "hosts.txt");
   REQUIRE(a.ok());
   CHECK(a->ranks[2].local_rank == 1);  // second rank of node 0
@@ -178,7 +178,7 @@ TEST_CASE("launch: too few hosts names the file, the count and the first node wi
 }
 
 TEST_CASE("launch: two ranks on one GPU are refused") {
-  LaunchPlacement p{"hand-made", "linear", {{0, 3}, {0, 3}}};
+  LaunchPlacement p{"hand-made", "linear", {{0, 3}, {0, 3}}, {}};
   auto a = AssignHosts(p, Hosts(1), "h");
   REQUIRE_FALSE(a.ok());
   CHECK(a.status().message() == "ranks 0 and 1 are both placed on node 0 GPU 3");

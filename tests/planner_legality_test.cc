@@ -225,6 +225,11 @@ TEST_CASE("order_pp_stride: pp not last needs edp == dp") {
   CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,order=tp-cp-ep-dp-pp", Rule::kOrderPpStride));
   // ep 2 etp 1: edp = 16 == dp -> equal strides.
   CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=2,etp=1,order=tp-cp-ep-pp-dp", Rule::kOrderPpStride));
+  // pp inside dp with edp != dp where the strides agree: tp = etp = 2, so pp's
+  // stride is 2 in both views and the pp groups are equal, but Megatron-Core's
+  // pipeline-group assert still trips (doc/trainers.md): refused too.
+  CHECK(c.Breaks("tp=2,pp=4,ep=2,etp=2,order=tp-pp-cp-ep-dp", Rule::kOrderPpStride));
+  CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=2,etp=2,order=tp-cp-ep-dp-pp", Rule::kOrderPpStride));
 }
 
 TEST_CASE("JudgeOrder is CheckOrder's first rule and BlocksOf, without words") {

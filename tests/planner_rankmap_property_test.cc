@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "planner/rank_export.h"
+#include "planner/enumerate.h"  // Divisors
 #include "planner/rank_map.h"
 
 namespace foldplan {
@@ -24,13 +25,6 @@ ClusterSpec DgxGpus(int gpus) {
   c.nvlink_domain_gpus = 8;
   c.nics_per_node = 8;
   return c;
-}
-
-std::vector<int> Divisors(int n) {
-  std::vector<int> out;
-  for (int d = 1; d <= n; ++d)
-    if (n % d == 0) out.push_back(d);
-  return out;
 }
 
 // Megatron's stride of `axis` for an order and the sizes of one view.

@@ -102,7 +102,7 @@ void ReadGroups(const json& groups_json, const std::string& pointer, int world,
 }
 
 // The degrees whose product is the size of each kind's groups (Megatron's
-// dense and expert views, doc/rankmap.md). Kinds not listed (embedding,
+// dense and expert views, doc/trainers.md). Kinds not listed (embedding,
 // position_embedding, any a newer writer adds) are only range-checked.
 struct KindDegrees {
   const char* kind;
@@ -187,7 +187,7 @@ void CheckDegrees(const std::string& map_pointer, JsonErrors* errors, BenchInput
 
 // Reads the rank map fields foldbench uses from `value` at `pointer`
 // ("" for a rank map file, "/rank_map" inside a plan). Unknown keys are
-// ignored, as doc/rankmap.md asks of a loader.
+// ignored, as doc/trainers.md asks of a loader.
 void ReadRankMap(const json& value, const std::string& pointer, JsonErrors* errors,
                  BenchInput* out) {
   CheckedObject map(value, pointer, errors);

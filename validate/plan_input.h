@@ -1,7 +1,7 @@
 // What foldbench needs from a plan or rank map file: the world size, the
 // process groups of every kind, the micro-batch size and, from a plan, the
 // model and job shapes the Ulysses op moves. Read straight from the JSON
-// (doc/formats.md "Plan", doc/rankmap.md) so that validate/ depends on core
+// (doc/formats.md "Plan", doc/trainers.md) so that validate/ depends on core
 // only, not on the planner or cost model whose output it checks.
 #pragma once
 
