@@ -20,6 +20,7 @@
 #include "costmodel/evaluate.h"
 #include "costmodel/plan_file.h"
 #include "planner/enumerate.h"
+#include "planner/launch_files.h"
 #include "planner/legality.h"
 #include "planner/pipeline_split.h"
 #include "planner/search.h"
@@ -120,7 +121,11 @@ std::string MegatronText(const Layout& layout, const Inputs& in) {
   if (!args.ok()) return "megatron: " + args.status().message() + "\n";
   std::string line;
   for (const std::string& a : args.value()) line += (line.empty() ? "" : " ") + a;
-  return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line):\n  " + line + "\n";
+  std::string env;
+  for (const LaunchEnv& e : TrainerLaunchEnv(layout)) env += e.name + "=" + e.value + " ";
+  return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line" +
+         std::string(env.empty() ? "" : "; the launcher files set " + env.substr(0, env.size() - 1)) + "):\n  " +
+         line + "\n";
 }
 
 // Which trainers can run the best layout. For each that cannot: the rule it

@@ -206,8 +206,8 @@ struct JobSpec {
   std::vector<bool> fsdp = {false};         // --use-megatron-fsdp instead of the distributed optimizer
   std::vector<bool> tp_overlap = {false};   // --tp-comm-overlap
   std::vector<CudaGraphs> cuda_graphs = {CudaGraphs::None()};  // --cuda-graph-impl / --cuda-graph-modules
-  // SMs the flex dispatcher's kernels occupy (--moe-deepep-num-sms,
-  // --moe-hybridep-num-sms); Megatron's defaults.
+  // SMs the flex dispatcher's kernels occupy (--moe-flex-dispatcher-num-sms,
+  // formerly --moe-deepep-num-sms / --moe-hybridep-num-sms); Megatron's defaults.
   int deepep_sms = 20;
   int hybridep_sms = 16;
   // Fused MoE kernels (--moe-permute-fusion, --moe-router-fusion), as every
