@@ -22,11 +22,13 @@ import json
 import math
 import subprocess
 import sys
-import importlib.util
 import pathlib
 import tomllib
 
 import yaml
+
+sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent / "trainer_exports"))
+from common import load_checker  # noqa: E402
 
 FOLDPLAN = sys.argv[1]
 
@@ -121,10 +123,7 @@ def kwarg(call, name):
 # OLMo-core's checker (tests/trainer_exports/olmo_core.py: names in the key
 # list, degrees as OLMo-core checks them, the groups of its world mesh),
 # loaded under a name that does not shadow OLMo-core itself.
-_oc_spec = importlib.util.spec_from_file_location(
-    "oc_export_check", pathlib.Path(__file__).resolve().parent / "trainer_exports" / "olmo_core.py")
-oc_export_check = importlib.util.module_from_spec(_oc_spec)
-_oc_spec.loader.exec_module(oc_export_check)
+oc_export_check = load_checker("olmo_core")
 
 
 def check_olmo(case, rm, text):
@@ -134,10 +133,7 @@ def check_olmo(case, rm, text):
 
 # torchtitan's checker (tests/trainer_exports/torchtitan.py), loaded under a
 # name that does not shadow torchtitan itself.
-_tt_spec = importlib.util.spec_from_file_location(
-    "tt_export_check", pathlib.Path(__file__).resolve().parent / "trainer_exports" / "torchtitan.py")
-tt_export_check = importlib.util.module_from_spec(_tt_spec)
-_tt_spec.loader.exec_module(tt_export_check)
+tt_export_check = load_checker("torchtitan")
 
 
 def check_torchtitan(case, rm, text, fmt="torchtitan"):
@@ -188,10 +184,7 @@ def check_jax(case, rm, text):
 # MaxText's checker (tests/trainer_exports/maxtext.py: keys in the key list,
 # the mesh's degrees, groups and ICI x DCN split, the pipeline, CP and batch
 # settings), loaded under a name that does not shadow MaxText itself.
-_mt_spec = importlib.util.spec_from_file_location(
-    "mt_export_check", pathlib.Path(__file__).resolve().parent / "trainer_exports" / "maxtext.py")
-mt_export_check = importlib.util.module_from_spec(_mt_spec)
-_mt_spec.loader.exec_module(mt_export_check)
+mt_export_check = load_checker("maxtext")
 
 
 def check_maxtext(case, rm, text):
@@ -229,10 +222,7 @@ def check_torch(case, rm, text):
 # Megatron's checker (tests/trainer_exports/megatron.py: flags in the key
 # list, degrees, and the groups Megatron's RankGenerator builds from the
 # flags), loaded under a name that does not shadow Megatron itself.
-_mg_spec = importlib.util.spec_from_file_location(
-    "mg_export_check", pathlib.Path(__file__).resolve().parent / "trainer_exports" / "megatron.py")
-mg_export_check = importlib.util.module_from_spec(_mg_spec)
-_mg_spec.loader.exec_module(mg_export_check)
+mg_export_check = load_checker("megatron")
 
 
 def check_megatron(case, rm, text):

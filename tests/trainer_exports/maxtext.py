@@ -20,42 +20,14 @@ messages. Checked:
   style, pipeline_parallel_layers every decoder layer, the batch and the
   sequence length the job's.
 """
-import itertools
 import math
-import os
 
 import yaml
 
-KEYS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "trainer_keys", "maxtext.txt")
+from common import canonical, load_keys, mesh_groups
+
 AXES = ["data", "pipeline", "fsdp", "context", "tensor", "expert"]
 STRATEGIES = {"all_gather", "ring", "ulysses", "usp"}  # base.yml's context_parallel_strategy values
-
-
-def load_keys(path=KEYS_PATH):
-    """The names of a key list: one a line after the first (a comment); '#' starts a comment."""
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    if not lines or not lines[0].startswith("#"):
-        raise ValueError(f"{path}: the first line must be a comment naming the source commit")
-    keys = set()
-    for line in lines[1:]:
-        name = line.split("#", 1)[0].strip()
-        if name:
-            keys.add(name)
-    return keys
-
-
-def mesh_groups(shape, axes):
-    """Groups of ranks (row-major index into a mesh of `shape`) varying along `axes`."""
-    groups = {}
-    for rank, coord in enumerate(itertools.product(*[range(n) for n in shape])):
-        key = tuple(c for k, c in enumerate(coord) if k not in axes)
-        groups.setdefault(key, []).append(rank)
-    return sorted(sorted(g) for g in groups.values())
-
-
-def canonical(groups):
-    return sorted(sorted(g) for g in groups)
 
 
 def check(text, rankmap, fmt="maxtext"):
@@ -67,10 +39,10 @@ def check(text, rankmap, fmt="maxtext"):
         return [f"{fmt}: not YAML: {e}"]
     if not isinstance(y, dict):
         return [f"{fmt}: not a YAML mapping"]
-    keys = load_keys()
+    keys = load_keys("maxtext")
     for key in y:
         if key not in keys:
-            err(f"writes {key}, not in {os.path.basename(KEYS_PATH)}")
+            err(f"writes {key}, not in maxtext.txt")
 
     ici, dcn = [], []
     for a in AXES:

@@ -13,10 +13,10 @@ below (megatron/core/parallel_state.py), must equal the map's, the
 embedding groups included (pretrain_gpt.py: [first, last] of each pipeline
 group tied, [first] and the MTP stages untied).
 """
-import pathlib
 import shlex
 
-KEYS_FILE = pathlib.Path(__file__).resolve().parents[1] / "data" / "trainer_keys" / "megatron.txt"
+from common import load_keys
+
 DEFAULT_ORDER = "tp-cp-ep-dp-pp"
 PP_DP_ORDER = "tp-cp-ep-pp-dp"  # --use-tp-pp-dp-mapping
 
@@ -86,10 +86,6 @@ class RankGenerator:
 
     def get_ranks(self, token):
         return generate_masked_orthogonal_rank_groups(self.world_size, self.ordered_size, self.get_mask(token))
-
-
-def read_keys(path=KEYS_FILE):
-    return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
 
 
 def parse_args(text):
@@ -185,10 +181,10 @@ def check(text: str, rankmap: dict, fmt: str) -> list[str]:
         flags, comments = parse_args(text)
     except ValueError as e:
         return [f"{fmt}: the arguments do not split: {e}"]
-    keys = read_keys()
+    keys = load_keys("megatron")
     for flag in flags:
         if flag not in keys:
-            errors.append(f"{fmt}: {flag} is not in {KEYS_FILE.name} (Megatron-LM d98e8a64's flags)")
+            errors.append(f"{fmt}: {flag} is not in megatron.txt (Megatron-LM d98e8a64's flags)")
 
     world = rankmap["world_size"]
     d = rankmap["degrees"]

@@ -21,38 +21,11 @@ installed). Checked:
 """
 import ast
 import itertools
-import os
 
-KEYS_PATH = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "data", "trainer_keys", "olmo-core.txt")
+from common import canonical, load_keys, mesh_groups
+
 CONFIG_VARS = ["dp_config", "tp_config", "cp_config", "ep_config", "pp_config", "ac_config"]
 SCHEDULES = {"1f1b": "single_1F1B", "interleaved-1f1b": "interleaved_1F1B", "gpipe": "gpipe"}
-
-
-def load_keys(path=KEYS_PATH):
-    """The names of a key list: one a line after the first (a comment); '#' starts a comment."""
-    with open(path, encoding="utf-8") as f:
-        lines = f.read().splitlines()
-    if not lines or not lines[0].startswith("#"):
-        raise ValueError(f"{path}: the first line must be a comment naming the source commit")
-    keys = set()
-    for line in lines[1:]:
-        name = line.split("#", 1)[0].strip()
-        if name:
-            keys.add(name)
-    return keys
-
-
-def mesh_groups(shape, axes):
-    """Groups of ranks (row-major index into a mesh of `shape`) varying along `axes`."""
-    groups = {}
-    for rank, coord in enumerate(itertools.product(*[range(n) for n in shape])):
-        key = tuple(c for k, c in enumerate(coord) if k not in axes)
-        groups.setdefault(key, []).append(rank)
-    return sorted(sorted(g) for g in groups.values())
-
-
-def canonical(groups):
-    return sorted(sorted(g) for g in groups)
 
 
 def _names_written(tree):
@@ -95,10 +68,10 @@ def check(text, rankmap, fmt="olmo-core"):
         tree = ast.parse(text)
     except SyntaxError as e:
         return [f"{fmt}: not Python: {e}"]
-    keys = load_keys()
+    keys = load_keys("olmo-core")
     for name in _names_written(tree):
         if name not in keys:
-            err(f"writes {name}, not in {os.path.basename(KEYS_PATH)}")
+            err(f"writes {name}, not in olmo-core.txt")
 
     config = {}
     for node in tree.body:

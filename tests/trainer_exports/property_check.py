@@ -16,7 +16,6 @@ map's. Then `plan --trainer T`'s best layout must export too: a plan never
 proposes a layout its trainer's export refuses.
 """
 import ast
-import importlib
 import json
 import os
 import random
@@ -25,6 +24,8 @@ import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path.insert(0, HERE)
+from common import load_checker  # noqa: E402
+
 FOLDPLAN = sys.argv[1]
 SAMPLES = int(sys.argv[2]) if len(sys.argv) > 2 else 2
 MODELS = sorted(f[:-5] for f in os.listdir(os.path.join(HERE, "..", "..", "data", "models")) if f.endswith(".json"))
@@ -68,7 +69,7 @@ def main():
     rng = random.Random(20261204)
     exported = 0
     for trainer, (module, formats) in TRAINERS.items():
-        checker = importlib.import_module(module) if module else None
+        checker = load_checker(module) if module else None
         for cluster, gpus in CLUSTERS:
             for model in MODELS:
                 base = ["--cluster", cluster, "--gpus", str(gpus), "--model", model, "--trainer", trainer]

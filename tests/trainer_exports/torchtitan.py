@@ -31,33 +31,17 @@ Python module with `compile()` and `ast`, the TOML with `tomllib`. Checked:
 check() returns a list of error strings, empty when the export is right.
 """
 import ast
-import itertools
 import math
 import tomllib
-from pathlib import Path
 
-KEYS_DIR = Path(__file__).resolve().parent.parent / "data" / "trainer_keys"
+from common import canonical, load_keys, mesh_groups
+
 
 SCHEDULES = {"1f1b": "1F1B", "interleaved-1f1b": "Interleaved1F1B", "gpipe": "GPipe", "dualpipev": "DualPipeV"}
 COMM_BACKENDS = {"alltoall": "standard", "deepep": "deepep", "hybridep": "hybridep"}
 CONVERTERS = {"fp8-tensorwise": {"Float8LinearConverter", "Float8GroupedExpertsConverter"},
               "mxfp8": {"MXFP8LinearConverter", "MXFP8GroupedExpertsConverter"}}
 ALL_CONVERTERS = set().union(*CONVERTERS.values())
-
-
-def keys_of(fmt):
-    """The keys a format may set, from its key list (comment lines skipped)."""
-    path = KEYS_DIR / f"{fmt}.txt"
-    return {line.strip() for line in path.read_text().splitlines() if line.strip() and not line.startswith("#")}
-
-
-def mesh_groups(shape, axes):
-    """Groups of ranks (row-major index of a mesh of `shape`) varying along `axes`."""
-    groups = {}
-    for rank, coord in enumerate(itertools.product(*[range(n) for n in shape])):
-        key = tuple(c for k, c in enumerate(coord) if k not in axes)
-        groups.setdefault(key, []).append(rank)
-    return sorted(sorted(g) for g in groups.values())
 
 
 def stage_modules(stage_layers):
@@ -163,7 +147,7 @@ def check(text: str, rankmap: dict, fmt: str) -> list[str]:
     if errors:
         return errors
     python = fmt == "torchtitan"
-    allowed = keys_of(fmt)
+    allowed = load_keys(fmt)
     for key in exp.keys:
         if key != "model_registry()" and key not in allowed:
             errors.append(f"sets {key}, which is not in {fmt}.txt (keys read in torchtitan's sources)")
@@ -190,13 +174,13 @@ def check(text: str, rankmap: dict, fmt: str) -> list[str]:
     dense = [pp, rep, shard, cp, tp]
     kinds = {"tp": [4], "cp": [3], "dp": [1, 2], "dp_cp": [1, 2, 3], "pp": [0]}
     for kind, axes in kinds.items():
-        if mesh_groups(dense, axes) != sorted(sorted(g) for g in rm["groups"][kind]):
+        if mesh_groups(dense, axes) != canonical(rm["groups"][kind]):
             errors.append(f"{kind} groups of the mesh (pp, dp_replicate, dp_shard, cp, tp) differ from the rank map's")
     if _has_experts(rm):
         etp = tp if ep == 1 else 1
         sparse = [pp, rep, shard * cp * tp // (ep * etp), ep, etp]
         for kind, axes in {"ep": [3], "etp": [4], "edp": [1, 2]}.items():
-            if mesh_groups(sparse, axes) != sorted(sorted(g) for g in rm["groups"][kind]):
+            if mesh_groups(sparse, axes) != canonical(rm["groups"][kind]):
                 errors.append(f"{kind} groups of the sparse mesh (pp, dp_replicate, efsdp, ep, etp) differ from "
                               "the rank map's")
 
