@@ -506,7 +506,10 @@ std::vector<Violation> CheckLayout(const Layout& l, const LegalityContext& ctx) 
   }
   if (l.vpp > 1 && l.pp == 1) Add(&out, Rule::kVppNeedsPp, "vpp " + Str(l.vpp) + " with pp 1");
   const long long stage = l.world / l.pp;
-  if (ctx.model) CheckModelRules(l, *ctx.model, *ctx.job, WeightsOrDefault(ctx.weights), &out);
+  // The model's rules read a few job fields (KV replication, MTP layers):
+  // without a job, the defaults.
+  static const JobSpec kNoJob;
+  if (ctx.model) CheckModelRules(l, *ctx.model, ctx.job ? *ctx.job : kNoJob, WeightsOrDefault(ctx.weights), &out);
   // Checked products: a hand-built layout's degrees need not multiply to its world.
   auto product = [](const std::optional<int64_t>& p) { return p ? Str(*p) : "more than " + Str(kMaxWorldSize); };
   if (const auto dense = CheckedProduct({l.tp, l.cp, l.dp}); dense != stage) {

@@ -378,3 +378,13 @@ TEST_CASE("tp_overlap_needs_tp") {
   CHECK(c.Breaks("tp=1,pp=4,ep=8,etp=1,tp_overlap=1", Rule::kTpOverlapNeedsTp));
   CHECK_FALSE(c.Breaks("tp=2,pp=4,ep=8,etp=1,tp_overlap=1", Rule::kTpOverlapNeedsTp));
 }
+
+TEST_CASE("CheckLayout with a model and no job checks the model's rules against the job defaults") {
+  // Regression: the model's rules dereferenced the missing job (UBSan).
+  const ModelSpec model = MakeMixtral();
+  const ClusterSpec cluster = MakeCluster(2);
+  const Layout l = MakeLayout(16, 2, 1, 2, 4, 1);
+  CHECK(CheckLayout(l, {&cluster, &model, nullptr}).empty());
+  const Layout bad = MakeLayout(16, 16, 1, 1, 1, 16);  // heads 32 % tp 16 = 0, kv_heads 8 % 16 != 0
+  CHECK(!CheckLayout(bad, {&cluster, &model, nullptr}).empty());
+}
