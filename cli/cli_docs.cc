@@ -81,6 +81,81 @@ std::string OptionHead(const CLI::Option& opt) {
   return head;
 }
 
+// --help with one option per line: its names, argument type and default
+// in the first column; its description, wrapped, from column 30, on the
+// next line when the first column leaves no room; then what it needs and
+// excludes, each on a line of its own (CLI11's own formatter runs those
+// into the first column, up against the description).
+class HelpFormatter : public CLI::Formatter {
+ public:
+  std::string make_help(const CLI::App* app, std::string name, CLI::AppFormatMode mode) const override {
+    app_ = app;  // whose options make_option names
+    return CLI::Formatter::make_help(app, std::move(name), mode);
+  }
+
+  std::string make_option_opts(const CLI::Option* opt) const override {
+    std::string out;
+    if (opt->get_type_size() != 0) {
+      if (!opt->get_type_name().empty()) out += " " + opt->get_type_name();
+      if (!opt->get_default_str().empty()) out += "=" + opt->get_default_str();
+      if (opt->get_expected_max() == CLI::detail::expected_max_vector_size) out += " ...";
+      if (opt->get_required()) out += " REQUIRED";
+    }
+    return out;
+  }
+
+  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
+    const size_t column = get_column_width();
+    std::vector<std::string> lines = Wrap(make_option_desc(opt), kWidth - column);
+    // The names in the order of the definition (a set of pointers has none).
+    auto names = [&](const std::set<CLI::Option*>& options) {
+      std::string out;
+      if (!app_) return out;
+      for (const CLI::Option* o : app_->get_options()) {
+        if (options.count(const_cast<CLI::Option*>(o))) out += (out.empty() ? "" : ", ") + o->get_name();
+      }
+      return out;
+    };
+    if (!opt->get_needs().empty()) lines.push_back("needs " + names(opt->get_needs()));
+    if (!opt->get_excludes().empty()) lines.push_back("not with " + names(opt->get_excludes()));
+    return Columns("  " + make_option_name(opt, is_positional) + make_option_opts(opt), lines);
+  }
+
+  // `foldplan --help`'s list of commands, their descriptions wrapped alike.
+  std::string make_subcommand(const CLI::App* sub) const override {
+    return Columns("  " + sub->get_name(), Wrap(sub->get_description(), kWidth - get_column_width()));
+  }
+
+ private:
+  mutable const CLI::App* app_ = nullptr;
+  static constexpr size_t kWidth = 110;  // the help's lines at most (a longer word alone)
+
+  // `head`, then `lines` from the description column: beside it when two
+  // spaces at least are left, else from the next line.
+  std::string Columns(std::string head, const std::vector<std::string>& lines) const {
+    const size_t column = get_column_width();
+    if (lines.empty()) return head + "\n";
+    head += head.size() + 2 <= column ? std::string(column - head.size(), ' ') : "\n" + std::string(column, ' ');
+    for (size_t i = 0; i < lines.size(); ++i) head += (i ? std::string(column, ' ') : "") + lines[i] + "\n";
+    return head;
+  }
+
+  static std::vector<std::string> Wrap(const std::string& text, size_t width) {
+    std::vector<std::string> lines;
+    std::string line;
+    std::istringstream words(text);
+    for (std::string word; words >> word;) {
+      if (!line.empty() && line.size() + 1 + word.size() > width) {
+        lines.push_back(line);
+        line.clear();
+      }
+      line += (line.empty() ? "" : " ") + word;
+    }
+    if (!line.empty()) lines.push_back(line);
+    return lines;
+  }
+};
+
 const char* const kExitStatus =
     "0 a positive answer; 1 an invalid input file or a negative answer (no legal layout, a layout "
     "illegal or out of memory); 2 a command-line usage error. validate returns foldbench's status.";
@@ -110,7 +185,10 @@ const std::vector<CliExample>& CliExamples() {
 }
 
 void FinishCliDefinition(CLI::App& app) {
+  const auto formatter = std::make_shared<HelpFormatter>();
+  app.formatter(formatter);
   for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+    cmd->formatter(formatter);
     for (CLI::Option* opt : cmd->get_options()) {
       // An output option's argument is a file (for completion and the man page).
       if (opt->check_lname("output") && opt->get_type_name() == "TEXT") opt->type_name("FILE");

@@ -8,6 +8,7 @@
 
 #include "cli/calibrate_command.h"
 #include "cli/output.h"
+#include "cli/usage_errors.h"
 #include "core/formats.h"
 #include "costmodel/collective.h"
 #include "costmodel/comm_params.h"
@@ -59,7 +60,9 @@ int RunCollective(const CollectiveCliOptions& options, std::ostream& out, std::o
   const std::optional<Collective> collective = CollectiveNamed(options.op);
   if (!collective) {
     return Usage(err, Status::Error("--op: expected all_reduce, all_gather, reduce_scatter, all_to_all, all_to_all_v "
-                                    "or send_recv, found \"" + options.op + "\""));
+                                    "or send_recv, found \"" + options.op + "\"" +
+                                    DidYouMean(options.op, {"all_reduce", "all_gather", "reduce_scatter", "all_to_all",
+                                                            "all_to_all_v", "send_recv"})));
   }
   if (options.ranks < 2 || options.ranks > kMaxWorldSize) {
     return Usage(err, Status::Error("--ranks: expected an integer in [2, " + std::to_string(kMaxWorldSize) +

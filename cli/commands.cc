@@ -1,6 +1,7 @@
 #include "cli/commands.h"
 #include "cli/output.h"
 #include "cli/csv.h"
+#include "cli/usage_errors.h"
 
 #include <algorithm>
 
@@ -9,6 +10,7 @@
 #include "core/formats.h"
 #include "inputs/checked_product.h"
 #include "costmodel/evaluate.h"
+#include "costmodel/layout_verdict.h"
 #include "core/text_table.h"
 #include "inputs/loader.h"
 #include "costmodel/plan_file.h"
@@ -56,7 +58,8 @@ Status ReadListFlag(const std::optional<std::string>& text, Parse parse, std::ve
 
 Result<Precision> PrecisionFlagItem(const std::string& name) {
   if (const auto p = ParsePrecision(name)) return *p;
-  return Status::Error("--precision: expected one of " + std::string(PrecisionChoices()) + ", found \"" + name + "\"");
+  return Status::Error("--precision: expected one of " + std::string(PrecisionChoices()) + ", found \"" + name + "\"" +
+                       DidYouMean(name, ChoiceNames(PrecisionChoices())));
 }
 
 Result<Recompute> RecomputeFlagItem(const std::string& name) {
@@ -68,13 +71,36 @@ Result<Recompute> RecomputeFlagItem(const std::string& name) {
 Result<Dispatcher> DispatcherFlagItem(const std::string& name) {
   if (const auto d = ParseDispatcher(name)) return *d;
   return Status::Error("--dispatcher: expected one of " + std::string(DispatcherChoices()) + ", found \"" + name +
-                       "\"");
+                       "\"" + DidYouMean(name, ChoiceNames(DispatcherChoices())));
 }
 
 Result<CudaGraphs> CudaGraphsFlagItem(const std::string& name) {
   Result<CudaGraphs> g = ParseCudaGraphs(name);
   if (!g.ok()) return Status::Error("--cuda-graphs " + name + ": " + g.status().message());
   return g;
+}
+
+Result<CpStyle> CpStyleFlagItem(const std::string& name) {
+  if (name == "ulysses") return CpStyle::kUlysses;
+  if (name == "ring") return CpStyle::kRing;
+  return Status::Error("--cp-style: expected one of ulysses, ring, found \"" + name + "\"" +
+                       DidYouMean(name, {"ulysses", "ring"}));
+}
+
+Result<PipelineSchedule> ScheduleFlagItem(const std::string& name) {
+  if (const auto s = PipelineScheduleNamed(name)) return *s;
+  return Status::Error("--schedule: expected one of " + PipelineScheduleChoices() + ", found \"" + name + "\"" +
+                       DidYouMean(name, ChoiceNames(PipelineScheduleChoices())));
+}
+
+// An on/off candidate flag's item (--fsdp, --tp-overlap, --a2a-overlap),
+// spelled as the layout keys spell it: 0 or 1, false or true.
+auto BoolFlagItem(const char* flag) {
+  return [flag](const std::string& text) -> Result<bool> {
+    if (text == "1" || text == "true") return true;
+    if (text == "0" || text == "false") return false;
+    return Status::Error(std::string(flag) + ": expected 0 or 1 (or false, true), found \"" + text + "\"");
+  };
 }
 
 // A candidate flag's repeat, by the job reader's rule (RepeatedCandidates):
@@ -126,17 +152,27 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   if (Status s = ReadListFlag(o.recompute, &RecomputeFlagItem, &job->recompute); !s.ok()) return s;
   if (Status s = ReadListFlag(o.dispatcher, &DispatcherFlagItem, &job->dispatchers); !s.ok()) return s;
   if (Status s = ReadListFlag(o.cuda_graphs, &CudaGraphsFlagItem, &job->cuda_graphs); !s.ok()) return s;
+  if (o.dispatcher) job->dispatchers_named = true;  // not the cluster's (JobForCluster)
+  if (Status s = ReadListFlag(o.cp_style, &CpStyleFlagItem, &job->cp_styles); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.fsdp, BoolFlagItem("--fsdp"), &job->fsdp); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.tp_overlap, BoolFlagItem("--tp-overlap"), &job->tp_overlap); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.a2a_overlap, BoolFlagItem("--a2a-overlap"), &job->a2a_overlap); !s.ok()) return s;
+  if (Status s = ReadListFlag(o.schedule, &ScheduleFlagItem, &job->pipeline_schedules); !s.ok()) return s;
   if (o.attention_backend) {
     const auto b = ParseAttentionBackend(*o.attention_backend);
     if (!b) {
       return Status::Error("--attention-backend: expected one of " + std::string(AttentionBackendChoices()) +
-                           ", found \"" + *o.attention_backend + "\"");
+                           ", found \"" + *o.attention_backend + "\"" +
+                           DidYouMean(*o.attention_backend, ChoiceNames(AttentionBackendChoices())));
     }
     job->attention_backend = *b;
   }
   if (o.trainer) {
     const auto t = ParseTrainer(*o.trainer);
-    if (!t) return Status::Error("--trainer: expected one of " + std::string(TrainerChoices()) + ", found \"" + *o.trainer + "\"");
+    if (!t) {
+      return Status::Error("--trainer: expected one of " + std::string(TrainerChoices()) + ", found \"" + *o.trainer +
+                           "\"" + DidYouMean(*o.trainer, ChoiceNames(TrainerChoices())));
+    }
     job->trainer = *t;
   }
   // The same ranges as the job file's fields (inputs/job.h, doc/formats.md).
@@ -163,7 +199,12 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   } flags[] = {{"precision", "--precision", o.precision},
                {"recompute", "--recompute", o.recompute},
                {"dispatcher", "--dispatcher", o.dispatcher},
-               {"cuda_graphs", "--cuda-graphs", o.cuda_graphs}};
+               {"cuda_graphs", "--cuda-graphs", o.cuda_graphs},
+               {"cp_styles", "--cp-style", o.cp_style},
+               {"fsdp", "--fsdp", o.fsdp},
+               {"tp_overlap", "--tp-overlap", o.tp_overlap},
+               {"a2a_overlap", "--a2a-overlap", o.a2a_overlap},
+               {"pipeline_schedules", "--schedule", o.schedule}};
   for (const RepeatedCandidate& r : RepeatedCandidates(*job)) {
     for (const auto& f : flags) {
       if (f.text && r.field == f.field) return Status::Error(RepeatText(f.flag, *f.text, r));
@@ -275,7 +316,10 @@ Result<TableFormat> ParseTableFormat(const std::string& format, bool json_flag) 
                                        : format == "json" ? std::optional(TableFormat::kJson)
                                        : format == "csv"  ? std::optional(TableFormat::kCsv)
                                                           : std::nullopt;
-  if (!f) return Status::Error("--format: expected text, json or csv, found \"" + format + "\"");
+  if (!f) {
+    return Status::Error("--format: expected text, json or csv, found \"" + format + "\"" +
+                         DidYouMean(format, {"text", "json", "csv"}));
+  }
   if (json_flag && *f == TableFormat::kCsv) return Status::Error("--json with --format csv: give one of them");
   return json_flag ? TableFormat::kJson : *f;
 }
@@ -398,6 +442,10 @@ Result<Inputs> LoadInputs(const InputOptions& o) {
   in.job = JobForTrainer(in.job);
   ApplyJobToModel(in.job, &in.model);
   if (Status s = ApplyJobToCluster(in.job, GpusPerDomainOrigin(o, in.job, in.recipe), &in.cluster); !s.ok()) return s;
+  // What the job leaves to the cluster (the dispatchers of a job file
+  // without "dispatcher"; inputs/job.h ClusterDispatchers says the rule),
+  // decided on the cluster as cut, for the job's world.
+  in.job = JobForCluster(in.job, in.cluster);
   // A precision recipe the GPU cannot run is a mistake in the request, not a
   // candidate to rule out quietly.
   for (Precision p : in.job.precisions) {
@@ -435,15 +483,56 @@ void WarnAboutFitMisses(const CommParams& params, std::ostream& err) {
   }
 }
 
+namespace {
+
+// `text` in lines of at most `width` characters (a longer word alone),
+// each after `indent`.
+std::string Wrapped(const std::string& text, size_t width, const std::string& indent) {
+  std::string out, line;
+  size_t at = 0;
+  while (at < text.size()) {
+    const size_t space = std::min(text.find(' ', at), text.size());
+    const std::string word = text.substr(at, space - at);
+    if (!line.empty() && line.size() + 1 + word.size() > width) {
+      out += indent + line + "\n";
+      line.clear();
+    }
+    line += (line.empty() ? "" : " ") + word;
+    at = space + 1;
+  }
+  if (!line.empty()) out += indent + line + "\n";
+  return out;
+}
+
+}  // namespace
+
 int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
+  constexpr InputKind kKinds[] = {InputKind::kCluster, InputKind::kModel, InputKind::kJob, InputKind::kRecipe};
+  std::vector<InputKind> kinds;
+  for (const std::string& c : options.category) {
+    std::vector<std::string> names;
+    std::optional<InputKind> found;
+    for (InputKind kind : kKinds) {
+      names.push_back(std::string(Name(kind)) + "s");
+      if (c == Name(kind) || c == names.back()) found = kind;
+    }
+    if (!found) {
+      return Usage(err, Status::Error("list: unknown category \"" + c + "\"" + DidYouMean(c, names) +
+                                      " (the categories: clusters, models, jobs, recipes)"));
+    }
+    if (std::find(kinds.begin(), kinds.end(), *found) == kinds.end()) kinds.push_back(*found);
+  }
+  if (kinds.empty()) kinds.assign(std::begin(kKinds), std::end(kKinds));
   json all = json::object();
   all["schema"] = kListSchema;
   all["data_dir"] = DataDir();
   std::string text = "Shipped inputs (" + DataDir() + "):\n";
-  for (InputKind kind : {InputKind::kCluster, InputKind::kModel, InputKind::kJob, InputKind::kRecipe}) {
+  bool cut = false;  // a description was cut short
+  for (InputKind kind : kinds) {
     auto shipped = ListShipped(kind);
     if (!shipped.ok()) return Fail(err, shipped.status());
     TextTable table({std::string(Name(kind)) + "s", "what"});
+    std::string long_text = "\n" + std::string(Name(kind)) + "s:\n";
     json items = json::array();
     for (const auto& s : shipped.value()) {
       std::string what = s.description;
@@ -465,12 +554,25 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
           for (RecipeFeature f : r->not_modelled) what += std::string(" [not modelled: ") + Name(f) + "]";
         }
       }
-      if (what.size() > 100) what = what.substr(0, 97) + "...";
-      table.AddRow({s.name, what});
       items.push_back({{"name", s.name}, {"path", s.path}, {"description", s.description}});
+      if (options.long_descriptions) {
+        // A recipe's summary, then its own description.
+        if (kind == InputKind::kRecipe && !s.description.empty()) what += "; " + s.description;
+        long_text += "  " + s.name + "\n" + Wrapped(what, 96, "      ");
+        continue;
+      }
+      if (what.size() > kListDescriptionChars) {
+        what = what.substr(0, kListDescriptionChars - 3) + "...";
+        cut = true;
+      }
+      table.AddRow({s.name, what});
     }
     all[std::string(Name(kind)) + "s"] = items;
-    text += "\n" + table.Render("  ");
+    text += options.long_descriptions ? long_text : "\n" + table.Render("  ");
+  }
+  if (cut) {
+    text += "\n(descriptions cut to " + std::to_string(kListDescriptionChars) +
+            " characters; `foldplan list --long` prints them whole)\n";
   }
   out << (options.json ? all.dump(2) + "\n" : text);
   return 0;
@@ -630,8 +732,11 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   if (!launch) {
     format = ParseExportFormat(options.format);
     if (!format.ok()) {
+      std::vector<std::string> names = ChoiceNames(kLaunchFormatChoices);
+      for (int i = 0; i < kExportFormatCount; ++i) names.push_back(Name(static_cast<ExportFormat>(i)));
       return Usage(err, Status::Error(format.status().message() + "; or a launcher format, " +
-                                      kLaunchFormatChoices + ", with --hosts FILE"));
+                                      kLaunchFormatChoices + ", with --hosts FILE" +
+                                      DidYouMean(options.format, names)));
     }
   }
   if (launch && options.hosts.empty()) {
@@ -667,6 +772,7 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   JobSpec j;
   std::optional<ModelSpec> model;
   std::string layout_text = options.layout.value_or("");
+  std::string unmodelled;  // "; recipe R uses F, which foldplan does not model"
   if (from_plan) {
     // The plan's own inputs, as written (simulate --plan reads them so too).
     auto plan = LoadPlanFile(options.plan, options.candidate.value_or(0));
@@ -683,6 +789,10 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
     j = in->job;
     model = in->model;
     if (!options.layout) layout_text = in->recipe->layout;
+    for (RecipeFeature f : in->recipe->not_modelled) {
+      unmodelled += std::string(unmodelled.empty() ? "; recipe " + in->recipe->name + " uses " : " and ") + Name(f);
+    }
+    if (!unmodelled.empty()) unmodelled += ", which foldplan does not model";
   } else {
     if (options.world_size) {
       cluster = GenericCluster(*options.world_size);
@@ -718,13 +828,26 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
                             cost ? &cost->pipeline_weights() : nullptr};
   auto layout = ResolveLayout(layout_text, WorldOf(cluster, j), ctx);
   if (!layout.ok()) return Fail(err, layout.status());
+  // With a model, the memory model judges it (costmodel/layout_verdict.h):
+  // a layout that does not fit is refused, or with --force exported with
+  // the warning and the rank map JSON marked (`fits`, the peak).
+  nlohmann::ordered_json verdict_fields;
+  if (cost) {
+    const LayoutVerdict verdict = JudgeLayout(cost->Evaluate(layout.value()));
+    if (!verdict.runs()) {
+      const std::string why = "layout " + ShortDegrees(layout.value()) + " " + VerdictProblems(verdict) + unmodelled;
+      if (!options.force) return Fail(err, Status::Error(why + " (--force exports it anyway)"));
+      err << "warning: " << why << " (exported as --force asks)\n";
+      verdict_fields = VerdictJson(verdict);
+    }
+  }
   // The model's tied or untied embeddings and MTP stages decide the embedding groups.
   auto map = BuildRankMap(layout.value(), cluster, RankMapOptionsFor(model ? &*model : nullptr));
   if (!map.ok()) return Fail(err, map.status());
   WarnAboutStraddles(map.value(), err);
   if (!model) {
     err << "note: no --model: the model's rules were not checked (heads, KV heads and FFN widths divisible by "
-           "tp, Ulysses heads by cp, experts by ep, expert FFN by etp, the pipeline split)\n";
+           "tp, Ulysses heads by cp, experts by ep, expert FFN by etp, the pipeline split), nor its memory\n";
   }
   if (launch) {
     auto hosts = ReadHostList(options.hosts);
@@ -740,7 +863,8 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
         << "\n";
     return 0;
   }
-  const ExportContext export_ctx{&cluster, model ? &*model : nullptr, &j};
+  const ExportContext export_ctx{&cluster, model ? &*model : nullptr, &j,
+                                  verdict_fields.empty() ? nullptr : &verdict_fields};
   auto text = ExportRankMap(map.value(), format.value(), export_ctx);
   if (!text.ok()) return Fail(err, text.status());
   if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);

@@ -34,11 +34,17 @@ struct InputOptions {
   std::optional<int> global_batch;    // --global-batch: sequences per step
   std::optional<int> micro_batch;     // --micro-batch: the only micro-batch size considered
   // Candidate lists, comma-separated: --precision, --recompute, --dispatcher,
-  // --cuda-graphs.
+  // --cuda-graphs, --cp-style, --fsdp, --tp-overlap, --a2a-overlap,
+  // --schedule; each replaces its job field's list.
   std::optional<std::string> precision;
   std::optional<std::string> recompute;
   std::optional<std::string> cuda_graphs;
   std::optional<std::string> dispatcher;
+  std::optional<std::string> cp_style;     // job cp_styles: ulysses, ring
+  std::optional<std::string> fsdp;         // job fsdp: 0, 1 (or false, true)
+  std::optional<std::string> tp_overlap;   // job tp_overlap: 0, 1
+  std::optional<std::string> a2a_overlap;  // job a2a_overlap: 0, 1
+  std::optional<std::string> schedule;     // job pipeline_schedules: 1f1b, interleaved-1f1b, ...
   std::optional<std::string> attention_backend;  // --attention-backend NAME: the job's one backend
   std::optional<std::string> trainer;            // --trainer NAME: the trainer the layouts are for
   std::optional<int> mtp;                   // --mtp N: MTP layers instead of the model's
@@ -114,9 +120,15 @@ inline constexpr int kMaxWorldSizes = 64;         // plan --gpus-range: at most 
 enum class TableFormat { kText, kJson, kCsv };
 Result<TableFormat> ParseTableFormat(const std::string& format, bool json_flag);
 
+// `foldplan list [CATEGORY...] [--long] [--json]`: the shipped inputs, all
+// four kinds or the categories named (clusters, models, jobs, recipes; the
+// singular too); --long prints each description whole, wrapped.
 struct ListOptions {
+  std::vector<std::string> category;
+  bool long_descriptions = false;
   bool json = false;
 };
+inline constexpr size_t kListDescriptionChars = 100;  // list without --long cuts each description to this
 int RunList(const ListOptions& options, std::ostream& out, std::ostream& err);
 
 // `foldplan check FILE...`: each file read as the input its "schema" names
@@ -160,6 +172,9 @@ struct RanksOptions {
   // candidate N (0: the best) instead of --layout and the input flags.
   std::string plan;
   std::optional<int> candidate;
+  // With a model, a layout that does not fit in memory is refused (exit 1)
+  // unless --force, which exports it with a warning.
+  bool force = false;
 };
 int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err);
 

@@ -11,6 +11,7 @@
 #include "core/formats.h"
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"
+#include "costmodel/layout_verdict.h"
 #include "costmodel/plan_file.h"
 #include "planner/legality.h"
 
@@ -184,6 +185,9 @@ Json DiffJson(const Pair& p) {
               {"inputs", {{"cluster", p.inputs.cluster.name}, {"model", p.inputs.model.name}, {"job", p.inputs.job.name}}},
               {"a", CandidateJson(p.a)},
               {"b", CandidateJson(p.b)},
+              // Whether each fits in memory (costmodel/layout_verdict.h; its rules
+              // broken are a's and b's "violations").
+              {"fits", {{"a", JudgeLayout(p.a).fits}, {"b", JudgeLayout(p.b).fits}}},
               {"faster", gap > 0 ? "a" : gap < 0 ? "b" : "same"},
               {"step_gap_s", gap},
               {"peak_gap_gib", p.b.memory.peak_gib() - p.a.memory.peak_gib()},
@@ -225,6 +229,10 @@ int RunDiff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
   if (!pair.ok()) return Fail(err, pair.status());
   const Pair& p = pair.value();
   WarnAboutFitMisses(p.model->comm_params(), err);
+  // Either layout may not fit (or, from a plan file, break a rule): costed
+  // all the same, and said so.
+  err << VerdictWarning(JudgeLayout(p.a), "A (" + ShortDegrees(p.a.layout) + ")")
+      << VerdictWarning(JudgeLayout(p.b), "B (" + ShortDegrees(p.b.layout) + ")");
   if (options.json) {
     out << DiffJson(p).dump(1) << "\n";
     return 0;

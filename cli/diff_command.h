@@ -21,7 +21,8 @@ struct DiffOptions {
   bool json = false;                 // --json: foldplan.diff/v1
 };
 // 0 when both layouts are legal and costed (either may not fit in memory:
-// the figures say so); 1 for an illegal layout or a bad plan file; 2 usage.
+// the figures say so, and a warning on stderr); 1 for an illegal layout or
+// a bad plan file; 2 usage.
 int RunDiff(const DiffOptions& options, std::ostream& out, std::ostream& err);
 
 }  // namespace foldplan

@@ -11,15 +11,28 @@
 #include "cli/diff_command.h"
 #include "cli/report_command.h"
 #include "cli/simulate_command.h"
+#include "cli/usage_errors.h"
 #include "cli/validate_command.h"
+#include "inputs/loader.h"
 
 namespace {
 
-void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_job = true) {
-  cmd->add_option("--cluster", in->cluster, "cluster: shipped name or JSON path (default h100-dgx-16n)");
+// Whether a command without --model uses the default model (ranks checks
+// no model's rules then).
+enum class ModelDefault { kShipped, kNone };
+
+void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_job = true,
+                   ModelDefault model_default = ModelDefault::kShipped) {
+  cmd->add_option("--cluster", in->cluster,
+                  std::string("cluster: shipped name or JSON path (default ") + foldplan::kDefaultCluster + ")");
   if (with_model_job) {
-    cmd->add_option("--model", in->model, "model: shipped name or JSON path (default mixtral-8x22b)");
-    cmd->add_option("--job", in->job, "job: shipped name or JSON path (default: default)");
+    cmd->add_option("--model", in->model,
+                    model_default == ModelDefault::kNone
+                        ? std::string("model: shipped name or JSON path (default: the recipe's or plan's, else "
+                                      "none: the model's rules and memory are not checked)")
+                        : std::string("model: shipped name or JSON path (default ") + foldplan::kDefaultModel + ")");
+    cmd->add_option("--job", in->job,
+                    std::string("job: shipped name or JSON path (default ") + foldplan::kDefaultJob + ")");
     cmd->add_option("--seq", in->seq, "override the job's sequence length (tokens)");
     cmd->add_option("--global-batch", in->global_batch, "override the job's global batch (sequences)");
     cmd->add_option("--micro-batch", in->micro_batch, "consider only this micro-batch size");
@@ -37,24 +50,40 @@ void AddInputFlags(CLI::App* cmd, foldplan::InputOptions* in, bool with_model_jo
                     "the job's CUDA graph candidates: none, layer, full_iteration or Megatron modules joined by +, "
                     "e.g. attn+moe_router+moe_preprocess")
         ->type_name("LIST");
+    cmd->add_option("--cp-style", in->cp_style, "the job's CP style candidates: ulysses, ring")->type_name("LIST");
+    cmd->add_option("--fsdp", in->fsdp,
+                    "the job's FSDP candidates: 0 (distributed optimizer), 1 (Megatron FSDP), or 0,1")
+        ->type_name("LIST");
+    cmd->add_option("--tp-overlap", in->tp_overlap, "the job's TP communication overlap candidates: 0, 1 or 0,1")
+        ->type_name("LIST");
+    cmd->add_option("--a2a-overlap", in->a2a_overlap, "the job's EP (all-to-all) overlap candidates: 0, 1 or 0,1")
+        ->type_name("LIST");
+    cmd->add_option("--schedule", in->schedule,
+                    "the job's pipeline schedule candidates: 1f1b, interleaved-1f1b (interleaved), gpipe, zb-h1 "
+                    "(zb), dualpipev")
+        ->type_name("LIST");
     cmd->add_option("--attention-backend", in->attention_backend,
                     "the job's attention kernels: te-cudnn|flash2|flash3 (te-cudnn: Transformer Engine's cuDNN "
                     "kernels, Megatron's default; flash3: Hopper only)")
         ->type_name("NAME");
     cmd->add_option("--trainer", in->trainer,
-                    "the trainer that will run the layout: megatron|torchtitan|olmo-core|maxtext|jax (default "
-                    "megatron); only layouts it can run are legal (doc/trainers.md)")
+                    "the trainer that will run the layout: megatron|torchtitan|olmo-core|maxtext|jax (default: the "
+                    "job's, megatron in the shipped jobs); only layouts it can run are legal (doc/trainers.md)")
         ->type_name("NAME");
     cmd->add_option("--mtp", in->mtp, "MTP layers instead of the model's")->type_name("N");
-    cmd->add_option("--capacity-factor", in->capacity_factor, "expert capacity factor (0: dropless)")
+    cmd->add_option("--capacity-factor", in->capacity_factor,
+                    "expert capacity factor instead of the job's (0: dropless)")
         ->type_name("X");
     cmd->add_option("--routing-imbalance", in->routing_imbalance,
-                    "busiest expert's load / mean (1: forced balance)")
+                    "busiest expert's load / mean instead of the job's (1: forced balance)")
         ->type_name("X");
-    cmd->add_option("--gpus", in->gpus, "use only N of the cluster's GPUs (the world size)");
+    cmd->add_option("--gpus", in->gpus, "use only N of the cluster's GPUs, the world size (default: the job's, "
+                                        "else all)")
+        ->type_name("N");
   }
-  cmd->add_option("--nodes", in->nodes, "override the cluster's node count");
-  cmd->add_option("--gpus-per-domain", in->gpus_per_domain, "use only the first N GPUs of every NVLink domain")
+  cmd->add_option("--nodes", in->nodes, "override the cluster's node count")->type_name("N");
+  cmd->add_option("--gpus-per-domain", in->gpus_per_domain,
+                  "use only the first N GPUs of every NVLink domain (default: the job's, else all)")
       ->type_name("N");
 }
 
@@ -74,8 +103,11 @@ int main(int argc, char** argv) {
   app.set_version_flag("--version", foldplan::kVersionText);
 
   foldplan::ListOptions list;
-  auto* list_cmd = app.add_subcommand("list", "show the shipped clusters, models and jobs");
-  list_cmd->add_flag("--json", list.json, "print JSON");
+  auto* list_cmd = app.add_subcommand("list", "show the shipped clusters, models, jobs and recipes");
+  list_cmd->add_option("category", list.category, "only these: clusters|models|jobs|recipes (default: all four)")
+      ->type_name("CATEGORY");
+  list_cmd->add_flag("--long", list.long_descriptions, "print each description whole (default: cut to 100 characters)");
+  list_cmd->add_flag("--json", list.json, "print JSON (every description whole)");
 
   foldplan::CheckOptions check;
   auto* check_cmd = app.add_subcommand("check", "check input files (cluster, model, job, recipe, measurements, calibration, expert loads) without running anything");
@@ -99,7 +131,7 @@ int main(int argc, char** argv) {
 
   foldplan::RanksOptions ranks;
   auto* ranks_cmd = app.add_subcommand("ranks", "export a layout's rank map");
-  AddInputFlags(ranks_cmd, &ranks.inputs);
+  AddInputFlags(ranks_cmd, &ranks.inputs, true, ModelDefault::kNone);
   ranks_cmd->add_option("--layout", ranks.layout,
                         "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1 (default with --recipe: the recipe's)");
   ranks_cmd->add_option("--recipe", ranks.inputs.recipe,
@@ -120,9 +152,11 @@ int main(int argc, char** argv) {
                          ->type_name("FILE");
   for (const char* flag : {"--layout", "--recipe", "--world-size", "--cluster", "--model", "--job"})
     ranks_plan->excludes(ranks_cmd->get_option(flag));
-  ranks_cmd->add_option("--candidate", ranks.candidate, "the plan's candidate (0: the best)")
+  ranks_cmd->add_option("--candidate", ranks.candidate, "the plan's candidate (default 0, the best)")
       ->type_name("N")
       ->needs(ranks_plan);
+  ranks_cmd->add_flag("--force", ranks.force,
+                      "export a layout that does not fit in memory (with a warning; without it, exit 1)");
 
   foldplan::PlanOptions plan;
   auto* plan_cmd = app.add_subcommand("plan", "search every legal layout and rank them by the cost model");
@@ -149,7 +183,9 @@ int main(int argc, char** argv) {
                      "print the search's candidates, legal, scored and pruned layouts, time and peak memory on stderr");
   plan_cmd->add_option("--max-mem-gib", plan.max_mem_gib, "only layouts whose peak memory is at most X GiB")
       ->type_name("X");
-  plan_cmd->add_option("--headroom-gib", plan.headroom_gib, "only layouts that leave at least X GiB of HBM free")
+  plan_cmd->add_option("--headroom-gib", plan.headroom_gib,
+                       "only layouts that leave at least X GiB of HBM free (default: 5% of HBM unless --max-mem-gib "
+                       "is given; 0: none)")
       ->type_name("X");
   plan_cmd->add_option("--gpus-range", plan.gpus_range,
                        "search each world size: A:B (A, 2A, 4A, ... and B), A:B:STEP or N,M,...; the best of each")
@@ -164,11 +200,15 @@ int main(int argc, char** argv) {
       ->type_name("FILE");
   simulate_cmd->add_option("--candidate", simulate.candidate, "the plan's candidate (0: the best)")
       ->type_name("N");
+  // simulate's --schedule is the one layout's schedule, not the job's
+  // candidates (AddInputFlags' --schedule).
+  simulate_cmd->remove_option(simulate_cmd->get_option("--schedule"));
+  simulate.inputs.schedule.reset();
   simulate_cmd->add_option("--schedule", simulate.schedule,
                            "pipeline schedule: 1f1b, interleaved, gpipe, zb or dualpipev (default: the layout's)");
   simulate_cmd->add_option("--overlap", simulate.overlap,
                            "overlaps: all, none or KEY=0|1 joined by commas, keys tp, cp, ep, dp, pp, shared, host "
-                           "(default: the layout's recipe; host on)")
+                           "(default: the layout's recipe; shared off, host on)")
       ->type_name("LIST");
   simulate_cmd->add_option("--imbalance", simulate.imbalance,
                            "routing imbalance: uniform, zipf:S, dirichlet:A or a foldplan.expert-loads/v1 file "
@@ -178,7 +218,7 @@ int main(int argc, char** argv) {
   simulate_cmd->add_flag("--whole", simulate.whole, "simulate every rank even with balanced loads");
   simulate_cmd->add_option("--trace", simulate.trace, "write a Perfetto-readable trace (Chrome trace-event JSON)")
       ->type_name("FILE");
-  simulate_cmd->add_option("--trace-ranks", simulate.trace_ranks, "only these pipeline ranks in the trace, e.g. 0,3")
+  simulate_cmd->add_option("--trace-ranks", simulate.trace_ranks, "only these pipeline ranks in the trace, e.g. 0,3 (default: every rank simulated)")
       ->type_name("LIST");
   simulate_cmd->add_flag("--json", simulate.json, "print JSON (schema foldplan.simulation/v1)");
 
@@ -246,8 +286,9 @@ int main(int argc, char** argv) {
       "$FOLDBENCH if set, else the foldbench next to foldplan. Open MPI gets\n"
       "--allow-run-as-root when run as root and --oversubscribe when the ranks outnumber\n"
       "this machine's cores and no hosts are named (--hosts, --hostfile). A placement that\n"
-      "is not linear, or --hosts, gets an Open MPI --rankfile (doc/validate.md). Exit status is foldbench's: 0 every element right, 1 an\n"
-      "invalid plan, 2 usage, 3 a run-time failure (a wrong element among them).");
+      "is not linear, or --hosts, gets an Open MPI --rankfile (doc/validate.md). Exit\n"
+      "status is foldbench's: 0 every element right, 1 an invalid plan, 2 usage, 3 a\n"
+      "run-time failure (a wrong element among them).");
 
   foldplan::CalibrateCliOptions calibrate;
   auto* calibrate_cmd = app.add_subcommand(
@@ -319,7 +360,10 @@ int main(int argc, char** argv) {
   try {
     app.parse(argc, argv);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e) == 0 ? 0 : 2;
+    // --help and --version; every mistake in foldplan's words (cli/usage_errors.h).
+    if (e.get_exit_code() == 0) return app.exit(e);
+    std::cerr << "foldplan: " << foldplan::ParseErrorText(app, e, argc, argv) << "\n";
+    return 2;
   }
   ranks.model_given = !ranks.inputs.model.empty();
 

@@ -13,11 +13,13 @@
 #include "cli/commands.h"
 #include "cli/simulate_command.h"
 #include "cli/output.h"
+#include "cli/plan_advice.h"
 #include "cli/csv.h"
 #include "cli/plan_text.h"
 #include "core/formats.h"
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"
+#include "costmodel/memory.h"
 #include "costmodel/plan_file.h"
 #include "planner/enumerate.h"
 #include "planner/launch_files.h"
@@ -126,6 +128,72 @@ std::string MegatronText(const Layout& layout, const Inputs& in) {
   return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line" +
          std::string(env.empty() ? "" : "; the launcher files set " + env.substr(0, env.size() - 1)) + "):\n  " +
          line + "\n";
+}
+
+// plan's "other precisions": what each precision recipe the GPU runs but
+// the best layout's would give. Each is the best layout re-costed by the
+// cost model with only its precision changed ("this layout") when that
+// layout is legal and within the memory limit; otherwise (an FP8 recipe's
+// weight copies push it over the limit, or fp8-delayed refuses its
+// recompute modules) a search of the layouts of the best one's degrees
+// (tp, cp, pp, vpp, ep, etp, world pinned as `--fix` pins them; mbs,
+// recompute, order, placement and the recipe options free) in that
+// precision, its best reported with what it changed. `--precision P`
+// searches every degree in one.
+std::string OtherPrecisionsText(const Evaluation& best, const Inputs& in, std::optional<double> limit_gib,
+                                Objective objective, int threads) {
+  std::string lines;
+  for (int i = 0; i < kPrecisionCount; ++i) {
+    const Precision p = Precision(i);
+    if (p == best.layout.precision || !rules::PrecisionProblem(in.cluster.gpu, p).empty()) continue;
+    const std::string head = std::string("  with --precision ") + Name(p) + ": ";
+    JobSpec job = in.job;
+    job.precisions = {p};
+    Layout layout = best.layout;
+    layout.precision = p;
+    auto model = CostModel::Create(in.cluster, in.model, job, in.calibration_use);
+    if (!model.ok()) continue;
+    std::optional<Evaluation> e = model.value()->Evaluate(layout);
+    std::string how = "this layout";
+    const bool within = e->violations.empty() && e->memory.fits && (!limit_gib || e->memory.peak_gib() <= *limit_gib);
+    if (!within) {
+      how = "these degrees re-searched, as this layout " +
+            (!e->violations.empty() ? "breaks " + std::string(Name(e->violations.front().rule))
+                                    : "peaks at " + Fixed(e->memory.peak_gib(), 1) + " GiB");
+      LayoutPins pins;
+      pins.world = layout.world;
+      pins.tp = layout.tp;
+      pins.cp = layout.cp;
+      pins.pp = layout.pp;
+      pins.vpp = layout.vpp;
+      pins.ep = layout.ep;
+      pins.etp = layout.etp;
+      job = PinnedJob(job, pins);
+      auto pinned = CostModel::Create(in.cluster, in.model, job, in.calibration_use);
+      if (!pinned.ok()) continue;
+      SearchOptions one;
+      one.top = 1;
+      one.threads = threads;
+      one.pins = &pins;
+      one.max_peak_memory_gib = limit_gib;
+      const SearchResult found =
+          SearchLayouts(pinned.value()->legality(), CostScorer(*pinned.value(), objective), one);
+      e.reset();
+      if (found.status.ok() && !found.best.empty()) e = pinned.value()->Evaluate(found.best.front().layout);
+      if (!e) {
+        lines += head + "no layout of these degrees fits (" + how + ")\n";
+        continue;
+      }
+      how += "; its best: " + OptionsText(e->layout);
+    }
+    lines += head + WithCommas(static_cast<unsigned long long>(e->step.tokens_per_s)) + " tokens/s (" +
+             (e->step.tokens_per_s >= best.step.tokens_per_s ? "+" : "") +
+             Fixed(100 * (e->step.tokens_per_s / best.step.tokens_per_s - 1), 1) + "%), step " +
+             Seconds(e->step.step_time_s) + ", peak " + Fixed(e->memory.peak_gib(), 1) + " GiB (" + how + ")\n";
+  }
+  if (lines.empty()) return "";
+  return std::string("other precisions (the best layout re-costed in each recipe the ") + in.cluster.gpu.name +
+         " runs; `--precision P` searches in one):\n" + lines;
 }
 
 // Which trainers can run the best layout. For each that cannot: the rule it
@@ -309,16 +377,25 @@ Status CheckPlanFlags(const PlanOptions& o) {
   return CheckInputFlags(o.inputs);
 }
 
-// The peak a layout may reach under --max-mem-gib and --headroom-gib (the
+// The HBM kept free: --headroom-gib, else the default headroom
+// (DefaultHeadroomGib, costmodel/memory.h: 5% of HBM, for what the memory
+// model leaves out) unless --max-mem-gib sets the limit itself; 0: none.
+double HeadroomGib(const PlanOptions& o, double hbm_gib) {
+  if (o.headroom_gib) return *o.headroom_gib;
+  return o.max_mem_gib ? 0.0 : DefaultHeadroomGib(hbm_gib);
+}
+
+// The peak a layout may reach under --max-mem-gib and the headroom (the
 // lower of the two), or none; `hbm_gib` is the GPU's memory.
 Result<std::optional<double>> MemoryLimit(const PlanOptions& o, double hbm_gib) {
   std::optional<double> limit = o.max_mem_gib;
-  if (o.headroom_gib) {
-    if (*o.headroom_gib >= hbm_gib) {
-      return Status::Error("--headroom-gib " + Fixed(*o.headroom_gib, 1) + ": the GPU has only " +
-                           Fixed(hbm_gib, 1) + " GiB");
+  const double headroom = HeadroomGib(o, hbm_gib);
+  if (headroom > 0) {
+    if (headroom >= hbm_gib) {
+      return Status::Error("--headroom-gib " + Fixed(headroom, 1) + ": the GPU has only " + Fixed(hbm_gib, 1) +
+                           " GiB");
     }
-    limit = std::min(limit.value_or(hbm_gib), hbm_gib - *o.headroom_gib);
+    limit = std::min(limit.value_or(hbm_gib), hbm_gib - headroom);
   }
   return limit;
 }
@@ -327,7 +404,28 @@ std::string MemoryLimitText(const PlanOptions& o, double limit_gib) {
   std::string flags;
   if (o.max_mem_gib) flags = "--max-mem-gib " + Fixed(*o.max_mem_gib, 1);
   if (o.headroom_gib) flags += (flags.empty() ? "" : ", ") + std::string("--headroom-gib ") + Fixed(*o.headroom_gib, 1);
+  if (flags.empty()) flags = "the default headroom";
   return "peak " + Fixed(limit_gib, 1) + " GiB (" + flags + ")";
+}
+
+// plan's one line on the memory it keeps free: "memory margin: 3.98 GiB of
+// the 79.6 GiB HBM kept free, peak at most 75.62 GiB (the default: 5% of
+// HBM for what the memory model leaves out, doc/cost-model-memory.md;
+// --headroom-gib 0 turns it off)"; with --max-mem-gib the limit it sets.
+std::string MemoryMarginLine(const PlanOptions& o, double hbm_gib, std::optional<double> limit_gib) {
+  if (!limit_gib) return "memory margin: none (--headroom-gib 0): layouts may use all " + Fixed(hbm_gib, 1) + " GiB of HBM\n";
+  const std::string kept = Fixed(hbm_gib - *limit_gib, 2) + " GiB of the " + Fixed(hbm_gib, 1) +
+                           " GiB HBM kept free, peak at most " + Fixed(*limit_gib, 2) + " GiB";
+  std::string why;
+  if (!o.headroom_gib && !o.max_mem_gib) {
+    why = "the default: " + Fixed(100 * kDefaultHeadroomFraction, 0) +
+          "% of HBM for what the memory model leaves out, doc/cost-model-memory.md; --headroom-gib 0 turns it off";
+  } else {
+    why = MemoryLimitText(o, *limit_gib);
+    why = why.substr(why.find('(') + 1);
+    why.pop_back();
+  }
+  return "memory margin: " + kept + " (" + why + ")\n";
 }
 
 // "peak 91.3 GiB on stage 2 > 79.6 GiB of HBM", for an explained layout that does not fit.
@@ -363,11 +461,7 @@ int RunPlanSizes(const PlanOptions& options, TableFormat format, std::ostream& o
     auto inputs = LoadInputs(at.inputs);
     if (!inputs.ok()) return Fail(err, inputs.status());
     Inputs in = inputs.value();
-    if (gpus > in.cluster.total_gpus()) {
-      return Usage(err, Status::Error("--gpus-range " + options.gpus_range + ": " + std::to_string(gpus) +
-                                      " GPUs is more than cluster " + in.cluster.name + " holds (" +
-                                      std::to_string(in.cluster.total_gpus()) + ")"));
-    }
+    if (Status s = CheckWorldFitsCluster(in, "--gpus-range " + options.gpus_range); !s.ok()) return Fail(err, s);
     in.job = PinnedJob(in.job, *pins);
     auto model = CostModel::Create(in.cluster, in.model, in.job, in.calibration_use);
     if (!model.ok()) return Fail(err, model.status());
@@ -448,7 +542,9 @@ int RunPlanSizes(const PlanOptions& options, TableFormat format, std::ostream& o
   const Inputs& in = *first;
   out << "cluster " << in.cluster.name << " (" << in.cluster.total_gpus() << " x " << in.cluster.gpu.name
       << "), model " << in.model.name << ", job " << in.job.name << " (seq " << in.job.seq_len << ", global batch "
-      << in.job.global_batch << "); objective " << Name(objective) << ", the best layout at each world size\n\n";
+      << in.job.global_batch << "); objective " << Name(objective) << ", the best layout at each world size\n"
+      << MemoryMarginLine(options, in.cluster.gpu.hbm_gib, MemoryLimit(options, in.cluster.gpu.hbm_gib).value())
+      << "\n";
   TextTable table({"GPUs", "degrees", "options", "step", "tokens/s", "tokens/s per GPU", "MFU", "mem GiB", ""},
                   {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
                    Align::kRight, Align::kRight, Align::kLeft});
@@ -467,7 +563,8 @@ int RunPlanSizes(const PlanOptions& options, TableFormat format, std::ostream& o
   }
   out << table.Render("  ");
   if (!best_per_gpu) {
-    out << "no legal layout fits at any size; `foldplan enumerate --why` and `foldplan explain` show why\n";
+    out << "no legal layout fits at any size\n"
+        << NoFitAdviceAtSize(options, sizes.back(), MemoryLimit(options, in.cluster.gpu.hbm_gib).value(), objective).text;
     return 1;
   }
   return 0;
@@ -487,6 +584,7 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   Inputs in = inputs.value();
   WarnAboutRecipe(in, err);
   in.job = PinnedJob(in.job, *pins);
+  if (Status s = CheckWorldFitsCluster(in, options.inputs.gpus ? "--gpus" : pins->world ? "--fix world=" : "the job's world_size"); !s.ok()) return Fail(err, s);
   auto model = CostModel::Create(in.cluster, in.model, in.job, in.calibration_use);
   if (!model.ok()) return Fail(err, model.status());
   const CostModel& cost = *model.value();
@@ -549,11 +647,15 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     if (!r.ok()) return Fail(err, r.status());
     ranking = std::move(r).value();
   }
+  // What to do next: why nothing fits, or a smaller world that does better.
+  const PlanAdvice advice = format == TableFormat::kCsv ? PlanAdvice{}
+                            : shown.empty()            ? NoFitAdvice(options, in, cost, result, limit.value(), objective)
+                                                       : FewerGpusAdvice(options, in, evals.front(), limit.value(), objective);
   const bool json = format == TableFormat::kJson;
   if (json || !options.output.empty()) {
     auto text = PlanFileJson(contents);
     if (!text.ok()) return Fail(err, text.status());
-    if (ranking || options.distinct || limit.value()) {
+    if (ranking || options.distinct || limit.value() || !advice.json.is_null()) {
       auto doc = nlohmann::ordered_json::parse(text.value());
       if (ranking) doc["simulation"] = ranking->json;
       // The classes --distinct collapsed, and the layouts the limit refused.
@@ -561,8 +663,15 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
         for (size_t i = 0; i < shown_count; ++i) doc["candidates"][i]["equivalent_layouts"] = same[i];
       }
       if (limit.value()) {
-        doc["memory_limit"] = {{"max_peak_gib", *limit.value()}, {"refused", result.over_memory_limit}};
+        // Who set it: the default headroom, --headroom-gib, --max-mem-gib.
+        std::string set_by = options.max_mem_gib ? "--max-mem-gib" : "";
+        if (options.headroom_gib) set_by += (set_by.empty() ? "" : ", ") + std::string("--headroom-gib");
+        doc["memory_limit"] = {{"max_peak_gib", *limit.value()},
+                               {"refused", result.over_memory_limit},
+                               {"headroom_gib", in.cluster.gpu.hbm_gib - *limit.value()},
+                               {"set_by", set_by.empty() ? "default" : set_by}};
       }
+      if (!advice.json.is_null()) doc["advice"] = advice.json;
       text = doc.dump(1) + "\n";
     }
     if (json) out << text.value();
@@ -575,6 +684,14 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     out << CandidatesCsv(shown, same);
     return 0;
   }
+  // --why's table, whether or not a layout fits.
+  const auto why_table = [&] {
+    if (!options.why) return std::string();
+    TextTable table({"rule", "rejected"}, {Align::kLeft, Align::kRight});
+    for (int r = 0; r < kRuleCount; ++r) table.AddRow({Name(Rule(r)), WithCommas(result.enumeration.rejected[r])});
+    if (limit.value()) table.AddRow({"memory_limit", WithCommas(result.over_memory_limit)});
+    return "\nrejections:\n" + table.Render("  ");
+  };
 
   out << InputsLine(in) << "\n";
   out << "searched " << WithCommas(result.enumeration.candidates) << " candidates: "
@@ -585,11 +702,12 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
     out << ", " << WithCommas(result.over_memory_limit) << " more exceed " << MemoryLimitText(options, *limit.value());
   }
   out << "; objective " << Name(objective) << "\n";
+  out << MemoryMarginLine(options, in.cluster.gpu.hbm_gib, limit.value());
   if (options.distinct) {
     out << "distinct: layouts of equal objective, step time and peak memory (to the bit) shown once, with their count\n";
   }
   if (shown.empty()) {
-    out << "no legal layout fits; `foldplan enumerate --why` and `foldplan explain` show why\n";
+    out << "\n" << advice.text << why_table();
     return 1;
   }
   out << "\n" << CandidatesTable(shown, options.distinct ? &same : nullptr);
@@ -599,6 +717,10 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
         << WhyItWinsText(evals[0], evals[1], objective,
                          "the runner-up (" + ShortDegrees(evals[1].layout) + ", " + OptionsText(evals[1].layout) + ")");
   }
+  if (const std::string precisions = OtherPrecisionsText(evals.front(), in, limit.value(), objective, options.threads);
+      !precisions.empty()) {
+    out << "\n" << precisions;
+  }
   if (ranking) out << "\n" << ranking->text;
   if (recipe) {
     out << "\n" << RecipeComparison(evals.front(), *recipe, result.better_than_reference,
@@ -606,12 +728,8 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   }
   out << "\n" << MegatronText(evals.front().layout, in);
   out << "\n" << TrainersText(evals.front(), in, search, objective);
-  if (options.why) {
-    TextTable table({"rule", "rejected"}, {Align::kLeft, Align::kRight});
-    for (int r = 0; r < kRuleCount; ++r) table.AddRow({Name(Rule(r)), WithCommas(result.enumeration.rejected[r])});
-    if (limit.value()) table.AddRow({"memory_limit", WithCommas(result.over_memory_limit)});
-    out << "\nrejections:\n" << table.Render("  ");
-  }
+  if (!advice.empty()) out << "\n" << advice.text;
+  out << why_table();
   return 0;
 }
 

@@ -1,8 +1,10 @@
 #include "cli/report_command.h"
 
 #include "cli/output.h"
+#include "cli/usage_errors.h"
 #include "report/rank_map_svg.h"
 #include "report/report.h"
+#include "report/report_inputs.h"
 
 namespace foldplan {
 
@@ -17,7 +19,8 @@ int RunReport(const ReportCommandOptions& options, std::ostream& out, std::ostre
     o.color_by = ColorKindNamed(options.color_by);
     if (!o.color_by) {
       return Usage(err, Status::Error("--color-by: expected one of tp, cp, dp, ep, edp, pp, got '" +
-                                      options.color_by + "'"));
+                                      options.color_by + "'" +
+                                      DidYouMean(options.color_by, {"tp", "cp", "dp", "ep", "edp", "pp"})));
     }
   }
   if (options.max_gpus < 1) {
@@ -27,6 +30,10 @@ int RunReport(const ReportCommandOptions& options, std::ostream& out, std::ostre
   auto html = BuildReportHtml(o);
   if (!html.ok()) return Fail(err, html.status());
   if (Status s = WriteOrPrint(html.value(), options.output, out, err); !s.ok()) return Fail(err, s);
+  // The page says so at its top; stderr too (the file was read above).
+  if (auto plan = ReadPlanSummary(options.plan); plan.ok() && !plan->candidates.empty()) {
+    err << VerdictWarning(VerdictOf(plan->candidates.front()), "the plan's best layout");
+  }
   return 0;
 }
 

@@ -5,8 +5,10 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
+#include "cli/usage_errors.h"
 #include "core/formats.h"
 #include "core/text_table.h"
+#include "costmodel/layout_verdict.h"
 #include "costmodel/plan_file.h"
 #include "sim/expert_loads.h"
 #include "sim/simulate.h"
@@ -92,6 +94,10 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
   Json j;
   j["schema"] = kSimulationSchema;
   j["layout"] = layout_text;
+  // Whether the layout can run (the memory model's peak against HBM, its
+  // rules): costmodel/layout_verdict.h.
+  const Json verdict = VerdictJson(JudgeLayout(r.analytical));
+  for (const auto& [key, value] : verdict.items()) j[key] = value;
   j["schedule"] = Name(r.schedule);
   j["overlap"] = {{"tp", OnOff(r.overlap.tp)}, {"cp", OnOff(r.overlap.cp)}, {"ep", OnOff(r.overlap.ep)},
                   {"dp", OnOff(r.overlap.dp)}, {"pp", r.overlap.pp ? "on" : "off"},
@@ -159,7 +165,8 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
 
 std::string SimulationText(const SimResult& r, const std::string& layout_text) {
   const StepBreakdown& a = r.analytical.step;
-  std::string out = "layout " + layout_text + "\nschedule " + Name(r.schedule) + ", overlap tp " + OnOff(r.overlap.tp) +
+  const std::string problems = VerdictProblems(JudgeLayout(r.analytical));
+  std::string out = "layout " + layout_text + "\n" + (problems.empty() ? "" : "CANNOT RUN: it " + problems + "\n") + "schedule " + Name(r.schedule) + ", overlap tp " + OnOff(r.overlap.tp) +
                     ", cp " + OnOff(r.overlap.cp) + ", ep " + OnOff(r.overlap.ep) + ", dp " + OnOff(r.overlap.dp) +
                     ", pp " + (r.overlap.pp ? "on" : "off") + ", shared " + (r.overlap.shared ? "on" : "off") +
                     ", host " + (r.overlap.host ? "on" : "off") + "\n\n";
@@ -303,7 +310,8 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
     schedule = PipelineScheduleNamed(options.schedule);
     if (!schedule) {
       return Usage(err, Status::Error("--schedule: expected " + PipelineScheduleChoices() + ", got '" +
-                                      options.schedule + "'"));
+                                      options.schedule + "'" +
+                                      DidYouMean(options.schedule, ChoiceNames(PipelineScheduleChoices()))));
     }
   }
   auto overlap = ParseOverlap(options.overlap);
@@ -356,6 +364,7 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   WarnAboutFitMisses(model.value()->comm_params(), err);
   const SimResult& r = result.value();
   const std::string text = FormatLayout(r.analytical.layout);
+  err << VerdictWarning(JudgeLayout(r.analytical), "layout " + ShortDegrees(r.analytical.layout));
   if (!options.trace.empty()) {
     if (Status s = WriteOrPrint(TraceJson(r, ranks.value(), text), options.trace, out, err); !s.ok()) {
       return Fail(err, s);

@@ -273,4 +273,31 @@ class FamilyPeakMemo {
 // One-shot: MemoryModel(ctx).Estimate(layout).
 MemoryBreakdown EstimateMemory(const Layout& layout, const CostContext& ctx);
 
+// The HBM `foldplan plan` keeps free by default: --headroom-gib's value
+// when neither it nor --max-mem-gib is given (--headroom-gib 0 turns it
+// off). Not a margin inside the model (its peak above hides none): a limit
+// on that peak, for what the model leaves out and what grows a real run's
+// peak past it (doc/cost-model-memory.md, "The default headroom"):
+//  - allocator fragmentation past the modelled 10% of the short-lived
+//    allocations: 10-20% is reported for MoE training without
+//    expandable_segments, and the short-lived allocations are about two
+//    thirds of the peak of a layout that fills the GPU (the worked example:
+//    48.5 of 74.6 GiB), so each 1% more fragmentation is about 0.65% of the
+//    peak;
+//  - buffers not modelled: NCCL's NVLS (NVLink SHARP) and internal scratch
+//    buffers, TP overlap's userbuffers (a few mbs x S x H x 2 B per GEMM
+//    kind: 112 MiB each for DeepSeek-V3 at S 4096, mbs 2), NVSHMEM's own
+//    memory beside DeepEP's buffers;
+//  - the CUDA context's growth past the 0.6 GiB assumed (kernels loaded
+//    lazily as they are first run, CUDA graphs' private pools).
+// 5% of HBM: 3.98 GiB of an H100's 79.6 GiB, which holds about 1.5 GiB of
+// the fixed items above and fragmentation of about 15% instead of 10% (the
+// middle of the reported range: 5% x 0.65 x 75 GiB = 2.4 GiB); 9.3 GiB of
+// a GB200's 185.2. A fraction of HBM rather than a fixed amount because
+// the largest item, fragmentation, grows with what a layout allocates,
+// which grows with the GPU's memory. A working assumption, not a
+// measurement.
+inline constexpr double kDefaultHeadroomFraction = 0.05;
+inline double DefaultHeadroomGib(double hbm_gib) { return kDefaultHeadroomFraction * hbm_gib; }
+
 }  // namespace foldplan

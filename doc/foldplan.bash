@@ -13,7 +13,7 @@ _foldplan() {
   local opts= files= choices=
   case $cmd in
     list)
-      opts="--json --help"
+      opts="--long --json --help"
       case $prev in
       esac
       ;;
@@ -28,7 +28,7 @@ _foldplan() {
       esac
       ;;
     enumerate)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --json --why --limit --layout --fix --format --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --schedule --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --json --why --limit --layout --fix --format --help"
       case $prev in
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
         --trainer) choices="megatron torchtitan olmo-core maxtext jax" ;;
@@ -36,7 +36,7 @@ _foldplan() {
       esac
       ;;
     ranks)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --layout --recipe --format --world-size -o --output --hosts --plan --candidate --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --schedule --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --layout --recipe --format --world-size -o --output --hosts --plan --candidate --force --help"
       case $prev in
         -o|--output|--hosts|--plan) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
@@ -45,7 +45,7 @@ _foldplan() {
       esac
       ;;
     plan)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --stats --max-mem-gib --headroom-gib --gpus-range --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --schedule --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --stats --max-mem-gib --headroom-gib --gpus-range --help"
       case $prev in
         --calibration|-o|--output) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
@@ -55,7 +55,7 @@ _foldplan() {
       esac
       ;;
     simulate)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidate --schedule --overlap --imbalance --seed --whole --trace --trace-ranks --json --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidate --schedule --overlap --imbalance --seed --whole --trace --trace-ranks --json --help"
       case $prev in
         --calibration|--plan|--trace) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
@@ -63,7 +63,7 @@ _foldplan() {
       esac
       ;;
     explain)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --recipe --json -o --output --allow-oom --plan --candidate --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --schedule --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --recipe --json -o --output --allow-oom --plan --candidate --help"
       case $prev in
         --calibration|-o|--output|--plan) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
@@ -71,7 +71,7 @@ _foldplan() {
       esac
       ;;
     diff)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidates --json --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --schedule --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidates --json --help"
       case $prev in
         --calibration|--plan) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;

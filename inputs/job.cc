@@ -210,6 +210,23 @@ std::optional<Trainer> ParseTrainer(std::string_view s) {
 
 const char* TrainerChoices() { return "megatron, torchtitan, olmo-core, maxtext, jax"; }
 
+std::vector<Dispatcher> ClusterDispatchers(const ClusterSpec& cluster, int world) {
+  std::vector<Dispatcher> out = {Dispatcher::kAllToAll};
+  const bool sm90 = cluster.gpu.architecture == GpuArchitecture::kHopper ||
+                    cluster.gpu.architecture == GpuArchitecture::kBlackwell;
+  if (sm90 && world > cluster.nvlink_domain_gpus) out.push_back(Dispatcher::kDeepEP);
+  if (cluster.nvlink_domain_gpus > cluster.gpus_per_node) out.push_back(Dispatcher::kHybridEP);
+  return out;
+}
+
+JobSpec JobForCluster(const JobSpec& job, const ClusterSpec& cluster) {
+  if (job.dispatchers_named) return job;
+  JobSpec out = job;
+  out.dispatchers = ClusterDispatchers(cluster, job.world_size > 0 ? job.world_size : cluster.total_gpus());
+  out.dispatchers_named = true;
+  return out;
+}
+
 std::vector<RepeatedCandidate> RepeatedCandidates(const JobSpec& j) {
   std::vector<RepeatedCandidate> out;
   AddRepeats("micro_batch_sizes", j.micro_batch_sizes, false, &out);

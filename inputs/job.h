@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "inputs/cluster.h"
 #include "inputs/pipeline_schedule.h"
 
 namespace foldplan {
@@ -202,6 +203,12 @@ struct JobSpec {
   // Megatron order strings to consider (fastest axis first).
   std::vector<std::string> orders = {"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"};
   std::vector<Dispatcher> dispatchers = {Dispatcher::kAllToAll};
+  // Whether the job names its dispatchers (a job file's "dispatcher", a
+  // recipe's, --dispatcher). A job file without the field leaves it false:
+  // the list above is then a placeholder that JobForCluster replaces with
+  // the cluster's (ClusterDispatchers), as every command that loads a
+  // cluster does (cli LoadInputs).
+  bool dispatchers_named = true;
   std::vector<bool> a2a_overlap = {false};  // --overlap-moe-expert-parallel-comm
   std::vector<bool> fsdp = {false};         // --use-megatron-fsdp instead of the distributed optimizer
   std::vector<bool> tp_overlap = {false};   // --tp-comm-overlap
@@ -230,6 +237,28 @@ struct JobSpec {
   // MTP layers, overriding the model's (--mtp N); unset: the model's.
   std::optional<int> mtp_layers;
 };
+
+// The dispatcher candidates of a job that names none, decided from the
+// cluster the job runs on (`world` of its GPUs): what a production run on
+// that hardware would consider.
+//  - alltoall, always, first: Megatron's default dispatcher
+//    (--moe-token-dispatcher-type alltoall), which runs on any GPU and
+//    fabric; a layout that leaves the dispatcher out takes it.
+//  - deepep when the GPUs are Hopper or Blackwell and the world spans more
+//    than one NVLink domain: DeepEP's kernels need SM90 or later, and its
+//    internode kernels (NVSHMEM over the RDMA NICs) are what it is built
+//    for, EP groups that cross NVLink domains. A job within one domain
+//    leaves it out to keep the search small (--dispatcher adds it).
+//  - hybridep when an NVLink domain spans more than one node (GB200 / GB300
+//    NVL72 racks): HybridEP is built for multi-node NVLink domains, a
+//    rack's 72 GPUs one domain; the rule hybridep_in_domain keeps its
+//    expert groups inside one.
+// Ampere clusters, and Hopper ones used within one node, get alltoall only.
+std::vector<Dispatcher> ClusterDispatchers(const ClusterSpec& cluster, int world);
+// The job with what it leaves to the cluster filled in: the dispatchers,
+// when it names none (ClusterDispatchers of the job's world: world_size,
+// or every GPU of the cluster). A job that names them is returned as is.
+JobSpec JobForCluster(const JobSpec& job, const ClusterSpec& cluster);
 
 // A candidate that repeats an earlier one of its list. A job's candidate
 // lists hold none (a repeat would be enumerated twice): the job reader

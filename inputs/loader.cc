@@ -7,6 +7,7 @@
 #include <system_error>
 
 #include "core/json_check.h"
+#include "core/nearest_name.h"
 #include "inputs/parse_common.h"
 #include "inputs/recipe.h"
 
@@ -117,7 +118,8 @@ Result<std::string> ResolveInput(InputKind kind, const std::string& name_or_path
   if (fs::is_regular_file(path, ec)) return path;
   return Status::Error(std::string("unknown ") + Name(kind) + " \"" + name_or_path +
                        "\"; shipped " + Name(kind) + "s: " + Joined(ShippedNames(kind)) +
-                       " (in " + ShippedDir(kind) + "); or give a path to a .json file");
+                       " (in " + ShippedDir(kind) + "); or give a path to a .json file" +
+                       DidYouMean(name_or_path, ShippedNames(kind)));
 }
 
 Result<ClusterSpec> LoadCluster(const std::string& name_or_path) {

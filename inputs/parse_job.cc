@@ -119,6 +119,9 @@ void ReadChoices(CheckedObject& root, JobSpec& j) {
 }
 
 void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
+  // No "dispatcher": the cluster's (JobForCluster), decided where the job
+  // meets a cluster.
+  j.dispatchers_named = root.Has("dispatcher");
   j.dispatchers = ReadNamed(root, "dispatcher", "dispatchers", std::string("one of ") + DispatcherChoices(), true,
                             j.dispatchers, DispatcherOf);
   j.a2a_overlap = root.BoolList("a2a_overlap", j.a2a_overlap);

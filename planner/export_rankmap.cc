@@ -130,6 +130,9 @@ Result<std::string> ExportRankMapJson(const RankMap& map, const ExportContext& c
   }
   if (ctx.model) root["model"] = Json{{"name", ctx.model->name}, {"layers", ctx.model->layers}};
   if (ctx.job) root["job"] = Json{{"seq_len", ctx.job->seq_len}, {"global_batch", ctx.job->global_batch}};
+  if (ctx.extra_fields) {
+    for (const auto& [key, value] : ctx.extra_fields->items()) root[key] = value;
+  }
   root["recipe"] = Json{{"recompute", Name(l.recompute)},     {"dispatcher", Name(l.dispatcher)},
                         {"a2a_overlap", l.a2a_overlap},       {"precision", Name(l.precision)},
                         {"fsdp", l.fsdp},                     {"tp_overlap", l.tp_overlap},

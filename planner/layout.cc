@@ -7,6 +7,7 @@
 #include "core/formats.h"
 #include "inputs/checked_product.h"
 #include "inputs/model.h"
+#include "planner/legality.h"
 #include "planner/pipeline.h"
 #include "planner/pipeline_layout.h"
 
@@ -240,7 +241,6 @@ Result<Layout> LayoutFromPins(const LayoutPins& k, int default_world, const JobS
     layout.fsdp = job->fsdp.front();
     layout.tp_overlap = job->tp_overlap.front();
     layout.cuda_graphs = job->cuda_graphs.front();
-    if (!job->pipeline_schedules.empty()) layout.schedule = job->pipeline_schedules.front();
   }
   layout.pp = k.pp.value_or(1);
   layout.vpp = k.vpp.value_or(layout.vpp);
@@ -259,7 +259,23 @@ Result<Layout> LayoutFromPins(const LayoutPins& k, int default_world, const JobS
   layout.fsdp = k.fsdp.value_or(layout.fsdp);
   layout.tp_overlap = k.tp_overlap.value_or(layout.tp_overlap);
   layout.cuda_graphs = k.cuda_graphs.value_or(layout.cuda_graphs);
-  if (k.schedule) layout.schedule = k.schedule;
+  if (k.schedule) {
+    layout.schedule = k.schedule;
+  } else if (job && !job->pipeline_schedules.empty()) {
+    // The job's first schedule that runs the layout's pp and vpp (of a job
+    // listing 1f1b, interleaved-1f1b, ...: 1f1b at vpp 1, the interleaved
+    // one at vpp 2), else its first: as for the other options, the first
+    // candidate, but one the layout's degrees can run.
+    layout.schedule = job->pipeline_schedules.front();
+    for (PipelineSchedule s : job->pipeline_schedules) {
+      Layout probe = layout;
+      probe.schedule = s;
+      if (rules::ScheduleFits(0, probe)) {
+        layout.schedule = s;
+        break;
+      }
+    }
+  }
   if (k.stages) {
     layout.stage_layers = *k.stages;
     layout.explicit_stages = true;

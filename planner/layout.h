@@ -57,8 +57,9 @@ struct Layout {
   bool fsdp = false;         // --use-megatron-fsdp (else the distributed optimizer)
   bool tp_overlap = false;   // --tp-comm-overlap
   CudaGraphs cuda_graphs;    // --cuda-graph-impl / --cuda-graph-modules; none: eager
-  // The pipeline schedule named (schedule=, or the job's first candidate);
-  // unset: the implied one, DefaultSchedule(vpp).
+  // The pipeline schedule named (schedule=, or the job's first candidate
+  // that runs the layout's pp and vpp); unset: the implied one,
+  // DefaultSchedule(vpp).
   std::optional<PipelineSchedule> schedule;
   // Decoder layers per virtual pipeline stage, pp * vpp entries in model
   // order (the pipeline rank of each: planner/pipeline.h's PipelineRankOf).

@@ -16,6 +16,8 @@
 #include <string_view>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "core/status.h"
 #include "inputs/cluster.h"
 #include "inputs/job.h"
@@ -41,6 +43,9 @@ struct ExportContext {
   const ClusterSpec* cluster = nullptr;
   const ModelSpec* model = nullptr;
   const JobSpec* job = nullptr;
+  // Top-level fields the exporting command adds to the rankmap JSON (ranks
+  // with a model: whether the layout fits, costmodel/layout_verdict.h).
+  const nlohmann::ordered_json* extra_fields = nullptr;
 };
 
 Result<std::string> ExportRankMap(const RankMap& map, ExportFormat format, const ExportContext& ctx);

@@ -414,6 +414,10 @@ JobSpec JobForTrainer(const JobSpec& job) {
   if (job.trainer == Trainer::kTorchtitan) {
     add(out.cp_styles, CpStyle::kRing);
     add(out.fsdp, true);
+    if (job.pipeline_schedules.empty()) {
+      out.pipeline_schedules = {PipelineSchedule::k1F1B, PipelineSchedule::kInterleaved1F1B,
+                                PipelineSchedule::kDualPipeV};
+    }
   }
   if (job.trainer == Trainer::kOlmoCore) add(out.fsdp, true);
   return out;

@@ -65,8 +65,12 @@ std::vector<std::string> TrainerCostNotes(Trainer trainer, const Layout& l, cons
 
 // The job's candidates widened with what `trainer` runs and the job lacks,
 // so that a default job still finds its layouts: torchtitan's ring CP and
-// FSDP2, OLMo-core's HSDP (FSDP) for MoE. The rules then refuse what the
-// trainer cannot run (counted in --why). Megatron: the job unchanged.
+// FSDP2, OLMo-core's HSDP (FSDP) for MoE; and, for a job that lists no
+// pipeline schedules (the implied ones, 1f1b and interleaved-1f1b: all
+// Megatron runs), torchtitan's DualPipeV (its GPipe is never faster than
+// 1F1B in the cost model, the same step with more in flight). The rules
+// then refuse what the trainer cannot run (counted in --why). Megatron:
+// the job unchanged.
 JobSpec JobForTrainer(const JobSpec& job);
 
 }  // namespace foldplan

@@ -23,6 +23,7 @@ body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-se
 header{background:#23324a;color:#fff;padding:18px 28px}
 header h1{margin:0 0 4px;font-size:22px;font-weight:600}
 header .layout{font-family:"DejaVu Sans Mono",monospace;font-size:14px;color:#ffd28f;word-break:break-all}
+header .cannot-run{margin-top:8px;padding:4px 8px;border-radius:4px;background:#b3261e;color:#fff;font-size:14px;display:inline-block}
 .kpis{display:flex;gap:22px;flex-wrap:wrap;margin-top:10px;font-size:13px;color:#cfd8e6}
 .kpis b{display:block;font-size:18px;color:#fff}
 main{padding:14px 28px 40px}
@@ -57,6 +58,13 @@ std::string Section(const std::string& id, const std::string& title, const std::
                     const std::string& body) {
   return "<section id=\"" + id + "\"><h2>" + H(title) + "</h2><p class=\"caption\">" + caption + "</p>" + body +
          "</section>\n";
+}
+
+// The plan's layout cannot run as written (an explain --allow-oom plan, or
+// one of an illegal layout): said at the top of the page.
+std::string CannotRunBanner(const PlanCandidate& best) {
+  const std::string problems = VerdictProblems(VerdictOf(best));
+  return problems.empty() ? "" : "<div class=\"cannot-run\">cannot run as planned: it " + H(problems) + "</div>";
 }
 
 std::string Note(const std::string& text) { return text.empty() ? "" : "<p class=\"note\">" + H(text) + "</p>"; }
@@ -263,7 +271,7 @@ Result<std::string> BuildReportHtml(const ReportOptions& o) {
                      kStyle + "</style></head>\n<body>\n";
   html += "<header><h1>foldplan report: " + H(plan.model) + " on " + H(plan.cluster) + " (" +
           std::to_string(in.layout.world) + " GPUs)</h1><div class=\"layout\">best layout: " + H(best.layout) +
-          "</div><div class=\"kpis\"><span><b>" + H(SecondsText(best.step_time_s)) + "</b>step time</span><span><b>" +
+          "</div>" + CannotRunBanner(best) + "<div class=\"kpis\"><span><b>" + H(SecondsText(best.step_time_s)) + "</b>step time</span><span><b>" +
           Fmt("%.0f", best.tokens_per_s) + "</b>tokens/s</span><span><b>" + Fmt("%.1f%%", best.mfu * 100) +
           "</b>MFU</span><span><b>" + H(GibText(best.peak_gib)) + "</b>peak memory of " + H(GibText(best.hbm_gib)) +
           "</span><span><b>" + H(plan.job) + "</b>job</span><span><b>" + H(o.plan) + "</b>plan file</span></div></header>\n<main>\n";

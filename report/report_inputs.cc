@@ -50,6 +50,13 @@ void ReadCandidate(CheckedObject& c, PlanCandidate* out) {
   }
   if (c.Has("violations") && c.Raw("violations").is_array()) {
     out->violations = static_cast<int>(c.Raw("violations").size());
+    // Each {"rule", "detail"}, as CandidateJson writes it; others counted only.
+    for (const auto& v : c.Raw("violations")) {
+      if (!v.is_object() || !v.contains("rule") || !v["rule"].is_string()) continue;
+      const auto detail = v.find("detail");
+      out->violated.emplace_back(v["rule"].get<std::string>(),
+                                 detail != v.end() && detail->is_string() ? detail->get<std::string>() : "");
+    }
   }
 }
 
@@ -137,6 +144,18 @@ Result<SimulationSummary> SimulationSummaryOf(const nlohmann::json& doc, const s
 }
 
 }  // namespace
+
+LayoutVerdict VerdictOf(const PlanCandidate& candidate) {
+  LayoutVerdict v;
+  v.layout = candidate.layout;
+  v.peak_gib = candidate.peak_gib;
+  v.hbm_gib = candidate.hbm_gib;
+  v.worst_stage = candidate.worst_stage;
+  v.fits = candidate.fits;
+  v.violations = candidate.violated;
+  for (int i = static_cast<int>(v.violations.size()); i < candidate.violations; ++i) v.violations.emplace_back("?", "");
+  return v;
+}
 
 Result<PlanSummary> ReadPlanSummary(const std::string& path) {
   auto doc = ParseJsonFile(path);

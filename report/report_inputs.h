@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "core/status.h"
+#include "costmodel/layout_verdict.h"
 
 namespace foldplan {
 
@@ -43,7 +44,12 @@ struct PlanCandidate {
   std::vector<MemoryTermGib> memory_terms;  // in the file's order
   std::vector<CommKindSeconds> comm;        // in the file's order
   int violations = 0;
+  std::vector<std::pair<std::string, std::string>> violated;  // (rule, detail) of each violation
 };
+
+// Whether the candidate, as written, can run (costmodel/layout_verdict.h):
+// its memory's fit and the rules it breaks.
+LayoutVerdict VerdictOf(const PlanCandidate& candidate);
 
 struct PlanSummary {
   std::string objective;

@@ -111,7 +111,8 @@ TEST_CASE("a recipe's unrunnable precision names the field that set it") {
 // run MLA's unequal head dims.
 TEST_CASE("an attention backend the GPU or the model cannot run names its origin") {
   ExpectUsage("plan --attention-backend flash",
-              "foldplan: --attention-backend: expected one of te-cudnn, flash2, flash3, found \"flash\"\n");
+              "foldplan: --attention-backend: expected one of te-cudnn, flash2, flash3, found \"flash\"; did you mean "
+              "\"flash2\"?\n");
   ExpectError("plan --cluster b200-dgx-32n --attention-backend flash3",
               "foldplan: attention_backend flash3 (--attention-backend) on cluster b200-dgx-32n: flash3 "
               "(FlashAttention-3) runs on Hopper only (B200 SXM is blackwell); use te-cudnn or flash2\n");

@@ -22,8 +22,12 @@ namespace {
 
 // Mixtral 8x7B on 16 GPUs, one micro-batch size: the dp = 1 layouts whose
 // orders tp-cp-ep-dp-pp and tp-cp-ep-pp-dp cannot differ (the dp axis has
-// size 1) cost the same to the bit.
-const std::string kSmall = "--model mixtral-8x7b --gpus 16 --micro-batch 1";
+// size 1) cost the same to the bit. The default job's candidates but EP
+// overlap, FSDP, ring CP and DeepEP (what the default job searched before
+// them): a few thousand fitting layouts, so that --top 10000 lists them
+// all, and classes of equal cost that differ in step time.
+const std::string kSmall =
+    "--model mixtral-8x7b --gpus 16 --micro-batch 1 --dispatcher alltoall --a2a-overlap 0 --fsdp 0 --cp-style ulysses";
 
 
 // RFC 4180 records (quoted fields, doubled quotes, CRLF): a reader written
@@ -112,7 +116,8 @@ TEST_CASE("--objective memory: why it wins compares memory") {
 
 TEST_CASE("--max-mem-gib refuses exactly the layouts over it, and --why counts them") {
   const double limit = 74.0;
-  auto all = RunFoldplan("plan " + kSmall + " --top 10000 --json");
+  // Every fitting layout: no margin (--headroom-gib 0; the default keeps 5%).
+  auto all = RunFoldplan("plan " + kSmall + " --top 10000 --json --headroom-gib 0");
   auto capped = RunFoldplan("plan " + kSmall + " --top 10000 --json --max-mem-gib 74");
   REQUIRE(all.exit_code == 0);
   REQUIRE(capped.exit_code == 0);
@@ -210,9 +215,9 @@ TEST_CASE("--gpus-range: each size's best is the best of a separate plan --gpus 
   for (const Json& s : sizes) CHECK(s["best_per_gpu"].get<bool>() == (s["gpus"].get<int>() == best_gpus));
 }
 
-TEST_CASE("--gpus-range: a size the cluster cannot hold, or a malformed range, is a usage error naming the flag") {
+TEST_CASE("--gpus-range: a size the cluster cannot hold is exit 1 (as --gpus), a malformed range a usage error, naming the flag") {
   auto big = RunFoldplan("plan --model mixtral-8x7b --gpus-range 64:256");
-  CHECK(big.exit_code == 2);
+  CHECK(big.exit_code == 1);
   CHECK(big.err.find("--gpus-range") != std::string::npos);
   CHECK(big.err.find("256") != std::string::npos);
   for (const char* bad : {"64:32", "0:64", "a,b", "64,32", "16:64:0x"}) {
@@ -224,8 +229,9 @@ TEST_CASE("--gpus-range: a size the cluster cannot hold, or a malformed range, i
 
 TEST_CASE("a global batch too small for the world size warns once and names the flag") {
   // 8 sequences on 128 GPUs: every layout legal but for the batch has fewer
-  // micro-batches than stages.
-  auto r = RunFoldplan("plan --model mixtral-8x7b --global-batch 8");
+  // micro-batches than stages (Ulysses CP only: ring CP's cp 16 at tp 8
+  // holds all 128 GPUs without data or pipeline parallelism).
+  auto r = RunFoldplan("plan --model mixtral-8x7b --global-batch 8 --cp-style ulysses");
   CHECK(r.exit_code == 1);
   const size_t at = r.err.find("warning: the global batch, 8 sequences");
   REQUIRE(at != std::string::npos);
@@ -297,7 +303,7 @@ TEST_CASE("--stats prints the search's counts on stderr, and they add up to the 
   CHECK(n[6] == 2);                     // threads
   CHECK(n[7] > 0);                      // peak RSS, MiB
   // With more candidates kept than layouts fit, the bound never falls: none pruned.
-  auto all = RunFoldplan("plan " + kSmall + " --top 10000 --stats --threads 1");
+  auto all = RunFoldplan("plan " + kSmall + " --top 10000 --stats --threads 1 --headroom-gib 0");
   REQUIRE(all.exit_code == 0);
   const std::vector<double> m = StatsNumbers(all.err);
   CHECK(m[3] == 0);

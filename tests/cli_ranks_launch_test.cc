@@ -160,7 +160,12 @@ TEST_CASE("ranks launcher -o writes the file, and a refusal leaves none") {
 
 TEST_CASE("ranks --plan exports a plan's candidate; --candidate past the list is refused") {
   const std::string plan = "tests/data/validate/pp2_cp2_ep4.plan.json";
-  auto r = RunFoldplan("ranks --plan " + plan + " --format rankmap");
+  // The plan's layout (for a communication test on 8 GPUs) does not fit in
+  // memory: refused, and exported with --force.
+  auto refused = RunFoldplan("ranks --plan " + plan + " --format rankmap");
+  CHECK(refused.exit_code == 1);
+  CHECK(Contains(refused.err, "does not fit in memory"));
+  auto r = RunFoldplan("ranks --plan " + plan + " --format rankmap --force");
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   const auto map = nlohmann::json::parse(r.out);
   CHECK(map["world_size"] == 8);

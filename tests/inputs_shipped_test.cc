@@ -265,10 +265,16 @@ TEST_CASE("default job reads every field") {
   CHECK(j->precisions == std::vector<Precision>{Precision::kBF16});
   CHECK(j->recompute ==
         std::vector<Recompute>{Recompute::None(), Recompute::Selective(), Recompute::Full()});
-  CHECK(j->cp_styles == std::vector<CpStyle>{CpStyle::kUlysses});
+  CHECK(j->cp_styles == std::vector<CpStyle>{CpStyle::kUlysses, CpStyle::kRing});
   CHECK(j->vpp == std::vector<int>{1, 2, 4});
+  CHECK(j->pipeline_schedules.empty());  // the implied ones: 1f1b, interleaved-1f1b
   CHECK(j->orders == std::vector<std::string>{"tp-cp-ep-dp-pp", "tp-cp-ep-pp-dp"});
+  // No dispatcher named: the cluster's (JobForCluster); alltoall until then.
+  CHECK_FALSE(j->dispatchers_named);
   CHECK(j->dispatchers == std::vector<Dispatcher>{Dispatcher::kAllToAll});
+  CHECK(j->a2a_overlap == std::vector<bool>{false, true});
+  CHECK(j->fsdp == std::vector<bool>{false, true});
+  CHECK(j->tp_overlap == std::vector<bool>{false, true});
   CHECK(j->capacity_factor == 0);
   CHECK(j->routing_imbalance == doctest::Approx(1.2));
   CHECK(j->distributed_optimizer);
@@ -282,7 +288,7 @@ TEST_CASE("an unknown shipped name lists the shipped names") {
   CHECK(c.status().message() ==
         "unknown cluster \"h100-dgx-17n\"; shipped clusters: b200-dgx-32n, b300-dgx-32n, gb200-nvl72-4r, "
         "gb300-nvl72-4r, h100-dgx-128n, h100-dgx-16n, h200-dgx-1n, h800-256n (in " + kShippedData +
-            "/clusters); or give a path to a .json file");
+            "/clusters); or give a path to a .json file; did you mean \"h100-dgx-16n\"?");
   auto m = LoadModel("mixtral");
   REQUIRE_FALSE(m.ok());
   CHECK(Contains(m.status().message(), "unknown model \"mixtral\"; shipped models: deepseek-v3, "));
