@@ -19,6 +19,7 @@
 #include "core/formats.h"
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"
+#include "costmodel/layout_verdict.h"
 #include "costmodel/memory.h"
 #include "costmodel/plan_file.h"
 #include "planner/enumerate.h"
@@ -428,11 +429,6 @@ std::string MemoryMarginLine(const PlanOptions& o, double hbm_gib, std::optional
   return "memory margin: " + kept + " (" + why + ")\n";
 }
 
-// "peak 91.3 GiB on stage 2 > 79.6 GiB of HBM", for an explained layout that does not fit.
-std::string OomText(const Evaluation& e) {
-  return "peak " + Fixed(e.memory.peak_gib(), 1) + " GiB on stage " + std::to_string(e.memory.worst_stage) +
-         " > " + Fixed(e.memory.hbm_gib, 1) + " GiB of HBM";
-}
 
 }  // namespace
 
@@ -795,7 +791,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
   auto answer = [&] {
     if (!illegal.empty()) return Fail(err, Status::Error(illegal));
     if (oom) {
-      const std::string why = "layout " + FormatLayout(e.layout) + " does not fit in memory: " + OomText(e);
+      const std::string why = "layout " + FormatLayout(e.layout) + " does not fit in memory: " + OverHbmText(JudgeLayout(e));
       if (!options.allow_oom) return Fail(err, Status::Error(why));
       err << "note: " << why << " (--allow-oom)\n";
     }
