@@ -14,6 +14,7 @@
 #include <string>
 #include <vector>
 
+#include "export_fixtures.h"
 #include "fixtures.h"
 #include "planner/export_util.h"
 #include "planner/legality.h"
@@ -28,12 +29,7 @@ namespace {
 
 using testing::Contains;
 using testing::MakeLayout;
-
-RankMap MtBuild(const Layout& l, int nodes = 2) {
-  Result<RankMap> map = BuildRankMap(l, testing::MakeCluster(nodes));
-  REQUIRE_MESSAGE(map.ok(), map.status().message());
-  return std::move(map).value();
-}
+using testing::BuildMap;
 
 std::string MtExport(const RankMap& m, const ModelSpec* model = nullptr, const JobSpec* job = nullptr) {
   Result<std::string> out = ExportRankMap(m, ExportFormat::kMaxText, {nullptr, model, job});
@@ -67,7 +63,7 @@ TEST_CASE("export maxtext: a folded MoE layout: dp 8 = fsdp 2 x expert 4, pp acr
   const ModelSpec model = testing::ShippedModel("mixtral-8x7b");  // 32 layers, every one MoE
   Layout l = MakeLayout(16, 1, 1, 2, 4, 1);
   l.fsdp = true;
-  const std::string y = MtExport(MtBuild(l), &model);
+  const std::string y = MtExport(BuildMap(l), &model);
   CHECK(Contains(y, "ici_fsdp_parallelism: 2\n"));
   CHECK(Contains(y, "ici_expert_parallelism: 4\n"));
   CHECK(Contains(y, "ici_pipeline_parallelism: 1\n"));
@@ -83,9 +79,9 @@ TEST_CASE("export maxtext: a folded MoE layout: dp 8 = fsdp 2 x expert 4, pp acr
 
 TEST_CASE("export maxtext: context_parallel_strategy is the plan's CP style") {
   Layout l = MakeLayout(16, 1, 2, 1, 1, 1);  // cp 2 fastest, dp 8 outside it
-  CHECK(Contains(MtExport(MtBuild(l)), "context_parallel_strategy: ulysses"));
+  CHECK(Contains(MtExport(BuildMap(l)), "context_parallel_strategy: ulysses"));
   l.cp_style = CpStyle::kRing;
-  const std::string y = MtExport(MtBuild(l));
+  const std::string y = MtExport(BuildMap(l));
   CHECK(Contains(y, "context_parallel_strategy: ring"));
   CHECK(Contains(y, "ici_context_parallelism: 2\n"));
 }
@@ -96,25 +92,25 @@ TEST_CASE("export maxtext: per_device_batch_size is the global batch over every 
   job.global_batch = 1024;
   Layout l = MakeLayout(16, 2, 1, 2, 1, 2);  // dp 4: 256 micro-batches of 1; 1024 / 16 devices
   l.fsdp = true;
-  std::string y = MtExport(MtBuild(l), nullptr, &job);
+  std::string y = MtExport(BuildMap(l), nullptr, &job);
   CHECK(Contains(y, "per_device_batch_size: 64\n"));
   CHECK(Contains(y, "max_target_length: 8192"));
   CHECK(Contains(MtFlat(y), "1024 sequences = mbs 1 x dp 4 x 256 micro-batches"));
   job.global_batch = 100;  // 6.25 per device: MaxText's count may be fractional
-  CHECK(Contains(MtExport(MtBuild(l), nullptr, &job), "per_device_batch_size: 6.25\n"));
-  CHECK_FALSE(Contains(MtExport(MtBuild(l)), "per_device_batch_size:"));  // no job, no batch
+  CHECK(Contains(MtExport(BuildMap(l), nullptr, &job), "per_device_batch_size: 6.25\n"));
+  CHECK_FALSE(Contains(MtExport(BuildMap(l)), "per_device_batch_size:"));  // no job, no batch
 }
 
 TEST_CASE("export maxtext: dp / ep goes on the axis the order's groups need") {
   SUBCASE("no pipeline: fsdp for a layout with FSDP, else data") {
     Layout l = MakeLayout(16, 1, 1, 1, 4, 1);  // dp 16 = 4 x expert 4; a node holds expert 4 x 2
-    CHECK(Contains(MtExport(MtBuild(l)), "ici_data_parallelism: 2\n"));
+    CHECK(Contains(MtExport(BuildMap(l)), "ici_data_parallelism: 2\n"));
     l.fsdp = true;
-    CHECK(Contains(MtExport(MtBuild(l)), "ici_fsdp_parallelism: 2\n"));
+    CHECK(Contains(MtExport(BuildMap(l)), "ici_fsdp_parallelism: 2\n"));
   }
   SUBCASE("pp inside dp (the default order) needs fsdp, inside stage, even without FSDP") {
     const Layout l = MakeLayout(16, 2, 1, 2, 1, 2);  // dp 4, fsdp 0
-    const std::string y = MtFlat(MtExport(MtBuild(l)));
+    const std::string y = MtFlat(MtExport(BuildMap(l)));
     CHECK(Contains(y, "ici_fsdp_parallelism: 4\n"));
     CHECK(Contains(y, "ici_data_parallelism: 1\n"));
     CHECK(Contains(y, "dp / ep 4 is on fsdp (the order needs it: dp comes before pp"));
@@ -123,7 +119,7 @@ TEST_CASE("export maxtext: dp / ep goes on the axis the order's groups need") {
   SUBCASE("pp inside dp's digits (tp-cp-ep-pp-dp) needs data, outside stage, even with FSDP") {
     Layout l = MakeLayout(16, 2, 1, 2, 1, 2, kPpDpOrder);
     l.fsdp = true;
-    const std::string y = MtFlat(MtExport(MtBuild(l)));
+    const std::string y = MtFlat(MtExport(BuildMap(l)));
     CHECK(Contains(y, "ici_data_parallelism: 2\n"));  // dp 4: 2 inside a node, 2 across
     CHECK(Contains(y, "dcn_data_parallelism: 2\n"));
     CHECK(Contains(y, "dp / ep 4 is on data (the order needs it: dp comes after pp"));
@@ -143,7 +139,7 @@ TEST_CASE("export maxtext: what MaxText cannot run is the trainer rules' refusal
     const ModelSpec deepseek = testing::ShippedModel("deepseek-v3");
     CHECK(Contains(MtRefusal(MakeLayout(16, 1, 1, 2, 8, 1), &deepseek, "trainer_pipeline_split"), "deepseek-v3"));
     // Without a pipeline nothing is split: exported.
-    CHECK_FALSE(Contains(MtExport(MtBuild(MakeLayout(16, 1, 1, 1, 8, 1)), &deepseek), "pipeline_parallel_layers"));
+    CHECK_FALSE(Contains(MtExport(BuildMap(MakeLayout(16, 1, 1, 1, 8, 1)), &deepseek), "pipeline_parallel_layers"));
   }
   SUBCASE("an uneven split") {
     Layout l = MakeLayout(16, 1, 1, 2, 4, 1);

@@ -11,6 +11,7 @@
 #include <string>
 #include <vector>
 
+#include "export_fixtures.h"
 #include "fixtures.h"
 #include "planner/legality.h"
 #include "planner/rank_export.h"
@@ -24,12 +25,7 @@ namespace {
 
 using testing::Contains;
 using testing::MakeLayout;
-
-RankMap OlmoBuild(const Layout& l, int nodes = 2) {
-  Result<RankMap> map = BuildRankMap(l, testing::MakeCluster(nodes));
-  REQUIRE_MESSAGE(map.ok(), map.status().message());
-  return std::move(map).value();
-}
+using testing::BuildMap;
 
 std::string OlmoExport(const RankMap& m, const ModelSpec* model = nullptr) {
   Result<std::string> out = ExportRankMap(m, ExportFormat::kOlmoCore, {nullptr, model, nullptr});
@@ -39,7 +35,7 @@ std::string OlmoExport(const RankMap& m, const ModelSpec* model = nullptr) {
 
 // The export's refusal of `l`: the trainer rules' message, naming `rule`.
 std::string OlmoRefusal(const Layout& l, const ModelSpec* model, const char* rule) {
-  Result<std::string> out = ExportRankMap(OlmoBuild(l), ExportFormat::kOlmoCore, {nullptr, model, nullptr});
+  Result<std::string> out = ExportRankMap(BuildMap(l), ExportFormat::kOlmoCore, {nullptr, model, nullptr});
   REQUIRE_FALSE(out.ok());
   const std::string why = out.status().message();
   const Status rules = TrainerRefusal(Trainer::kOlmoCore, l, TrainerContext{nullptr, model, nullptr});
@@ -65,7 +61,7 @@ TEST_CASE("export olmo-core: MoE with ep > 1 is HSDP with shard degree ep and th
   const ModelSpec model = testing::ShippedModel("mixtral-8x7b");
   Layout l = MakeLayout(16, 1, 1, 2, 4, 1);  // dp 8 = 2 replicas x shard 4; edp 2
   l.fsdp = true;
-  const std::string py = OlmoExport(OlmoBuild(l), &model);
+  const std::string py = OlmoExport(BuildMap(l), &model);
   CHECK(Contains(py, "from olmo_core.distributed.parallel import DataParallelType, PipelineScheduleType\n"));
   CHECK(Contains(py, "dp_config = TransformerDataParallelConfig(\n"
                      "    name=DataParallelType.hsdp, num_replicas=2, shard_degree=4)\n"));
@@ -85,7 +81,7 @@ TEST_CASE("export olmo-core: a dense model with tp > 1 is exported (no expert ru
   const ModelSpec model = testing::ShippedModel("llama3-70b");
   Layout l = MakeLayout(16, 2, 2, 2, 1, 2);  // etp = tp: the dense default, no experts to shard
   l.recompute = Recompute::Full();
-  const std::string py = OlmoExport(OlmoBuild(l), &model);
+  const std::string py = OlmoExport(BuildMap(l), &model);
   CHECK(Contains(py, "tp_config = TransformerTensorParallelConfig(degree=2)\n"));
   CHECK(Contains(py, "cp_config = TransformerContextParallelConfig.ulysses(degree=2)"));
   CHECK(Contains(py, "ep_config = None  # ep 1\n"));
@@ -99,7 +95,7 @@ TEST_CASE("export olmo-core: ring cp is zig-zag; fsdp without EP shards over dp;
   l.cp_style = CpStyle::kRing;
   l.fsdp = true;
   l.recompute = Recompute::Selective().With(RecomputeModule::kLayernorm);
-  const std::string py = OlmoExport(OlmoBuild(l));
+  const std::string py = OlmoExport(BuildMap(l));
   CHECK(Contains(py, "cp_config = TransformerContextParallelConfig.zig_zag(degree=2)\n"));
   CHECK(Contains(py, "name=DataParallelType.fsdp, num_replicas=1, shard_degree=4)"));
   CHECK(Contains(py, "mode=TransformerActivationCheckpointingMode.selected_modules"));
@@ -139,10 +135,10 @@ TEST_CASE("export olmo-core: what OLMo-core cannot run is the trainer rules' ref
 }
 
 TEST_CASE("export olmo-core names PipelineScheduleType's member and the split points") {
-  const std::string py = OlmoExport(OlmoBuild(OlmoScheduled(PipelineSchedule::kInterleaved1F1B)));
+  const std::string py = OlmoExport(BuildMap(OlmoScheduled(PipelineSchedule::kInterleaved1F1B)));
   CHECK(Contains(py, "schedule=PipelineScheduleType.interleaved_1F1B"));
   CHECK(Contains(py, "split_points=[2, 4, 6]"));  // stages of 2 layers: first layer of stages 1..3
-  CHECK(Contains(OlmoExport(OlmoBuild(OlmoScheduled(PipelineSchedule::kGPipe))),
+  CHECK(Contains(OlmoExport(BuildMap(OlmoScheduled(PipelineSchedule::kGPipe))),
                  "schedule=PipelineScheduleType.gpipe"));
 }
 

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 #include <string>
 
+#include "export_fixtures.h"
 #include "fixtures.h"
 #include "planner/rank_export.h"
 #include "planner/rank_map.h"
@@ -19,6 +20,9 @@ namespace {
 
 using testing::Contains;
 using testing::MakeLayout;
+using testing::BuildMap;
+using testing::ExportRefusal;
+using testing::ExportText;
 ClusterSpec Dgx(int nodes) { return testing::MakeCluster(nodes); }
 
 ModelSpec Moe(int layers, int experts) {
@@ -33,24 +37,6 @@ ModelSpec Moe(int layers, int experts) {
   m.moe->top_k = 2;
   m.moe->ffn_hidden = 512;
   return m;
-}
-
-RankMap Build(const Layout& l, int nodes = 2) {
-  Result<RankMap> map = BuildRankMap(l, Dgx(nodes));
-  REQUIRE_MESSAGE(map.ok(), map.status().message());
-  return std::move(map).value();
-}
-
-std::string Export(const RankMap& m, ExportFormat f, const ExportContext& ctx = {}) {
-  Result<std::string> out = ExportRankMap(m, f, ctx);
-  REQUIRE_MESSAGE(out.ok(), out.status().message());
-  return *out;
-}
-
-std::string Refusal(const RankMap& m, ExportFormat f, const ExportContext& ctx = {}) {
-  Result<std::string> out = ExportRankMap(m, f, ctx);
-  REQUIRE_FALSE(out.ok());
-  return out.status().message();
 }
 
 TEST_CASE("export: format names") {
@@ -68,11 +54,11 @@ TEST_CASE("export: format names") {
 TEST_CASE("export rankmap: valid JSON that round-trips every group") {
   Layout l = MakeLayout(16, 2, 2, 2, 4, 1);
   l.stage_layers = {4, 4};
-  const RankMap m = Build(l, 4);
+  const RankMap m = BuildMap(l, 4);
   const ClusterSpec cluster = Dgx(4);
   const ModelSpec model = Moe(8, 8);
   JobSpec job;
-  const std::string text = Export(m, ExportFormat::kRankMap, {&cluster, &model, &job});
+  const std::string text = ExportText(m, ExportFormat::kRankMap, {&cluster, &model, &job});
   const nlohmann::json j = nlohmann::json::parse(text);
   CHECK(j["schema"] == "foldplan.rankmap/v1");
   CHECK(j["world_size"] == 16);
@@ -106,15 +92,15 @@ TEST_CASE("export rankmap: valid JSON that round-trips every group") {
 }
 
 TEST_CASE("export rankmap: experts not divisible by ep is an error") {
-  const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1));
+  const RankMap m = BuildMap(MakeLayout(16, 2, 2, 2, 4, 1));
   const ModelSpec model = Moe(8, 6);
-  CHECK(Contains(Refusal(m, ExportFormat::kRankMap, {nullptr, &model, nullptr}),
+  CHECK(Contains(ExportRefusal(m, ExportFormat::kRankMap, {nullptr, &model, nullptr}),
                  "6 experts, not divisible by ep 4"));
 }
 
 TEST_CASE("export torch: DeviceMeshes from the real rank arrays") {
-  const RankMap m = Build(MakeLayout(16, 2, 2, 2, 4, 1, kPpDpOrder));
-  const std::string py = Export(m, ExportFormat::kTorch);
+  const RankMap m = BuildMap(MakeLayout(16, 2, 2, 2, 4, 1, kPpDpOrder));
+  const std::string py = ExportText(m, ExportFormat::kTorch);
   CHECK(Contains(py, "from torch.distributed.device_mesh import DeviceMesh"));
   CHECK(Contains(py, "init_process_group"));
   // Dense view of the tp-pp-dp order: (p, d, c, t) -> t + 2c + 4p + 8d.
@@ -131,7 +117,7 @@ TEST_CASE("export jax: one mesh whose axes are both views' rank digits") {
     // Dense digits (fastest first) tp 2, cp 2, dp 2, pp 2; expert etp 1, ep 4,
     // edp 2, pp 2: cuts at strides 1, 2, 4, 8, 16 give four axes of 2 and
     // ep = tp_ep x cp_ep. Two 8-GPU domains: pp across (DCN), the rest inside.
-    const std::string py = Export(Build(MakeLayout(16, 2, 2, 2, 4, 1)), ExportFormat::kJax);
+    const std::string py = ExportText(BuildMap(MakeLayout(16, 2, 2, 2, 4, 1)), ExportFormat::kJax);
     CHECK(Contains(py, "axis_names = (\"pp\", \"dp_edp\", \"cp_ep\", \"tp_ep\")\n"));
     CHECK(Contains(py, "mesh_shape = (2, 2, 2, 2)\n"));
     CHECK(Contains(py, "ici_shape = (1, 2, 2, 2)\ndcn_shape = (2, 1, 1, 1)\n"));
@@ -143,7 +129,7 @@ TEST_CASE("export jax: one mesh whose axes are both views' rank digits") {
     // tp 2 ends at stride 2, ep 3 ends (edp starts) at stride 3: ep is no product of mesh axes.
     Result<RankMap> m = BuildRankMap(MakeLayout(12, 2, 1, 1, 3, 1), testing::MakeCluster(2));
     REQUIRE(m.ok());
-    const std::string why = Refusal(m.value(), ExportFormat::kJax);
+    const std::string why = ExportRefusal(m.value(), ExportFormat::kJax);
     CHECK(Contains(why, "jax cannot express this layout"));
     CHECK(Contains(why, "tp's digit boundary at rank stride 2 and edp's at stride 3 do not nest"));
   }
@@ -160,12 +146,12 @@ Layout Scheduled(PipelineSchedule schedule) {
 }
 
 TEST_CASE("export rankmap carries a schedule only when the layout names one other than its implied one") {
-  CHECK_FALSE(nlohmann::json::parse(Export(Build(MakeLayout(16, 1, 1, 2, 4, 1)), ExportFormat::kRankMap))
+  CHECK_FALSE(nlohmann::json::parse(ExportText(BuildMap(MakeLayout(16, 1, 1, 2, 4, 1)), ExportFormat::kRankMap))
                   .contains("schedule"));
-  CHECK_FALSE(nlohmann::json::parse(Export(Build(Scheduled(PipelineSchedule::k1F1B)), ExportFormat::kRankMap))
+  CHECK_FALSE(nlohmann::json::parse(ExportText(BuildMap(Scheduled(PipelineSchedule::k1F1B)), ExportFormat::kRankMap))
                   .contains("schedule"));
   const nlohmann::json j =
-      nlohmann::json::parse(Export(Build(Scheduled(PipelineSchedule::kDualPipeV)), ExportFormat::kRankMap));
+      nlohmann::json::parse(ExportText(BuildMap(Scheduled(PipelineSchedule::kDualPipeV)), ExportFormat::kRankMap));
   CHECK(j["schedule"] == "dualpipev");
   CHECK(Contains(j["layout"].get<std::string>(), ",schedule=dualpipev,"));
 }

@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "export_fixtures.h"
 #include "fixtures.h"
 #include "planner/rank_export.h"
 #include "planner/rank_map.h"
@@ -22,24 +23,9 @@ namespace {
 
 using testing::Contains;
 using testing::MakeLayout;
-
-RankMap TtBuild(const Layout& l, int nodes = 2) {
-  Result<RankMap> map = BuildRankMap(l, testing::MakeCluster(nodes));
-  REQUIRE_MESSAGE(map.ok(), map.status().message());
-  return std::move(map).value();
-}
-
-std::string TtExport(const RankMap& m, ExportFormat f, const ExportContext& ctx = {}) {
-  Result<std::string> out = ExportRankMap(m, f, ctx);
-  REQUIRE_MESSAGE(out.ok(), out.status().message());
-  return *out;
-}
-
-std::string TtRefusal(const RankMap& m, ExportFormat f, const ExportContext& ctx = {}) {
-  Result<std::string> out = ExportRankMap(m, f, ctx);
-  REQUIRE_FALSE(out.ok());
-  return out.status().message();
-}
+using testing::BuildMap;
+using testing::ExportRefusal;
+using testing::ExportText;
 
 // The text with every line break and the indentation after it as one space
 // (a list wrapped anywhere reads the same).
@@ -88,7 +74,7 @@ TEST_CASE("export torchtitan-toml is a format of its own, after the seven") {
 TEST_CASE("export torchtitan: a Python module returning Trainer.Config from the model's registry") {
   const ModelSpec model = testing::ShippedModel("deepseek-v3");
   const JobSpec job;  // seq 4096, global batch 1024
-  const std::string py = TtExport(TtBuild(TtFolded(), 4), kTtPy, {nullptr, &model, &job});
+  const std::string py = ExportText(BuildMap(TtFolded(), 4), kTtPy, {nullptr, &model, &job});
   CHECK(Contains(py, "# For torchtitan after 2026-02-23 (Python configs), read at b5bcd76"));
   CHECK(Contains(py, "from torchtitan.trainer import Trainer\n"));
   CHECK(Contains(py, "from torchtitan.config import ParallelismConfig, TrainingConfig\n"));
@@ -127,7 +113,7 @@ TEST_CASE("export torchtitan: every pp > 1 split is module names per virtual sta
   Layout l = TtRunnable(16, 1, 1, 2, 4);
   l.vpp = 2;
   l.stage_layers = {2, 3, 3, 4};  // uneven, in model order
-  const std::string py = TtExport(TtBuild(l), kTtPy);
+  const std::string py = ExportText(BuildMap(l), kTtPy);
   CHECK(Contains(py, "pipeline_parallel_schedule=\"Interleaved1F1B\""));
   CHECK(Contains(py,
                  "# virtual stage 0: 2 decoder layers\n                [\"tok_embeddings\", \"layers.0\", "
@@ -135,14 +121,14 @@ TEST_CASE("export torchtitan: every pp > 1 split is module names per virtual sta
   CHECK(Contains(py, "[\"layers.2\", \"layers.3\", \"layers.4\"],\n"));
   CHECK(Contains(py, "[\"layers.8\", \"layers.9\", \"layers.10\", \"layers.11\", \"norm\", \"output\"],\n"));
   l.stage_layers = {3, 3, 3, 3};
-  CHECK(Contains(TtExport(TtBuild(l), kTtPy), "[\"layers.9\", \"layers.10\", \"layers.11\", \"norm\", \"output\"],\n"));
-  CHECK_FALSE(Contains(TtExport(TtBuild(l), kTtPy), "pipeline_parallel_layers_per_stage"));
+  CHECK(Contains(ExportText(BuildMap(l), kTtPy), "[\"layers.9\", \"layers.10\", \"layers.11\", \"norm\", \"output\"],\n"));
+  CHECK_FALSE(Contains(ExportText(BuildMap(l), kTtPy), "pipeline_parallel_layers_per_stage"));
 }
 
 TEST_CASE("export torchtitan-toml: the [parallelism] table, even splits a layer count, uneven ones module names") {
   Layout l = TtRunnable(16, 1, 1, 2, 4);
   l.stage_layers = {6, 6};
-  std::string toml = TtExport(TtBuild(l), kTtToml);
+  std::string toml = ExportText(BuildMap(l), kTtToml);
   CHECK(Contains(toml,
                  "# For the torchtitan releases with TOML configs, before 2026-02-23 (the last read at "
                  "238fa995);"));
@@ -155,7 +141,7 @@ TEST_CASE("export torchtitan-toml: the [parallelism] table, even splits a layer 
   CHECK(Contains(toml, "expert_parallel_degree = 4\nexpert_parallel_comm_backend = \"standard\"\n"));
   CHECK_FALSE(Contains(toml, "module_fqns_per_model_part"));
   l.stage_layers = {5, 7};
-  toml = TtExport(TtBuild(l), kTtToml);
+  toml = ExportText(BuildMap(l), kTtToml);
   CHECK_FALSE(Contains(toml, "pipeline_parallel_layers_per_stage"));
   CHECK(Contains(toml,
                  "module_fqns_per_model_part = [\n  # virtual stage 0: 5 decoder layers\n"
@@ -171,21 +157,21 @@ TEST_CASE("export torchtitan-toml: the [parallelism] table, even splits a layer 
 
 TEST_CASE("export torchtitan: recompute as activation checkpointing") {
   Layout l = TtRunnable(16, 1, 1, 1, 4);
-  CHECK(Contains(TtExport(TtBuild(l), kTtPy), "activation_checkpoint=None,"));
+  CHECK(Contains(ExportText(BuildMap(l), kTtPy), "activation_checkpoint=None,"));
   l.recompute = Recompute::Full();
-  CHECK(Contains(TtExport(TtBuild(l), kTtPy), "activation_checkpoint=FullAC.Config(),"));
+  CHECK(Contains(ExportText(BuildMap(l), kTtPy), "activation_checkpoint=FullAC.Config(),"));
   l.recompute = Recompute::Selective();
-  const std::string py = TtExport(TtBuild(l), kTtPy);
+  const std::string py = ExportText(BuildMap(l), kTtPy);
   CHECK(Contains(py, "from torchtitan.distributed.activation_checkpoint import SelectiveAC\n"));
   CHECK(Contains(py, "activation_checkpoint=SelectiveAC.Config(),"));
-  CHECK(Contains(TtExport(TtBuild(l), kTtToml), "# Activation checkpointing: selective"));
+  CHECK(Contains(ExportText(BuildMap(l), kTtToml), "# Activation checkpointing: selective"));
 }
 
 TEST_CASE("export torchtitan: FP8 is refused (its converters' field was not read); the dispatcher is moe_comm_backend") {
   Layout l = TtRunnable(16, 1, 1, 1, 4);
   for (Precision p : {Precision::kFP8Tensorwise, Precision::kMXFP8}) {
     l.precision = p;
-    CHECK(Contains(TtRefusal(TtBuild(l), kTtPy), "trainer_recipe"));
+    CHECK(Contains(ExportRefusal(BuildMap(l), kTtPy), "trainer_recipe"));
   }
   l.precision = Precision::kBF16;
   const std::pair<Dispatcher, const char*> backends[] = {
@@ -193,9 +179,9 @@ TEST_CASE("export torchtitan: FP8 is refused (its converters' field was not read
   for (const auto& b : backends) {
     l.dispatcher = b.first;
     CAPTURE(Name(b.first));
-    CHECK(Contains(TtExport(TtBuild(l), kTtPy), "moe_comm_backend=\"" + std::string(b.second) + "\")"));
+    CHECK(Contains(ExportText(BuildMap(l), kTtPy), "moe_comm_backend=\"" + std::string(b.second) + "\")"));
     CHECK(
-        Contains(TtExport(TtBuild(l), kTtToml), "expert_parallel_comm_backend = \"" + std::string(b.second) + "\"\n"));
+        Contains(ExportText(BuildMap(l), kTtToml), "expert_parallel_comm_backend = \"" + std::string(b.second) + "\"\n"));
   }
 }
 
@@ -205,27 +191,27 @@ TEST_CASE("export torchtitan: torchtitan's models where it has one, a marked pla
   SUBCASE("qwen3: its module, the flavor inferred from the name") {
     const ModelSpec model = testing::ShippedModel("qwen3-30b-a3b");
     Layout moe = TtRunnable(16, 1, 1, 1, 8);
-    const std::string py = TtExport(TtBuild(moe), kTtPy, {nullptr, &model, &job});
+    const std::string py = ExportText(BuildMap(moe), kTtPy, {nullptr, &model, &job});
     CHECK(Contains(py, "from torchtitan.models.qwen3 import model_registry\n"));
     CHECK(Contains(py, "model_registry(\"30B-A3B\", moe_comm_backend=\"standard\")"));
     CHECK(Contains(py, "inferred from foldplan's model name qwen3-30b-a3b"));
   }
   SUBCASE("llama3: dense, so no moe_comm_backend") {
     const ModelSpec model = testing::ShippedModel("llama3-70b");
-    const std::string py = TtExport(TtBuild(l), kTtPy, {nullptr, &model, &job});
+    const std::string py = ExportText(BuildMap(l), kTtPy, {nullptr, &model, &job});
     CHECK(Contains(py, "from torchtitan.models.llama3 import model_registry\n"));
     CHECK(Contains(py, "model_spec=model_registry(\"70B\"),\n"));
-    CHECK_FALSE(Contains(TtExport(TtBuild(l), kTtToml, {nullptr, &model, &job}), "expert_parallel_comm_backend ="));
+    CHECK_FALSE(Contains(ExportText(BuildMap(l), kTtToml, {nullptr, &model, &job}), "expert_parallel_comm_backend ="));
   }
   SUBCASE("mixtral: torchtitan ships none") {
     const ModelSpec model = testing::ShippedModel("mixtral-8x7b");
-    const std::string py = TtExport(TtBuild(TtRunnable(16, 1, 1, 1, 8)), kTtPy, {nullptr, &model, &job});
+    const std::string py = ExportText(BuildMap(TtRunnable(16, 1, 1, 1, 8)), kTtPy, {nullptr, &model, &job});
     CHECK(Contains(py, "# PLACEHOLDER: torchtitan ships no mixtral-8x7b model"));
     CHECK(Contains(py, "from your_models.mixtral_8x7b import model_registry  # PLACEHOLDER\n"));
     CHECK(Contains(py, "model_spec=model_registry(\"mixtral-8x7b\", moe_comm_backend=\"standard\"),  # PLACEHOLDER\n"));
   }
   SUBCASE("no model: a placeholder; no job: no TrainingConfig") {
-    const std::string py = TtExport(TtBuild(l), kTtPy);
+    const std::string py = ExportText(BuildMap(l), kTtPy);
     CHECK(Contains(py, "# PLACEHOLDER: no --model was given"));
     CHECK_FALSE(Contains(py, "TrainingConfig("));
     CHECK(Contains(py, "# No job: sequence length and batch not exported.\n"));
@@ -235,7 +221,7 @@ TEST_CASE("export torchtitan: torchtitan's models where it has one, a marked pla
 TEST_CASE("export torchtitan: without the model's layers no modules are named, and the comment says why") {
   const Layout l = TtRunnable(16, 1, 1, 2, 4);  // no stage_layers
   for (ExportFormat f : {kTtPy, kTtToml}) {
-    const std::string out = TtExport(TtBuild(l), f);
+    const std::string out = ExportText(BuildMap(l), f);
     CHECK_FALSE(Contains(out, "module_fqns_per_model_part ="));
     CHECK_FALSE(Contains(out, "module_fqns_per_model_part=["));
     CHECK(Contains(out, "# No model: foldplan knows no layer count"));
@@ -260,13 +246,13 @@ TEST_CASE("export torchtitan names each schedule as torch.distributed.pipelining
   // Not a structured binding: CAPTURE's lambda cannot name one before clang 16.
   for (const auto& e : expected) {
     CAPTURE(Name(e.first));
-    const RankMap m = TtBuild(TtScheduled(e.first));
-    CHECK(Contains(TtExport(m, kTtPy), "pipeline_parallel_schedule=\"" + std::string(e.second) + "\",\n"));
-    CHECK(Contains(TtExport(m, kTtToml), "pipeline_parallel_schedule = \"" + std::string(e.second) + "\"\n"));
+    const RankMap m = BuildMap(TtScheduled(e.first));
+    CHECK(Contains(ExportText(m, kTtPy), "pipeline_parallel_schedule=\"" + std::string(e.second) + "\",\n"));
+    CHECK(Contains(ExportText(m, kTtToml), "pipeline_parallel_schedule = \"" + std::string(e.second) + "\"\n"));
   }
-  CHECK(Contains(TtExport(TtBuild(TtScheduled(PipelineSchedule::kDualPipeV)), kTtPy), "in a V"));
+  CHECK(Contains(ExportText(BuildMap(TtScheduled(PipelineSchedule::kDualPipeV)), kTtPy), "in a V"));
   for (ExportFormat f : {kTtPy, kTtToml}) {
-    const std::string why = TtRefusal(TtBuild(TtScheduled(PipelineSchedule::kZeroBubbleH1)), f);
+    const std::string why = ExportRefusal(BuildMap(TtScheduled(PipelineSchedule::kZeroBubbleH1)), f);
     CHECK(Contains(why, "torchtitan cannot run this layout: trainer_schedule: "));
     CHECK(Contains(why, "none runs zb-h1 with one stage per rank"));
   }
@@ -317,7 +303,7 @@ TEST_CASE("export torchtitan refuses what the trainer rules refuse, both formats
     for (ExportFormat f : {kTtPy, kTtToml}) {
       const std::string format = Name(f);
       CAPTURE(format);
-      const std::string why = TtRefusal(TtBuild(c.layout), f);
+      const std::string why = ExportRefusal(BuildMap(c.layout), f);
       CHECK(Contains(why, "torchtitan cannot run this layout: " + std::string(c.rule) + ": "));
       CHECK_FALSE(Contains(why, "a bug in foldplan"));
     }
@@ -330,7 +316,7 @@ TEST_CASE("export torchtitan prints what the plan prices differently as comments
   const std::vector<std::string> notes =
       TrainerCostNotes(Trainer::kTorchtitan, l, TrainerContext{nullptr, nullptr, nullptr});
   for (ExportFormat f : {kTtPy, kTtToml}) {
-    const std::string out = TtExport(TtBuild(l), f);
+    const std::string out = ExportText(BuildMap(l), f);
     for (const std::string& note : notes) {
       CAPTURE(note);
       CHECK(Contains(out, "# Cost: " + note.substr(0, 40)));
