@@ -635,6 +635,17 @@ PlanAdvice NoFitAdvice(const PlanOptions& options, const Inputs& in, const CostM
       changes.push_back(Tried("FSDP", base, o, limit_gib, objective));
     }
   }
+  // A change searched over several candidates: its flags and command name
+  // only the candidate that won (`key`: the layout key that narrows it).
+  auto tried_narrowed = [&](const char* what, const PlanOptions& o, const char* key) {
+    Change c = Tried(what, base, o, limit_gib, objective);
+    if (c.best) {
+      const PlanOptions narrowed = Narrowed(o, c, key);
+      c.flags = ChangedFlags(base, narrowed);
+      c.command = PlanCommandLine(narrowed);
+    }
+    return c;
+  };
   {
     std::vector<std::string> names;
     for (Recompute r : RecomputeTries(in.model)) {
@@ -646,13 +657,7 @@ PlanAdvice NoFitAdvice(const PlanOptions& options, const Inputs& in, const CostM
       PlanOptions o = base;
       o.inputs.recompute = Joined(names, ",");
       o.fix = FixWith(base.fix, {"recompute"});
-      Change c = Tried("recompute", base, o, limit_gib, objective);
-      if (c.best) {
-        const PlanOptions narrowed = Narrowed(o, c, "recompute");
-        c.flags = ChangedFlags(base, narrowed);
-        c.command = PlanCommandLine(narrowed);
-      }
-      changes.push_back(c);
+      changes.push_back(tried_narrowed("recompute", o, "recompute"));
     }
   }
   {
@@ -680,13 +685,7 @@ PlanAdvice NoFitAdvice(const PlanOptions& options, const Inputs& in, const CostM
       PlanOptions o = base;
       o.inputs.precision = Joined(fp8, ",");
       o.fix = FixWith(base.fix, {"precision"});
-      Change c = Tried("FP8", base, o, limit_gib, objective);
-      if (c.best) {
-        const PlanOptions narrowed = Narrowed(o, c, "precision");
-        c.flags = ChangedFlags(base, narrowed);
-        c.command = PlanCommandLine(narrowed);
-      }
-      changes.push_back(c);
+      changes.push_back(tried_narrowed("FP8", o, "precision"));
     }
   }
   t += "changes, each searched by the cost model (the best layout that fits, or the smallest peak when none does):\n";
