@@ -64,7 +64,7 @@
 #include <vector>
 
 #include "core/status.h"
-#include "planner/pipeline_schedule.h"
+#include "inputs/pipeline_schedule.h"
 
 namespace foldplan {
 

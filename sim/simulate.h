@@ -33,7 +33,7 @@
 #include "core/status.h"
 #include "costmodel/evaluate.h"
 #include "planner/layout.h"
-#include "planner/pipeline_schedule.h"
+#include "inputs/pipeline_schedule.h"
 #include "sim/engine.h"
 #include "sim/pipeline_order.h"
 #include "sim/step_graph.h"
