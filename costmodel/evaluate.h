@@ -150,7 +150,7 @@ class CostModel {
   // and micro-batches.
   // ScoreFamily prunes a family's fitting variants by it at once.
   // `cached`: through the per-thread memos ScoreFamily uses
-  // (LeastBlocksMemo in evaluate.cc), else afresh; the same bits.
+  // (LeastBlocksMemo in evaluate_memo.cc), else afresh; the same bits.
   double FamilyStepTimeLowerBound(const Layout& layout, uint32_t dispatchers, uint32_t precisions,
                                   bool cached = false) const;
 
@@ -186,15 +186,21 @@ class CostModel {
   StepBreakdown StepAfter(const Layout& layout, const PipelineDescription& pipeline, const StepWork& work,
                           const PipelineTimes& times) const;
   StepWork WorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
-  // HostWorkOf(layout), through the per-thread memo when `cached` (the
-  // same bits); valid until the thread's next call.
-  const HostWork& HostOf(const Layout& layout, bool cached) const;
   // WorkOf in two parts: the compute (no ops, no host yet), then the comm
   // plan.
   StepWork ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached) const;
   void ComputeWorkOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* out) const;
   void AddCommOf(const Layout& layout, const PipelineDescription& pipeline, bool cached, StepWork* work) const;
-  LayoutScore ScoreOf(const Layout& layout, bool minimise_memory, bool cached, double prune_above) const;
+  // Fits and the peak, from the worst stage's peak bytes.
+  LayoutScore PeakScore(double peak_bytes) const;
+
+  // The search's accelerators. Each `cached` above reads through the
+  // per-thread memos (evaluate_memo.h) when true, else computes afresh: the
+  // same bits. These live in evaluate_memo.cc and search_score.cc.
+  //
+  // HostWorkOf(layout), through the per-thread memo when `cached` (the
+  // same bits); valid until the thread's next call.
+  const HostWork& HostOf(const Layout& layout, bool cached) const;
   // A layout's compute work (ComputeWorkOf: no communication yet) and its
   // PipelineLowerBound, as ScoreFamily shares them across members. FinishScore
   // reads each member's plan beside it (work.ops is not the member's).
@@ -202,24 +208,22 @@ class CostModel {
     StepWork work;
     double bound_s = 0;  // set whenever FinishScore is given a finite bound with it
   };
-  // ScoreOf in two parts: fits and the peak from the peak bytes; then, for
-  // a layout that fits, the objective (or pruned), from its compute work
-  // and bound when given, and its plan from `plan_without_recompute` when
-  // given: the layout's plan on its placement without recomputation
-  // (SumPlan counts the layout's recompute calls in).
-  LayoutScore PeakScore(double peak_bytes) const;
+  // Score past the peak: for a layout that fits, the objective (or
+  // pruned), through the memos, from its compute work and bound when
+  // given, and its plan from `plan_without_recompute` when given: the
+  // layout's plan on its placement without recomputation (SumPlan counts
+  // the layout's recompute calls in).
   LayoutScore FinishScore(const Layout& layout, const PipelineDescription& pipeline, LayoutScore peak,
-                          bool minimise_memory, bool cached, double prune_above,
-                          ComputedWork* computed = nullptr,
+                          bool minimise_memory, double prune_above, ComputedWork* computed = nullptr,
                           const std::vector<CommOp>* plan_without_recompute = nullptr) const;
   // The LeastBlocks of the computes FamilyStepTimeLowerBound covers;
   // `cached`: through the per-thread memos, else afresh (the same bits).
   LeastBlocks LeastBlocksOf(const Layout& layout, uint32_t dispatchers, uint32_t precisions, bool cached) const;
-  // DescribePipeline, memoised per thread (PipelineMemo in evaluate.cc).
+  // DescribePipeline, memoised per thread (PipelineMemo in evaluate_memo.cc).
   const PipelineDescription& CachedPipeline(const Layout& layout) const;
   // The layout's group placement, kept per thread (PlacementCache in
-  // evaluate.cc), null when PlaceGroups refuses it, and the timings memo
-  // that goes with it.
+  // evaluate_memo.cc), null when PlaceGroups refuses it, and the timings
+  // memo that goes with it.
   const LayoutPlacement* PlacementOf(const Layout& layout, CollectiveTimeMemo** memo) const;
   // BuildCommPlan(layout, ctx_, placement, pipeline, memo, ops), bit for
   // bit, `placement` and `memo` PlacementOf(layout)'s: its per-layer ops
