@@ -26,6 +26,7 @@
 
 #include "costmodel/compute_profile.h"
 #include "costmodel/compute_time.h"
+#include "costmodel/compute_time_memo.h"
 #include "costmodel/evaluate.h"
 #include "deepseek_inputs.h"
 #include "planner/enumerate.h"

@@ -7,34 +7,22 @@
 #include <cmath>
 #include <initializer_list>
 #include <limits>
-#include <unordered_map>
 
 #include "costmodel/compute_profile.h"
+#include "costmodel/compute_time_parts.h"
 #include "costmodel/dtype_bytes.h"
 #include "costmodel/routing.h"
 
 namespace foldplan {
 namespace {
 
-// The profile's rates, through the caller's memo when there is one (the
-// memo returns the profile's rates bit for bit).
-struct Rates {
-  const ComputeProfile& profile;
-  ComputeRateMemo* memo = nullptr;
-
-  double Gemm(const GemmShape& g, Precision precision) const {
-    return memo ? memo->GemmFlopsPerS(profile, g.m, g.n, g.k, precision)
-                : profile.GemmFlopsPerS(g.m, g.n, g.k, precision);
-  }
-  double Grouped(const GroupedGemmShape& g, Precision precision) const {
-    return memo ? memo->GroupedGemmFlopsPerS(profile, g.experts, g.rows_per_expert, g.k, g.n, precision)
-                : profile.GroupedGemmFlopsPerS(g.experts, g.rows_per_expert, g.k, g.n, precision);
-  }
-  double Attention(AttentionBackend backend, const AttentionKernel& k, bool forward_and_backward) const {
-    return memo ? memo->AttentionFlopsPerS(profile, backend, k, forward_and_backward)
-                : profile.AttentionFlopsPerS(backend, k, forward_and_backward);
-  }
-};
+using compute_parts::Add;
+using compute_parts::Assemble;
+using compute_parts::ComputeShared;
+using compute_parts::LayerSum;
+using compute_parts::MtpParts;
+using compute_parts::Rates;
+using compute_parts::SharedTimes;
 
 double GemmSeconds(const GemmShape& g, Precision precision, const Rates& rates) {
   const double flops = g.flops();
@@ -232,12 +220,6 @@ OpTime PermuteTraffic(const LayerWork& w, const ModelSpec& model, const JobSpec&
   return Traffic(bytes, bytes, profile);
 }
 
-void Add(OpTime& to, const OpTime& x) {
-  to.fwd_flops += x.fwd_flops;
-  to.fwd_s += x.fwd_s;
-  to.bwd_s += x.bwd_s;
-}
-
 uint32_t Bit(RecomputeModule m) { return 1u << int(m); }
 
 // The modules of a recompute set (under full: every one).
@@ -248,28 +230,6 @@ uint32_t ModulesOf(Recompute rc) {
   }
   return modules;
 }
-
-// A layer's times being summed: its parts, its forward pieces in order with
-// the recompute modules that rerun each (a piece goes into its part and,
-// when the layout's set covers it, into recompute_s: FinishLayer sums
-// those from the pieces, as LayerRecomputePieces::Apply does for any set),
-// and its FP8 weight elements on this rank.
-struct LayerSum {
-  LayerTimes t;
-  LayerRecomputePieces pieces;
-  double weights = 0;
-  void Put(OpTime& part, const OpTime& x, uint32_t modules) {
-    Add(part, x);
-    pieces.Add(x, modules);
-  }
-  // One of the experts' parts (LayerTimes' shares); into fp8_casts (an FP8
-  // cast of their GEMMs), also into that part's experts' share.
-  void PutExperts(OpTime& part, const OpTime& x, uint32_t modules) {
-    Add(part, x);
-    if (&part == &t.fp8_casts) Add(t.experts_fp8_casts, x);
-    pieces.Add(x, modules, true);
-  }
-};
 
 // The first half of a layer, every kind alike: input norms, attention
 // projections, rotary, the attention core and the residual adds. Reads of
@@ -494,29 +454,6 @@ void LayerRecomputePieces::Apply(Recompute rc, LayerTimes& times) const {
 
 namespace {
 
-// The MTP projection's parts in the order they are summed. Its weight
-// cast, the one part that reads the micro-batches per step, is added
-// between the head and the tail (MtpProjection), so that the rest is
-// shared by every micro-batch count.
-struct MtpParts {
-  OpTime head;                 // the projection GEMM and its FP8 input and grad casts
-  double weight_elements = 0;  // the GEMM's weights, cast once per step
-  std::array<OpTime, 3> tail;  // the embedding lookup, the two norms, the concat
-};
-
-// What a layout's compute times share with every layout that differs from
-// it only in ep, etp, the dispatcher, the recompute set and the
-// micro-batches per step: the dense layer (but its recompute sums and its
-// weight casts), a MoE layer's first half, the embedding, the output layer
-// and the MTP projection's parts. Reads of `layout` tp, cp, mbs, cp_style
-// and the precision (Shared's key).
-struct SharedTimes {
-  LayerSum dense;
-  LayerSum moe_attention;
-  OpTime embedding, output_layer;
-  MtpParts mtp;
-};
-
 // The casts of the layout's precision; `job` given: with the weight casts'
 // share of its micro-batches per step.
 Fp8Casts Fp8CastsOf(const Layout& layout, const JobSpec* job, const ComputeProfile& profile) {
@@ -543,6 +480,10 @@ void PutWeightCasts(const Fp8Casts& fp8, double dense_weights, double moe_weight
   if (model.is_moe()) out->moe_layer.fp8_weight_casts.fwd_s = fp8.WeightSeconds(moe_weights);
   if (model.mtp_layers > 0) out->mtp_projection = MtpProjection(mtp, fp8);
 }
+
+}  // namespace
+
+namespace compute_parts {
 
 void ComputeShared(const Layout& layout, const CostContext& ctx, const Rates& rates, SharedTimes* out) {
   const ModelSpec& model = *ctx.model;
@@ -593,13 +534,8 @@ void ComputeShared(const Layout& layout, const CostContext& ctx, const Rates& ra
                               kLossBwdBytesPerLogit * logit_elements, profile));
 }
 
-// The layout's times from what it shares: a MoE layer's second half, each
-// layer's recompute sums for its set and the weight casts for its
-// micro-batches per step. `moe_weights`, when given: the MoE layer's weight
-// elements (for PutWeightCasts under another micro-batch count).
 ComputeTimes Assemble(const SharedTimes& s, const Layout& layout, const CostContext& ctx, const Rates& rates,
-                      LayerRecomputePieces* dense_pieces, LayerRecomputePieces* moe_pieces,
-                      double* moe_weights = nullptr) {
+                      LayerRecomputePieces* dense_pieces, LayerRecomputePieces* moe_pieces, double* moe_weights) {
   const ModelSpec& model = *ctx.model;
   const JobSpec& job = *ctx.job;
   const Fp8Casts fp8 = Fp8CastsOf(layout, &job, *ctx.profile);
@@ -618,7 +554,12 @@ ComputeTimes Assemble(const SharedTimes& s, const Layout& layout, const CostCont
   return out;
 }
 
-}  // namespace
+void PutWeightCastsOf(const Layout& layout, const CostContext& ctx, double dense_weights, double moe_weights,
+                      const MtpParts& mtp, ComputeTimes* out) {
+  PutWeightCasts(Fp8CastsOf(layout, ctx.job, *ctx.profile), dense_weights, moe_weights, mtp, *ctx.model, out);
+}
+
+}  // namespace compute_parts
 
 ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, LayerRecomputePieces* dense_pieces,
                                LayerRecomputePieces* moe_pieces, ComputeRateMemo* rate_memo) {
@@ -626,133 +567,6 @@ ComputeTimes ComputeLayerTimes(const Layout& layout, const CostContext& ctx, Lay
   SharedTimes shared;
   ComputeShared(layout, ctx, rates, &shared);
   return Assemble(shared, layout, ctx, rates, dense_pieces, moe_pieces);
-}
-
-namespace {
-
-template <size_t N>
-size_t HashWords(const std::array<int64_t, N>& key) {
-  uint64_t h = 0x9e3779b97f4a7c15ull;
-  for (int64_t v : key) h ^= static_cast<uint64_t>(v) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  return static_cast<size_t>(h);
-}
-
-}  // namespace
-
-// ComputeTimesCache's second level: ComputeShared memoised. Key: the fields
-// it reads (tp, cp, mbs, cp_style, the precision). A search meets each for
-// many (ep, etp, dispatcher), which most of ComputeTimesCache's keys differ
-// in. Bounded: cleared at kMaxEntries (~2 KB each).
-struct ComputeTimesCache::Shared {
-  using Key = std::array<int64_t, 5>;
-  struct KeyHash {
-    size_t operator()(const Key& key) const { return HashWords(key); }
-  };
-  static constexpr size_t kMaxEntries = 2048;
-  std::unordered_map<Key, SharedTimes, KeyHash> entries;
-
-  const SharedTimes& Get(const Layout& layout, const CostContext& ctx, const Rates& rates) {
-    const Key key = {layout.tp, layout.cp, layout.mbs, static_cast<int64_t>(layout.cp_style),
-                     static_cast<int64_t>(layout.precision)};
-    auto it = entries.find(key);
-    if (it != entries.end()) return it->second;
-    if (entries.size() >= kMaxEntries) entries.clear();
-    SharedTimes& s = entries[key];
-    ComputeShared(layout, ctx, rates, &s);
-    return s;
-  }
-};
-
-ComputeTimesCache::Key ComputeTimesCache::KeyOf(const Layout& l) {
-  return {l.tp, l.cp, l.ep, l.etp, l.mbs, static_cast<int64_t>(l.cp_style), static_cast<int64_t>(l.dispatcher),
-          static_cast<int64_t>(l.precision)};
-}
-
-size_t ComputeTimesCache::KeyHash::operator()(const Key& key) const { return HashWords(key); }
-
-ComputeTimesCache::ComputeTimesCache(size_t max_entries)
-    : max_entries_(std::max<size_t>(1, max_entries)),
-      rates_(std::make_unique<ComputeRateMemo>()),
-      shared_(std::make_unique<Shared>()) {}
-ComputeTimesCache::~ComputeTimesCache() = default;
-ComputeTimesCache::ComputeTimesCache(ComputeTimesCache&&) noexcept = default;
-ComputeTimesCache& ComputeTimesCache::operator=(ComputeTimesCache&&) noexcept = default;
-
-void ComputeTimesCache::Clear() {
-  bases_.clear();
-  shared_->entries.clear();
-  rates_->Clear();  // another context may come next
-}
-
-const ComputeTimes& ComputeTimesCache::Get(const Layout& layout, const CostContext& ctx) {
-  const Key key = KeyOf(layout);
-  // The micro-batches per step share out the FP8 weight casts only.
-  const bool fp8 = Fp8CastBytesOf(layout.precision).activation_bytes_per_element > 0;
-  const long long microbatches = fp8 ? MicroBatchesPerStep(*ctx.job, layout) : 0;
-  auto base = bases_.find(key);
-  if (base == bases_.end()) {
-    if (bases_.size() >= max_entries_) bases_.clear();
-    // Computed in place: an entry is 2.5 KB.
-    base = bases_.try_emplace(key).first;
-    Base& b = base->second;
-    const Rates rates{*ctx.profile, rates_.get()};
-    const SharedTimes& shared = shared_->Get(layout, ctx, rates);
-    b.times = Assemble(shared, layout, ctx, rates, &b.dense, &b.moe, &b.moe_weights);
-    b.dense_weights = shared.dense.weights;
-    b.microbatches = microbatches;
-    b.applied = layout.recompute;
-    b.sums_used = 1;
-    b.sums[0] = {layout.recompute,
-                 b.times.dense_layer.recompute_s,
-                 b.times.dense_layer.recompute_flops,
-                 b.times.moe_layer.recompute_s,
-                 b.times.moe_layer.recompute_flops,
-                 b.times.dense_layer.recompute_experts_s,
-                 b.times.moe_layer.recompute_experts_s};
-    return b.times;
-  }
-  Base& b = base->second;
-  if (!(b.applied == layout.recompute)) b.Reapply(layout.recompute);
-  if (b.microbatches != microbatches) {
-    const Rates rates{*ctx.profile, rates_.get()};
-    PutWeightCasts(Fp8CastsOf(layout, ctx.job, *ctx.profile), b.dense_weights, b.moe_weights,
-                   shared_->Get(layout, ctx, rates).mtp, *ctx.model, &b.times);
-    b.microbatches = microbatches;
-  }
-  return b.times;
-}
-
-// The recompute sums of `rc`, from the pieces in order (once per set, then
-// from `sums`).
-void ComputeTimesCache::Base::Reapply(Recompute rc) {
-  LayerTimes& dense_layer = times.dense_layer;
-  LayerTimes& moe_layer = times.moe_layer;
-  for (int i = 0; i < sums_used; ++i) {
-    const Sums& s = sums[static_cast<size_t>(i)];
-    if (!(s.recompute == rc)) continue;
-    dense_layer.recompute_s = s.dense_s, dense_layer.recompute_flops = s.dense_flops;
-    moe_layer.recompute_s = s.moe_s, moe_layer.recompute_flops = s.moe_flops;
-    dense_layer.recompute_experts_s = s.dense_experts_s, moe_layer.recompute_experts_s = s.moe_experts_s;
-    applied = rc;
-    return;
-  }
-  dense.Apply(rc, dense_layer);
-  moe.Apply(rc, moe_layer);
-  applied = rc;
-  // Kept in the next slot, the oldest overwritten when all are used.
-  const Sums s{rc,
-               dense_layer.recompute_s,
-               dense_layer.recompute_flops,
-               moe_layer.recompute_s,
-               moe_layer.recompute_flops,
-               dense_layer.recompute_experts_s,
-               moe_layer.recompute_experts_s};
-  if (sums_used < static_cast<int>(sums.size())) {
-    sums[static_cast<size_t>(sums_used++)] = s;
-  } else {
-    std::rotate(sums.begin(), sums.begin() + 1, sums.end());
-    sums.back() = s;
-  }
 }
 
 double OptimizerStepSeconds(double params_per_rank, const ComputeProfile& profile) {

@@ -15,6 +15,7 @@
 #include "costmodel/evaluate_memo.h"
 #include "costmodel/compute_calibration.h"
 #include "costmodel/compute_time.h"
+#include "costmodel/compute_time_memo.h"
 #include "costmodel/flops.h"
 #include "costmodel/routing.h"
 #include "planner/group_placement.h"

@@ -13,6 +13,7 @@
 #include "core/mix64.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/compute_time.h"
+#include "costmodel/compute_time_memo.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/evaluate_memo.h"
 #include "costmodel/host_time.h"

@@ -22,6 +22,7 @@
 #include "costmodel_comm_fixtures.h"
 #include "costmodel/compute_profile.h"
 #include "costmodel/compute_time.h"
+#include "costmodel/compute_time_memo.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/schedule.h"
 #include "inputs/loader.h"
