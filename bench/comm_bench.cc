@@ -38,7 +38,7 @@ struct Setup {
 const Setup& DeepSeek16k() {
   static Setup* setup = [] {
     bench::BenchInputs in = bench::DeepSeekV3On(kGpus);
-    bench::DefaultJobBefore(in.job);  // the layouts the README's figures sampled
+    bench::DefaultJobBefore(in.job);  // the layouts doc/performance.md's figures sampled
     auto* s = new Setup{std::move(in.cluster), std::move(in.model), std::move(in.job),
                         std::nullopt, {}, {}};
     Result<Topology> topo = Topology::Build(s->cluster);

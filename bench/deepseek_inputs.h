@@ -37,8 +37,8 @@ inline BenchInputs DeepSeekV3On(int gpus) {
 // overlap, FSDP and the cluster's dispatchers: Ulysses CP, alltoall, no EP
 // overlap, the distributed optimizer (TP overlap off and on, the implied
 // schedules, as now). The scoring, enumeration and communication
-// benchmarks keep it, so that their figures compare with the README's
-// earlier ones (and their legal sets stay small enough to store);
+// benchmarks keep it, so that their figures compare with the earlier
+// ones in doc/performance.md (and their legal sets stay small enough to store);
 // BM_PlanDeepSeekV3 searches the default job, BM_PlanDeepSeekV3Before this.
 inline void DefaultJobBefore(JobSpec& job) {
   job.cp_styles = {CpStyle::kUlysses};

@@ -20,7 +20,7 @@ const BenchInputs& DeepSeekOn(int gpus) {
   auto it = cache.find(gpus);
   if (it != cache.end()) return it->second;
   BenchInputs in = bench::DeepSeekV3On(gpus);
-  bench::DefaultJobBefore(in.job);  // the README's figures' job; the default's legal set runs to millions
+  bench::DefaultJobBefore(in.job);  // doc/performance.md's figures' job; the default's legal set runs to millions
   return cache[gpus] = std::move(in);
 }
 

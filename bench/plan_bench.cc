@@ -37,8 +37,8 @@ std::unique_ptr<CostModel> Create(const Setup& s) {
 
 // The jobs: the shipped default job (what `plan` searches), the default
 // job before it searched ring CP, EP overlap, FSDP and DeepEP
-// (bench::DefaultJobBefore: the scoring benchmarks' job, as in the
-// README's figures), and the widened job.
+// (bench::DefaultJobBefore: the scoring benchmarks' job, as in
+// doc/performance.md's figures), and the widened job.
 enum class Job { kDefault, kBefore, kWidened };
 
 // `legal`: with the legal layouts listed (the scoring benchmarks walk

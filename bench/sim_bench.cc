@@ -1,4 +1,4 @@
-// Simulator speed (README "Simulating a step" quotes these figures): one
+// Simulator speed (doc/performance.md quotes these figures): one
 // DeepSeek-V3 training step, side by side
 //   - on 4,096 GPUs (pp 16, ep 64, dp 256) with 16,384 sequences per step,
 //     64 micro-batches, on the fast path (one simulated rank per stage);

@@ -746,7 +746,7 @@ int TwoAdic(int64_t n) {
   return v;
 }
 
-// The candidate smaller worlds (README, `foldplan plan`), at most five,
+// The candidate smaller worlds (doc/usage.md, `foldplan plan`), at most five,
 // largest first, each at least half the world, in whole nodes:
 //  1. the largest world below with more factors of two (288 -> 256): more
 //     degrees divide it;

@@ -1,5 +1,5 @@
 // What `foldplan plan` says a user can do next, every figure checked by the
-// cost model rather than guessed (README, `foldplan plan`):
+// cost model rather than guessed (doc/usage.md, `foldplan plan`):
 //
 // - when no layout is legal: the rules that rejected the most candidates;
 // - when no legal layout fits (in HBM, or under --max-mem-gib /
@@ -68,7 +68,7 @@ PlanAdvice NoFitAdviceAtSize(const PlanOptions& options, int gpus, std::optional
                              Objective objective);
 
 // plan's best layout `best` on `in`: the candidate smaller worlds on the
-// same cluster (see FewerGpuWorlds in plan_advice.cc and the README), each
+// same cluster (see FewerGpuWorlds in plan_advice.cc and doc/usage.md), each
 // searched with its step time capped at best's / (1 - kFewerGpusTolerance),
 // so that layouts which cannot qualify are pruned by the search's bound. The
 // throughput objective only; none with --recipe (the recipe fixes the world)
