@@ -260,6 +260,7 @@ struct MemoryModel::DispatchTerms {
   double mtp_row = 0;          // an MTP module's own tensors per row, outside its decoder layer
   double destinations = 0;     // D: distinct EP ranks a token goes to (flex)
   double dispatch = 0;         // one MoE layer's transient dispatch / combine buffers
+  double dispatch_received = 0;  // of dispatch, the buffers sized by the rows received
   double flex_nvl = 0, flex_rdma = 0;  // persistent flex-dispatcher buffers
   double flex_peers = 0;       // for the notes
   bool fp8 = false;            // an FP8 precision
@@ -477,6 +478,17 @@ MemoryModel::LayerBytes MemoryModel::Layer(const Layout& layout, bool moe_layer,
                            drop_shared ? rows * (shared_row + shared_copy) : 0));
   out.stored = attn + rows * row + stored_block;
   out.rebuilt = std::max(attn_rebuilt, moe_rebuilt);
+  out.routed = drop_moe ? 0 : expert_rows * (expert_row - (drop_act ? lin * fc2_in : 0));
+  return out;
+}
+
+MemoryModel::ReceivedRowBytes MemoryModel::BytesOfReceivedRows(const Layout& layout) const {
+  ReceivedRowBytes out;
+  if (!model_.moe) return out;
+  out.activations_per_moe_layer = Layer(layout, true, layout.recompute).routed;
+  const FamilyTerms l = ComputeFamily(layout, DescribePipeline(layout, model_));
+  const DispatchTerms d = ComputeDispatch(layout, l);
+  out.dispatch = d.dispatch_received;
   return out;
 }
 
@@ -610,6 +622,7 @@ MemoryModel::DispatchTerms MemoryModel::ComputeDispatch(const Layout& layout, co
         o.dispatch = l.rows * k * row;                               // permuted send buffer
         if (ep > 1) o.dispatch += l.load * l.rows * k * row;         // all-to-all receive
         if (etp > 1) o.dispatch += etp * l.load * l.rows * k * row;  // ETP gather, unsorted
+        o.dispatch_received = o.dispatch - l.rows * k * row;
         break;
       case Dispatcher::kAllGather:
         o.dispatch = etp * ep * l.rows * row;  // hidden states gathered over the TP-EP group
@@ -630,6 +643,7 @@ MemoryModel::DispatchTerms MemoryModel::ComputeDispatch(const Layout& layout, co
         const double combine =
             l.expert_rows * row + before_etp + l.load * l.rows * o.destinations * row;
         o.dispatch = std::max(dispatch, combine);
+        o.dispatch_received = o.dispatch;  // every term grows with the load
         break;
       }
     }

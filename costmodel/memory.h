@@ -166,6 +166,20 @@ class MemoryModel {
   // (the recompute working set): its sub-layer (attention, or MLP / MoE)
   // with the most recomputed bytes; the whole layer under full.
   double LayerRecomputeBytes(const Layout& layout, bool moe_layer, Recompute recompute) const;
+  // What grows with the expert rows a rank receives, at the costed load
+  // (the busiest rank's, ExpertLoadFactor): one MoE layer's stored
+  // expert-row activations per micro-batch (the dispatched tokens' expert
+  // inputs, fc1 outputs, probabilities, fc2 inputs), and the part of one
+  // MoE layer's transient dispatch buffers sized by the rows received
+  // (alltoall: the receive and ETP-gather buffers, not the send buffer;
+  // DeepEP and HybridEP: all of it; allgather: none, it gathers every
+  // token). A rank receiving x times the costed rows holds (x - 1) times
+  // these more (sim/simulate.h, per-rank memory under imbalance).
+  struct ReceivedRowBytes {
+    double activations_per_moe_layer = 0;
+    double dispatch = 0;
+  };
+  ReceivedRowBytes BytesOfReceivedRows(const Layout& layout) const;
   // Parameter elements on one rank of pipeline rank `stage` (rank_params.h).
   StageParams ParamsOnStage(const Layout& layout, int stage) const;
   StageParams ParamsOnStage(const Layout& layout, const PipelineDescription& pipeline, int stage) const;
@@ -186,6 +200,7 @@ class MemoryModel {
   struct LayerBytes {  // one layer kind, one micro-batch, on one rank
     double stored = 0;   // kept for backward
     double rebuilt = 0;  // the largest set backward rebuilds at a time (recompute working set)
+    double routed = 0;   // of stored, the routed experts' rows (grows with the rows received)
   };
 
   FamilyTerms ComputeFamily(const Layout& layout, const PipelineDescription& pipeline) const;

@@ -63,13 +63,14 @@ class Engine {
     for (const auto& [from, to] : g.edges()) succ_[fill[from]++] = to;
   }
 
-  Result<EngineRun> Run() {
+  Result<EngineRun> Run(const std::function<void(double)>& progress) {
     for (uint32_t i = 0; i < g_.size(); ++i) {
       if (deps_left_[i] == 0) Start(i, 0);
     }
     while (!queue_.empty()) {
       const SimEvent e = queue_.Pop();
       ++run_.events;
+      if (progress && (run_.events & 0xffff) == 0) progress(double(ended_) / double(std::max<size_t>(1, g_.size())));
       if (e.version != version_[e.task]) continue;  // re-timed since
       Finish(e.task, e.time);
     }
@@ -97,7 +98,10 @@ class Engine {
     return t > kMaxSimNs ? kMaxSimNs : static_cast<SimNs>(t);
   }
 
-  void PushEnd(uint32_t task, SimNs at) { queue_.Push(at, task, version_[task]); }
+  void PushEnd(uint32_t task, SimNs at) {
+    queue_.Push(at, task, version_[task]);
+    run_.peak_queued = std::max<uint64_t>(run_.peak_queued, queue_.size());
+  }
 
   // The rank's SM-holding kernels changed at `now`: re-time its compute.
   void Retime(RankState& r, SimNs now, int new_held) {
@@ -280,6 +284,7 @@ class Engine {
   void Finish(uint32_t id, SimNs now) {
     const SimTask& t = g_.task(id);
     run_.end_ns[id] = now;
+    ++ended_;
     run_.makespan_ns = std::max(run_.makespan_ns, now);
     ++version_[id];  // no later event of this task counts
     EndFlows(id, now);
@@ -305,6 +310,7 @@ class Engine {
   EngineRun run_;
   std::vector<uint32_t> deps_left_, version_, succ_begin_, succ_;
   EventQueue queue_;
+  size_t ended_ = 0;
   // Link sharing (when the graph has link rates): a flow network per rank
   // (its NVLink port and NIC), the flows, which are on each rank and each
   // task, and each flowing task's planned end; a finished flow's slot is
@@ -321,6 +327,8 @@ class Engine {
 
 }  // namespace
 
-Result<EngineRun> RunTaskGraph(const TaskGraph& graph) { return Engine(graph).Run(); }
+Result<EngineRun> RunTaskGraph(const TaskGraph& graph, const std::function<void(double)>& progress) {
+  return Engine(graph).Run(progress);
+}
 
 }  // namespace foldplan

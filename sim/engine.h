@@ -18,6 +18,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 #include "core/status.h"
@@ -31,6 +32,7 @@ struct EngineRun {
   std::vector<uint32_t> critical_pred;
   SimNs makespan_ns = 0;
   uint64_t events = 0;  // events processed (for the benchmark's rate)
+  uint64_t peak_queued = 0;  // the most events queued at once (the queue's memory)
   uint64_t slowed_by_links = 0;  // communication tasks that ended later than their work_ns
   // With link rates: the bytes each rank's links carried, ranks x 3 (its
   // NVLink port, its NIC, its uplink share): the rates integrated over
@@ -40,6 +42,8 @@ struct EngineRun {
 
 // Error when some task never starts (a dependency cycle: a bug in the graph
 // builder, reported rather than hung on).
-Result<EngineRun> RunTaskGraph(const TaskGraph& graph);
+// `progress`, when set, is called every 2^16 events with the share of
+// tasks ended.
+Result<EngineRun> RunTaskGraph(const TaskGraph& graph, const std::function<void(double)>& progress = {});
 
 }  // namespace foldplan

@@ -25,6 +25,7 @@ class EventQueue {
  public:
   void Push(SimNs time, uint32_t task, uint32_t version) { heap_.push({time, next_seq_++, task, version}); }
   bool empty() const { return heap_.empty(); }
+  size_t size() const { return heap_.size(); }
   SimEvent Pop() {
     SimEvent e = heap_.top();
     heap_.pop();

@@ -1,6 +1,7 @@
 #include "sim/simulate.h"
 
 #include <algorithm>
+#include <functional>
 #include <map>
 
 #include "costmodel/compute_time.h"
@@ -82,13 +83,40 @@ void SweepRank(const TaskGraph& g, const EngineRun& run, const std::vector<uint3
 // its activations replaced by those of the chunks in flight (a chunk's
 // activations are alive from the end of its forward to the end of its
 // backward, or of its weight-gradient pass when the schedule splits it).
+// Under imbalance (`loads`, on the whole path's `rank_map`), a rank's
+// expert rows differ from the costed ones layer by layer: a chunk's
+// activations in flight for micro-batch m hold, beyond its balanced share,
+// sum over its MoE layers l of (x(l, m) - 1) x the layer's expert-row bytes
+// (MemoryModel::BytesOfReceivedRows), x(l, m) the rank's drawn load over
+// the costed one; its dispatch buffers, sized for the busiest layer it
+// receives, (max x - 1) x their received part more. Both are short-lived,
+// charged fragmentation like the activations.
+struct RankLoads {
+  const RankMap* map = nullptr;
+  const ExpertLoadDraw* draw = nullptr;
+  double costed = 1;  // StepWork::load_factor
+};
+
 void MemoryTimelines(const CostModel& model, const Layout& layout, const PipelineDescription& pipe,
-                     const PipelineOrder& order, const StepGraph& sg, const EngineRun& run,
+                     const PipelineOrder& order, const StepGraph& sg, const EngineRun& run, const RankLoads& loads,
                      std::vector<SimRankStats>& ranks) {
   const MemoryModel& mem = model.memory();
+  const ModelSpec& spec = *model.context().model;
   const double frag = 1 + mem.assumptions().fragmentation;
   const double dense_layer = mem.LayerActivationBytes(layout, false, layout.recompute);
   const double moe_layer = mem.LayerActivationBytes(layout, true, layout.recompute);
+  const MemoryModel::ReceivedRowBytes received =
+      loads.draw ? mem.BytesOfReceivedRows(layout) : MemoryModel::ReceivedRowBytes{};
+  // Each rank's EP group and place in it (the draws' key).
+  std::vector<std::pair<int, int>> ep_place;
+  if (loads.draw && loads.map) {
+    ep_place.assign(size_t(loads.map->world()), {0, 0});
+    const Groups& ep = loads.map->groups(GroupKind::kEp);
+    for (size_t g = 0; g < ep.size(); ++g) {
+      for (size_t i = 0; i < ep[g].size(); ++i) ep_place[size_t(ep[g][i])] = {int(g), int(i)};
+    }
+  }
+  std::vector<double> factors;
   std::map<int, MemoryBreakdown> by_stage;
   std::vector<std::vector<uint32_t>> by_rank(static_cast<size_t>(sg.graph.ranks()));  // each rank's passes
   for (uint32_t i = 0; i < sg.passes.size(); ++i) by_rank[static_cast<size_t>(sg.passes[i].rank)].push_back(i);
@@ -110,33 +138,72 @@ void MemoryTimelines(const CostModel& model, const Layout& layout, const Pipelin
       total += share[static_cast<size_t>(c)];
     }
     const double per_microbatch = b.inflight_microbatches > 0 ? activations / b.inflight_microbatches : 0;
+    // The rank's expert rows over the costed ones in micro-batch `mb`'s
+    // MoE layers of `chunk`: their bytes beyond the balanced share.
+    const bool drawn = !ep_place.empty() && size_t(st.rank) < ep_place.size();
+    double factor_sum = 0, factor_count = 0, factor_max = 1;
+    auto excess = [&](int chunk, int mb) {
+      if (!drawn) return 0.0;
+      const VirtualStage& vs = pipe.stages[static_cast<size_t>(order.VirtualStage(p, chunk))];
+      double bytes = 0;
+      for (int l = vs.first_layer; l < vs.first_layer + vs.layers; ++l) {
+        if (!spec.layer_is_moe(l)) continue;
+        loads.draw->Draw(uint64_t(ep_place[size_t(st.rank)].first), l, mb, factors);
+        const size_t i = size_t(ep_place[size_t(st.rank)].second);
+        const double x = (i < factors.size() ? factors[i] : 1.0) / std::max(1e-9, loads.costed);
+        factor_sum += x;
+        factor_count += 1;
+        factor_max = std::max(factor_max, x);
+        bytes += (x - 1) * received.activations_per_moe_layer;
+      }
+      return bytes;
+    };
     std::vector<std::pair<SimNs, double>> changes;  // (time, stage-equivalents)
+    std::vector<double> bytes_of;                    // per change: its bytes beyond the balanced share
+    std::map<std::pair<int, int>, double> alive;     // (chunk, micro-batch) -> its excess while in flight
     for (uint32_t pi : by_rank[static_cast<size_t>(st.rank)]) {
       const PassRecord& r = sg.passes[pi];
       const double w = total > 0 ? share[static_cast<size_t>(r.chunk)] / total : 1.0 / order.vpp;
       const bool frees = order.split_backward ? r.kind == PassKind::kWeightGrad : r.kind == PassKind::kBackward;
-      if (r.kind == PassKind::kForward) changes.push_back({run.end_ns[r.last_task], w});
-      else if (frees) changes.push_back({run.end_ns[r.last_task], -w});
+      if (r.kind == PassKind::kForward) {
+        const double x = excess(r.chunk, r.microbatch);
+        alive[{r.chunk, r.microbatch}] = x;
+        changes.push_back({run.end_ns[r.last_task], w});
+        bytes_of.push_back(x);
+      } else if (frees) {
+        const auto it = alive.find({r.chunk, r.microbatch});
+        changes.push_back({run.end_ns[r.last_task], -w});
+        bytes_of.push_back(it == alive.end() ? 0.0 : -it->second);
+      }
     }
     // Frees before allocations at the same instant.
-    std::sort(changes.begin(), changes.end(), [](const auto& a, const auto& b) {
-      return a.first != b.first ? a.first < b.first : a.second < b.second;
+    std::vector<size_t> in_time(changes.size());
+    for (size_t i = 0; i < in_time.size(); ++i) in_time[i] = i;
+    std::stable_sort(in_time.begin(), in_time.end(), [&](size_t x, size_t y) {
+      return changes[x].first != changes[y].first ? changes[x].first < changes[y].first
+                                                  : changes[x].second < changes[y].second;
     });
-    double inflight = 0, peak = 0;
+    // The dispatch buffers of the busiest layer received, for the step.
+    const double rank_base = base + (drawn ? frag * (factor_max - 1) * received.dispatch : 0);
+    double inflight = 0, extra = 0, peak = 0, peak_bytes = rank_base;
     SimNs peak_at = 0;
-    st.memory_timeline.push_back({0.0, base});
-    for (const auto& [t, d] : changes) {
+    st.memory_timeline.push_back({0.0, rank_base});
+    for (size_t i : in_time) {
+      const auto& [t, d] = changes[i];
       inflight += d;
-      const double bytes = base + frag * per_microbatch * inflight;
+      extra += bytes_of[i];
+      const double bytes = rank_base + frag * per_microbatch * inflight + (drawn ? frag * extra : 0);
       st.memory_timeline.push_back({ToSeconds(t), bytes});
-      if (inflight > peak + 1e-9) {
+      if (drawn ? bytes > peak_bytes + 1e-3 : inflight > peak + 1e-9) {
         peak = inflight;
+        peak_bytes = bytes;
         peak_at = t;
       }
     }
     st.peak_inflight_microbatches = peak;
-    st.peak_memory_bytes = base + frag * per_microbatch * peak;
+    st.peak_memory_bytes = drawn ? peak_bytes : base + frag * per_microbatch * peak;
     st.peak_memory_at_s = ToSeconds(peak_at);
+    st.received_over_costed = factor_count > 0 ? factor_sum / factor_count : 1;
   }
 }
 
@@ -195,7 +262,8 @@ OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedu
 
 Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, const PipelineOrder& order,
                                const OverlapSet& overlap, const std::vector<double>& optimizer_s, const RankMap* ranks,
-                               const ExpertLoadDraw* loads, bool share_links) {
+                               const ExpertLoadDraw* loads, bool share_links,
+                               const std::function<void(const char*, double)>& progress) {
   SimResult out;
   out.share_links = share_links;
   out.whole = ranks != nullptr;
@@ -210,10 +278,13 @@ Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, con
   spec.ranks = ranks;
   spec.loads = loads;
   spec.share_links = share_links;
+  if (progress) spec.progress = [&progress](double share) { progress("building", share); };
   auto graph = BuildStepGraph(spec);
   if (!graph.ok()) return graph.status();
   out.graph = std::move(graph).value();
-  auto run = RunTaskGraph(out.graph.graph);
+  std::function<void(double)> running;
+  if (progress) running = [&progress](double share) { progress("running", share); };
+  auto run = RunTaskGraph(out.graph.graph, running);
   if (!run.ok()) return run.status();
   out.run = std::move(run).value();
   const TaskGraph& g = out.graph.graph;
@@ -260,27 +331,76 @@ Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, con
   return out;
 }
 
-Result<SimResult> Simulate(const CostModel& model, const Layout& input, const SimOptions& options) {
+namespace {
+
+// What Simulate and EstimateSimulation share: the layout's analytical
+// evaluation and work, and the run's size, before anything grows with it.
+struct Prepared {
+  Evaluation analytical;
+  StepWork work;
+  long long microbatches = 0;
+  bool whole = false;
+  SimEstimate estimate;
+};
+
+Result<Prepared> Prepare(const CostModel& model, const Layout& input, const SimOptions& options) {
   // A schedule asked for is the layout's: its pipeline (DualPipeV's V), its
   // analytical step and its memory follow it.
   Layout with_schedule = input;
   if (options.schedule) with_schedule.schedule = *options.schedule;
-  Evaluation analytical = model.Evaluate(with_schedule);
+  Prepared out;
+  out.analytical = model.Evaluate(with_schedule);
+  const Layout& layout = out.analytical.layout;
+  const JobSpec& job = *model.context().job;
+  const int pp = std::max(1, layout.pp), vpp = std::max(1, layout.vpp);
+  out.microbatches = MicroBatchesPerStep(job, layout);
+  // The order's shape (its passes come later, once the size is known):
+  // 2 pp micro-batches run under every schedule the degrees allow.
+  auto shape = BuildPipelineOrder(out.analytical.pipeline.schedule, pp, vpp, std::max<long long>(1, 2LL * pp));
+  if (!shape.ok()) return shape.status();
+  out.work = model.Work(layout, out.analytical.pipeline);
+  out.whole = options.every_rank();
+  const long long lanes = out.whole ? std::max(1, layout.world) / pp : 1;
+  StepGraphSpec spec;
+  spec.work = &out.work;
+  spec.model = model.context().model;
+  spec.order = &shape.value();
+  spec.overlap = ResolveOverlap(options.overlap, out.analytical.pipeline.schedule);
+  auto bound = BoundStepGraph(spec, out.microbatches, lanes);
+  if (!bound.ok()) return bound.status();
+  out.estimate = EstimateFromBound(bound.value(), out.whole, lanes * pp, out.microbatches, options.trace);
+  return out;
+}
+
+}  // namespace
+
+Result<SimEstimate> EstimateSimulation(const CostModel& model, const Layout& layout, const SimOptions& options) {
+  auto prepared = Prepare(model, layout, options);
+  if (!prepared.ok()) return prepared.status();
+  return prepared->estimate;
+}
+
+Result<SimResult> Simulate(const CostModel& model, const Layout& input, const SimOptions& options) {
+  auto ready = Prepare(model, input, options);
+  if (!ready.ok()) return ready.status();
+  Prepared prepared = std::move(ready).value();
+  if (Status s = CheckSimulationSize(prepared.estimate, options.max_task_slots); !s.ok()) return s;
+  Evaluation analytical = std::move(prepared.analytical);
+  StepWork& work = prepared.work;
+  work.pipeline = &analytical.pipeline;  // it pointed into Prepare's copy
   const Layout& layout = analytical.layout;
   const PipelineDescription& pipe = analytical.pipeline;
   const PipelineSchedule schedule = pipe.schedule;
   const JobSpec& job = *model.context().job;
-  auto order = BuildPipelineOrder(schedule, std::max(1, layout.pp), std::max(1, layout.vpp),
-                                  MicroBatchesPerStep(job, layout));
+  auto order = BuildPipelineOrder(schedule, std::max(1, layout.pp), std::max(1, layout.vpp), prepared.microbatches);
   if (!order.ok()) return order.status();
-  const StepWork work = model.Work(layout, pipe);
   std::vector<double> optimizer_s;
   for (int p = 0; p < work.pp; ++p) optimizer_s.push_back(model.OptimizerSeconds(layout, pipe, p));
   // The whole path: the rank map's groups, and the loads drawn.
   std::optional<RankMap> rank_map;
   std::optional<ExpertLoadDraw> loads;
   const ModelSpec& spec = *model.context().model;
-  if (options.whole || !options.imbalance.balanced()) {
+  if (prepared.whole) {
     auto map = BuildRankMap(layout, *model.context().cluster, RankMapOptionsFor(&spec));
     if (!map.ok()) return map.status();
     rank_map = std::move(map).value();
@@ -293,10 +413,16 @@ Result<SimResult> Simulate(const CostModel& model, const Layout& input, const Si
     }
   }
   auto sim = SimulateWork(work, spec, order.value(), ResolveOverlap(options.overlap, schedule), optimizer_s,
-                          rank_map ? &*rank_map : nullptr, loads ? &*loads : nullptr, options.share_links);
+                          rank_map ? &*rank_map : nullptr, loads ? &*loads : nullptr, options.share_links,
+                          options.progress);
   if (!sim.ok()) return sim.status();
   SimResult out = std::move(sim).value();
-  MemoryTimelines(model, layout, pipe, order.value(), out.graph, out.run, out.ranks);
+  RankLoads rank_loads;
+  rank_loads.map = rank_map ? &*rank_map : nullptr;
+  rank_loads.draw = loads ? &*loads : nullptr;
+  rank_loads.costed = work.load_factor;
+  out.loads_drawn = loads.has_value();
+  MemoryTimelines(model, layout, pipe, order.value(), out.graph, out.run, rank_loads, out.ranks);
   if (out.step_time_s > 0) {
     out.tokens_per_s = double(job.global_batch) * job.seq_len / out.step_time_s;
     out.mfu = analytical.step.mfu * analytical.step.step_time_s / out.step_time_s;

@@ -26,6 +26,7 @@
 #pragma once
 
 #include <array>
+#include <functional>
 #include <optional>
 #include <string>
 #include <vector>
@@ -36,6 +37,7 @@
 #include "inputs/pipeline_schedule.h"
 #include "sim/engine.h"
 #include "sim/pipeline_order.h"
+#include "sim/sim_estimate.h"
 #include "sim/step_graph.h"
 
 namespace foldplan {
@@ -55,10 +57,20 @@ struct SimOptions {
   LoadSpec imbalance;
   uint64_t seed = 0;
   bool whole = false;
+  // Whether every rank is simulated (the whole path), else one per pipeline rank.
+  bool every_rank() const { return whole || !imbalance.balanced(); }
   // Concurrent communication on a rank shares its NVLink port and NIC
   // max-min fairly (sim/engine.h); false: every op takes the cost model's
   // seconds whatever runs beside it.
   bool share_links = true;
+  // The run is refused (before anything grows) when its estimate
+  // (sim/sim_estimate.h) needs more task slots than this.
+  long long max_task_slots = kDefaultMaxSimTaskSlots;
+  bool trace = false;  // the trace will be written: counted in the estimate's bytes
+  // Called as the run goes: "building" with the share of pipeline stages
+  // built, then "running" with the share of tasks ended (every 2^16
+  // events); unset: nothing.
+  std::function<void(const char* phase, double share)> progress;
 };
 
 struct SimRankStats {
@@ -77,6 +89,9 @@ struct SimRankStats {
   // model's peak for the same rank.
   double peak_memory_bytes = 0;
   double peak_memory_at_s = 0;
+  // With imbalance: the rank's expert rows over the costed ones, the mean
+  // over its MoE layers and micro-batches (1: balanced, or no MoE layer).
+  double received_over_costed = 1;
   double model_peak_memory_bytes = 0;
   double peak_inflight_microbatches = 0;  // in whole-stage equivalents
   double model_inflight_microbatches = 0;
@@ -110,6 +125,7 @@ struct SimResult {
   double tokens_per_s = 0;
   double mfu = 0;
   bool whole = false;                          // every rank simulated (else one per pipeline rank)
+  bool loads_drawn = false;                    // imbalanced loads drawn (memory per rank follows them)
   std::vector<SimRankStats> ranks;             // per simulated rank
   std::vector<CriticalSegment> critical_path;  // in time order
   std::array<double, kSimKindCount> critical_s{};  // the critical path's time by kind
@@ -127,6 +143,10 @@ struct SimResult {
 // the degrees cannot run (sim/pipeline_order.h says why).
 Result<SimResult> Simulate(const CostModel& model, const Layout& layout, const SimOptions& options = {});
 
+// What Simulate(model, layout, options) would build, estimated without
+// building it (sim/sim_estimate.h). Errors: those of Simulate's schedule.
+Result<SimEstimate> EstimateSimulation(const CostModel& model, const Layout& layout, const SimOptions& options = {});
+
 // The step of hand-made or cost-model work in `order`: everything above but
 // the analytical evaluation, the memory timelines, tokens/s and MFU.
 // `optimizer_s` per pipeline rank (missing ranks: none).
@@ -134,7 +154,8 @@ Result<SimResult> Simulate(const CostModel& model, const Layout& layout, const S
 Result<SimResult> SimulateWork(const StepWork& work, const ModelSpec& model, const PipelineOrder& order,
                                const OverlapSet& overlap, const std::vector<double>& optimizer_s,
                                const RankMap* ranks = nullptr, const ExpertLoadDraw* loads = nullptr,
-                               bool share_links = false);
+                               bool share_links = false,
+                               const std::function<void(const char*, double)>& progress = {});
 
 // The overlaps `options` resolve to under `schedule`.
 OverlapSet ResolveOverlap(const OverlapOptions& options, PipelineSchedule schedule);

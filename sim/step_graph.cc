@@ -146,9 +146,74 @@ class Builder {
     for (int p = 0; p < work_.pp; ++p) {
       stage_ = MakeStage(p);
       EmitStage(p);
+      if (spec_.progress) spec_.progress(double(p + 1) / work_.pp);
     }
     LinkPasses();
     return std::move(out_);
+  }
+
+  // Bounds on what EmitStage adds for one lane of pipeline rank p over m
+  // micro-batches (BoundStepGraph), from each kind of pass's chain.
+  struct LaneBound {
+    double tasks = 0, edges = 0, passes = 0;
+  };
+  LaneBound BoundLane(int p, double m) {
+    stage_ = MakeStage(p);  // one lane: the chains do not depend on lanes
+    std::vector<PassKind> kinds = {PassKind::kForward, PassKind::kBackward};
+    if (order_.split_backward) kinds.push_back(PassKind::kWeightGrad);
+    struct PassCount {
+      double items = 0, after = 0, entries = 0, exits = 0;
+    };
+    std::vector<PassCount> counts;
+    double blocks_total = 0, max_exits = 1, block_exits = 1;
+    for (int c = 0; c < std::max(1, order_.vpp); ++c) {
+      const std::vector<Block> blocks =
+          BlocksOf(pipe_.stages[static_cast<size_t>(order_.VirtualStage(p, c))], *spec_.model);
+      blocks_total += double(blocks.size());
+      for (PassKind kind : kinds) {
+        PassCount most;
+        for (bool paired : {false, true}) {
+          if (paired && kind == PassKind::kWeightGrad) continue;
+          PipelinePass pass;
+          pass.kind = kind;
+          pass.chunk = c;
+          const Chain ch = MakeChain(pass, paired, blocks);
+          PassCount n;
+          n.items = double(ch.items.size());
+          for (const Item& it : ch.items) {
+            n.after += double(it.after.size());
+            if ((it.after.empty() || it.entry) && !it.launch) n.entries += 1;
+          }
+          n.exits = double(ch.exits.size());
+          for (const BlockMark& b : ch.blocks) block_exits = std::max(block_exits, double(b.exits.size()));
+          most.items = std::max(most.items, n.items);
+          most.after = std::max(most.after, n.after);
+          most.entries = std::max(most.entries, n.entries);
+          most.exits = std::max(most.exits, n.exits);
+        }
+        max_exits = std::max(max_exits, most.exits);
+        counts.push_back(most);
+      }
+    }
+    LaneBound out;
+    for (const PassCount& n : counts) {
+      // Each item: one task on the lane, one stream edge, its own
+      // dependencies; then a send (its stream edge and the pass's exits),
+      // the entries' waits on at most two other passes' exits or sends,
+      // and the optimizer's wait on this pass's exits.
+      out.tasks += m * (n.items + 1);
+      out.edges += m * (n.items + n.after + 1 + n.exits + n.entries * 2 * max_exits + max_exits);
+      out.passes += m;
+    }
+    // Data-parallel tasks: each per-step op once per block (bucketed) or
+    // once, each after the stream's last and a block's exits; each block's
+    // entry after its gather; the optimizer and the step's host sync.
+    double dp_ops = 0;
+    for (const CommOp& op : work_.ops) dp_ops += op.scope == CommOp::kPerStep ? 1 : 0;
+    const double dp_tasks = dp_ops * std::max(1.0, blocks_total);
+    out.tasks += dp_tasks + 2;
+    out.edges += dp_tasks * (1 + block_exits) + blocks_total + 4;
+    return out;
   }
 
  private:
@@ -1046,6 +1111,31 @@ Result<StepGraph> BuildStepGraph(const StepGraphSpec& spec) {
                          std::to_string(w.pp) + ")");
   }
   return Builder(spec).Build();
+}
+
+Result<StepGraphBound> BoundStepGraph(const StepGraphSpec& spec, long long microbatches, long long lanes) {
+  if (!spec.work || !spec.model || !spec.order || !spec.work->pipeline) {
+    return Status::Error("simulator: the step graph needs the work, its pipeline, the model and the order");
+  }
+  const StepWork& w = *spec.work;
+  if (spec.order->pp != w.pp || static_cast<int>(w.pipeline->stages.size()) != w.pp * spec.order->vpp) {
+    return Status::Error("simulator: the schedule's order (pp " + std::to_string(spec.order->pp) + ", vpp " +
+                         std::to_string(spec.order->vpp) + ") does not match the pipeline (" +
+                         std::to_string(w.pipeline->stages.size()) + " virtual stages on pp " +
+                         std::to_string(w.pp) + ")");
+  }
+  StepGraphSpec fast = spec;  // the chains are the same on either path
+  fast.ranks = nullptr;
+  fast.loads = nullptr;
+  Builder b(fast);
+  StepGraphBound out;
+  for (int p = 0; p < w.pp; ++p) {
+    const auto lane = b.BoundLane(p, double(microbatches));
+    out.task_slots += double(lanes) * lane.tasks;
+    out.edges += double(lanes) * lane.edges;
+    out.passes += double(lanes) * lane.passes;
+  }
+  return out;
 }
 
 }  // namespace foldplan

@@ -53,6 +53,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <optional>
 #include <vector>
 
@@ -104,6 +105,8 @@ struct StepGraphSpec {
   // (StepWork's link rates; sim/engine.h): false, each op takes the cost
   // model's seconds whatever runs beside it.
   bool share_links = false;
+  // Called after each pipeline stage is built with the share built.
+  std::function<void(double)> progress;
 };
 
 // The tasks of one pass, for memory and reports.
@@ -133,5 +136,23 @@ struct StepGraph {
 };
 
 Result<StepGraph> BuildStepGraph(const StepGraphSpec& spec);
+
+// Upper bounds on what BuildStepGraph adds for `spec` run over
+// `microbatches` micro-batches with `lanes` simulated ranks per pipeline
+// stage (1: the fast path; world / pp: the whole path), found without
+// building it: each pass's items are made once per (chunk, kind, paired or
+// not) and counted, the largest taken, times the passes the order holds
+// (every rank runs each micro-batch's F and B of each chunk, and W when
+// the schedule splits it; sim/pipeline_order.h). A member of a task counts
+// once (`task_slots`: a collective of 64 ranks is 64), which bounds the
+// tasks too; `edges` counts dependencies, stream order included. `spec`'s
+// ranks and loads are not read; its order is read for its shape only
+// (schedule, pp, vpp, split_backward), not its passes.
+struct StepGraphBound {
+  double task_slots = 0;
+  double edges = 0;
+  double passes = 0;  // PassRecords: one per pass and lane
+};
+Result<StepGraphBound> BoundStepGraph(const StepGraphSpec& spec, long long microbatches, long long lanes);
 
 }  // namespace foldplan
