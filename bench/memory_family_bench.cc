@@ -18,6 +18,7 @@
 #include <string>
 
 #include "costmodel/memory.h"
+#include "costmodel/memory_memo.h"
 #include "deepseek_inputs.h"
 #include "planner/legality.h"
 #include "planner/pipeline.h"

@@ -12,6 +12,7 @@
 #include "costmodel/comm_plan.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/evaluate_memo.h"
+#include "costmodel/memory_memo.h"
 #include "costmodel/schedule.h"
 #include "costmodel/stage_work.h"
 #include "planner/group_placement.h"

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "costmodel/memory.h"
+#include "costmodel/memory_memo.h"
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
 #include "planner/legality.h"
