@@ -5,6 +5,7 @@
 #include <map>
 
 #include "core/atomic_file.h"
+#include "core/quoted_text.h"
 
 namespace foldplan {
 namespace {
@@ -231,7 +232,7 @@ Result<std::vector<std::string>> ParseHostList(const std::string& text, const st
     if (name.empty()) continue;
     const std::string where = file + ":" + Str(line) + ": ";
     if (name.size() > kMaxHostNameChars || name[0] == '-' || !std::all_of(name.begin(), name.end(), HostChar)) {
-      return Status::Error(where + "\"" + name.substr(0, 80) + "\": expected one host name per line (letters, digits, "
+      return Status::Error(where + Quoted(name) + ": expected one host name per line (letters, digits, "
                            "'.', '-' and '_', not starting with '-', at most " + Str(kMaxHostNameChars) +
                            " characters)");
     }
