@@ -8,10 +8,15 @@
 // file it names is replaced, not the link). Targets that are not regular
 // files are never replaced: a character device or FIFO (`-o /dev/stdout`,
 // a pipe) is written in place, a directory or block device is refused.
+// A replaced file keeps its mode (and its owner when run as root). The
+// temporary is FILE.tmp.PID: SIGINT and SIGTERM during the write remove it
+// before the program dies of them, and one a killed process left behind
+// (its PID no longer running) is removed by the next write of FILE.
 //
-// ReadTextFile: the whole file, refused past kMaxInputFileBytes (so
-// `--cluster /dev/zero` is an error, not a runaway), and refused when the
-// path is a directory.
+// ReadTextFile, the one reader of every input file: a regular file only
+// (a FIFO, device, socket or directory is refused before anything is read:
+// `check FIFO` does not wait for a writer, `--cluster /dev/zero` reads
+// nothing), refused past kMaxInputFileBytes.
 #pragma once
 
 #include <cstdint>
