@@ -4,6 +4,7 @@
 #include "cli/usage_errors.h"
 
 #include <algorithm>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -177,9 +178,9 @@ Status ApplyJobOverrides(const InputOptions& o, JobSpec* job) {
   }
   // The same ranges as the job file's fields (inputs/job.h, doc/formats.md).
   if (o.capacity_factor) {
-    if (!(*o.capacity_factor >= 0 && *o.capacity_factor <= kMaxCapacityFactor))
-      return Status::Error("--capacity-factor: expected a number in [0, " + std::to_string(kMaxCapacityFactor) +
-                           "] (0: dropless)");
+    if (!CapacityFactorValid(*o.capacity_factor))
+      return Status::Error(std::string("--capacity-factor: expected ") + kCapacityFactorExpected + ", found " +
+                           (std::ostringstream() << *o.capacity_factor).str());
     job->capacity_factor = *o.capacity_factor;
   }
   if (o.routing_imbalance) {

@@ -143,6 +143,10 @@ int RunCompare(const CompareOptions& options, std::ostream& out, std::ostream& e
   if (!measured.ok()) return Fail(err, measured.status());
   PlanFileInputs& in = plan.value();
   const MeasurementSet& m = measured.value();
+  if (m.ops.empty()) {
+    return Fail(err, Status::Error(options.measurements + ": /ops: no op measured (the list is empty): nothing to "
+                                   "compare with the plan's predictions"));
+  }
   // The same layout: the same text, or the same canonical text once parsed
   // against the plan's job (older files leave out the recipe keys, which
   // then take the job's first candidates).

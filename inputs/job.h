@@ -180,7 +180,13 @@ inline constexpr int kMaxSeqLen = 1 << 24;          // seq_len in [1, this] toke
 inline constexpr int kMaxGlobalBatch = 1 << 24;     // global_batch in [1, this] sequences
 inline constexpr int kMaxMicroBatch = 1 << 16;      // each micro-batch size in [1, this] sequences
 inline constexpr int kMaxVpp = 1024;                // each vpp in [1, this]
-inline constexpr int kMaxCapacityFactor = 1024;     // capacity_factor in [0, this]; 0: dropless
+inline constexpr int kMaxCapacityFactor = 1024;     // capacity_factor 0 (dropless) or in [1, this]
+// Below 1 an expert holds less than its mean load: tokens are dropped that
+// the model's FLOPs still count, and the costed step would claim more work
+// done than the GPUs did (an MFU above 100% at 0.001).
+inline constexpr double kMinCapacityFactor = 1;
+inline constexpr const char* kCapacityFactorExpected = "0 (dropless) or a number in [1, 1024]";
+inline bool CapacityFactorValid(double x) { return x == 0 || (x >= kMinCapacityFactor && x <= kMaxCapacityFactor); }
 inline constexpr int kMaxRoutingImbalance = 65536;  // routing_imbalance in [1, this]
 inline constexpr int kMaxMtpLayers = 64;            // mtp_layers in [0, this], as the model file's
 

@@ -7,6 +7,7 @@
 #pragma once
 
 #include <cstdint>
+#include <initializer_list>
 #include <optional>
 #include <string>
 #include <vector>
@@ -38,8 +39,14 @@ struct MeasuredCase {
   int64_t wrong_elements = 0;        // summed over all ranks
 };
 
+// The ops foldbench measures, by the name its file gives them: its own
+// (validate/ops_*.cc) and the sweep's collectives. Any other is refused.
+inline constexpr std::initializer_list<const char*> kMeasuredOpNames = {
+    "ulysses",   "dispatch",       "pack",       "compute",      "all_to_all",
+    "all_to_all_v", "all_gather", "reduce_scatter", "all_reduce", "send_recv"};
+
 struct MeasuredOp {
-  std::string op;          // "ulysses", "dispatch", "sweep", "pack", "compute"
+  std::string op;          // one of kMeasuredOpNames
   std::string group_kind;  // "cp", "ep", ...
   int group_count = 0;
   std::vector<std::string> notes;

@@ -130,6 +130,10 @@ void ReadMoeOptions(CheckedObject& root, JobSpec& j) {
   j.moe_permute_fusion = root.Bool("moe_permute_fusion", j.moe_permute_fusion);
   j.moe_router_fusion = root.Bool("moe_router_fusion", j.moe_router_fusion);
   j.capacity_factor = root.Number("capacity_factor", 0, kMaxCapacityFactor, j.capacity_factor);
+  if (!CapacityFactorValid(j.capacity_factor)) {
+    root.errors()->Add(root.Pointer("capacity_factor"), std::string("expected ") + kCapacityFactorExpected +
+                                                              ", found " + DescribeJsonValue(root.Raw("capacity_factor")));
+  }
   j.routing_imbalance = root.Number("routing_imbalance", 1, kMaxRoutingImbalance, j.routing_imbalance);
   j.distributed_optimizer = root.Bool("distributed_optimizer", j.distributed_optimizer);
   j.fsdp = root.BoolList("fsdp", j.fsdp);

@@ -79,7 +79,7 @@ MeasuredCase ReadCase(CheckedObject& c) {
 
 MeasuredOp ReadOp(CheckedObject& o) {
   MeasuredOp op;
-  op.op = o.String("op");
+  op.op = o.Enum("op", kMeasuredOpNames);
   op.group_kind = o.String("group_kind");
   op.group_count = IntField(o, "group_count", 0, kMaxWorld);
   op.notes = Strings(o, "notes");

@@ -7,6 +7,7 @@
 
 #include "core/atomic_file.h"
 #include "core/formats.h"
+#include "core/quoted_text.h"
 #include "inputs/nccl_tests_log.h"
 
 namespace foldplan {
@@ -15,6 +16,10 @@ namespace {
 constexpr size_t kMaxLineBytes = size_t{64} << 10;  // far past any line nccl-tests prints
 constexpr int64_t kMaxMessageBytes = int64_t{1} << 62;
 constexpr double kMaxTimeUs = 1e12;      // 11 days per iteration is a broken clock
+// The least time nccl-tests prints other than 0.00 (two decimals): a launch
+// alone takes microseconds, so less is not a measurement (and 1e-320 would
+// make the size's bandwidth infinite).
+constexpr double kMinTimeUs = 0.01;
 constexpr double kMaxRateGbPerS = 1e9;   // far past any link
 constexpr size_t kMaxRows = size_t{1} << 16;  // -d all -o all over 8 B..16 GiB is ~4000
 constexpr int kMaxWorld = static_cast<int>(kMaxWorldSize);
@@ -50,21 +55,18 @@ Tokens Split(std::string_view line) {
   return out;
 }
 
-// A token quoted for a message: at most 60 bytes, control and non-ASCII
-// bytes shown as '?'.
-std::string Quote(std::string_view s) {
-  constexpr size_t kChars = 60;
-  std::string out = "\"";
-  for (size_t i = 0; i < s.size() && i < kChars; ++i) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    out += (c < 0x20 || c >= 0x7f) ? '?' : static_cast<char>(c);
-  }
-  out += s.size() > kChars ? "\"..." : "\"";
-  return out;
-}
+// A token quoted for a message: at most 60 bytes, control bytes escaped.
+std::string Quote(std::string_view s) { return Quoted(s, 60); }
 
 bool AllDigits(std::string_view s) {
   return !s.empty() && std::all_of(s.begin(), s.end(), [](char c) { return c >= '0' && c <= '9'; });
+}
+
+// A results row's first token: a number, signed ones included so that a
+// negative size is refused as a row rather than passed over as chatter.
+bool StartsRow(std::string_view s) {
+  if (!s.empty() && (s[0] == '-' || s[0] == '+')) s.remove_prefix(1);
+  return !s.empty() && s[0] >= '0' && s[0] <= '9';
 }
 
 std::optional<int64_t> ToInt(std::string_view s, int64_t min, int64_t max) {
@@ -197,7 +199,7 @@ class LogReader {
       failure_line_ = line_no;
       failure_text_ = Quote(line);
     }
-    if (state_ == State::kInTable && AllDigits(tokens[0])) return Row(tokens, line_no);
+    if (state_ == State::kInTable && StartsRow(tokens[0])) return Row(tokens, line_no);
     return Status();
   }
 
@@ -208,10 +210,12 @@ class LogReader {
     if (is(0, "size") && is(1, "count")) return ColumnHeader(c, line_no);
     if (is(0, "Avg") && is(1, "bus") && is(2, "bandwidth")) return Trailer(c, line_no);
     if (is(0, "Collective") && is(1, "test") && is(2, "starting:") && c.size() > 3) {
-      if (collective_line_ == 0) {
-        collective_line_ = line_no;
-        collective_binary_ = std::string(c[3].substr(0, kMaxNameChars));
+      if (collective_line_ != 0) {
+        return At(line_no, "a second \"# Collective test starting\" line (the first is at line " +
+                               std::to_string(collective_line_) + "): one nccl-tests run per log");
       }
+      collective_line_ = line_no;
+      collective_binary_ = std::string(c[3].substr(0, kMaxNameChars));
       return Status();
     }
     if (is(0, "nccl-tests") && is(1, "version")) {
@@ -383,8 +387,11 @@ class LogReader {
     if (std::all_of(t.begin() + at, t.begin() + at + 4, [](std::string_view s) { return s == "N/A"; })) {
       return Status();  // not measured (alltoall's in-place in some versions)
     }
-    auto time = ToNumber(t[at], 0, kMaxTimeUs);
-    if (!time) return At(line_no, "expected the " + where + "time in us (a number in [0, 1e12]) or N/A, found " + Quote(t[at]));
+    auto time = ToNumber(t[at], kMinTimeUs, kMaxTimeUs);
+    if (!time) {
+      return At(line_no, "expected the " + where + "time in us (a number in [0.01, 1e12]: less is not a measured time) " +
+                             "or N/A, found " + Quote(t[at]));
+    }
     auto algbw = ToNumber(t[at + 1], 0, kMaxRateGbPerS);
     if (!algbw) return At(line_no, "expected the " + where + "algbw in GB/s (a number in [0, 1e9]), found " + Quote(t[at + 1]));
     auto busbw = ToNumber(t[at + 2], 0, kMaxRateGbPerS);

@@ -92,6 +92,9 @@ Result<LoadSpec> ParseExpertLoads(const std::string& text, const std::string& pa
         total += spec.histogram.back();
       }
       if (errors.empty() && !(total > 0)) errors.Add("/loads", "expected at least one load > 0");
+      // Each share is a load over the total: an infinite total makes every
+      // share 0, a balanced step that the file does not say.
+      if (errors.empty() && !std::isfinite(total)) errors.Add("/loads", "expected loads whose sum is finite, found a sum above 1.8e308");
     }
   }
   root.Finish();
@@ -128,15 +131,24 @@ Result<LoadSpec> ParseLoadSpec(const std::string& text) {
   return LoadExpertLoadsFile(text);
 }
 
-Result<ExpertLoadDraw> ExpertLoadDraw::Create(const LoadSpec& spec, int experts, int ep, double rows_per_rank,
-                                              double capacity_factor, uint64_t seed) {
-  if (experts < 1 || ep < 1 || experts % ep != 0) {
-    return Status::Error("imbalance: " + std::to_string(experts) + " experts do not split over ep " + std::to_string(ep));
+Status CheckLoadSpecExperts(const LoadSpec& spec, int experts) {
+  if (spec.balanced()) return Status();
+  if (experts < 1) {
+    return Status::Error("--imbalance " + spec.text + ": the model has no experts (a dense model): imbalance needs a MoE model");
   }
   if (spec.distribution == LoadDistribution::kHistogram && int(spec.histogram.size()) != experts) {
     return Status::Error(spec.text + ": /loads: expected " + std::to_string(experts) + " loads (the model's experts), found " +
                          std::to_string(spec.histogram.size()));
   }
+  return Status();
+}
+
+Result<ExpertLoadDraw> ExpertLoadDraw::Create(const LoadSpec& spec, int experts, int ep, double rows_per_rank,
+                                              double capacity_factor, uint64_t seed) {
+  if (experts < 1 || ep < 1 || experts % ep != 0) {
+    return Status::Error("imbalance: " + std::to_string(experts) + " experts do not split over ep " + std::to_string(ep));
+  }
+  if (Status s = CheckLoadSpecExperts(spec, experts); !s.ok()) return s;
   ExpertLoadDraw d;
   d.spec_ = spec;
   d.experts_ = experts;

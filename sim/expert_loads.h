@@ -55,6 +55,11 @@ Result<LoadSpec> LoadExpertLoadsFile(const std::string& path);
 // The same from the file's text (`path` names it in errors).
 Result<LoadSpec> ParseExpertLoads(const std::string& text, const std::string& path);
 
+// Whether `spec` can route the experts of a model with `experts` of them
+// (0: a dense model): an imbalance needs experts; a histogram needs one load
+// per expert (the error names the file, /loads and the count expected).
+Status CheckLoadSpecExperts(const LoadSpec& spec, int experts);
+
 class ExpertLoadDraw {
  public:
   // For a model of `experts` experts on EP groups of `ep` ranks, each rank

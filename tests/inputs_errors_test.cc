@@ -347,3 +347,10 @@ TEST_CASE("a relative calibration path is taken relative to the cluster file") {
   j["calibration"] = "/abs/cal.json";
   CHECK(ParseCluster(j, "some/dir/cluster.json")->calibration == "/abs/cal.json");
 }
+
+TEST_CASE("a job's capacity factor below 1 (other than 0, dropless) is refused") {
+  CHECK(JobError([](json& j) { j["capacity_factor"] = 0.001; }) ==
+        "edited.json: /capacity_factor: expected 0 (dropless) or a number in [1, 1024], found 0.001");
+  CHECK(JobError([](json& j) { j["capacity_factor"] = 1e-320; }).find("/capacity_factor: expected 0 (dropless)") !=
+        std::string::npos);
+}

@@ -136,3 +136,9 @@ TEST_CASE("a GEMM dimension outside [1, 2^40] is refused at its pointer") {
   CHECK(message.find("m.json: /ops/0/sizes/1/gemm/k: expected an integer") != std::string::npos);
   CHECK(message.find("m.json: /ops/0/sizes/2/gemm/batch: expected an integer") != std::string::npos);
 }
+
+TEST_CASE("an op of a name foldbench does not measure is refused at its pointer") {
+  nlohmann::json doc = Fixture();
+  doc["ops"][0]["op"] = "ulyses";
+  CHECK(Refusal(doc).find("m.json: /ops/0/op: expected one of \"ulysses\", \"dispatch\"") == 0);
+}

@@ -203,7 +203,8 @@ TEST_CASE("perf programs of collectives foldplan does not model are refused") {
 
 TEST_CASE("a row that does not parse is refused at its line") {
   CHECK(Refused(MiniLog(kRow + "16 4 float sum -1 abc 0.00 0.00 0 32.85 0.00 0.00 0\n")) ==
-        "r.log:7: expected the out-of-place time in us (a number in [0, 1e12]) or N/A, found \"abc\"");
+        "r.log:7: expected the out-of-place time in us (a number in [0.01, 1e12]: less is not a measured time) or N/A, "
+        "found \"abc\"");
   CHECK(Refused(MiniLog("16 4 float sum -1 1.0 0.00 0.00 0 32.85 0.00 0.00\n")) ==
         "r.log:6: expected a results row of 13 fields (as the header at line 5 says), found 12");
   CHECK(Refused(MiniLog("16 4 float sum -1 -1.0 0.00 0.00 0 32.85 0.00 0.00 0\n")).find("r.log:6: expected the "
@@ -298,4 +299,24 @@ TEST_CASE("absurd input is refused, never read") {
   std::string big_header = MiniLog(kRow);
   big_header.replace(big_header.find("maxBytes 1024"), 13, "maxBytes 99999999999999999999");
   CHECK(Refused(big_header).find("r.log:2: expected an integer in [0, 4611686018427387904] after maxBytes") == 0);
+}
+
+TEST_CASE("a row whose time is below what nccl-tests prints is refused at its line, with the reason") {
+  // 1e-320 was read, and made the series unfittable ("nothing to fit").
+  CHECK(Refused(MiniLog(kRow + "16 4 float sum -1 1e-320 0.00 0.00 0 32.85 0.00 0.00 0\n")).find(
+            "r.log:7: expected the out-of-place time in us (a number in [0.01, 1e12]: less is not a measured time)") == 0);
+  CHECK(Refused(MiniLog("16 4 float sum -1 1.0 0.00 0.00 0 0 0.00 0.00 0\n")).find("r.log:6: expected the in-place time") ==
+        0);
+  CHECK(ParseNcclTestsLog(MiniLog("16 4 float sum -1 0.01 0.00 0.00 0 0.01 0.00 0.00 0\n"), "r.log").ok());
+}
+
+TEST_CASE("a row with a negative size is an error, not passed over") {
+  CHECK(Refused(MiniLog(kRow + "-8 2 float sum -1 33.44 0.00 0.00 0 32.85 0.00 0.00 0\n")) ==
+        "r.log:7: expected the size in bytes (an integer in [0, 2^62]), found \"-8\"");
+}
+
+TEST_CASE("a second \"# Collective test starting\" line is refused with the first one's line") {
+  const std::string log = "# Collective test starting: all_gather_perf\n" + MiniLog(kRow);
+  CHECK(Refused(log) == "r.log:2: a second \"# Collective test starting\" line (the first is at line 1): one nccl-tests "
+                        "run per log");
 }
