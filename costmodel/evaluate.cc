@@ -249,6 +249,10 @@ StepBreakdown CostModel::StepAfter(const Layout& layout, const PipelineDescripti
   const double peak_flops = double(layout.world) * cluster_.gpu.peak_bf16_flops;
   s.model_flops_per_token = model_flops_per_token_;
   s.mfu = s.model_flops_per_token * s.tokens_per_s / peak_flops;
+  s.tflops_per_gpu = s.model_flops_per_token * s.tokens_per_s / layout.world / 1e12;
+  const bool fp8_peak = IsFp8(layout.precision) && cluster_.gpu.peak_fp8_flops > 0;
+  s.mfu_precision_peak =
+      fp8_peak ? s.model_flops_per_token * s.tokens_per_s / (double(layout.world) * cluster_.gpu.peak_fp8_flops) : s.mfu;
   s.model_flops_per_token_full_attention = model_flops_per_token_full_attention_;
   s.mfu_full_attention = s.model_flops_per_token_full_attention * s.tokens_per_s / peak_flops;
   return s;

@@ -62,6 +62,12 @@ struct StepBreakdown {
   double step_time_s = 0;
   double tokens_per_s = 0;
   double mfu = 0;                 // against the GPU's dense bf16 peak
+  // Model FLOPs per step / step time / GPUs, in 10^12 FLOP/s: what
+  // Megatron's logs print per GPU (the FLOP count MFU uses).
+  double tflops_per_gpu = 0;
+  // MFU against the dense peak of the layout's precision: the fp8 peak for
+  // an FP8 recipe (when the GPU has one), else the bf16 peak (equals mfu).
+  double mfu_precision_peak = 0;
   double model_flops_per_token = 0;  // causal attention counted under the mask (the default)
   // The same with attention counted without the causal halving, as
   // Megatron did before core v0.12 (published MFU tables of early 2025).

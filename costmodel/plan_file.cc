@@ -76,6 +76,8 @@ Json CandidateJson(const Evaluation& e) {
               {"step_time_s", e.step.step_time_s},
               {"tokens_per_s", e.step.tokens_per_s},
               {"mfu", e.step.mfu},
+              {"mfu_precision_peak", e.step.mfu_precision_peak},
+              {"tflops_per_gpu", e.step.tflops_per_gpu},
               {"step", StepJson(e.step)},
               {"host_per_stage", host},
               {"memory", MemoryJson(e.memory)},
