@@ -346,8 +346,8 @@ int main(int argc, char** argv) {
   report_cmd->add_option("--simulation", report.simulation, "simulate --json output (foldplan.simulation/v1)")
       ->type_name("FILE");
   report_cmd->add_option("--color-by", report.color_by,
-                         "group kind colouring the rank map: tp, cp, dp, ep, edp or pp "
-                         "(default: the largest of ep, tp, cp; dp when all are 1)")
+                         "what colours the rank map: a group kind (tp, cp, dp, ep, edp, pp: the pp groups) or "
+                         "stage (the pipeline stages) (default: the largest of ep, tp, cp; dp when all are 1)")
       ->type_name("KIND");
   report_cmd->add_option("--max-gpus", report.max_gpus, "GPUs drawn in the rank map at most (whole domains)")
       ->capture_default_str();

@@ -16,11 +16,13 @@ int RunReport(const ReportCommandOptions& options, std::ostream& out, std::ostre
   o.measurements = options.measurements;
   o.simulation = options.simulation;
   if (!options.color_by.empty()) {
-    o.color_by = ColorKindNamed(options.color_by);
+    o.color_by = ColoringNamed(options.color_by);
     if (!o.color_by) {
-      return Usage(err, Status::Error("--color-by: expected one of tp, cp, dp, ep, edp, pp, got '" +
-                                      options.color_by + "'" +
-                                      DidYouMean(options.color_by, {"tp", "cp", "dp", "ep", "edp", "pp"})));
+      const std::vector<std::string> names(std::begin(kColoringNames), std::end(kColoringNames));
+      std::string listed;
+      for (const std::string& n : names) listed += (listed.empty() ? "" : ", ") + n;
+      return Usage(err, Status::Error("--color-by: expected one of " + listed + ", got '" + options.color_by + "'" +
+                                      DidYouMean(options.color_by, names)));
     }
   }
   if (options.max_gpus < 1) {

@@ -3,7 +3,8 @@
 // (report/report.h; doc/report.md).
 //
 // Exit status: 0 written; 1 a file that cannot be read or measurements of
-// another layout; 2 usage (--plan or -o missing, --color-by not a kind).
+// another layout, a simulation of another layout; 2 usage (--plan or -o
+// missing, --color-by not one of its names).
 #pragma once
 
 #include <ostream>
@@ -15,7 +16,7 @@ struct ReportCommandOptions {
   std::string plan;          // --plan FILE
   std::string measurements;  // --measurements FILE
   std::string simulation;    // --simulation FILE (simulate --json output)
-  std::string color_by;      // --color-by tp|cp|dp|ep|edp|pp ("": the default)
+  std::string color_by;      // --color-by tp|cp|dp|ep|edp|pp|stage ("": the default)
   int max_gpus = 1024;       // --max-gpus N: GPUs drawn in the rank map
   std::string output;        // -o FILE
 };

@@ -31,7 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   auto plan = ParsePlanSummary(text, fuzz::kFuzzFile);
   fuzz::CheckRefusal(plan.status());
   if (plan.ok()) {
-    CheckBounded(CandidateScatterSvg(plan->candidates), "candidate scatter");
+    CheckBounded(CandidateScatterSvg(plan->candidates, plan->memory_limit_gib), "candidate scatter");
     const PlanCandidate& best = plan->candidates.front();
     CheckBounded(StackedBarSvg(StepSegments(best), SecondsText, 0, ""), "step breakdown");
     CheckBounded(StackedBarSvg(MemorySegments(best), GibText, best.hbm_gib, "HBM"), "memory breakdown");

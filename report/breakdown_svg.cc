@@ -47,13 +47,14 @@ std::vector<BarSegment> StepSegments(const PlanCandidate& c) {
   double sum = 0;
   for (const BarSegment& s : out) sum += s.value;
   out.back().value += c.step_time_s - sum;
+  for (BarSegment& s : out) s.color = StepPartColor(s.name);
   return out;
 }
 
 std::vector<BarSegment> MemorySegments(const PlanCandidate& c) {
   std::vector<BarSegment> out;
   for (const MemoryTermGib& t : c.memory_terms) {
-    if (t.gib > 0) out.push_back({t.name, t.gib, t.note});
+    if (t.gib > 0) out.push_back({t.name, t.gib, t.note, MemoryTermColor(t.name)});
   }
   return out;
 }
@@ -73,10 +74,13 @@ std::string StackedBarSvg(const std::vector<BarSegment>& segments, std::string (
     const BarSegment& s = segments[i];
     const double w = scale_to > 0 ? std::max(0.0, s.value) / scale_to * kBarWidth : 0;
     const std::string pct = sum > 0 ? " (" + Num(100 * s.value / sum, 1) + "%)" : "";
-    svg.Rect(x, kBarTop, w, kBarHeight, PartColor(static_cast<int>(i)),
+    svg.Rect(x, kBarTop, w, kBarHeight, s.color,
              s.name + ": " + format(s.value) + pct + (s.detail.empty() ? "" : "\n" + s.detail),
              "data-segment=\"" + EscapeXml(s.name) + "\" data-value=\"" + Num(s.value, 9) + "\"");
-    if (w > 70) svg.Text(x + w / 2, kBarTop + kBarHeight / 2 + 4, s.name, "middle", 10.5, "class=\"seg-label\"");
+    if (w > 70) {
+      svg.Text(x + w / 2, kBarTop + kBarHeight / 2 + 4, s.name, "middle", 10.5,
+               "class=\"seg-label\" style=\"fill:" + TextColorOn(s.color) + "\"");
+    }
     x += w;
   }
   if (capacity > 0) {
@@ -87,7 +91,7 @@ std::string StackedBarSvg(const std::vector<BarSegment>& segments, std::string (
   for (size_t i = 0; i < segments.size(); ++i) {
     const double lx = kLeft + static_cast<double>(i % static_cast<size_t>(kCols)) * (kBarWidth / kCols);
     const double ly = legend_top + static_cast<double>(i / static_cast<size_t>(kCols)) * kRow;
-    svg.Rect(lx, ly - 10, 12, 12, PartColor(static_cast<int>(i)));
+    svg.Rect(lx, ly - 10, 12, 12, segments[i].color);
     svg.Text(lx + 17, ly, segments[i].name + "  " + format(segments[i].value), "start", 11);
   }
   return svg.Finish();

@@ -9,7 +9,8 @@
 // ("other pipeline time": stage boundaries or schedule effects the kinds do
 // not carry; shown only when not zero). The parts sum to the step time
 // exactly. Memory: the candidate's named terms (costmodel/memory.h), the
-// zero ones dropped, summing to peak_gib.
+// zero ones dropped, summing to peak_gib. Each part's colour is fixed by
+// its name (report/colors.h), the same in every report.
 #pragma once
 
 #include <string>
@@ -23,6 +24,7 @@ struct BarSegment {
   std::string name;
   double value = 0;     // seconds or GiB
   std::string detail;   // hover text after the name and value
+  std::string color;    // fill (report/colors.h: fixed per name)
 };
 
 // The name of the data-parallel entry evaluate.cc adds to the comm list.

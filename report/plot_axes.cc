@@ -61,8 +61,29 @@ std::vector<double> LogTicks(double lo, double hi) {
 }
 }  // namespace
 
+std::string TimeAxisUnit::Label(double seconds_value) const {
+  const double v = seconds_value / seconds;
+  return Num(std::fabs(v) < 0.5 * std::pow(10.0, -decimals) ? 0 : v, decimals);
+}
+
+TimeAxisUnit TimeUnitFor(double lo, double hi, int target) {
+  TimeAxisUnit u;
+  const double far = std::max(std::fabs(lo), std::fabs(hi));
+  if (far < 1e-3) {
+    u.name = "us", u.seconds = 1e-6;
+  } else if (far < 1) {
+    u.name = "ms", u.seconds = 1e-3;
+  }
+  const std::vector<double> ticks = NiceTicks(lo, hi, target);
+  if (ticks.size() >= 2) {
+    const double step = (ticks[1] - ticks[0]) / u.seconds;
+    u.decimals = std::clamp(static_cast<int>(std::ceil(-std::log10(step) - 1e-9)), 0, 6);
+  }
+  return u;
+}
+
 void DrawAxes(Svg& svg, const Axis& x, const Axis& y, const std::string& x_title, const std::string& y_title,
-              std::string (*x_label)(double), std::string (*y_label)(double)) {
+              const TickLabel& x_label, const TickLabel& y_label) {
   const double left = x.px_lo, right = x.px_hi, bottom = y.px_lo, top = y.px_hi;
   svg.Rect(left, top, right - left, bottom - top, "#ffffff", "", "stroke=\"#9aa7ba\"");
   for (double t : x.log ? LogTicks(x.lo, x.hi) : NiceTicks(x.lo, x.hi)) {

@@ -3,6 +3,7 @@
 // ten on a log axis), drawn with their labels into an Svg.
 #pragma once
 
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,9 +24,24 @@ std::vector<double> NiceTicks(double lo, double hi, int target = 6);
 // widened to +-10%, or +-1 around 0), for a linear axis.
 void PadRange(double* lo, double* hi, double fraction = 0.06);
 
+// A linear time axis in one unit, chosen from the range: s when its far
+// end is at least a second, else ms when at least a millisecond, else us;
+// ticks print as plain numbers with the decimals their step needs, and the
+// unit goes in the axis title, so "0" never sits beside "1.5 s" as "0 us".
+struct TimeAxisUnit {
+  std::string name = "s";  // s, ms or us
+  double seconds = 1;      // one unit in seconds
+  int decimals = 0;
+  std::string Label(double seconds_value) const;
+};
+// For ticks over [lo, hi] seconds, about `target` of them (NiceTicks).
+TimeAxisUnit TimeUnitFor(double lo, double hi, int target = 6);
+
+using TickLabel = std::function<std::string(double)>;
+
 // Frame, grid, ticks and axis titles of a chart whose plot area is the
 // axes' pixel ranges; `x_label` and `y_label` format a tick value.
 void DrawAxes(Svg& svg, const Axis& x, const Axis& y, const std::string& x_title, const std::string& y_title,
-              std::string (*x_label)(double), std::string (*y_label)(double));
+              const TickLabel& x_label, const TickLabel& y_label);
 
 }  // namespace foldplan

@@ -1,7 +1,10 @@
 #include "report/report.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstdio>
 
+#include "core/text_table.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/measured_op_prediction.h"
 #include "costmodel/plan_file.h"
@@ -22,7 +25,7 @@ constexpr const char* kStyle = R"css(
 body{font-family:system-ui,-apple-system,"Segoe UI",Roboto,"DejaVu Sans",sans-serif;margin:0;background:#eef1f5;color:#1f2733}
 header{background:#23324a;color:#fff;padding:18px 28px}
 header h1{margin:0 0 4px;font-size:22px;font-weight:600}
-header .layout{font-family:"DejaVu Sans Mono",monospace;font-size:14px;color:#ffd28f;word-break:break-all}
+header .layout{font-family:"DejaVu Sans Mono",monospace;font-size:14px;color:#ffd28f}
 header .cannot-run{margin-top:8px;padding:4px 8px;border-radius:4px;background:#b3261e;color:#fff;font-size:14px;display:inline-block}
 .kpis{display:flex;gap:22px;flex-wrap:wrap;margin-top:10px;font-size:13px;color:#cfd8e6}
 .kpis b{display:block;font-size:18px;color:#fff}
@@ -35,8 +38,10 @@ table{border-collapse:collapse;font-size:12.5px;margin-top:8px}
 th,td{padding:3px 10px;border-bottom:1px solid #e3e7ee;text-align:left}
 td.num{text-align:right;font-variant-numeric:tabular-nums;white-space:nowrap}
 th{background:#f4f6f9}
-code{font-family:"DejaVu Sans Mono",monospace;font-size:12px}
+code{font-family:"DejaVu Sans Mono",monospace;font-size:12px;overflow-wrap:normal;word-break:normal}
+.tok{white-space:nowrap}
 svg text{fill:#1f2733}
+svg.bar,svg.timeline,svg.memory,svg.scatter{max-width:100%;height:auto}
 svg .cell-label{font-family:"DejaVu Sans Mono",monospace;pointer-events:none}
 svg .seg-label{fill:#fff;pointer-events:none}
 svg .box-label{fill:#4a5566}
@@ -47,6 +52,22 @@ svg .tick{fill:#5a6577}
 )css";
 
 std::string H(const std::string& s) { return EscapeXml(s); }
+
+// A layout's canonical text, escaped, breakable only after its commas (a
+// table cell wraps between "key=value" items, never inside one, not even
+// at the hyphens of an order).
+std::string LayoutHtml(const std::string& layout) {
+  std::string out;
+  size_t at = 0;
+  while (at < layout.size()) {
+    const size_t comma = layout.find(',', at);
+    const size_t end = comma == std::string::npos ? layout.size() : comma + 1;
+    out += "<span class=\"tok\">" + H(layout.substr(at, end - at)) + "</span>";
+    if (end < layout.size()) out += "<wbr>";
+    at = end;
+  }
+  return out;
+}
 
 std::string Fmt(const char* format, double v) {
   char buf[64];
@@ -75,16 +96,30 @@ std::string RankMapSection(const PlanFileInputs& in, const ReportOptions& o) {
     return Section("rank-map", "Rank map", "The best layout's ranks on the cluster.",
                    Note("no rank map: " + map.status().message()));
   }
-  const GroupKind kind = o.color_by ? *o.color_by : DefaultColorKind(in.layout);
-  const RankMapPicture pic = DrawRankMap(map.value(), in.cluster, kind, o.max_gpus);
-  const std::string k = Name(kind);
+  const MapColoring coloring = o.color_by ? *o.color_by : DefaultColoring(in.layout);
+  const RankMapPicture pic = DrawRankMap(map.value(), in.cluster, coloring, o.max_gpus);
+  const int group_size = pic.groups > 0 ? map.value().world() / pic.groups : 0;
+  const std::string colour_text =
+      coloring.stage ? "its <b>pipeline stage</b> (" + std::to_string(pic.groups) + " stages of " +
+                           std::to_string(group_size) + " ranks: the ranks holding the same layers)"
+      : coloring.kind == GroupKind::kPp
+          ? "its <b>pp</b> group (" + std::to_string(pic.groups) + " groups of " + std::to_string(group_size) +
+                ": each the ranks that pass one micro-batch's activations from stage to stage; "
+                "<code>--color-by stage</code> colours the stages)"
+          : "its <b>" + H(Name(coloring)) + "</b> group (" + std::to_string(pic.groups) + " groups of " +
+                std::to_string(group_size) + ")";
+  const std::string cells =
+      pic.compact ? "The map is compact above " + std::to_string(kCompactMapAboveGpus) +
+                        " GPUs: each cell is a node, labelled with its first rank and filled with a stripe per "
+                        "group on it, coloured by " + colour_text +
+                        "; heavy lines separate neighbouring nodes of different groups; hatched: idle GPUs ("
+      : "Each cell is a GPU labelled with the rank on it, coloured by " + colour_text +
+            "; hatched cells are idle GPUs (";
   std::string caption = "Cluster <b>" + H(in.cluster.name) + "</b>: " + std::to_string(in.cluster.nodes) + " nodes of " +
                         std::to_string(in.cluster.gpus_per_node) + " GPUs, NVLink domains of " +
                         std::to_string(in.cluster.nvlink_domain_gpus) + " GPUs; " +
-                        H(Name(in.layout.placement)) + " placement. Each cell is a GPU labelled with the rank on it, "
-                        "coloured by its <b>" + H(k) + "</b> group (" + std::to_string(map.value().groups(kind).size()) +
-                        " groups of " + std::to_string(map.value().groups(kind).empty() ? 0 : map.value().groups(kind)[0].size()) +
-                        "); hatched cells are idle GPUs (" + std::to_string(pic.gpus_total - map.value().world()) +
+                        H(Name(in.layout.placement)) + " placement. " + cells +
+                        std::to_string(pic.gpus_total - map.value().world()) +
                         " in the cluster). A red outline marks a rank in a heavy group (tp, cp, ep, ...) that "
                         "straddles NVLink domains. Hover a cell for its coordinates.";
   std::string body = Note(pic.note) + pic.svg;
@@ -108,23 +143,38 @@ std::string RankMapSection(const PlanFileInputs& in, const ReportOptions& o) {
 }
 
 std::string CandidatesSection(const PlanSummary& plan) {
+  bool distinct = false;
+  for (const PlanCandidate& c : plan.candidates) distinct = distinct || c.equivalent_layouts > 1;
   std::string table = "<table><tr><th>#</th><th>layout</th><th>step</th><th>tokens/s</th><th>MFU</th>"
-                      "<th>peak memory</th></tr>";
-  for (size_t i = 0; i < plan.candidates.size() && i < 50; ++i) {
+                      "<th>peak memory</th>" + std::string(distinct ? "<th>layouts</th>" : "") + "</tr>";
+  for (size_t i = 0; i < plan.candidates.size() && i < kNumberedCandidates; ++i) {
     const PlanCandidate& c = plan.candidates[i];
-    table += "<tr><td class=\"num\">" + std::to_string(i + 1) + "</td><td><code>" + H(c.layout) +
+    table += "<tr><td class=\"num\">" + std::to_string(i + 1) + "</td><td><code>" + LayoutHtml(c.layout) +
              "</code></td><td class=\"num\">" + H(SecondsText(c.step_time_s)) + "</td><td class=\"num\">" +
-             Fmt("%.0f", c.tokens_per_s) + "</td><td class=\"num\">" + Fmt("%.1f%%", c.mfu * 100) +
-             "</td><td class=\"num\">" + H(GibText(c.peak_gib)) + "</td></tr>";
+             TokensText(c.tokens_per_s) + "</td><td class=\"num\">" + Fmt("%.1f%%", c.mfu * 100) +
+             "</td><td class=\"num\">" + H(GibText(c.peak_gib)) + "</td>" +
+             (distinct ? "<td class=\"num\">" + WithCommas(c.equivalent_layouts) + "</td>" : "") + "</tr>";
   }
   table += "</table>";
-  if (plan.candidates.size() > 50) table += Note("the first 50 of " + std::to_string(plan.candidates.size()) + " listed");
-  return Section("candidates", "Candidates: step time against memory",
-                 std::to_string(plan.candidates.size()) + " ranked candidates of the plan (objective " +
-                     H(plan.objective) + "). The orange point is the chosen layout (#1); red points are the Pareto "
-                     "front (no other candidate is both faster and smaller), joined by the dashed staircase. "
-                     "Hover a point for its layout.",
-                 "<div class=\"grid2\">" + CandidateScatterSvg(plan.candidates) + "<div>" + table + "</div></div>");
+  if (plan.candidates.size() > kNumberedCandidates) {
+    table += Note("the first " + std::to_string(kNumberedCandidates) + " of " + std::to_string(plan.candidates.size()) +
+                  " listed and numbered in the picture");
+  }
+  const double hbm = plan.candidates.front().hbm_gib;
+  std::string caption =
+      "All " + std::to_string(plan.candidates.size()) + " candidates the search kept (objective " + H(plan.objective) +
+      "), numbered as in the table (#1 the best; <code>--candidate N</code> takes the same number). The orange point "
+      "is the chosen layout (#1); red points are the Pareto front (no other candidate is both faster and smaller), "
+      "joined by the dashed staircase; candidates with the same step time and memory share a point and a label "
+      "(\"3,4\"). The red dashed line is the GPU's HBM (" + H(GibText(hbm)) + ")";
+  if (plan.memory_limit_gib > 0 && plan.memory_limit_gib < hbm) {
+    caption += ", the dotted one the plan's memory limit (" + H(GibText(plan.memory_limit_gib)) + ")";
+  }
+  caption += ". Hover a point for its layout.";
+  if (distinct) caption += " <i>layouts</i>: how many layouts of equal score each row stands for.";
+  return Section("candidates", "Candidates: step time against memory", caption,
+                 "<div class=\"grid2\">" + CandidateScatterSvg(plan.candidates, plan.memory_limit_gib) + "<div>" +
+                     table + "</div></div>");
 }
 
 std::string SecondsFormat(double v) { return SecondsText(v); }
@@ -224,16 +274,27 @@ Result<std::string> MeasurementsSection(const ReportOptions& o, const PlanFileIn
                  "<div class=\"grid2\">" + PredictedMeasuredSvg(points) + "<div>" + table + "</div></div>");
 }
 
-Result<std::string> SimulationSection(const ReportOptions& o, const PlanFileInputs& in) {
+Result<std::string> SimulationSection(const ReportOptions& o, const PlanFileInputs& in, const PlanSummary& summary) {
   auto read = ReadSimulation(o.simulation);
   if (!read.ok()) return read.status();
   const SimulationSummary& sim = read.value();
-  std::string note;
+  // The simulation file names its layout by canonical text: another
+  // layout is another plan's (or another candidate's) simulation.
   if (sim.layout != in.layout_text) {
     auto parsed = ParseLayout(sim.layout, in.layout.world, &in.job);
     if (!parsed.ok() || FormatLayout(parsed.value()) != FormatLayout(in.layout)) {
-      note = "the simulation is of layout " + sim.layout + ", not the plan's best (" + in.layout_text + ")";
+      return Status::Error(o.simulation + ": /layout: the simulation is of layout " + sim.layout + ", but " + o.plan +
+                           "'s best layout is " + in.layout_text +
+                           " (simulate it with: foldplan simulate --plan " + o.plan + " --json)");
     }
+  }
+  // The same layout under other inputs or overlaps gives another analytical step.
+  std::string note;
+  const double plan_step = summary.candidates.front().step_time_s;
+  if (std::fabs(sim.analytical_step_s - plan_step) > 1e-9 * std::max(1.0, plan_step)) {
+    note = "the simulation's analytical step (" + SecondsText(sim.analytical_step_s) + ") is not the plan's (" +
+           SecondsText(plan_step) +
+           "): it was simulated with other inputs or overlaps, or by another version of the cost model";
   }
   const SimPicture path = CriticalPathSvg(sim);
   const SimPicture memory = MemoryTimelineSvg(sim);
@@ -270,9 +331,9 @@ Result<std::string> BuildReportHtml(const ReportOptions& o) {
                      "<title>foldplan report: " + H(plan.model) + " on " + H(plan.cluster) + "</title><style>" +
                      kStyle + "</style></head>\n<body>\n";
   html += "<header><h1>foldplan report: " + H(plan.model) + " on " + H(plan.cluster) + " (" +
-          std::to_string(in.layout.world) + " GPUs)</h1><div class=\"layout\">best layout: " + H(best.layout) +
+          std::to_string(in.layout.world) + " GPUs)</h1><div class=\"layout\">best layout: " + LayoutHtml(best.layout) +
           "</div>" + CannotRunBanner(best) + "<div class=\"kpis\"><span><b>" + H(SecondsText(best.step_time_s)) + "</b>step time</span><span><b>" +
-          Fmt("%.0f", best.tokens_per_s) + "</b>tokens/s</span><span><b>" + Fmt("%.1f%%", best.mfu * 100) +
+          TokensText(best.tokens_per_s) + "</b>tokens/s</span><span><b>" + Fmt("%.1f%%", best.mfu * 100) +
           "</b>MFU</span><span><b>" + H(GibText(best.peak_gib)) + "</b>peak memory of " + H(GibText(best.hbm_gib)) +
           "</span><span><b>" + H(plan.job) + "</b>job</span><span><b>" + H(o.plan) + "</b>plan file</span></div></header>\n<main>\n";
   html += RankMapSection(in, o);
@@ -284,7 +345,7 @@ Result<std::string> BuildReportHtml(const ReportOptions& o) {
     html += section.value();
   }
   if (!o.simulation.empty()) {
-    auto section = SimulationSection(o, in);
+    auto section = SimulationSection(o, in, plan);
     if (!section.ok()) return section.status();
     html += section.value();
   }

@@ -13,7 +13,7 @@
 #include <string>
 
 #include "core/status.h"
-#include "planner/rank_map.h"
+#include "report/rank_map_svg.h"
 
 namespace foldplan {
 
@@ -21,12 +21,14 @@ struct ReportOptions {
   std::string plan;          // foldplan.plan/v1 (required)
   std::string measurements;  // foldplan.measurements/v1 of the plan's best layout ("": none)
   std::string simulation;    // foldplan.simulation/v1 ("": none)
-  std::optional<GroupKind> color_by;  // unset: DefaultColorKind
+  std::optional<MapColoring> color_by;  // unset: DefaultColoring
   int max_gpus = 1024;       // GPUs drawn in the rank map at most
 };
 
 // The page. Errors: a file that cannot be read (naming the file and the
-// field), measurements of another layout than the plan's best.
+// field), measurements or a simulation of another layout than the plan's
+// best (the simulation file names its layout's canonical text, `layout`,
+// which identifies the plan's candidate: the message gives both).
 Result<std::string> BuildReportHtml(const ReportOptions& options);
 
 }  // namespace foldplan

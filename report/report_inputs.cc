@@ -2,8 +2,10 @@
 
 #include <limits>
 
+#include "core/atomic_file.h"
 #include "core/formats.h"
 #include "core/json_check.h"
+#include "report/json_stream.h"
 
 namespace foldplan {
 
@@ -48,6 +50,8 @@ void ReadCandidate(CheckedObject& c, PlanCandidate* out) {
   } else {
     c.Object("comm");  // records the error
   }
+  out->equivalent_layouts =
+      static_cast<unsigned long long>(c.Int("equivalent_layouts", 1, std::numeric_limits<int64_t>::max(), 1));
   if (c.Has("violations") && c.Raw("violations").is_array()) {
     out->violations = static_cast<int>(c.Raw("violations").size());
     // Each {"rule", "detail"}, as CandidateJson writes it; others counted only.
@@ -72,6 +76,7 @@ Result<PlanSummary> PlanSummaryOf(const nlohmann::json& doc, const std::string& 
     CheckedObject entry = inputs.Object(key);
     *field = entry.String("name");
   }
+  if (auto limit = root.OptionalObject("memory_limit")) out.memory_limit_gib = limit->Number("max_peak_gib", 0, kInf, 0);
   if (!errors.empty()) return errors.status();
   ForEachObject(
       root, "candidates",
@@ -89,61 +94,135 @@ Result<PlanSummary> PlanSummaryOf(const nlohmann::json& doc, const std::string& 
   return out;
 }
 
-Result<SimulationSummary> SimulationSummaryOf(const nlohmann::json& doc, const std::string& path) {
-  JsonErrors errors(path);
+// A top-level "schema" member checked the moment it is read, before the
+// body: a file of another kind is refused without reading the rest.
+bool SchemaIs(const std::string& key, const nlohmann::json& value, const char* schema, JsonErrors* errors) {
+  if (key != "schema") return true;
+  const nlohmann::json one = {{"schema", value}};
+  CheckedObject o(one, "", errors);
+  o.Enum("schema", {schema});
+  return errors->empty();
+}
+
+SimSegment ReadSegment(CheckedObject& s) {
+  SimSegment seg;
+  seg.rank = static_cast<int>(s.Int("rank", 0, kMaxWorldSize));
+  seg.pass = s.Enum("pass", {"F", "B", "W", "step"});
+  seg.microbatch = static_cast<int>(s.Int("microbatch", -1, std::numeric_limits<int>::max()));
+  seg.start_s = s.Number("start_s", 0, kInf);
+  seg.duration_s = s.Number("duration_s", 0, kInf);
+  if (s.Has("by_kind_s") && s.Raw("by_kind_s").is_object()) {
+    for (const auto& item : s.Raw("by_kind_s").items()) {
+      if (item.value().is_number()) seg.by_kind_s.push_back({item.key(), item.value().get<double>()});
+    }
+  }
+  return seg;
+}
+
+bool OneOf(const std::string& s, std::initializer_list<const char*> names) {
+  for (const char* n : names) {
+    if (s == n) return true;
+  }
+  return false;
+}
+
+// What the report reads of a simulation file: the members below, each
+// segment's and memory rank's own fields; the streamed lists are the
+// critical path's segments, the memory timeline and each rank's points.
+bool KeepSimulationField(JsonPath p) {
+  if (p.size() == 1) {
+    return OneOf(p[0], {"schema", "layout", "schedule", "hbm_gib", "simulated", "analytical", "critical_path",
+                        "memory_timeline"});
+  }
+  if (p[0] == "simulated") return p.size() == 2 && OneOf(p[1], {"step_time_s", "bubble_fraction"});
+  if (p[0] == "analytical") return p.size() == 2 && p[1] == "step_time_s";
+  if (p[0] == "critical_path") {
+    if (p.size() == 2) return p[1] == "segments";
+    return p.size() > 4 || OneOf(p[3], {"rank", "pass", "microbatch", "start_s", "duration_s", "by_kind_s"});
+  }
+  if (p[0] == "memory_timeline") {
+    return p.size() != 3 || OneOf(p[2], {"rank", "pipeline_rank", "peak_bytes", "model_peak_bytes", "points"});
+  }
+  return false;
+}
+
+bool StreamedSimulationList(JsonPath p) {
+  return (p.size() == 1 && p[0] == "memory_timeline") ||
+         (p.size() == 2 && p[0] == "critical_path" && p[1] == "segments") ||
+         (p.size() == 3 && p[0] == "memory_timeline" && p[2] == "points");
+}
+
+}  // namespace
+
+Result<SimulationSummary> ParseSimulation(const std::string& text, const std::string& file) {
+  JsonErrors errors(file);
+  SimulationSummary out;
+  std::vector<std::pair<double, double>> points;  // of the memory rank being read
+  bool points_bad = false;
+  JsonStreamRules rules;
+  rules.keep = KeepSimulationField;
+  rules.streamed = StreamedSimulationList;
+  rules.top_level = [&](const std::string& key, const nlohmann::json& value) {
+    return SchemaIs(key, value, kSimulationSchema, &errors);
+  };
+  // Each element checked as it completes; the first bad one stops the read.
+  rules.element = [&](JsonPath p, nlohmann::json&& e) {
+    const std::string pointer = PointerOfPath(p);
+    if (p[0] == "critical_path") {
+      CheckedObject s(e, pointer, &errors);
+      if (!e.is_object()) return false;
+      SimSegment seg = ReadSegment(s);
+      if (out.critical_path_segments++ < kMaxSegments) out.critical_path.push_back(std::move(seg));
+    } else if (p.size() == 4) {  // /memory_timeline/N/points/I
+      if (!e.is_array() || e.size() != 2 || !e[0].is_number() || !e[1].is_number()) {
+        if (!points_bad) errors.Add(pointer, "expected [seconds, bytes], found " + DescribeJsonValue(e));
+        points_bad = true;
+      } else if (out.memory_ranks < kMaxMemoryRanks) {
+        points.push_back({e[0].get<double>(), e[1].get<double>()});
+      }
+    } else {  // /memory_timeline/N, its points already streamed
+      CheckedObject m(e, pointer, &errors);
+      SimMemory mem;
+      mem.rank = static_cast<int>(m.Int("rank", 0, kMaxWorldSize));
+      mem.pipeline_rank = static_cast<int>(m.Int("pipeline_rank", 0, kMaxWorldSize));
+      mem.peak_bytes = m.Number("peak_bytes", 0, kInf);
+      mem.model_peak_bytes = m.Number("model_peak_bytes", 0, kInf);
+      if (!m.Has("points") || !m.Raw("points").is_array()) {
+        errors.Add(m.Pointer("points"), "expected a list of [seconds, bytes] pairs");
+      }
+      mem.points = std::move(points);
+      points.clear();
+      points_bad = false;
+      if (out.memory_ranks++ < kMaxMemoryRanks) out.memory.push_back(std::move(mem));
+    }
+    return errors.empty();
+  };
+  auto streamed = StreamJson(text, file, rules);
+  if (!streamed.ok()) return streamed.status();
+  if (!errors.empty()) return errors.status();
+  const nlohmann::json& doc = streamed->kept;
   CheckedObject root(doc, "", &errors);
   root.Enum("schema", {kSimulationSchema});
   if (!errors.empty()) return errors.status();
-  SimulationSummary out;
   out.layout = root.String("layout");
   out.schedule = root.String("schedule");
+  out.hbm_gib = root.Number("hbm_gib", 0, kInf, 0);
   CheckedObject simulated = root.Object("simulated");
   out.simulated_step_s = simulated.Number("step_time_s", 0, kInf);
   out.simulated_bubble_fraction = simulated.Number("bubble_fraction", 0, 1, 0);
   CheckedObject analytical = root.Object("analytical");
   out.analytical_step_s = analytical.Number("step_time_s", 0, kInf);
   CheckedObject critical = root.Object("critical_path");
-  ForEachObject(critical, "segments", [&](CheckedObject& s) {
-    SimSegment seg;
-    seg.rank = static_cast<int>(s.Int("rank", 0, kMaxWorldSize));
-    seg.pass = s.Enum("pass", {"F", "B", "W", "step"});
-    seg.microbatch = static_cast<int>(s.Int("microbatch", -1, std::numeric_limits<int>::max()));
-    seg.start_s = s.Number("start_s", 0, kInf);
-    seg.duration_s = s.Number("duration_s", 0, kInf);
-    if (s.Has("by_kind_s") && s.Raw("by_kind_s").is_object()) {
-      for (const auto& item : s.Raw("by_kind_s").items()) {
-        if (item.value().is_number()) seg.by_kind_s.push_back({item.key(), item.value().get<double>()});
-      }
+  for (auto [parent, key] : {std::pair{&critical, "segments"}, std::pair{&root, "memory_timeline"}}) {
+    if (!parent->Has(key)) {
+      errors.Add(parent->Pointer(key), "missing; expected a list of objects");
+    } else if (!parent->Raw(key).is_array()) {
+      errors.Add(parent->Pointer(key), "expected a list of objects, found " + DescribeJsonValue(parent->Raw(key)));
     }
-    out.critical_path.push_back(std::move(seg));
-  });
-  ForEachObject(root, "memory_timeline", [&](CheckedObject& m) {
-    SimMemory mem;
-    mem.rank = static_cast<int>(m.Int("rank", 0, kMaxWorldSize));
-    mem.pipeline_rank = static_cast<int>(m.Int("pipeline_rank", 0, kMaxWorldSize));
-    mem.peak_bytes = m.Number("peak_bytes", 0, kInf);
-    mem.model_peak_bytes = m.Number("model_peak_bytes", 0, kInf);
-    if (!m.Has("points") || !m.Raw("points").is_array()) {
-      errors.Add(m.Pointer("points"), "expected a list of [seconds, bytes] pairs");
-      return;
-    }
-    const nlohmann::json& points = m.Raw("points");
-    for (size_t i = 0; i < points.size(); ++i) {
-      const nlohmann::json& p = points[i];
-      if (!p.is_array() || p.size() != 2 || !p[0].is_number() || !p[1].is_number()) {
-        errors.Add(m.Pointer("points") + "/" + std::to_string(i),
-                   "expected [seconds, bytes], found " + DescribeJsonValue(p));
-        return;
-      }
-      mem.points.push_back({p[0].get<double>(), p[1].get<double>()});
-    }
-    out.memory.push_back(std::move(mem));
-  });
+  }
   if (!errors.empty()) return errors.status();
   return out;
 }
-
-}  // namespace
 
 LayoutVerdict VerdictOf(const PlanCandidate& candidate) {
   LayoutVerdict v;
@@ -158,27 +237,30 @@ LayoutVerdict VerdictOf(const PlanCandidate& candidate) {
 }
 
 Result<PlanSummary> ReadPlanSummary(const std::string& path) {
-  auto doc = ParseJsonFile(path);
-  if (!doc.ok()) return doc.status();
-  return PlanSummaryOf(doc.value(), path);
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParsePlanSummary(text.value(), path);
 }
 
 Result<PlanSummary> ParsePlanSummary(const std::string& text, const std::string& file) {
-  auto doc = ParseJsonText(text, file);
+  // The schema first (a rank map or a simulation given as the plan is
+  // refused before its body is read); the rank map is not kept.
+  JsonErrors errors(file);
+  JsonStreamRules rules;
+  rules.keep = [](JsonPath p) { return p.size() > 1 || p[0] != "rank_map"; };
+  rules.top_level = [&](const std::string& key, const nlohmann::json& value) {
+    return SchemaIs(key, value, kPlanSchema, &errors);
+  };
+  auto doc = StreamJson(text, file, rules);
   if (!doc.ok()) return doc.status();
-  return PlanSummaryOf(doc.value(), file);
+  if (!errors.empty()) return errors.status();
+  return PlanSummaryOf(doc->kept, file);
 }
 
 Result<SimulationSummary> ReadSimulation(const std::string& path) {
-  auto doc = ParseJsonFile(path);
-  if (!doc.ok()) return doc.status();
-  return SimulationSummaryOf(doc.value(), path);
-}
-
-Result<SimulationSummary> ParseSimulation(const std::string& text, const std::string& file) {
-  auto doc = ParseJsonText(text, file);
-  if (!doc.ok()) return doc.status();
-  return SimulationSummaryOf(doc.value(), file);
+  auto text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  return ParseSimulation(text.value(), path);
 }
 
 }  // namespace foldplan

@@ -3,9 +3,13 @@
 // breakdown, memory terms, communication by kind) and the simulator's
 // `foldplan.simulation/v1` output (cli/simulate_command.cc, doc/formats.md),
 // of which the report uses the step times, the critical path and the memory
-// timelines. Both read with core/json_check.h: an error names the file and
-// the JSON pointer. Fields the report does not draw are not checked, so a
-// newer writer's additions do not break it.
+// timelines. Both read in one pass (report/json_stream.h) that checks the
+// schema as soon as it is read, so a file of another kind is refused before
+// its body, and keeps only what the report draws: a simulation file of
+// hundreds of megabytes costs its text and the kept fields, not a parse
+// tree. Errors name the file and the JSON pointer (core/json_check.h).
+// Fields the report does not draw are not checked, so a newer writer's
+// additions do not break it.
 #pragma once
 
 #include <string>
@@ -45,6 +49,7 @@ struct PlanCandidate {
   std::vector<CommKindSeconds> comm;        // in the file's order
   int violations = 0;
   std::vector<std::pair<std::string, std::string>> violated;  // (rule, detail) of each violation
+  unsigned long long equivalent_layouts = 1;  // layouts of equal score it stands for (plan --distinct)
 };
 
 // Whether the candidate, as written, can run (costmodel/layout_verdict.h):
@@ -54,7 +59,8 @@ LayoutVerdict VerdictOf(const PlanCandidate& candidate);
 struct PlanSummary {
   std::string objective;
   std::string cluster, model, job;  // /inputs/*/name
-  std::vector<PlanCandidate> candidates;  // best first
+  double memory_limit_gib = 0;      // /memory_limit/max_peak_gib (0: none)
+  std::vector<PlanCandidate> candidates;  // best first: #1, #2, ...
 };
 
 // At most this many candidates are read (a plan keeps its top N, 10 by default).
@@ -77,12 +83,21 @@ struct SimMemory {
   std::vector<std::pair<double, double>> points;  // (seconds, bytes)
 };
 
+// What a simulation file's reader keeps: the first kMaxSegments segments of
+// the critical path and the first kMaxMemoryRanks ranks' memory timelines
+// (the pictures draw no more); the others are checked and counted.
+inline constexpr size_t kMaxSegments = 4000;
+inline constexpr size_t kMaxMemoryRanks = 16;
+
 struct SimulationSummary {
   std::string layout, schedule;
+  double hbm_gib = 0;  // 0 in files that predate it
   double simulated_step_s = 0, analytical_step_s = 0;
   double simulated_bubble_fraction = 0;
-  std::vector<SimSegment> critical_path;
-  std::vector<SimMemory> memory;
+  std::vector<SimSegment> critical_path;  // the first kMaxSegments
+  size_t critical_path_segments = 0;      // all of them
+  std::vector<SimMemory> memory;          // the first kMaxMemoryRanks
+  size_t memory_ranks = 0;                // all of them
 };
 
 Result<SimulationSummary> ReadSimulation(const std::string& path);

@@ -3,7 +3,9 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
+#include <map>
 
+#include "core/text_table.h"
 #include "report/plot_axes.h"
 #include "report/svg.h"
 
@@ -31,19 +33,26 @@ namespace {
 std::string GibTick(double v) { return Num(v, 1); }
 std::string SecondsTick(double v) { return SecondsText(v); }
 
-std::string PointTitle(size_t i, const PlanCandidate& c, bool front) {
-  char buf[160];
-  std::snprintf(buf, sizeof buf, "\nstep %.4g s, peak %.2f GiB, %.0f tokens/s, MFU %.1f%%", c.step_time_s, c.peak_gib,
-                c.tokens_per_s, c.mfu * 100);
-  std::string t = "#" + std::to_string(i + 1) + (i == 0 ? " (chosen)" : "") + ": " + c.layout + buf;
+std::string PointTitle(size_t i, const PlanCandidate& c, bool front, const std::string& twins) {
+  char buf[96];
+  std::snprintf(buf, sizeof buf, "\nstep %.4g s, peak %.2f GiB, ", c.step_time_s, c.peak_gib);
+  std::string t = "#" + std::to_string(i + 1) + (i == 0 ? " (chosen)" : "") + ": " + c.layout + buf +
+                  TokensText(c.tokens_per_s) + " tokens/s, MFU " + Num(c.mfu * 100, 1) + "%";
+  if (c.equivalent_layouts > 1) t += "\nstands for " + WithCommas(c.equivalent_layouts) + " layouts of equal score";
   if (front) t += "\non the Pareto front";
+  if (!twins.empty()) t += "\nsame step time and memory as " + twins;
   return t;
 }
 
 }  // namespace
 
-std::string CandidateScatterSvg(const std::vector<PlanCandidate>& candidates) {
-  constexpr double kW = 720, kH = 420, kLeft = 70, kRight = 20, kTop = 16, kBottom = 48;
+std::string TokensText(double tokens_per_s) {
+  if (!(tokens_per_s < 1e18)) return Num(tokens_per_s, 0);  // past what an integer holds (and NaN): as is
+  return WithCommas(static_cast<unsigned long long>(std::llround(std::max(0.0, tokens_per_s))));
+}
+
+std::string CandidateScatterSvg(const std::vector<PlanCandidate>& candidates, double memory_limit_gib) {
+  constexpr double kW = 720, kH = 436, kLeft = 70, kRight = 20, kTop = 40, kBottom = 48;
   std::vector<std::pair<double, double>> points;
   double x_lo = 1e300, x_hi = -1e300, y_lo = 1e300, y_hi = -1e300;
   for (const PlanCandidate& c : candidates) {
@@ -53,12 +62,26 @@ std::string CandidateScatterSvg(const std::vector<PlanCandidate>& candidates) {
     y_lo = std::min(y_lo, c.step_time_s);
     y_hi = std::max(y_hi, c.step_time_s);
   }
+  // The memory axis reaches the GPU's HBM (and the plan's limit), drawn as lines.
+  const double hbm_gib = candidates.empty() ? 0 : candidates.front().hbm_gib;
+  x_hi = std::max({x_hi, hbm_gib, memory_limit_gib});
   PadRange(&x_lo, &x_hi);
   PadRange(&y_lo, &y_hi);
   const Axis x{x_lo, x_hi, kLeft, kW - kRight, false};
   const Axis y{y_lo, y_hi, kH - kBottom, kTop, false};
   Svg svg(kW, kH, "scatter");
-  DrawAxes(svg, x, y, "peak memory per GPU (GiB)", "step time", GibTick, SecondsTick);
+  const TimeAxisUnit unit = TimeUnitFor(y.lo, y.hi);
+  DrawAxes(svg, x, y, "peak memory per GPU (GiB)", "step time (" + unit.name + ")", GibTick,
+           [&unit](double t) { return unit.Label(t); });
+  if (hbm_gib > 0) {
+    const double px = x.Map(hbm_gib);
+    svg.Line(px, kTop, px, kH - kBottom, "#b3261e", 1.5, "stroke-dasharray=\"6 3\" class=\"hbm\"");
+    svg.Text(px - 4, kTop - 6, "HBM " + Num(hbm_gib, 1) + " GiB", "end", 10.5, "class=\"hbm-label\"");
+  }
+  if (memory_limit_gib > 0 && memory_limit_gib < hbm_gib) {
+    const double px = x.Map(memory_limit_gib);
+    svg.Line(px, kTop, px, kH - kBottom, "#8a4b00", 1, "stroke-dasharray=\"2 3\" class=\"memory-limit\"");
+  }
   const std::vector<size_t> front = ParetoFront(points);
   std::vector<bool> on_front(points.size(), false);
   for (size_t i : front) on_front[i] = true;
@@ -70,23 +93,44 @@ std::string CandidateScatterSvg(const std::vector<PlanCandidate>& candidates) {
     stair += Num(px) + "," + Num(py) + " ";
   }
   if (front.size() > 1) svg.Polyline(stair, "#e15759", 1.5, "stroke-dasharray=\"5 3\" class=\"front\"");
+  // Twins (equal step time and memory) share a point: one label names them all.
+  std::map<std::pair<double, double>, std::vector<size_t>> same;
+  for (size_t k = 0; k < points.size(); ++k) same[points[k]].push_back(k);
   // Back to front, so the chosen layout is drawn last, on top.
   for (size_t k = points.size(); k-- > 0;) {
     const double px = x.Map(points[k].first), py = y.Map(points[k].second);
-    const std::string attrs = "data-candidate=\"" + std::to_string(k) + "\"" + (on_front[k] ? " data-front=\"1\"" : "") +
+    const std::string attrs = "data-candidate=\"" + std::to_string(k + 1) + "\"" +
+                              (on_front[k] ? " data-front=\"1\"" : "") +
                               (k == 0 ? " stroke=\"#111\" stroke-width=\"2\"" : " stroke=\"#fff\" stroke-width=\"1\"");
     const std::string fill = k == 0 ? "#f28e2b" : on_front[k] ? "#e15759" : "#4e79a7";
-    svg.Circle(px, py, k == 0 ? 8 : 5.5, fill, PointTitle(k, candidates[k], on_front[k]), attrs);
+    std::string twins;
+    for (size_t j : same[points[k]]) {
+      if (j != k) twins += (twins.empty() ? "#" : ", #") + std::to_string(j + 1);
+    }
+    svg.Circle(px, py, k == 0 ? 8 : 5.5, fill, PointTitle(k, candidates[k], on_front[k], twins), attrs);
   }
-  // The legend, top right.
-  const double lx = kW - kRight - 180, ly = kTop + 14;
-  svg.Rect(lx - 8, ly - 12, 184, 62, "#ffffff", "", "stroke=\"#d5dbe4\" opacity=\"0.92\"");
-  svg.Circle(lx, ly - 3, 7, "#f28e2b", "", "stroke=\"#111\" stroke-width=\"2\"");
-  svg.Text(lx + 12, ly + 1, "chosen (#1)", "start", 11);
-  svg.Circle(lx, ly + 15, 5, "#e15759");
-  svg.Text(lx + 12, ly + 19, "Pareto front (time, memory)", "start", 11);
-  svg.Circle(lx, ly + 33, 5, "#4e79a7");
-  svg.Text(lx + 12, ly + 37, "other candidates", "start", 11);
+  // The numbers, as in the table: one label per point, twins joined.
+  for (const auto& [point, members] : same) {
+    if (members.front() >= kNumberedCandidates) continue;
+    std::string label;
+    for (size_t m = 0; m < members.size() && members[m] < kNumberedCandidates; ++m) {
+      if (m == 3) {
+        label += "+" + std::to_string(members.size() - 3);
+        break;
+      }
+      label += (m ? "," : "") + std::to_string(members[m] + 1);
+    }
+    svg.Text(x.Map(point.first) + 8, y.Map(point.second) - 6, label, "start", 10,
+             "class=\"point-label\" data-label=\"" + EscapeXml(label) + "\"");
+  }
+  // The legend, one row above the plot (inside it, it would hide points).
+  const double ly = 14;
+  svg.Circle(kLeft + 6, ly - 4, 7, "#f28e2b", "", "stroke=\"#111\" stroke-width=\"2\"");
+  svg.Text(kLeft + 18, ly, "chosen (#1)", "start", 11);
+  svg.Circle(kLeft + 110, ly - 4, 5, "#e15759");
+  svg.Text(kLeft + 120, ly, "Pareto front (time, memory)", "start", 11);
+  svg.Circle(kLeft + 290, ly - 4, 5, "#4e79a7");
+  svg.Text(kLeft + 300, ly, "other candidates", "start", 11);
   return svg.Finish();
 }
 

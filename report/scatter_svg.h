@@ -17,9 +17,22 @@ namespace foldplan {
 // with one of them strict. Equal points are all on it. Sorted by x, then y.
 std::vector<size_t> ParetoFront(const std::vector<std::pair<double, double>>& points);
 
-// x = peak memory (GiB), y = step time (s); candidate 0 is the chosen one.
-// Points carry data-candidate="i" (and data-front="1" on the front).
-std::string CandidateScatterSvg(const std::vector<PlanCandidate>& candidates);
+// Candidates are numbered from 1, #1 the best (the plan file's list order),
+// in the table, the picture and `--candidate N`.
+// The first kNumberedCandidates points carry their number as a label (the
+// candidates the page's table lists); twins (equal time and memory) share
+// one label ("3,4").
+inline constexpr size_t kNumberedCandidates = 100;
+
+// Every candidate of the plan: x = peak memory (GiB), y = step time;
+// candidate #1 is the chosen one. The memory axis reaches the GPU's HBM
+// (candidates' hbm_gib), drawn as a line, and the plan's memory limit when
+// given (> 0, below HBM). Points carry data-candidate="N" (numbered from 1;
+// data-front="1" on the front).
+std::string CandidateScatterSvg(const std::vector<PlanCandidate>& candidates, double memory_limit_gib = 0);
+
+// Tokens per second with thousands separators: "1,284,113".
+std::string TokensText(double tokens_per_s);
 
 struct PredictedMeasuredPoint {
   double measured_s = 0, predicted_s = 0;

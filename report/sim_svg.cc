@@ -11,7 +11,6 @@ namespace foldplan {
 
 namespace {
 
-std::string SecondsTick(double v) { return SecondsText(v); }
 std::string GibTick(double v) { return Num(v, 1); }
 
 const char* PassColor(const std::string& pass) {
@@ -38,12 +37,13 @@ SimPicture CriticalPathSvg(const SimulationSummary& sim) {
   Svg svg(kW, height, "timeline");
   const double bottom = kTop + std::max(1, row) * kRow;
   svg.Rect(kLeft, kTop, kW - kRight - kLeft, bottom - kTop, "#fbfcfd", "", "stroke=\"#9aa7ba\"");
+  const TimeAxisUnit unit = TimeUnitFor(0, x.hi, 8);
   for (double t : NiceTicks(0, x.hi, 8)) {
     svg.Line(x.Map(t), kTop, x.Map(t), bottom, "#e3e7ee");
-    svg.Text(x.Map(t), bottom + 14, SecondsText(t), "middle", 10, "class=\"tick\"");
+    svg.Text(x.Map(t), bottom + 14, unit.Label(t), "middle", 10, "class=\"tick\"");
   }
-  svg.Text((kLeft + kW - kRight) / 2, bottom + 32, "time in the step (critical path, simulated)", "middle", 11.5,
-           "class=\"axis-title\"");
+  svg.Text((kLeft + kW - kRight) / 2, bottom + 32, "time in the step (" + unit.name + "; critical path, simulated)",
+           "middle", 11.5, "class=\"axis-title\"");
   for (const auto& entry : row_of) {
     svg.Text(kLeft - 6, kTop + entry.second * kRow + kRow / 2 + 4, "rank " + std::to_string(entry.first), "end", 10.5);
   }
@@ -57,8 +57,8 @@ SimPicture CriticalPathSvg(const SimulationSummary& sim) {
     svg.Rect(x0, kTop + row_of[s.rank] * kRow + 3, std::max(0.8, x1 - x0), kRow - 6, PassColor(s.pass), title,
              "data-segment=\"" + std::to_string(i) + "\"");
   }
-  if (sim.critical_path.size() > n) {
-    pic.note = "the first " + std::to_string(n) + " of " + std::to_string(sim.critical_path.size()) +
+  if (sim.critical_path_segments > n) {
+    pic.note = "the first " + std::to_string(n) + " of " + std::to_string(sim.critical_path_segments) +
                " critical-path segments drawn";
   }
   pic.svg = svg.Finish();
@@ -79,14 +79,24 @@ SimPicture MemoryTimelineSvg(const SimulationSummary& sim) {
       b_hi = std::max(b_hi, p.second);
     }
   }
+  // The GPU's HBM drawn when the file gives it (and the axis reaches it).
+  const double hbm_bytes = sim.hbm_gib * kGib;
+  b_hi = std::max(b_hi, hbm_bytes);
   const Axis x{0, t_hi > 0 ? t_hi : 1, kLeft, kW - kRight, false};
   const Axis y{0, b_hi > 0 ? b_hi / kGib * 1.08 : 1, kH - kBottom, kTop, false};
   Svg svg(kW, kH, "memory");
-  DrawAxes(svg, x, y, "time in the step (simulated)", "memory per GPU (GiB)", SecondsTick, GibTick);
+  const TimeAxisUnit unit = TimeUnitFor(x.lo, x.hi);
+  DrawAxes(svg, x, y, "time in the step (" + unit.name + ", simulated)", "memory per GPU (GiB)",
+           [&unit](double t) { return unit.Label(t); }, GibTick);
+  if (sim.hbm_gib > 0) {
+    const double hy = y.Map(sim.hbm_gib);
+    svg.Line(kLeft, hy, kW - kRight, hy, "#b3261e", 1.5, "stroke-dasharray=\"6 3\" class=\"hbm\"");
+    svg.Text(kW - kRight - 4, hy - 4, "HBM " + Num(sim.hbm_gib, 1) + " GiB", "end", 10.5, "class=\"hbm-label\"");
+  }
   bool thinned = false;
   for (size_t r = 0; r < ranks; ++r) {
     const SimMemory& m = sim.memory[r];
-    const std::string color = PartColor(static_cast<int>(r));
+    const std::string color = SeriesColor(static_cast<int>(r));
     // At most kMaxMemoryPoints: each bucket of points keeps its highest.
     const size_t stride = (m.points.size() + kMaxMemoryPoints - 1) / kMaxMemoryPoints;
     if (stride > 1) thinned = true;
@@ -116,8 +126,8 @@ SimPicture MemoryTimelineSvg(const SimulationSummary& sim) {
   }
   svg.Text(kW - kRight + 12, kTop + 22 + static_cast<double>(ranks) * 16, "dashed: memory model", "start", 9.5);
   pic.svg = svg.Finish();
-  if (sim.memory.size() > ranks) {
-    pic.note = "the first " + std::to_string(ranks) + " of " + std::to_string(sim.memory.size()) + " ranks drawn";
+  if (sim.memory_ranks > ranks) {
+    pic.note = "the first " + std::to_string(ranks) + " of " + std::to_string(sim.memory_ranks) + " ranks drawn";
   }
   if (thinned) pic.note += std::string(pic.note.empty() ? "" : "; ") + "long timelines thinned, peaks kept";
   return pic;

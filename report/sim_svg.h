@@ -2,7 +2,8 @@
 // drawn: the critical path as a timeline (a row per rank it crosses, a bar
 // per segment coloured by pass) and each simulated rank's memory over the
 // step (a staircase per rank, the memory model's peak dashed). Bounded: at
-// most kMaxSegments segments, kMaxMemoryRanks ranks and kMaxMemoryPoints
+// most kMaxSegments segments, kMaxMemoryRanks ranks (report_inputs.h: what
+// the reader keeps) and kMaxMemoryPoints
 // points per rank (the bucket's highest kept, so peaks survive); the
 // caption says when something was left out.
 #pragma once
@@ -13,8 +14,6 @@
 
 namespace foldplan {
 
-inline constexpr size_t kMaxSegments = 4000;
-inline constexpr size_t kMaxMemoryRanks = 16;
 inline constexpr size_t kMaxMemoryPoints = 1500;
 
 struct SimPicture {

@@ -112,5 +112,35 @@ TEST_CASE("breakdown: the bar draws one rect per part, a capacity marker when as
   CHECK(svg.find("HBM 80 GiB") != std::string::npos);
 }
 
+// The fill of the bar part named `name` in a stacked bar's markup ("" if absent).
+std::string BreakdownFillOf(const std::string& svg, const std::string& name) {
+  const size_t at = svg.find("data-segment=\"" + name + "\"");
+  if (at == std::string::npos) return "";
+  const size_t fill = svg.rfind("fill=\"", at);
+  return svg.substr(fill + 6, svg.find('"', fill + 6) - fill - 6);
+}
+
+TEST_CASE("breakdown: a memory term has the same colour in two reports listing terms in other orders") {
+  PlanCandidate a = HandMade(), b = HandMade();
+  a.memory_terms = {{"parameters", 10, ""}, {"activations", 30, ""}, {"NCCL buffers", 1, ""}};
+  b.memory_terms = {{"activations", 20, ""}, {"optimizer states", 5, ""}, {"NCCL buffers", 2, ""},
+                    {"parameters", 4, ""}};
+  const std::string sa = StackedBarSvg(MemorySegments(a), GibText, 80, "HBM");
+  const std::string sb = StackedBarSvg(MemorySegments(b), GibText, 80, "HBM");
+  for (const char* term : {"parameters", "activations", "NCCL buffers"}) {
+    CAPTURE(term);
+    CHECK_FALSE(BreakdownFillOf(sa, term).empty());
+    CHECK(BreakdownFillOf(sa, term) == BreakdownFillOf(sb, term));
+  }
+  CHECK(BreakdownFillOf(sb, "optimizer states") != BreakdownFillOf(sb, "activations"));
+  // Step parts too: "optimizer" keeps its colour whatever comes before it.
+  PlanCandidate c = HandMade();
+  c.comm.clear();
+  const std::string step_a = StackedBarSvg(StepSegments(c), GibText, 0, "");
+  const std::string step_b = StackedBarSvg(StepSegments(HandMade()), GibText, 0, "");
+  CHECK(BreakdownFillOf(step_a, "optimizer") == BreakdownFillOf(step_b, "optimizer"));
+  CHECK(BreakdownFillOf(step_a, "pipeline bubble") == BreakdownFillOf(step_b, "pipeline bubble"));
+}
+
 }  // namespace
 }  // namespace foldplan
