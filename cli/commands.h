@@ -189,7 +189,10 @@ struct PlanOptions {
   std::optional<std::string> fix;     // --fix: only the layouts that agree with these keys
   int simulate_top = 0;               // --simulate-top N: re-rank the best N by simulated step time
   std::string format = "text";        // --format text|json|csv (--json is json)
-  bool distinct = false;              // --distinct: one candidate per bit-equal score (planner/search.h)
+  // The table shows each layout once: twins (differing only in group
+  // order) and layouts of bit-equal score (planner/search.h) collapsed.
+  bool distinct = false;              // --distinct: that default, said
+  bool all = false;                   // --all: every layout, twins included
   // --stats: the search's counts, time and peak memory on stderr (also
   // without it when stderr is a terminal and the search took over a second).
   bool stats = false;

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <memory>
+#include <sstream>
 
 #include <nlohmann/json.hpp>
 
@@ -104,26 +105,40 @@ Result<Pair> LoadPair(const DiffOptions& o) {
 
 // The rows of the side-by-side table: the step, its parts, throughput,
 // every exposed collective either has, every memory term either holds.
-std::string SideBySide(const Evaluation& a, const Evaluation& b) {
+std::string SideBySide(const Evaluation& a, const Evaluation& b, size_t columns) {
   TextTable t({"", "A", "B", "B - A"}, {Align::kLeft, Align::kRight, Align::kRight, Align::kRight});
   auto time = [&](const std::string& what, double x, double y) {
     t.AddRow({what, Seconds(x), Seconds(y), SignedSeconds(y - x)});
   };
   time("step", a.step.step_time_s, b.step.step_time_s);
+  t.AddRow({"tokens/s", WithCommas(static_cast<unsigned long long>(a.step.tokens_per_s)),
+            WithCommas(static_cast<unsigned long long>(b.step.tokens_per_s)),
+            SignedFixed(b.step.tokens_per_s - a.step.tokens_per_s, 0)});
+  t.AddRow({"TFLOP/s per GPU", Fixed(a.step.tflops_per_gpu, 1), Fixed(b.step.tflops_per_gpu, 1),
+            SignedFixed(b.step.tflops_per_gpu - a.step.tflops_per_gpu, 1)});
+  t.AddRow({"MFU (bf16 peak)", Fixed(100 * a.step.mfu, 1) + "%", Fixed(100 * b.step.mfu, 1) + "%",
+            SignedFixed(100 * (b.step.mfu - a.step.mfu), 1) + " pt"});
+  if (IsFp8(a.layout.precision) || IsFp8(b.layout.precision)) {
+    t.AddRow({"MFU (its precision's peak)", Fixed(100 * a.step.mfu_precision_peak, 1) + "%",
+              Fixed(100 * b.step.mfu_precision_peak, 1) + "%",
+              SignedFixed(100 * (b.step.mfu_precision_peak - a.step.mfu_precision_peak), 1) + " pt"});
+  }
+  t.AddRow({"micro-batches", std::to_string(a.step.microbatches), std::to_string(b.step.microbatches),
+            SignedFixed(double(b.step.microbatches - a.step.microbatches), 0)});
   time("  pipeline", a.step.pipeline_s, b.step.pipeline_s);
   time("    of which bubble", a.step.bubble_s, b.step.bubble_s);
   time("  exposed data-parallel", a.step.dp_exposed_s, b.step.dp_exposed_s);
   time("  optimizer", a.step.optimizer_s, b.step.optimizer_s);
+  // The rows below are each layout's slowest pipeline stage (the one that
+  // sets its step time), and the memory rows each one's worst stage: the
+  // stage of each figure is its column's heading row.
+  auto stage_row = [&](const std::string& what, int x, int y) {
+    t.AddRow({what, "stage " + std::to_string(x), "stage " + std::to_string(y), x == y ? "same" : "differ"});
+  };
+  stage_row("on each one's slowest stage:", a.step.slowest_stage, b.step.slowest_stage);
   time("compute per micro-batch", a.step.stage_compute_s, b.step.stage_compute_s);
   time("exposed comm per micro-batch", a.step.stage_exposed_comm_s, b.step.stage_exposed_comm_s);
   time("exposed host per micro-batch", a.step.stage_host_exposed_s, b.step.stage_host_exposed_s);
-  t.AddRow({"micro-batches", std::to_string(a.step.microbatches), std::to_string(b.step.microbatches),
-            SignedFixed(double(b.step.microbatches - a.step.microbatches), 0)});
-  t.AddRow({"tokens/s", WithCommas(static_cast<unsigned long long>(a.step.tokens_per_s)),
-            WithCommas(static_cast<unsigned long long>(b.step.tokens_per_s)),
-            SignedFixed(b.step.tokens_per_s - a.step.tokens_per_s, 0)});
-  t.AddRow({"MFU", Fixed(100 * a.step.mfu, 1) + "%", Fixed(100 * b.step.mfu, 1) + "%",
-            SignedFixed(100 * (b.step.mfu - a.step.mfu), 1) + " pt"});
   // Exposed communication per kind, in a's order then b's own kinds.
   std::vector<std::string> kinds;
   for (const auto* e : {&a, &b}) {
@@ -139,24 +154,25 @@ std::string SideBySide(const Evaluation& a, const Evaluation& b) {
   };
   for (const std::string& k : kinds) {
     const double x = exposed(a, k), y = exposed(b, k);
-    if (x > 0 || y > 0) time("exposed " + k, x, y);
+    if (x > 0 || y > 0) time("exposed " + k + " per step", x, y);
   }
+  stage_row("memory on each one's worst stage:", a.memory.worst_stage, b.memory.worst_stage);
   for (const MemoryTerm& term : a.memory.terms) {
     const double x = term.bytes / kBytesPerGiB, y = b.memory.bytes_of(term.name) / kBytesPerGiB;
     if (x == 0 && y == 0) continue;
-    t.AddRow({std::string("memory: ") + term.name + " GiB", Fixed(x, 2), Fixed(y, 2), SignedFixed(y - x, 2)});
+    t.AddRow({"  " + std::string(term.name) + " GiB", Fixed(x, 2), Fixed(y, 2), SignedFixed(y - x, 2)});
   }
-  t.AddRow({"peak memory GiB", Fixed(a.memory.peak_gib(), 2), Fixed(b.memory.peak_gib(), 2),
+  t.AddRow({"  peak GiB", Fixed(a.memory.peak_gib(), 2), Fixed(b.memory.peak_gib(), 2),
             SignedFixed(b.memory.peak_gib() - a.memory.peak_gib(), 2)});
   t.AddRow({"fits in " + Fixed(a.memory.hbm_gib, 1) + " GiB", a.memory.fits ? "yes" : "NO", b.memory.fits ? "yes" : "NO",
             ""});
-  return t.Render("  ");
+  return t.Render("  ", columns);
 }
 
 // The gap: the slower one against the faster, as plan's "why it wins".
 std::string GapText(const Evaluation& a, const Evaluation& b) {
   const auto named = [](const char* who, const Evaluation& e) {
-    return std::string(who) + " (" + ShortDegrees(e.layout) + ", " + OptionsText(e.layout) + ")";
+    return std::string(who) + " (" + CompactLayout(e.layout) + ")";
   };
   std::string out;
   if (a.step.step_time_s == b.step.step_time_s) {
@@ -166,9 +182,15 @@ std::string GapText(const Evaluation& a, const Evaluation& b) {
   } else {
     out = WhyItWinsText(b, a, Objective::kThroughput, named("A", a));
   }
+  if (a.step.slowest_stage != b.step.slowest_stage) {
+    out += "  (the per-micro-batch parts are each one's slowest stage: A's stage " +
+           std::to_string(a.step.slowest_stage) + ", B's stage " + std::to_string(b.step.slowest_stage) +
+           "; the stage that sets each one's step time)\n";
+  }
   const std::vector<Difference> memory = MemoryDifferences(a, b);
   if (!memory.empty()) {
-    out += "  memory, B - A:\n";
+    out += "  memory, B - A, on each one's worst stage (A's stage " + std::to_string(a.memory.worst_stage) +
+           ", B's stage " + std::to_string(b.memory.worst_stage) + "):\n";
     for (const Difference& d : memory) out += "    " + SignedFixed(d.delta, 2) + " GiB  " + d.what + "\n";
   }
   return out;
@@ -191,6 +213,11 @@ Json DiffJson(const Pair& p) {
               {"faster", gap > 0 ? "a" : gap < 0 ? "b" : "same"},
               {"step_gap_s", gap},
               {"peak_gap_gib", p.b.memory.peak_gib() - p.a.memory.peak_gib()},
+              // The stage each figure is from: the per-micro-batch parts are
+              // each one's slowest stage, the memory terms its worst.
+              {"stages",
+               {{"a", {{"slowest", p.a.step.slowest_stage}, {"worst_memory", p.a.memory.worst_stage}}},
+                {"b", {{"slowest", p.b.step.slowest_stage}, {"worst_memory", p.b.memory.worst_stage}}}}},
               {"step_differences", step},
               {"memory_differences", memory}};
 }
@@ -237,11 +264,14 @@ int RunDiff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
     out << DiffJson(p).dump(1) << "\n";
     return 0;
   }
-  out << (p.source.empty() ? "" : p.source + ": ") << InputsLine(p.inputs) << "\n";
-  out << "A  " << FormatLayout(p.a.layout) << "\n";
-  out << "B  " << FormatLayout(p.b.layout) << "\n\n";
-  out << SideBySide(p.a, p.b);
-  out << "\nthe gap:\n" << GapText(p.a, p.b);
+  const size_t columns = OutputColumns();
+  std::ostringstream text;  // fitted to the terminal's width
+  text << (p.source.empty() ? "" : p.source + ": ") << InputsLine(p.inputs) << "\n";
+  text << "A  " << CompactLayout(p.a.layout) << "\n   --layout  " << FormatLayout(p.a.layout) << "\n";
+  text << "B  " << CompactLayout(p.b.layout) << "\n   --layout  " << FormatLayout(p.b.layout) << "\n\n";
+  text << SideBySide(p.a, p.b, columns);
+  text << "\nthe gap:\n" << GapText(p.a, p.b);
+  out << WrapLines(text.str(), columns);
   return 0;
 }
 

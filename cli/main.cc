@@ -177,8 +177,11 @@ int main(int argc, char** argv) {
   plan_cmd->add_option("--fix", plan.fix, "search only layouts that agree with these layout keys, e.g. tp=2,pp=8,ep=32")
       ->type_name("KEYS");
   plan_cmd->add_option("--format", plan.format, "text|json|csv (--json is json)")->capture_default_str();
-  plan_cmd->add_flag("--distinct", plan.distinct,
-                     "show layouts of equal objective, step time and peak memory once, with their count");
+  auto* plan_distinct = plan_cmd->add_flag(
+      "--distinct", plan.distinct,
+      "the default: layouts differing only in group order (twins) shown once, with their orders, and layouts of "
+      "equal cost to the bit once");
+  plan_cmd->add_flag("--all", plan.all, "show every layout, twins included")->excludes(plan_distinct);
   plan_cmd->add_flag("--stats", plan.stats,
                      "print the search's candidates, legal, scored and pruned layouts, time and peak memory on stderr");
   plan_cmd->add_option("--max-mem-gib", plan.max_mem_gib, "only layouts whose peak memory is at most X GiB")

@@ -1,6 +1,7 @@
 // Small output helpers shared by the subcommands.
 #pragma once
 
+#include <cstddef>
 #include <ostream>
 #include <string>
 
@@ -15,6 +16,12 @@ int Fail(std::ostream& err, const Status& status);
 // its range or not one of its names, a malformed --layout, flags that
 // exclude each other).
 int Usage(std::ostream& err, const Status& status);
+
+// The width text output is fitted to (tables narrowed, lines wrapped,
+// core/text_table.h): $COLUMNS when it is an integer in [20, 10000], else
+// the terminal's width when stdout is one, else 120. JSON and CSV are
+// never fitted.
+size_t OutputColumns();
 
 // `v` with `digits` decimals ("%.*f"), for tables.
 std::string Fixed(double v, int digits);

@@ -227,7 +227,7 @@ std::string Tokens(double tokens_per_s) {
   return WithCommas(static_cast<unsigned long long>(tokens_per_s)) + " tokens/s";
 }
 
-std::string LayoutShort(const Layout& l) { return ShortDegrees(l) + ", " + OptionsText(l); }
+std::string LayoutShort(const Layout& l) { return CompactLayout(l); }
 
 int WorldOf(const Inputs& in) { return in.job.world_size > 0 ? in.job.world_size : in.cluster.total_gpus(); }
 

@@ -5,6 +5,8 @@
 #include <chrono>
 #include <climits>
 #include <numeric>
+#include <set>
+#include <sstream>
 #include <cstdio>
 #include <cstdlib>
 
@@ -35,38 +37,87 @@ namespace {
 using Align = TextTable::Align;
 
 
-// `same` (with --distinct): how many layouts each row stands for.
-std::string CandidatesTable(const std::vector<Evaluation>& evals, const std::vector<uint64_t>* same) {
-  std::vector<std::string> head = {"#", "degrees", "options", "step", "tokens/s", "MFU", "mem GiB", "exposed comm per step"};
-  std::vector<Align> align = {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight,
-                              Align::kRight, Align::kRight, Align::kLeft};
-  if (same) {
-    head.insert(head.begin() + 3, "same cost");
-    align.insert(align.begin() + 3, Align::kRight);
+// A shown candidate's twins: the layouts differing from it only in group
+// order that are legal and fit (under the memory limit too), named by
+// their order strings (plan shows twins once; --all shows each).
+struct Twins {
+  std::vector<std::string> orders;
+};
+
+// The job's other orders for `layout`, re-scored: its twins.
+Twins TwinsOf(const CostModel& cost, const Layout& layout, std::optional<double> limit_gib, Objective objective) {
+  Twins twins;
+  for (const std::string& order : cost.legality().job->orders) {
+    if (order == layout.order) continue;
+    Layout twin = layout;
+    twin.order = order;
+    if (!CheckLayout(twin, cost.legality()).empty()) continue;
+    const LayoutScore score = cost.Score(twin, objective == Objective::kMemory);
+    if (!score.fits || (limit_gib && score.peak_memory_gib > *limit_gib)) continue;
+    twins.orders.push_back(order);
   }
-  TextTable table(head, align);
-  for (size_t i = 0; i < evals.size(); ++i) {
-    const Evaluation& e = evals[i];
-    std::vector<std::string> row = {std::to_string(i + 1), ShortDegrees(e.layout), OptionsText(e.layout),
-                                    Seconds(e.step.step_time_s),
-                                    WithCommas(static_cast<unsigned long long>(e.step.tokens_per_s)),
-                                    Fixed(100 * e.step.mfu, 1) + "%", Fixed(e.memory.peak_gib(), 1), TopExposed(e, 3)};
-    if (same) row.insert(row.begin() + 3, "x" + WithCommas((*same)[i]));
-    table.AddRow(row);
-  }
-  return table.Render("  ");
+  return twins;
+}
+
+// The layout with its order left out: what twins share.
+std::string TwinKey(Layout layout) {
+  layout.order.clear();
+  return FormatLayout(layout);
+}
+
+// "1 twin: tp-cp-ep-pp-dp" (the count, then the orders), "" for none.
+std::string TwinsText(const Twins& twins) {
+  if (twins.orders.empty()) return "";
+  std::string names;
+  for (const std::string& o : twins.orders) names += (names.empty() ? "" : ", ") + o;
+  return std::to_string(twins.orders.size()) + (twins.orders.size() == 1 ? " twin: " : " twins: ") + names;
+}
+
+// plan's table, fitted to `columns`: one line a candidate when that fits,
+// else the layout's degrees, options and twins on lines of their own and
+// the two largest exposed collectives one a line. `twins` (distinct, the
+// default): the twins of each row; null with --all.
+std::string CandidatesTable(const std::vector<Evaluation>& evals, const std::vector<Twins>* twins, size_t columns) {
+  const auto render = [&](bool stacked) {
+    TextTable table({"#", "layout", "step", "tokens/s", "TFLOP/s/GPU", "MFU", "mem GiB", "exposed comm per step"},
+                    {Align::kRight, Align::kLeft, Align::kRight, Align::kRight, Align::kRight, Align::kRight,
+                     Align::kRight, Align::kLeft});
+    size_t degrees = 0;
+    for (size_t i = 0; i < evals.size(); ++i) {
+      const Evaluation& e = evals[i];
+      const std::string twin = twins ? TwinsText((*twins)[i]) : "";
+      std::string layout = stacked ? ShortDegrees(e.layout) + "\n" + OptionsText(e.layout) : CompactLayout(e.layout);
+      if (!twin.empty()) layout += (stacked ? "\n" : "; ") + twin;
+      std::string exposed = TopExposed(e, stacked ? 2 : 3);
+      for (size_t at; stacked && (at = exposed.find(", ")) != std::string::npos;) exposed.replace(at, 2, "\n");
+      degrees = std::max(degrees, ShortDegrees(e.layout).size());
+      table.AddRow({std::to_string(i + 1), layout, Seconds(e.step.step_time_s),
+                    WithCommas(static_cast<unsigned long long>(e.step.tokens_per_s)), Fixed(e.step.tflops_per_gpu, 1),
+                    Fixed(100 * e.step.mfu, 1) + "%", Fixed(e.memory.peak_gib(), 1), exposed});
+    }
+    table.SetMinWidth(1, degrees);  // the degrees stay on one line
+    return table.Render("  ", stacked ? columns : 0);
+  };
+  const std::string flat = render(false);
+  return WidestLine(flat) <= columns ? flat : render(true);
 }
 
 // The plan's candidates as CSV (doc/formats.md, "CSV"): one record each,
 // the numbers those of the plan file's candidates.
-std::string CandidatesCsv(const std::vector<Evaluation>& evals, const std::vector<uint64_t>& same) {
+std::string CandidatesCsv(const std::vector<Evaluation>& evals, const std::vector<uint64_t>& same,
+                          const std::vector<Twins>& twins) {
   std::string out = CsvRecord({"rank", "layout", "tp", "cp", "dp", "pp", "vpp", "ep", "etp", "edp", "mbs", "order",
                                "cp_style", "recompute", "placement", "dispatcher", "precision", "equivalent_layouts",
                                "step_time_s", "tokens_per_s", "mfu", "peak_gib", "fits", "pipeline_s", "bubble_s",
-                               "dp_exposed_s", "optimizer_s", "microbatches"});
+                               "dp_exposed_s", "optimizer_s", "microbatches", "tflops_per_gpu",
+                               "mfu_precision_peak", "twin_orders"});
   for (size_t i = 0; i < evals.size(); ++i) {
     const Evaluation& e = evals[i];
     const Layout& l = e.layout;
+    std::string twin_orders;
+    if (i < twins.size()) {
+      for (const std::string& o : twins[i].orders) twin_orders += (twin_orders.empty() ? "" : " ") + o;
+    }
     out += CsvRecord({std::to_string(i + 1), FormatLayout(l), std::to_string(l.tp), std::to_string(l.cp),
                       std::to_string(l.dp), std::to_string(l.pp), std::to_string(l.vpp), std::to_string(l.ep),
                       std::to_string(l.etp), std::to_string(l.edp), std::to_string(l.mbs), l.order,
@@ -75,7 +126,8 @@ std::string CandidatesCsv(const std::vector<Evaluation>& evals, const std::vecto
                       CsvNumber(e.step.tokens_per_s), CsvNumber(e.step.mfu), CsvNumber(e.memory.peak_gib()),
                       e.memory.fits ? "true" : "false", CsvNumber(e.step.pipeline_s), CsvNumber(e.step.bubble_s),
                       CsvNumber(e.step.dp_exposed_s), CsvNumber(e.step.optimizer_s),
-                      std::to_string(e.step.microbatches)});
+                      std::to_string(e.step.microbatches), CsvNumber(e.step.tflops_per_gpu),
+                      CsvNumber(e.step.mfu_precision_peak), twin_orders});
   }
   return out;
 }
@@ -91,15 +143,16 @@ void WarnAboutRecipe(const Inputs& in, std::ostream& err) {
 
 // How the search's best compares with the recipe's own layout.
 std::string RecipeComparison(const Evaluation& best, const Evaluation& recipe, uint64_t better, uint64_t fitting) {
-  std::string out = "the recipe's layout (" + ShortDegrees(recipe.layout) + ", " + OptionsText(recipe.layout) + "):\n";
+  std::string out = "the recipe's layout (" + CompactLayout(recipe.layout) + "):\n";
   if (!recipe.violations.empty()) {
     out += "  is illegal here:\n";
     for (const auto& v : recipe.violations) out += "    " + std::string(Name(v.rule)) + ": " + v.detail + "\n";
     return out;
   }
   out += "  step " + Seconds(recipe.step.step_time_s) + ", " +
-         WithCommas(static_cast<unsigned long long>(recipe.step.tokens_per_s)) + " tokens/s, MFU " +
-         Fixed(100 * recipe.step.mfu, 1) + "%, peak memory " + Fixed(recipe.memory.peak_gib(), 1) + " GiB";
+         WithCommas(static_cast<unsigned long long>(recipe.step.tokens_per_s)) + " tokens/s, " +
+         TflopsText(recipe.step) + ", " + MfuText(recipe.step, recipe.layout.precision) + ", peak memory " +
+         Fixed(recipe.memory.peak_gib(), 1) + " GiB";
   if (!recipe.memory.fits) {
     out += ": DOES NOT FIT in " + Fixed(recipe.memory.hbm_gib, 1) + " GiB here, so it is not among the candidates\n";
   } else {
@@ -119,11 +172,26 @@ std::string RecipeComparison(const Evaluation& best, const Evaluation& recipe, u
 }
 
 // The best layout's Megatron-LM arguments on one line, or why it has none.
-std::string MegatronText(const Layout& layout, const Inputs& in) {
+// Wrapped to `columns` as a shell continues a line (" \\"), so that it
+// pastes whole.
+std::string MegatronText(const Layout& layout, const Inputs& in, size_t columns) {
   Result<std::vector<std::string>> args = MegatronArguments(layout, in.cluster, &in.model, &in.job);
   if (!args.ok()) return "megatron: " + args.status().message() + "\n";
   std::string line;
-  for (const std::string& a : args.value()) line += (line.empty() ? "" : " ") + a;
+  size_t used = 2;  // the indent
+  for (const std::string& a : args.value()) {
+    // A flag and its value stay together; a line ends in " \\" (2 columns).
+    const bool flag = a.rfind("--", 0) == 0;
+    if (!line.empty() && flag && used + 1 + a.size() + 2 > columns) {
+      line += " \\\n    ";
+      used = 4;
+    } else if (!line.empty()) {
+      line += " ";
+      ++used;
+    }
+    line += a;
+    used += a.size();
+  }
   std::string env;
   for (const LaunchEnv& e : TrainerLaunchEnv(layout)) env += e.name + "=" + e.value + " ";
   return "megatron-lm arguments (foldplan ranks --format megatron prints them one per line" +
@@ -234,7 +302,7 @@ std::string TrainersText(const Evaluation& best, const Inputs& in, const SearchO
       continue;
     }
     const Evaluation e = model.value()->Evaluate(found.best.front().layout);
-    out += "    its best: " + ShortDegrees(e.layout) + ", " + OptionsText(e.layout) + ": " + Seconds(e.step.step_time_s) +
+    out += "    its best: " + CompactLayout(e.layout) + ": " + Seconds(e.step.step_time_s) +
            " per step (" + Fixed(100 * (e.step.step_time_s / best.step.step_time_s - 1), 1) + "% slower)\n";
   }
   return out;
@@ -470,7 +538,7 @@ int RunPlanSizes(const PlanOptions& options, TableFormat format, std::ostream& o
     search.threads = options.threads;
     search.pins = &*pins;
     search.max_peak_memory_gib = limit.value();
-    search.distinct = options.distinct;
+    search.distinct = !options.all;
     const CostScorer scorer(cost, objective);
     SearchResult r = SearchLayouts(cost.legality(), scorer, search);
     if (!r.status.ok()) return Fail(err, r.status);
@@ -557,7 +625,7 @@ int RunPlanSizes(const PlanOptions& options, TableFormat format, std::ostream& o
                   Fixed(100 * e.step.mfu, 1) + "%", Fixed(e.memory.peak_gib(), 1),
                   best_per_gpu == i ? "<- best per GPU" : ""});
   }
-  out << table.Render("  ");
+  out << table.Render("  ", OutputColumns());
   if (!best_per_gpu) {
     out << "no legal layout fits at any size\n"
         << NoFitAdviceAtSize(options, sizes.back(), MemoryLimit(options, in.cluster.gpu.hbm_gib).value(), objective).text;
@@ -589,10 +657,16 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   WarnAboutCalibrationGpu(cost.comm_params(), in.cluster, err);
 
   SearchOptions search;
-  search.top = std::max({options.top, 2, options.simulate_top});  // the runner-up explains the winner
+  // Distinct (the default): bit-equal classes collapsed by the search, and
+  // twins (order only) by the table below; each of the best rows has at
+  // most one twin per other order kept, so this many classes hold them.
+  const bool distinct = !options.all;
+  const int wanted = std::max({options.top, 2, options.simulate_top});  // the runner-up explains the winner
+  const int64_t orders = std::max<int64_t>(1, static_cast<int64_t>(in.job.orders.size()));
+  search.top = distinct ? static_cast<int>(std::min<int64_t>(kMaxTop, wanted * orders)) : wanted;
   search.threads = options.threads;
   search.max_peak_memory_gib = limit.value();
-  search.distinct = options.distinct;
+  search.distinct = distinct;
   const bool tty = ::isatty(2);
   const auto start = std::chrono::steady_clock::now();
   if (tty) {
@@ -622,15 +696,25 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   if (result.scored == 0) {
     for (const std::string& w : UnrealisticJobWarnings(cost, *pins)) err << w << "\n";
   }
+  // The candidates, numbered from 1 (#1 the best) in the table, the plan
+  // file, the CSV and every --candidate flag: a twin of a better one is
+  // left out (distinct), so the numbers agree everywhere.
   std::vector<Evaluation> evals;
-  std::vector<uint64_t> same;  // layouts each candidate stands for (1 without --distinct)
+  std::vector<uint64_t> same;  // layouts each candidate stands for (1 with --all)
+  std::vector<Twins> twins;    // each candidate's twins (distinct)
+  std::set<std::string> seen;
   for (const auto& s : result.best) {
+    if (evals.size() == static_cast<size_t>(wanted)) break;
+    if (distinct && !seen.insert(TwinKey(s.layout)).second) continue;
     evals.push_back(cost.Evaluate(s.layout));
     same.push_back(s.equivalents);
   }
   WarnAboutFitMisses(cost.comm_params(), err);
   const size_t shown_count = std::min<size_t>(evals.size(), options.top);
   std::vector<Evaluation> shown(evals.begin(), evals.begin() + shown_count);
+  if (distinct) {
+    for (const Evaluation& e : shown) twins.push_back(TwinsOf(cost, e.layout, limit.value(), objective));
+  }
 
   PlanFileContents contents{&cost, Name(objective), shown, &result.enumeration};
   contents.recipe = recipe ? &*recipe : nullptr;
@@ -647,16 +731,22 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
   const PlanAdvice advice = format == TableFormat::kCsv ? PlanAdvice{}
                             : shown.empty()            ? NoFitAdvice(options, in, cost, result, limit.value(), objective)
                                                        : FewerGpusAdvice(options, in, evals.front(), limit.value(), objective);
+  // Nothing fits: exit 1 in every format (doc/formats.md, Exit codes); the
+  // JSON and CSV are printed all the same.
+  const int answer = shown.empty() ? 1 : 0;
   const bool json = format == TableFormat::kJson;
   if (json || !options.output.empty()) {
     auto text = PlanFileJson(contents);
     if (!text.ok()) return Fail(err, text.status());
-    if (ranking || options.distinct || limit.value() || !advice.json.is_null()) {
+    if (ranking || distinct || limit.value() || !advice.json.is_null()) {
       auto doc = nlohmann::ordered_json::parse(text.value());
       if (ranking) doc["simulation"] = ranking->json;
-      // The classes --distinct collapsed, and the layouts the limit refused.
-      if (options.distinct) {
-        for (size_t i = 0; i < shown_count; ++i) doc["candidates"][i]["equivalent_layouts"] = same[i];
+      // The classes distinct collapsed, and each one's twins.
+      if (distinct) {
+        for (size_t i = 0; i < shown_count; ++i) {
+          doc["candidates"][i]["equivalent_layouts"] = same[i];
+          doc["candidates"][i]["twin_orders"] = twins[i].orders;
+        }
       }
       if (limit.value()) {
         // Who set it: the default headroom, --headroom-gib, --max-mem-gib.
@@ -671,62 +761,70 @@ int RunPlan(const PlanOptions& options, std::ostream& out, std::ostream& err) {
       text = doc.dump(1) + "\n";
     }
     if (json) out << text.value();
-    if (!options.output.empty()) {
+    // A command that fails writes no file: with nothing that fits, FILE keeps
+    // what it held (the plan is on stdout with --json).
+    if (!options.output.empty() && answer == 0) {
       if (Status s = WriteOrPrint(text.value(), options.output, out, err); !s.ok()) return Fail(err, s);
+    } else if (!options.output.empty()) {
+      err << "foldplan: not writing " << options.output << ": no layout fits\n";
     }
-    if (json) return 0;
+    if (json) return answer;
   }
   if (format == TableFormat::kCsv) {
-    out << CandidatesCsv(shown, same);
-    return 0;
+    out << CandidatesCsv(shown, same, twins);
+    return answer;
   }
+  const size_t columns = OutputColumns();
   // --why's table, whether or not a layout fits.
   const auto why_table = [&] {
     if (!options.why) return std::string();
     TextTable table({"rule", "rejected"}, {Align::kLeft, Align::kRight});
     for (int r = 0; r < kRuleCount; ++r) table.AddRow({Name(Rule(r)), WithCommas(result.enumeration.rejected[r])});
     if (limit.value()) table.AddRow({"memory_limit", WithCommas(result.over_memory_limit)});
-    return "\nrejections:\n" + table.Render("  ");
+    return "\nrejections:\n" + table.Render("  ", columns);
   };
 
-  out << InputsLine(in) << "\n";
-  out << "searched " << WithCommas(result.enumeration.candidates) << " candidates: "
-      << WithCommas(result.scored) << " legal, "
-      << WithCommas(result.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)])
-      << " of them do not fit in memory";
+  std::ostringstream text;  // fitted to the terminal's width at the end
+  text << InputsLine(in) << "\n";
+  text << "searched " << WithCommas(result.enumeration.candidates) << " candidates: "
+       << WithCommas(result.scored) << " legal, "
+       << WithCommas(result.enumeration.rejected[static_cast<size_t>(Rule::kFitsMemory)])
+       << " of them do not fit in memory";
   if (limit.value()) {
-    out << ", " << WithCommas(result.over_memory_limit) << " more exceed " << MemoryLimitText(options, *limit.value());
+    text << ", " << WithCommas(result.over_memory_limit) << " more exceed " << MemoryLimitText(options, *limit.value());
   }
-  out << "; objective " << Name(objective) << "\n";
-  out << MemoryMarginLine(options, in.cluster.gpu.hbm_gib, limit.value());
-  if (options.distinct) {
-    out << "distinct: layouts of equal objective, step time and peak memory (to the bit) shown once, with their count\n";
+  text << "; objective " << Name(objective) << "\n";
+  text << MemoryMarginLine(options, in.cluster.gpu.hbm_gib, limit.value());
+  if (distinct) {
+    text << "distinct: layouts differing only in group order (twins) shown once, with the other orders; layouts of"
+         << " equal cost to the bit counted once (--all shows every one)\n";
   }
   if (shown.empty()) {
-    out << "\n" << advice.text << why_table();
-    return 1;
+    text << "\n" << advice.text << why_table();
+    out << WrapLines(text.str(), columns);
+    return answer;
   }
-  out << "\n" << CandidatesTable(shown, options.distinct ? &same : nullptr);
-  out << "\nbest layout:\n" << BreakdownText(evals.front(), &in.job);
+  text << "\n" << CandidatesTable(shown, distinct ? &twins : nullptr, columns);
+  text << "\nbest layout (#1):\n" << BreakdownText(evals.front(), &in.job, columns);
   if (evals.size() > 1) {
-    out << "\nwhy it wins:\n"
-        << WhyItWinsText(evals[0], evals[1], objective,
-                         "the runner-up (" + ShortDegrees(evals[1].layout) + ", " + OptionsText(evals[1].layout) + ")");
+    text << "\nwhy it wins:\n"
+         << WhyItWinsText(evals[0], evals[1], objective, "the runner-up, #2 (" + CompactLayout(evals[1].layout) + ")");
   }
   if (const std::string precisions = OtherPrecisionsText(evals.front(), in, limit.value(), objective, options.threads);
       !precisions.empty()) {
-    out << "\n" << precisions;
+    text << "\n" << precisions;
   }
-  if (ranking) out << "\n" << ranking->text;
+  if (ranking) text << "\n" << ranking->text;
   if (recipe) {
-    out << "\n" << RecipeComparison(evals.front(), *recipe, result.better_than_reference,
-                                   result.enumeration.legal_count);
+    text << "\n" << RecipeComparison(evals.front(), *recipe, result.better_than_reference,
+                                    result.enumeration.legal_count);
   }
-  out << "\n" << MegatronText(evals.front().layout, in);
-  out << "\n" << TrainersText(evals.front(), in, search, objective);
-  if (!advice.empty()) out << "\n" << advice.text;
-  out << why_table();
-  return 0;
+  text << "\n" << MegatronText(evals.front().layout, in, columns);
+  text << "\n" << TrainersText(evals.front(), in, search, objective);
+  if (!advice.empty()) text << "\n" << advice.text;
+  text << why_table();
+  out << WrapLines(text.str(), columns);
+  return answer;
 }
 
 int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err) {
@@ -827,7 +925,7 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
     for (const auto& v : e.violations) out << "  " << Name(v.rule) << ": " << v.detail << "\n";
     out << "its costs below are what the degrees imply, for comparison only\n\n";
   }
-  out << BreakdownText(e, &in.job);
+  out << WrapLines(BreakdownText(e, &in.job, OutputColumns()), OutputColumns());
   return answer();
 }
 

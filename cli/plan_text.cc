@@ -56,6 +56,18 @@ std::string OptionsText(const Layout& l) {
   return recipe.empty() ? out : out + " " + recipe;
 }
 
+std::string CompactLayout(const Layout& l) { return ShortDegrees(l) + ", " + OptionsText(l); }
+
+std::string MfuText(const StepBreakdown& s, Precision precision) {
+  std::string out = "MFU " + Fixed(100 * s.mfu, 1) + "% of bf16 peak";
+  if (IsFp8(precision) && s.mfu_precision_peak != s.mfu) {
+    out += ", " + Fixed(100 * s.mfu_precision_peak, 1) + "% of fp8 peak";
+  }
+  return out;
+}
+
+std::string TflopsText(const StepBreakdown& s) { return Fixed(s.tflops_per_gpu, 1) + " TFLOP/s per GPU"; }
+
 std::string TopExposed(const Evaluation& e, size_t n) {
   std::vector<CommKindCost> kinds = e.comm;
   std::sort(kinds.begin(), kinds.end(),
@@ -93,10 +105,11 @@ std::string AttentionText(const JobSpec& job, const Layout& l) {
 
 }  // namespace
 
-std::string BreakdownText(const Evaluation& e, const JobSpec* job) {
+std::string BreakdownText(const Evaluation& e, const JobSpec* job, size_t columns) {
   const StepBreakdown& s = e.step;
   std::string out;
-  out += "  layout       " + FormatLayout(e.layout) + "\n";
+  out += "  layout       " + CompactLayout(e.layout) + "\n";
+  out += "  --layout     " + FormatLayout(e.layout) + "\n";
   out += "  step         " + Seconds(s.step_time_s) + " = pipeline " + Seconds(s.pipeline_s) +
          " (of which bubble " + Seconds(s.bubble_s) + ") + exposed data-parallel " +
          Seconds(s.dp_exposed_s) + " + optimizer " + Seconds(s.optimizer_s) + " + host syncs " +
@@ -120,13 +133,13 @@ std::string BreakdownText(const Evaluation& e, const JobSpec* job) {
          ", syncs " + WithCommas(static_cast<unsigned long long>(s.stage_syncs + 0.5)) + ", issuing " +
          Seconds(s.stage_host_s) + ", exposed " + Seconds(s.stage_host_exposed_s) +
          " per micro-batch (doc/cost-model-host.md)\n";
-  out += "  throughput   " + WithCommas(static_cast<unsigned long long>(s.tokens_per_s)) +
-         " tokens/s, MFU " + Fixed(100 * s.mfu, 1) + "% (" + Fixed(s.model_flops_per_token / 1e9, 2) +
+  out += "  throughput   " + WithCommas(static_cast<unsigned long long>(s.tokens_per_s)) + " tokens/s, " +
+         TflopsText(s) + ", " + MfuText(s, e.layout.precision) + " (" + Fixed(s.model_flops_per_token / 1e9, 2) +
          " GFLOP per token, causal attention; " + Fixed(100 * s.mfu_full_attention, 1) +
          "% counting full attention as Megatron did before core v0.12; see doc/cost-model.md)\n";
   TextTable comm({"communication", "total per step", "exposed"}, {Align::kLeft, Align::kRight, Align::kRight});
   for (const auto& c : e.comm) comm.AddRow({c.name, Seconds(c.total_s), Seconds(c.exposed_s)});
-  out += "\n" + comm.Render("  ");
+  out += "\n" + comm.Render("  ", columns);
   TextTable mem({"memory (stage " + std::to_string(e.memory.worst_stage) + ")", "GiB", "how"},
                 {Align::kLeft, Align::kRight, Align::kLeft});
   for (const auto& t : e.memory.terms) {
@@ -135,7 +148,7 @@ std::string BreakdownText(const Evaluation& e, const JobSpec* job) {
   }
   mem.AddRow({"peak", Fixed(e.memory.peak_gib(), 2),
               std::string(e.memory.fits ? "fits" : "DOES NOT FIT") + " in " + Fixed(e.memory.hbm_gib, 1) + " GiB"});
-  out += "\n" + mem.Render("  ");
+  out += "\n" + mem.Render("  ", columns);
   return out;
 }
 

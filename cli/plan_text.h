@@ -23,12 +23,22 @@ std::string SearchStatsLine(const SearchResult& result, double seconds, int thre
 double PeakRssMiB();
 // The options column of plan's table: "mbs1 none ulysses packed fp8".
 std::string OptionsText(const Layout& layout);
+// A layout in the compact notation every table and sentence names it by:
+// "tp2 cp1 dp8 pp16x4 | ep64 etp1 edp2, mbs1 none deepep" (the degrees,
+// then the options). The canonical `--layout` text is printed once, for
+// the layout a command is about (BreakdownText), and whole in --json.
+std::string CompactLayout(const Layout& layout);
+// "MFU 59.1% of bf16 peak"; for an FP8 recipe the precision's peak too:
+// "MFU 38.0% of bf16 peak, 19.0% of fp8 peak".
+std::string MfuText(const StepBreakdown& step, Precision precision);
+// "231.5 TFLOP/s per GPU": model FLOPs per step / step time / GPUs.
+std::string TflopsText(const StepBreakdown& step);
 // The largest exposed communication kinds, "ep_dispatch 12 ms, tp_ag 3 ms" ("-": none).
 std::string TopExposed(const Evaluation& e, size_t n);
 // explain's breakdown: the step, pipeline, the attention kernels (with the
 // job: its backend, and ring CP's steps), throughput, every collective and
-// memory term.
-std::string BreakdownText(const Evaluation& e, const JobSpec* job = nullptr);
+// memory term. Its tables narrowed to `columns` (0: as wide as they are).
+std::string BreakdownText(const Evaluation& e, const JobSpec* job = nullptr, size_t columns = 0);
 
 struct Difference {
   std::string what;  // a step component or a memory term's name

@@ -5,6 +5,7 @@
 #include <sstream>
 
 #include "core/formats.h"
+#include "core/nearest_name.h"
 #include "inputs/checked_product.h"
 #include "inputs/model.h"
 #include "planner/legality.h"
@@ -162,7 +163,7 @@ Status ReadKey(const std::string& key, const std::string& value, LayoutPins* pin
     pins->stage_mtp = p->mtp;
     pins->pp_layout = true;
   } else {
-    return Status::Error("layout: unknown key \"" + key + "\"; expected " + kKeys);
+    return Status::Error("layout: unknown key \"" + key + "\"; expected " + kKeys + DidYouMean(key, ChoiceNames(kKeys)));
   }
   return Status();
 }

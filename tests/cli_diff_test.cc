@@ -46,10 +46,38 @@ TEST_CASE("diff of A and B holds the two explains' numbers, and its gap is B - A
 TEST_CASE("diff's text shows both sides and the gap the way plan's why it wins does") {
   auto r = RunFoldplan("diff " + kInputs + " --layout " + kA + " --layout " + kB);
   REQUIRE(r.exit_code == 0);
-  for (const char* part : {"A  tp=1,cp=2", "B  tp=2,cp=1", "B - A", "the gap:", "longer per step:", "peak memory"}) {
+  for (const char* part : {"A  tp1 cp2", "--layout  tp=1,cp=2", "B  tp2 cp1", "--layout  tp=2,cp=1", "B - A", "the gap:",
+                           "longer per step:", "peak GiB"}) {
     CAPTURE(part);
     CHECK(r.out.find(part) != std::string::npos);
   }
+}
+
+TEST_CASE("diff labels the stage each figure is from: each one's slowest stage, each one's worst memory stage") {
+  // A's pipeline has its slowest stage last, B's first (B holds the
+  // embedding and more layers on stage 0): the per-micro-batch figures come
+  // from different stages, and the text says which.
+  const std::string a = "tp=2,pp=4,ep=4,etp=1";
+  const std::string b = "tp=2,pp=4,ep=4,etp=1,stages=11/7/7/7";
+  auto json = RunFoldplan("diff " + kInputs + " --layout " + a + " --layout " + b + " --json");
+  auto text = RunFoldplan("diff " + kInputs + " --layout " + a + " --layout " + b);
+  REQUIRE(json.exit_code == 0);
+  REQUIRE(text.exit_code == 0);
+  const Json d = Json::parse(json.out);
+  const int sa = d["a"]["step"]["slowest_stage"], sb = d["b"]["step"]["slowest_stage"];
+  CHECK(d["stages"]["a"]["slowest"] == sa);
+  CHECK(d["stages"]["b"]["slowest"] == sb);
+  CHECK(d["stages"]["a"]["worst_memory"] == d["a"]["memory"]["worst_stage"]);
+  CHECK(sa != sb);  // were they the same stage, the labels would prove nothing
+  const std::string row = "on each one's slowest stage:";
+  const size_t at = text.out.find(row);
+  REQUIRE(at != std::string::npos);
+  const std::string line = text.out.substr(at, text.out.find('\n', at) - at);
+  CHECK_MESSAGE(line.find("stage " + std::to_string(sa)) != std::string::npos, line);
+  CHECK_MESSAGE(line.find("stage " + std::to_string(sb)) != std::string::npos, line);
+  CHECK(line.find("differ") != std::string::npos);
+  CHECK(text.out.find("memory on each one's worst stage:") != std::string::npos);
+  CHECK(text.out.find("A's stage " + std::to_string(sa) + ", B's stage " + std::to_string(sb)) != std::string::npos);
 }
 
 TEST_CASE("diff --plan --candidates I,J is diff --layout of those candidates") {

@@ -179,6 +179,16 @@ TEST_CASE("a value of the wrong kind or name is refused in foldplan's words, wit
   CHECK(Contains(model.err, "did you mean \"mixtral-8x7b\"?"));
 }
 
+TEST_CASE("a mistyped layout key is refused with the nearest key") {
+  auto fix = RunFoldplan("plan --fix cp_styel=ring");
+  CHECK(fix.exit_code == 2);
+  CHECK_MESSAGE(Contains(fix.err, "layout: unknown key \"cp_styel\"; expected tp, cp,"), fix.err);
+  CHECK_MESSAGE(Contains(fix.err, "; did you mean \"cp_style\"?"), fix.err);
+  CHECK(Contains(RunFoldplan("explain --layout tp=2,ppp=4").err, "did you mean \"pp\"?"));
+  // A key nothing is near gets the list alone.
+  CHECK(!Contains(RunFoldplan("plan --fix zzzzzz=1").err, "did you mean"));
+}
+
 TEST_CASE("each help line's default is the default the command uses (ranks, plan, explain)") {
   const std::string ranks = RunFoldplan("ranks --help").out;
   // ranks without --model checks no model: its help does not claim one.

@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <map>
+#include <set>
 #include <sstream>
 #include <unistd.h>
 
@@ -77,7 +78,7 @@ std::map<std::string, std::string> Record(const std::vector<std::string>& head, 
 TEST_CASE("--distinct collapses only bit-equal scores and counts each class's layouts") {
   // Without --distinct: the top 40 rows; with it: the first 16 classes
   // (the 13th and 14th hold two orders of equal cost each).
-  auto plain = RunFoldplan("plan " + kSmall + " --top 40 --json");
+  auto plain = RunFoldplan("plan " + kSmall + " --top 40 --all --json");
   auto distinct = RunFoldplan("plan " + kSmall + " --top 16 --distinct --json");
   REQUIRE(plain.exit_code == 0);
   REQUIRE(distinct.exit_code == 0);
@@ -98,11 +99,10 @@ TEST_CASE("--distinct collapses only bit-equal scores and counts each class's la
     if (c > 0) CHECK(classes[c]["step_time_s"] != classes[c - 1]["step_time_s"]);
   }
   CHECK(collapsed > 0);  // this setting has equal-cost orders; were none collapsed, the test would prove nothing
-  // The text table shows the counts, and "why it wins" names a runner-up of another cost.
+  // The text table names the twins, and "why it wins" names a runner-up of another cost.
   auto text = RunFoldplan("plan " + kSmall + " --top 16 --distinct");
   REQUIRE(text.exit_code == 0);
-  CHECK(text.out.find("same cost") != std::string::npos);
-  CHECK(text.out.find(" x2 ") != std::string::npos);
+  CHECK(text.out.find(" twin: ") != std::string::npos);
   CHECK(text.out.find("takes 0 us longer") == std::string::npos);
 }
 
@@ -117,8 +117,8 @@ TEST_CASE("--objective memory: why it wins compares memory") {
 TEST_CASE("--max-mem-gib refuses exactly the layouts over it, and --why counts them") {
   const double limit = 74.0;
   // Every fitting layout: no margin (--headroom-gib 0; the default keeps 5%).
-  auto all = RunFoldplan("plan " + kSmall + " --top 10000 --json --headroom-gib 0");
-  auto capped = RunFoldplan("plan " + kSmall + " --top 10000 --json --max-mem-gib 74");
+  auto all = RunFoldplan("plan " + kSmall + " --top 10000 --all --json --headroom-gib 0");
+  auto capped = RunFoldplan("plan " + kSmall + " --top 10000 --all --json --max-mem-gib 74");
   REQUIRE(all.exit_code == 0);
   REQUIRE(capped.exit_code == 0);
   const Json a = Json::parse(all.out), c = Json::parse(capped.out);
@@ -311,4 +311,118 @@ TEST_CASE("--stats prints the search's counts on stderr, and they add up to the 
   CHECK(m[6] == 1);
   // Without --stats and on no terminal: nothing on stderr.
   CHECK(plain.err.find("search: ") == std::string::npos);
+}
+
+namespace {
+
+// The length of the longest line of `text`.
+size_t PlanWidthWidest(const std::string& text) {
+  std::istringstream in(text);
+  size_t widest = 0;
+  for (std::string line; std::getline(in, line);) widest = std::max(widest, line.size());
+  return widest;
+}
+
+// Runs plan with COLUMNS set (the binary inherits this process's environment).
+foldplan::testing::CliRun PlanWidthRun(const std::string& columns, const std::string& args) {
+  ::setenv("COLUMNS", columns.c_str(), 1);
+  auto r = RunFoldplan(args);
+  ::setenv("COLUMNS", "120", 1);
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("no line of plan is over 120 columns at COLUMNS=120, the default job and DeepSeek-V3 on 1,024 H100") {
+  for (const std::string args : {"plan", "plan --cluster h100-dgx-128n --model deepseek-v3",
+                                 "plan --cluster h100-dgx-128n --model deepseek-v3 --all --why"}) {
+    CAPTURE(args);
+    auto r = PlanWidthRun("120", args);
+    REQUIRE(r.exit_code == 0);
+    CHECK(PlanWidthWidest(r.out) <= 120);
+    // The canonical layout text is there once, for the best layout, whole in --json.
+    CHECK(r.out.find("--layout     tp=") != std::string::npos);
+  }
+}
+
+TEST_CASE("plan fits the width COLUMNS asks for, and 120 when COLUMNS is not a width") {
+  auto narrow = PlanWidthRun("80", "plan");
+  auto wide = PlanWidthRun("400", "plan");
+  auto junk = PlanWidthRun("wide", "plan");
+  REQUIRE(narrow.exit_code == 0);
+  REQUIRE(wide.exit_code == 0);
+  REQUIRE(junk.exit_code == 0);
+  CHECK(PlanWidthWidest(narrow.out) < PlanWidthWidest(junk.out));  // narrowed as far as its numbers allow
+  CHECK(PlanWidthWidest(wide.out) > 120);  // room for the table on one line a candidate
+  CHECK(PlanWidthWidest(wide.out) <= 400);
+  CHECK(PlanWidthWidest(junk.out) <= 120);
+  CHECK(PlanWidthWidest(junk.out) > 80);
+}
+
+TEST_CASE("plan shows twins (layouts differing only in group order) once, with their orders; --all shows each") {
+  auto distinct = RunFoldplan("plan --top 10 --json");
+  auto all = RunFoldplan("plan --top 400 --all --json");
+  REQUIRE(distinct.exit_code == 0);
+  REQUIRE(all.exit_code == 0);
+  const Json rows = Json::parse(distinct.out)["candidates"];
+  const Json every = Json::parse(all.out)["candidates"];
+  const auto without_order = [](const Json& c) {
+    Json l = c["layout"];
+    l.erase("order");
+    l.erase("text");
+    return l.dump();
+  };
+  std::set<std::string> keys;
+  size_t named = 0;
+  for (const Json& c : rows) {
+    CHECK(keys.insert(without_order(c)).second);  // no two rows are twins
+    // Each named twin is the same layout in another order, listed by --all.
+    for (const Json& order : c["twin_orders"]) {
+      ++named;
+      CHECK(order != c["layout"]["order"]);
+      bool listed = false;
+      for (const Json& e : every) listed |= without_order(e) == without_order(c) && e["layout"]["order"] == order;
+      CHECK_MESSAGE(listed, c["layout"]["text"]);
+    }
+  }
+  CHECK(named > 0);  // the default job's orders give twins: were none named, the test would prove nothing
+  // --all lists twins apart: some two of its rows differ only in order.
+  std::set<std::string> all_keys;
+  for (const Json& e : every) all_keys.insert(without_order(e));
+  CHECK(all_keys.size() < every.size());
+  // The text says it and names them.
+  auto text = RunFoldplan("plan");
+  CHECK(text.out.find("1 twin: tp-cp-ep-pp-dp") != std::string::npos);
+  foldplan::testing::ExpectUsage("plan --distinct --all", "--all");
+}
+
+TEST_CASE("TFLOP/s per GPU is model FLOPs per step over step time and GPUs; FP8 MFU states both peaks") {
+  auto bf16 = RunFoldplan("explain --layout tp=8,pp=8,vpp=4,ep=1,etp=4 --json");
+  REQUIRE(bf16.exit_code == 0);
+  const Json b = Json::parse(bf16.out);
+  const double world = b["layout"]["world"].get<double>();
+  const double flops = b["step"]["model_flops_per_token"].get<double>() * b["tokens_per_s"].get<double>();
+  CHECK(b["tflops_per_gpu"].get<double>() == doctest::Approx(flops / world / 1e12).epsilon(1e-12));
+  CHECK(b["mfu_precision_peak"] == b["mfu"]);  // bf16: one peak
+  auto fp8 = RunFoldplan("explain --layout tp=8,pp=8,vpp=4,ep=1,etp=4,precision=fp8-blockwise --json");
+  REQUIRE(fp8.exit_code == 0);
+  const Json f = Json::parse(fp8.out);
+  // H100 SXM5: 989 TFLOP/s bf16, 1,979 fp8 (data/clusters).
+  CHECK(f["mfu_precision_peak"].get<double>() == doctest::Approx(f["mfu"].get<double>() * 989.0 / 1979.0).epsilon(1e-3));
+  auto text = RunFoldplan("explain --layout tp=8,pp=8,vpp=4,ep=1,etp=4,precision=fp8-blockwise");
+  CHECK(text.out.find("% of bf16 peak, ") != std::string::npos);
+  CHECK(text.out.find("% of fp8 peak") != std::string::npos);
+  CHECK(text.out.find(" TFLOP/s per GPU") != std::string::npos);
+}
+
+TEST_CASE("plan with nothing fitting exits 1 in every format: text, --json and --format csv") {
+  const std::string none = "plan --cluster h200-dgx-1n --model deepseek-v3";
+  auto text = RunFoldplan(none);
+  auto json = RunFoldplan(none + " --json");
+  auto csv = RunFoldplan(none + " --format csv");
+  CHECK(text.exit_code == 1);
+  CHECK(json.exit_code == 1);
+  CHECK(csv.exit_code == 1);
+  CHECK(Json::parse(json.out)["candidates"].empty());  // the JSON is printed all the same
+  CHECK(csv.out.rfind("rank,layout,", 0) == 0);
 }
