@@ -1,6 +1,8 @@
 // foldplan: the command line. A thin dispatch table: each subcommand parses
 // its flags into an options struct and makes one library call (cli/commands.h).
+#include <cstdio>
 #include <iostream>
+#include <new>
 
 #include <CLI/CLI.hpp>
 
@@ -221,9 +223,17 @@ int main(int argc, char** argv) {
   simulate_cmd->add_flag("--whole", simulate.whole, "simulate every rank even with balanced loads");
   simulate_cmd->add_option("--trace", simulate.trace, "write a Perfetto-readable trace (Chrome trace-event JSON)")
       ->type_name("FILE");
-  simulate_cmd->add_option("--trace-ranks", simulate.trace_ranks, "only these pipeline ranks in the trace, e.g. 0,3 (default: every rank simulated)")
-      ->type_name("LIST");
+  simulate_cmd->add_option("--trace-ranks", simulate.trace_ranks,
+                           "only these simulated ranks in the trace, each once, e.g. 0,3: pipeline ranks, or every "
+                           "rank with --whole or --imbalance (default: every rank simulated)")
+      ->type_name("LIST")
+      ->needs(simulate_cmd->get_option("--trace"));
   simulate_cmd->add_flag("--json", simulate.json, "print JSON (schema foldplan.simulation/v1)");
+  simulate_cmd->add_option("--max-tasks", simulate.max_tasks,
+                           "refuse a run whose estimate needs more task slots than N (a collective counts once per "
+                           "member; about 130 bytes each)")
+      ->type_name("N")
+      ->capture_default_str();
 
   foldplan::ExplainOptions explain;
   auto* explain_cmd = app.add_subcommand("explain", "the full cost breakdown of one layout");
@@ -359,6 +369,7 @@ int main(int argc, char** argv) {
   auto* man_cmd = app.add_subcommand("man", "print the man page (groff), generated from these definitions");
   auto* completion_cmd = app.add_subcommand("completion", "print a bash completion script for foldplan");
   foldplan::FinishCliDefinition(app);
+  foldplan::ApplyValueRules(app);  // every value's rule, a flag added above included
 
   try {
     app.parse(argc, argv);
@@ -370,21 +381,30 @@ int main(int argc, char** argv) {
   }
   ranks.model_given = !ranks.inputs.model.empty();
 
-  if (*list_cmd) return foldplan::RunList(list, std::cout, std::cerr);
-  if (*check_cmd) return foldplan::RunCheck(check, std::cout, std::cerr);
-  if (*topo_cmd) return foldplan::RunTopo(topo, std::cout, std::cerr);
-  if (*enum_cmd) return foldplan::RunEnumerate(enumerate, std::cout, std::cerr);
-  if (*ranks_cmd) return foldplan::RunRanks(ranks, std::cout, std::cerr);
-  if (*plan_cmd) return foldplan::RunPlan(plan, std::cout, std::cerr);
-  if (*explain_cmd) return foldplan::RunExplain(explain, std::cout, std::cerr);
-  if (*diff_cmd) return foldplan::RunDiff(diff, std::cout, std::cerr);
-  if (*simulate_cmd) return foldplan::RunSimulate(simulate, std::cout, std::cerr);
-  if (*validate_cmd) return foldplan::RunValidate(validate, std::cout, std::cerr);
-  if (*calibrate_cmd) return foldplan::RunCalibrate(calibrate, std::cout, std::cerr);
-  if (*collective_cmd) return foldplan::RunCollective(collective, std::cout, std::cerr);
-  if (*compare_cmd) return foldplan::RunCompare(compare, std::cout, std::cerr);
-  if (*report_cmd) return foldplan::RunReport(report, std::cout, std::cerr);
-  if (*man_cmd) return foldplan::WriteManPage(app, std::cout), 0;
-  if (*completion_cmd) return foldplan::WriteBashCompletion(app, std::cout), 0;
+  // Out of memory anywhere below: a message and exit 3, never an abort
+  // (doc/formats.md "Exit codes"; the estimates keep a run from getting here).
+  try {
+    if (*list_cmd) return foldplan::RunList(list, std::cout, std::cerr);
+    if (*check_cmd) return foldplan::RunCheck(check, std::cout, std::cerr);
+    if (*topo_cmd) return foldplan::RunTopo(topo, std::cout, std::cerr);
+    if (*enum_cmd) return foldplan::RunEnumerate(enumerate, std::cout, std::cerr);
+    if (*ranks_cmd) return foldplan::RunRanks(ranks, std::cout, std::cerr);
+    if (*plan_cmd) return foldplan::RunPlan(plan, std::cout, std::cerr);
+    if (*explain_cmd) return foldplan::RunExplain(explain, std::cout, std::cerr);
+    if (*diff_cmd) return foldplan::RunDiff(diff, std::cout, std::cerr);
+    if (*simulate_cmd) return foldplan::RunSimulate(simulate, std::cout, std::cerr);
+    if (*validate_cmd) return foldplan::RunValidate(validate, std::cout, std::cerr);
+    if (*calibrate_cmd) return foldplan::RunCalibrate(calibrate, std::cout, std::cerr);
+    if (*collective_cmd) return foldplan::RunCollective(collective, std::cout, std::cerr);
+    if (*compare_cmd) return foldplan::RunCompare(compare, std::cout, std::cerr);
+    if (*report_cmd) return foldplan::RunReport(report, std::cout, std::cerr);
+    if (*man_cmd) return foldplan::WriteManPage(app, std::cout), 0;
+    if (*completion_cmd) return foldplan::WriteBashCompletion(app, std::cout), 0;
+  } catch (const std::bad_alloc&) {
+    std::fputs("foldplan: out of memory: the command needed more memory than this machine gave it; "
+               "ask for less (doc/formats.md \"Resource contract\" says what each command's size grows with)\n",
+               stderr);
+    return 3;
+  }
   return 2;
 }

@@ -1,12 +1,18 @@
 #include "cli/simulate_command.h"
 
+#include <unistd.h>
+
+#include <chrono>
+#include <set>
 #include <cstdio>
 
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
 #include "cli/usage_errors.h"
+#include "core/decimal_text.h"
 #include "core/formats.h"
+#include "core/quoted_text.h"
 #include "core/text_table.h"
 #include "costmodel/layout_verdict.h"
 #include "costmodel/plan_file.h"
@@ -54,20 +60,25 @@ Result<OverlapOptions> ParseOverlap(const std::string& text) {
   return o;
 }
 
-Result<std::vector<int>> ParseRanks(const std::string& text, int pp) {
+// --trace-ranks: distinct simulated ranks in [0, simulated), joined by
+// commas; `which` says what they are (pipeline ranks, or every rank).
+Result<std::vector<int>> ParseRanks(const std::string& text, int simulated, const std::string& which) {
   std::vector<int> ranks;
   if (text.empty()) return ranks;
+  std::set<int> seen;
   size_t at = 0;
   while (at <= text.size()) {
     const size_t end = std::min(text.find(',', at), text.size());
     const std::string item = text.substr(at, end - at);
-    char* stop = nullptr;
-    const long v = std::strtol(item.c_str(), &stop, 10);
-    if (item.empty() || *stop != '\0' || v < 0 || v >= pp) {
-      return Status::Error("--trace-ranks: expected pipeline ranks 0.." + std::to_string(pp - 1) +
-                           " joined by commas, got '" + item + "'");
+    const std::optional<int64_t> v = ParseDecimalInteger(item);
+    if (!v || *v < 0 || *v >= simulated) {
+      return Status::Error("--trace-ranks: expected simulated ranks 0.." + std::to_string(simulated - 1) + " (" +
+                           which + ") joined by commas, found " + Quoted(item));
     }
-    ranks.push_back(static_cast<int>(v));
+    if (!seen.insert(static_cast<int>(*v)).second) {
+      return Status::Error("--trace-ranks: rank " + item + " given twice: give each rank once");
+    }
+    ranks.push_back(static_cast<int>(*v));
     at = end + 1;
   }
   return ranks;
@@ -156,8 +167,9 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
                       {"peak_at_s", s.peak_memory_at_s},
                       {"model_peak_bytes", s.model_peak_memory_bytes},
                       {"peak_inflight_microbatches", s.peak_inflight_microbatches},
-                      {"model_inflight_microbatches", s.model_inflight_microbatches},
-                      {"points", points}});
+                      {"model_inflight_microbatches", s.model_inflight_microbatches}});
+    if (r.loads_drawn) memory.back()["received_over_costed"] = s.received_over_costed;
+    memory.back()["points"] = points;
   }
   j["memory_timeline"] = memory;
   return j;
@@ -206,6 +218,24 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
                   Fixed(s.peak_memory_bytes / kBytesPerGiB, 1), Fixed(s.model_peak_memory_bytes / kBytesPerGiB, 1)});
   }
   out += ranks.Render("  ");
+  if (r.loads_drawn) {
+    // Each stage's highest peak: the rank its expert rows weigh on most.
+    std::vector<const SimRankStats*> highest;
+    for (const SimRankStats& s : r.ranks) {
+      if (s.pipeline_rank >= int(highest.size())) highest.resize(size_t(s.pipeline_rank) + 1, nullptr);
+      const SimRankStats*& slot = highest[size_t(s.pipeline_rank)];
+      if (!slot || s.peak_memory_bytes > slot->peak_memory_bytes) slot = &s;
+    }
+    out += "\nper pipeline rank, its highest memory peak under the imbalance (its expert rows over the costed ones):\n";
+    TextTable peaks({"stage", "rank", "rows x", "peak GiB", "model GiB"},
+                    {Align::kRight, Align::kRight, Align::kRight, Align::kRight, Align::kRight});
+    for (const SimRankStats* sp : highest) {
+      if (!sp) continue;
+      peaks.AddRow({std::to_string(sp->pipeline_rank), std::to_string(sp->rank), Fixed(sp->received_over_costed, 3),
+                    Fixed(sp->peak_memory_bytes / kBytesPerGiB, 2), Fixed(sp->model_peak_memory_bytes / kBytesPerGiB, 2)});
+    }
+    out += peaks.Render("  ");
+  }
   out += "\ncritical path (what sets the step time), by kind:";
   for (int k = 0; k < kSimKindCount; ++k) {
     if (r.critical_s[static_cast<size_t>(k)] > 0) {
@@ -299,8 +329,20 @@ Result<SimulatedRanking> RankBySimulation(const CostModel& model, const std::vec
   return out;
 }
 
+bool ShowSimulateProgress(bool stderr_is_terminal, double elapsed_s) { return stderr_is_terminal && elapsed_s >= 1.0; }
+
+std::string SimulateProgressLine(const std::string& phase, double share, double elapsed_s) {
+  const double pct = std::min(100.0, std::max(0.0, 100 * share));
+  return "\rsimulate: " + phase + " " + Fixed(pct, 0) + "% (" + Fixed(elapsed_s, 0) + " s)";
+}
+
 int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err) {
   const bool from_plan = !options.plan.empty();
+  if (options.max_tasks < 1 || options.max_tasks > kMostSimTaskSlots) {
+    return Usage(err, Status::Error("--max-tasks: expected 1 to " +
+                                    WithCommas(static_cast<unsigned long long>(kMostSimTaskSlots)) + ", found " +
+                                    std::to_string(options.max_tasks)));
+  }
   if (from_plan == bool(options.layout)) {
     return Usage(err, Status::Error("simulate needs --layout (with --cluster, --model, --job) or --plan FILE"));
   }
@@ -347,19 +389,43 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
     layout = parsed.value();
   }
   if (schedule) layout.schedule = *schedule;  // --schedule is the layout's schedule= key
+  // Before any work: a dense model has nothing to imbalance (a usage error),
+  // a histogram needs one load per expert (an input file's error).
+  if (Status s = CheckLoadSpecExperts(imbalance.value(), model_spec.is_moe() ? model_spec.moe->experts : 0); !s.ok()) {
+    return model_spec.is_moe() ? Fail(err, s) : Usage(err, s);
+  }
   auto model = CostModel::Create(cluster, model_spec, job, use);
   if (!model.ok()) return Fail(err, model.status());
   const std::vector<Violation> violations = CheckLayout(layout, model.value()->legality());
   if (!violations.empty()) return Fail(err, Status::Error(IllegalLayoutText(layout, violations)));
-  auto ranks = ParseRanks(options.trace_ranks, std::max(1, layout.pp));
+  SimOptions sim;
+  sim.imbalance = imbalance.value();
+  sim.whole = options.whole;
+  auto ranks = sim.every_rank()
+                   ? ParseRanks(options.trace_ranks, std::max(1, layout.world), "every rank is simulated")
+                   : ParseRanks(options.trace_ranks, std::max(1, layout.pp), "the pipeline ranks; --whole simulates every rank");
   if (!ranks.ok()) return Usage(err, ranks.status());
   WarnAboutCalibrationGpu(model.value()->comm_params(), cluster, err);
-  SimOptions sim;
   sim.overlap = overlap.value();
-  sim.imbalance = imbalance.value();
   sim.seed = options.seed;
-  sim.whole = options.whole;
+  sim.max_task_slots = options.max_tasks;
+  sim.trace = !options.trace.empty();
+  // Progress on a terminal, once the run has taken a second.
+  const bool terminal = options.progress.value_or(isatty(STDERR_FILENO) == 1);
+  const auto began = std::chrono::steady_clock::now();
+  bool shown = false;
+  if (terminal) {
+    sim.progress = [&](const char* phase, double share) {
+      const double elapsed = std::chrono::duration<double>(std::chrono::steady_clock::now() - began).count();
+      if (!ShowSimulateProgress(true, elapsed)) return;
+      err << SimulateProgressLine(std::string(phase) == "building" ? "building the step" : "running the step", share,
+                                  elapsed)
+          << std::flush;
+      shown = true;
+    };
+  }
   auto result = Simulate(*model.value(), layout, sim);
+  if (shown) err << "\r\033[K" << std::flush;  // the progress line cleared
   if (!result.ok()) return Fail(err, result.status());
   WarnAboutFitMisses(model.value()->comm_params(), err);
   const SimResult& r = result.value();

@@ -15,6 +15,7 @@
 #include "cli/commands.h"
 #include "core/status.h"
 #include "costmodel/evaluate.h"
+#include "sim/sim_estimate.h"
 
 namespace foldplan {
 
@@ -31,8 +32,17 @@ struct SimulateOptions {
   std::string trace;                  // --trace FILE: Chrome trace-event JSON
   std::string trace_ranks;            // --trace-ranks 0,3: only these pipeline ranks
   bool json = false;                  // --json: foldplan.simulation/v1
+  long long max_tasks = kDefaultMaxSimTaskSlots;  // --max-tasks N: the run's size limit (sim/sim_estimate.h)
+  // Progress on stderr for runs past a second; unset: when stderr is a terminal.
+  std::optional<bool> progress;
 };
 int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream& err);
+
+// simulate's progress on a terminal: whether to show it (stderr a
+// terminal, and a second gone since the run began), and its line, which
+// rewrites itself ("\rsimulate: running the step 45% (12 s)").
+bool ShowSimulateProgress(bool stderr_is_terminal, double elapsed_s);
+std::string SimulateProgressLine(const std::string& phase, double share, double elapsed_s);
 
 // `plan --simulate-top N`: the analytical top `candidates` (best first)
 // simulated and re-ranked by simulated step time, as a table that says

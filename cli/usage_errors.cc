@@ -5,8 +5,22 @@
 
 #include <CLI/CLI.hpp>
 
+#include "core/decimal_text.h"
+#include "core/quoted_text.h"
+
 namespace foldplan {
 namespace {
+
+// What an option's values are, from its type name (CLI11's INT, UINT,
+// FLOAT for the variables' types, or the names given here: N and K counts,
+// X a number); anything else is text.
+enum class ValueKind { kInteger, kUnsigned, kNumber, kText };
+ValueKind KindOf(const std::string& type) {
+  if (type == "INT" || type == "N" || type == "K") return ValueKind::kInteger;
+  if (type == "UINT") return ValueKind::kUnsigned;
+  if (type == "FLOAT" || type == "X") return ValueKind::kNumber;
+  return ValueKind::kText;
+}
 
 // Every name of an option as typed: "-o", "--output".
 std::vector<std::string> OptionNames(const CLI::Option& opt) {
@@ -49,10 +63,49 @@ const CLI::Option* OptionNamed(const CLI::App& cmd, const std::string& name) {
 // UINT, FLOAT, or the names given here: N and K counts, X a number).
 std::string ExpectedValue(const CLI::Option* opt) {
   const std::string type = opt ? opt->get_type_name() : "";
-  if (type == "INT" || type == "N" || type == "K") return "an integer";
-  if (type == "UINT") return "a non-negative integer";
-  if (type == "FLOAT" || type == "X") return "a number";
+  switch (KindOf(type)) {
+    case ValueKind::kInteger: return "an integer";
+    case ValueKind::kUnsigned: return "a non-negative integer";
+    case ValueKind::kNumber: return "a number";
+    case ValueKind::kText: break;
+  }
   return type.empty() ? "another value" : "a value of type " + type;
+}
+
+// The validator of one kind of value: it refuses what the rule refuses and
+// rewrites an integer in canonical decimal ("007" -> "7"), since CLI11's own
+// conversion would read a leading 0 as octal.
+CLI::Validator ValueRule(ValueKind kind) {
+  return CLI::Validator(
+      [kind](std::string& value) -> std::string {
+        if (value.empty()) return "expected a value, found an empty one";
+        const bool digits = value.find_first_not_of("0123456789") == std::string::npos ||
+                            (value[0] == '-' && value.size() > 1 &&
+                             value.find_first_not_of("0123456789", 1) == std::string::npos);
+        const std::string found = ", found " + Quoted(value);
+        switch (kind) {
+          case ValueKind::kInteger:
+            if (const auto v = ParseDecimalInteger(value)) {
+              value = std::to_string(*v);
+              return "";
+            }
+            return "expected an integer" + found + (digits ? " (too large)" : " (decimal digits only)");
+          case ValueKind::kUnsigned:
+            if (const auto v = ParseDecimalUnsigned(value)) {
+              value = std::to_string(*v);
+              return "";
+            }
+            return "expected a non-negative integer" + found +
+                   (digits && value[0] != '-' ? " (too large: at most 18446744073709551615)" : " (decimal digits only)");
+          case ValueKind::kNumber:
+            if (ParseDecimalNumber(value)) return "";
+            return "expected a number" + found + " (a finite decimal number such as 0.5 or 1e-3)";
+          case ValueKind::kText:
+            return "";
+        }
+        return "";
+      },
+      "", "foldplan-value");
 }
 
 // The arguments after the command word (argv[first..]), up to "--".
@@ -115,7 +168,19 @@ bool Is(const CLI::ParseError& e) {
 
 }  // namespace
 
-std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e, int argc, const char* const* argv) {
+void ApplyValueRules(CLI::App& app) {
+  for (CLI::App* cmd : app.get_subcommands([](CLI::App*) { return true; })) {
+    for (CLI::Option* opt : cmd->get_options()) {
+      if (opt->get_type_size() == 0) continue;  // a flag: no value
+      opt->transform(ValueRule(KindOf(opt->get_type_name())));
+    }
+  }
+}
+
+namespace {
+
+std::string UnescapedParseErrorText(const CLI::App& app, const CLI::ParseError& e, int argc,
+                                   const char* const* argv) {
   const std::vector<std::string> commands = CommandNames(app);
   // The command word: the first argument that is not a flag (the program's
   // own flags take no value).
@@ -202,6 +267,14 @@ std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e, int ar
     }
   }
   return where + what;
+}
+
+}  // namespace
+
+// The arguments are quoted raw above; their control bytes are escaped here,
+// once, for the whole message.
+std::string ParseErrorText(const CLI::App& app, const CLI::ParseError& e, int argc, const char* const* argv) {
+  return EscapeControlBytes(UnescapedParseErrorText(app, e, argc, argv));
 }
 
 }  // namespace foldplan

@@ -16,6 +16,14 @@ class ParseError;
 
 namespace foldplan {
 
+// The one rule for every flag's value, attached to every option of `app`'s
+// commands (FinishCliDefinition calls it, so a flag added later gets it):
+// no value is empty; an option whose type name says a count (INT, N, K, and
+// the lists of them) takes a decimal integer that fits its type, UINT a
+// non-negative one, FLOAT and X a finite decimal number (core/decimal_text.h).
+// A value that breaks it is a usage error naming the flag and the value.
+void ApplyValueRules(CLI::App& app);
+
 // CLI11's parse error `e` of `argv` against the definition `app`, as
 // foldplan says it (no "foldplan: " prefix, no newline): an unknown
 // command or flag with the nearest one, a value that is not a number with

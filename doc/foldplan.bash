@@ -45,7 +45,7 @@ _foldplan() {
       esac
       ;;
     plan)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --schedule --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --stats --max-mem-gib --headroom-gib --gpus-range --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --schedule --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --top --simulate-top --objective --json -o --output --why --threads --recipe --fix --format --distinct --all --stats --max-mem-gib --headroom-gib --gpus-range --help"
       case $prev in
         --calibration|-o|--output) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;
@@ -55,7 +55,7 @@ _foldplan() {
       esac
       ;;
     simulate)
-      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidate --schedule --overlap --imbalance --seed --whole --trace --trace-ranks --json --help"
+      opts="--cluster --model --job --seq --global-batch --micro-batch --precision --recompute --dispatcher --cuda-graphs --cp-style --fsdp --tp-overlap --a2a-overlap --attention-backend --trainer --mtp --capacity-factor --routing-imbalance --gpus --nodes --gpus-per-domain --calibration --force-calibration --layout --plan --candidate --schedule --overlap --imbalance --seed --whole --trace --trace-ranks --json --max-tasks --help"
       case $prev in
         --calibration|--plan|--trace) files=1 ;;
         --attention-backend) choices="te-cudnn flash2 flash3" ;;

@@ -6,6 +6,7 @@
 #include <fstream>
 #include <string>
 
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "cli_run.h"
@@ -163,4 +164,72 @@ TEST_CASE("a cluster file nested a million levels deep is refused, not a crash")
   CHECK(r.err.rfind("foldplan: " + file + ": /nodes/0/0/", 0) == 0);
   CHECK(r.err.find("nested deeper than 64 levels") != std::string::npos);
   std::remove(file.c_str());
+}
+
+TEST_CASE("inputs that are not regular files are refused at once: a FIFO does not block, a device is not read") {
+  const std::string fifo = foldplan::testing::TempPath("input_fifo");
+  std::remove(fifo.c_str());
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  // Each blocked forever before (run with a limit, so a hang fails).
+  for (const std::string& args : {"check " + fifo, "simulate --model mixtral-8x7b --layout tp=1,pp=4,ep=8 --imbalance " + fifo}) {
+    const auto r = RunFoldplan(args, 20);
+    CHECK_MESSAGE(r.exit_code == 1, args << "\nstderr: " << r.err);
+    CHECK(r.err.find(fifo + ": is a FIFO (a named pipe), not a regular file") != std::string::npos);
+  }
+  std::remove(fifo.c_str());
+  ExpectError("check /dev/zero", "/dev/zero: is a character device, not a regular file");
+  ExpectError("enumerate --cluster /dev/urandom", "/dev/urandom: is a character device, not a regular file");
+}
+
+TEST_CASE("an expert-loads file whose total overflows is refused, not simulated as balanced") {
+  ExpectError("check fuzz/corpus/expert_loads/total_overflows.json",
+              "fuzz/corpus/expert_loads/total_overflows.json: /loads: expected loads whose sum is finite");
+}
+
+TEST_CASE("an expert-loads file of another length than the model's experts is refused before the run") {
+  ExpectError("simulate --model mixtral-8x7b --layout tp=1,pp=4,ep=8 --imbalance fuzz/corpus/expert_loads/three_loads.json",
+              "fuzz/corpus/expert_loads/three_loads.json: /loads: expected 8 loads (the model's experts), found 3");
+}
+
+TEST_CASE("imbalance on a dense model is a usage error") {
+  // Was accepted, and switched to the every-rank path.
+  ExpectUsage("simulate --model llama3-70b --layout tp=8,pp=4 --imbalance uniform",
+              "--imbalance uniform: the model has no experts (a dense model): imbalance needs a MoE model");
+  ExpectUsage("simulate --model llama3-70b --layout tp=8,pp=4 --imbalance tests/data/expert_loads/skewed8.json",
+              "the model has no experts");
+}
+
+TEST_CASE("compare with a measurements file of no ops is an error that says why") {
+  ExpectError("compare --plan tests/data/validate/pp2_cp2_ep4.plan.json --measurements fuzz/corpus/measurements/no_ops.json",
+              "fuzz/corpus/measurements/no_ops.json: /ops: no op measured (the list is empty)");
+}
+
+TEST_CASE("check refuses a measured op of an unknown name") {
+  ExpectError("check fuzz/corpus/measurements/unknown_op.json",
+              "fuzz/corpus/measurements/unknown_op.json: /ops/0/op: expected one of \"ulysses\"");
+}
+
+TEST_CASE("plan -o FILE when nothing fits leaves FILE as it was") {
+  const std::string file = foldplan::testing::TempPath("plan_nothing_fits.json");
+  { std::ofstream(file) << "the old plan\n"; }
+  // Was: FILE replaced by a plan of zero candidates.
+  ExpectError("plan --model mixtral-8x22b --gpus 8 --fix tp=1 -o " + file, "not writing " + file + ": no layout fits");
+  CHECK(foldplan::testing::Slurp(file) == "the old plan\n");
+  std::remove(file.c_str());
+}
+
+TEST_CASE("control bytes of an input are escaped in the message that quotes it") {
+  const auto r = RunFoldplan("ranks --world-size 16 --layout tp=2,pp=2,ep=4 --format slurm --hosts "
+                             "fuzz/corpus/hosts/control_bytes.txt");
+  CHECK(r.exit_code == 1);
+  CHECK_MESSAGE(r.err.find("control_bytes.txt:2: \"node\\x1b[31mred\\x07\": expected one host name per line") !=
+                    std::string::npos,
+                r.err);
+  CHECK(r.err.find('\x1b') == std::string::npos);
+  CHECK(r.err.find('\x07') == std::string::npos);
+  // A flag's value too.
+  const auto flag = RunFoldplan("plan --seq \"$(printf '\\033[2J\\007')\"");
+  CHECK(flag.exit_code == 2);
+  CHECK(flag.err.find("found \"\\x1b[2J\\x07\"") != std::string::npos);
+  CHECK(flag.err.find('\x1b') == std::string::npos);
 }

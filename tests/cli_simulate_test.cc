@@ -3,13 +3,20 @@
 // diff), one small trace, and the refusals.
 #include "cli_run.h"
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <unistd.h>
 
 #include <nlohmann/json.hpp>
 
+#include "cli/simulate_command.h"
+
+using foldplan::ShowSimulateProgress;
+using foldplan::SimulateProgressLine;
 using foldplan::testing::CheckGolden;
+using foldplan::testing::CliRun;
+using foldplan::testing::ExpectUsage;
 using foldplan::testing::RunFoldplan;
 using foldplan::testing::Slurp;
 using foldplan::testing::TempPath;
@@ -108,9 +115,9 @@ TEST_CASE("simulate refuses bad flags with exit 2 and bad inputs with exit 1, na
   auto schedule = RunFoldplan("simulate --layout tp=2,cp=1,pp=4,ep=8,etp=1 --schedule pipedream");
   CHECK(schedule.exit_code == 2);
   CHECK(schedule.err.find("--schedule: expected") != std::string::npos);
-  auto ranks = RunFoldplan("simulate --layout tp=2,cp=1,pp=4,ep=8,etp=1 --trace-ranks 4");
+  auto ranks = RunFoldplan("simulate --layout tp=2,cp=1,pp=4,ep=8,etp=1 --trace /dev/null --trace-ranks 4");
   CHECK(ranks.exit_code == 2);
-  CHECK(ranks.err.find("--trace-ranks: expected pipeline ranks 0..3") != std::string::npos);
+  CHECK(ranks.err.find("--trace-ranks: expected simulated ranks 0..3 (the pipeline ranks") != std::string::npos);
   auto imbalance = RunFoldplan("simulate --layout tp=2,cp=1,pp=4,ep=8,etp=1 --imbalance /nonexistent/loads.json");
   CHECK(imbalance.exit_code == 1);
   CHECK(imbalance.err.find("/nonexistent/loads.json") != std::string::npos);
@@ -131,4 +138,54 @@ TEST_CASE("simulate --plan takes a plan file's inputs and candidate; a missing c
   CHECK(b.exit_code == 1);
   CHECK(b.err.find("/candidates: expected a candidate 5 (the file has 2") != std::string::npos);
   std::remove(path.c_str());
+}
+
+TEST_CASE("simulate refuses a run whose estimate exceeds --max-tasks, before building it") {
+  // The flag's largest global batch: 524,288 micro-batches on pp 4, about
+  // 562 M task slots; refused at once with the estimate and the flag.
+  const CliRun r = RunFoldplan(
+      "simulate --model mixtral-8x7b --layout tp=1,cp=1,pp=4,ep=8,etp=1 --global-batch 16777216", 60);
+  CHECK(r.exit_code == 1);
+  CHECK(r.err.find("M task slots") != std::string::npos);
+  CHECK(r.err.find("--max-tasks") != std::string::npos);
+  CHECK(r.out.empty());
+  // A limit below the default run's size refuses it too; the default runs.
+  const CliRun small = RunFoldplan("simulate --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1 --max-tasks 1000");
+  CHECK(small.exit_code == 1);
+  CHECK(small.err.find("above the limit of 1,000 task slots") != std::string::npos);
+  ExpectUsage("simulate --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1 --max-tasks 0", "--max-tasks");
+}
+
+TEST_CASE("simulate prints no progress when stderr is not a terminal") {
+  // Tests run with stderr a pipe: not a byte of progress, even on a run of
+  // more than a second.
+  const CliRun r = RunFoldplan("simulate --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1 --whole");
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("simulate: ") == std::string::npos);
+  CHECK(r.err.find('\r') == std::string::npos);
+}
+
+TEST_CASE("simulate's progress: shown on a terminal after a second, one line rewriting itself") {
+  CHECK_FALSE(ShowSimulateProgress(false, 30.0));
+  CHECK_FALSE(ShowSimulateProgress(true, 0.5));
+  CHECK(ShowSimulateProgress(true, 1.0));
+  CHECK(SimulateProgressLine("running the step", 0.456, 12.3) == "\rsimulate: running the step 46% (12 s)");
+  CHECK(SimulateProgressLine("building the step", 1.7, 2) == "\rsimulate: building the step 100% (2 s)");
+}
+
+TEST_CASE("simulate under imbalance shows each stage's highest memory peak and the rows its rank received") {
+  const CliRun r = RunFoldplan(
+      "simulate --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1 --imbalance zipf:1 --json");
+  REQUIRE(r.exit_code == 0);
+  const auto j = nlohmann::json::parse(r.out);
+  double most = 0, least = 1e300;
+  for (const auto& m : j["memory_timeline"]) {
+    REQUIRE(m.contains("received_over_costed"));
+    most = std::max(most, m["peak_bytes"].get<double>() - m["model_peak_bytes"].get<double>());
+    least = std::min(least, m["peak_bytes"].get<double>() - m["model_peak_bytes"].get<double>());
+  }
+  // Ranks differ: those receiving more rows peak higher than those receiving fewer.
+  CHECK(most > least + 1e6);
+  const CliRun text = RunFoldplan("simulate --model mixtral-8x7b --layout tp=2,cp=1,pp=4,ep=8,etp=1 --imbalance zipf:1");
+  CHECK(text.out.find("its highest memory peak under the imbalance") != std::string::npos);
 }

@@ -8,7 +8,11 @@
 #include <unistd.h>
 
 #include <cstdio>
+#include <cctype>
 #include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
 
 using foldplan::testing::ExpectExit;
 using foldplan::testing::ExpectUsage;
@@ -66,11 +70,11 @@ TEST_CASE("absurd sizes are refused before the work that grows with them") {
 
 TEST_CASE("an empty --layout or --fix is an error, not the default layout") {
   for (const char* cmd : {"explain", "enumerate", "ranks --world-size 16"}) {
-    ExpectUsage(std::string(cmd) + " --layout ''", "foldplan: layout: empty; expected key=value pairs such as tp=2,pp=8");
+    ExpectUsage(std::string(cmd) + " --layout ''", "--layout: expected a value, found an empty one");
     ExpectUsage(std::string(cmd) + " --layout ','", "foldplan: layout: \",\": an empty item (expected key=value between commas)");
   }
   ExpectUsage("explain --model mixtral-8x7b --layout tp=2,,pp=2", "an empty item");
-  ExpectUsage("plan --fix ''", "foldplan: --fix: empty; expected layout keys such as tp=2,pp=8");
+  ExpectUsage("plan --fix ''", "foldplan: plan: --fix: expected a value, found an empty one");
 }
 
 TEST_CASE("--threads, --top and --limit are bounded") {
@@ -127,4 +131,106 @@ TEST_CASE("explain of an illegal layout gives the reason on stderr too") {
   auto r = RunFoldplan("explain --model mixtral-8x7b --layout tp=16,cp=1,pp=8,ep=16,etp=1");
   CHECK(r.exit_code == 1);
   CHECK(r.err.find("is illegal; it breaks 2 rules:\n  tp_divides_kv_heads") != std::string::npos);
+}
+
+namespace {
+
+// Every option of every command as its --help lists it: (command, flag,
+// type name), flags without a value left out.
+struct UsageFlag {
+  std::string command, flag, type;
+};
+std::vector<UsageFlag> UsageFlagsFromHelp() {
+  std::vector<UsageFlag> flags;
+  std::istringstream commands(RunFoldplan("--help").out);
+  std::vector<std::string> names;
+  for (std::string line; std::getline(commands, line);) {
+    std::istringstream words(line);
+    std::string word;
+    if (line.rfind("  ", 0) == 0 && line.size() > 2 && std::islower(static_cast<unsigned char>(line[2])) && (words >> word)) {
+      names.push_back(word);
+    }
+  }
+  for (const std::string& command : names) {
+    std::istringstream help(RunFoldplan(command + " --help").out);
+    for (std::string line; std::getline(help, line);) {
+      if (line.rfind("  -", 0) != 0) continue;
+      std::istringstream words(line);
+      std::string names_word, type;
+      words >> names_word >> type;
+      const std::string flag = names_word.substr(names_word.rfind(',') + 1);
+      if (flag == "--help" || type.empty() || !std::isupper(static_cast<unsigned char>(type[0]))) continue;
+      flags.push_back({command, flag, type.substr(0, type.find('='))});
+    }
+  }
+  return flags;
+}
+
+}  // namespace
+
+TEST_CASE("every numeric flag of every command takes decimal digits only: no hex, spaces, exponent or overflow") {
+  int numeric = 0;
+  for (const UsageFlag& f : UsageFlagsFromHelp()) {
+    const bool integer = f.type == "INT" || f.type == "N" || f.type == "K" || f.type == "UINT";
+    const bool number = f.type == "FLOAT" || f.type == "X";
+    if (!integer && !number) continue;
+    ++numeric;
+    const std::string at = f.command + " " + f.flag;
+    // Before: 0x10 was 16, " 1" was 1, and an unsigned -1 or 2^64 became 2^64 - 1.
+    std::vector<std::string> bad = {"0x10", "' 1'", "'1 '", "inf"};
+    if (integer) bad.insert(bad.end(), {"1e3", "1.0", "18446744073709551616"});
+    if (f.type == "UINT") bad.push_back("-1");
+    for (const std::string& value : bad) {
+      const auto r = RunFoldplan(at + " " + value);
+      CHECK_MESSAGE(r.exit_code == 2, at << " " << value << "\nstderr: " << r.err);
+      CHECK_MESSAGE(r.err.find(f.command + ": " + f.flag + ": expected ") != std::string::npos,
+                    at << " " << value << "\nstderr: " << r.err);
+    }
+  }
+  CHECK(numeric >= 30);  // the walk found the flags
+}
+
+TEST_CASE("an empty value is a usage error for every flag that takes one, not \"unset\"") {
+  int flags = 0;
+  for (const UsageFlag& f : UsageFlagsFromHelp()) {
+    ++flags;
+    const auto r = RunFoldplan(f.command + " " + f.flag + " ''");
+    CHECK_MESSAGE(r.exit_code == 2, f.command << " " << f.flag << " ''\nstderr: " << r.err);
+    CHECK_MESSAGE(r.err.find(f.flag + ": expected a value, found an empty one") != std::string::npos,
+                  f.command << " " << f.flag << "\nstderr: " << r.err);
+  }
+  CHECK(flags >= 100);
+}
+
+TEST_CASE("a leading zero is decimal, not octal, and the largest seed is taken whole") {
+  const std::string model = "--model mixtral-8x7b --layout tp=1,pp=4,ep=8 --imbalance zipf:1.2 --json";
+  const auto a = RunFoldplan("simulate " + model + " --seed 010");
+  const auto b = RunFoldplan("simulate " + model + " --seed 10");
+  REQUIRE(a.exit_code == 0);
+  CHECK(a.out == b.out);
+  CHECK(RunFoldplan("simulate " + model + " --seed 18446744073709551615").exit_code == 0);
+}
+
+TEST_CASE("a capacity factor below one token's share of an expert is a usage error") {
+  // Was accepted: MFU 175% at 0.001.
+  for (const char* x : {"0.001", "1e-320", "0.5"}) {
+    ExpectUsage(std::string("explain --model mixtral-8x7b --layout tp=1,pp=4,ep=8 --capacity-factor ") + x,
+                "--capacity-factor: expected 0 (dropless) or a number in [1, 1024]");
+  }
+  CHECK(RunFoldplan("explain --model mixtral-8x7b --layout tp=1,pp=4,ep=8 --capacity-factor 1").exit_code == 0);
+  CHECK(RunFoldplan("explain --model mixtral-8x7b --layout tp=1,pp=4,ep=8 --capacity-factor 0").exit_code == 0);
+}
+
+TEST_CASE("--trace-ranks needs --trace, takes each rank once, and takes every simulated rank with --whole") {
+  const std::string sim = "simulate --model mixtral-8x7b --layout tp=1,pp=4,ep=8 ";
+  ExpectUsage(sim + "--trace-ranks 0", "simulate: --trace-ranks needs --trace");
+  const std::string trace = foldplan::testing::TempPath("trace_ranks.json");
+  ExpectUsage(sim + "--trace " + trace + " --trace-ranks 1,1", "--trace-ranks: rank 1 given twice: give each rank once");
+  ExpectUsage(sim + "--trace " + trace + " --trace-ranks 4",
+              "--trace-ranks: expected simulated ranks 0..3 (the pipeline ranks; --whole simulates every rank)");
+  // The whole path simulates the 128 ranks of the world: rank 17 is one of them.
+  const auto whole = RunFoldplan(sim + "--whole --trace " + trace + " --trace-ranks 5,17");
+  CHECK_MESSAGE(whole.exit_code == 0, whole.err);
+  CHECK(foldplan::testing::Slurp(trace).find("\"pipeline rank 17\"") != std::string::npos);
+  std::remove(trace.c_str());
 }
