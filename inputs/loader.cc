@@ -109,7 +109,9 @@ Result<std::string> ResolveInput(InputKind kind, const std::string& name_or_path
   }
   std::error_code ec;
   if (LooksLikePath(name_or_path)) {
-    if (!fs::is_regular_file(name_or_path, ec)) {
+    // One that exists but is not a regular file (a FIFO, a device, a
+    // directory) is refused by the reader, which says what it is.
+    if (!fs::exists(fs::symlink_status(name_or_path, ec)) && !fs::exists(name_or_path, ec)) {
       return Status::Error(name_or_path + ": no such " + Name(kind) + " file");
     }
     return name_or_path;
