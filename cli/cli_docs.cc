@@ -170,7 +170,7 @@ const std::vector<CliExample>& CliExamples() {
       {"enumerate", "foldplan enumerate --model mixtral-8x7b --fix tp=2 --limit 10"},
       {"plan", "foldplan plan --model mixtral-8x7b --top 5 -o plan.json"},
       {"explain", "foldplan explain --plan plan.json --candidate 1"},
-      {"diff", "foldplan diff --plan plan.json --candidates 0,1"},
+      {"diff", "foldplan diff --plan plan.json --candidates 1,2"},
       {"simulate", "foldplan simulate --plan plan.json --trace trace.json"},
       {"ranks", "foldplan ranks --world-size 16 --layout tp=2,cp=1,pp=2,ep=4,etp=1 --format megatron"},
       {"validate", "foldplan validate --plan plan.json --dry-run"},

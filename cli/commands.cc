@@ -750,9 +750,8 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   }
   const bool from_plan = !options.plan.empty();
   if (options.candidate && !from_plan) return Usage(err, Status::Error("--candidate needs --plan FILE"));
-  if (options.candidate && *options.candidate < 0) {
-    return Usage(err, Status::Error("--candidate: expected 0 (the best) or more, found " +
-                                    std::to_string(*options.candidate)));
+  if (options.candidate) {
+    if (Status s = CheckCandidateNumber("--candidate", *options.candidate); !s.ok()) return Usage(err, s);
   }
   if (from_plan && (options.layout || !options.inputs.recipe.empty() || options.world_size)) {
     return Usage(err, Status::Error("--plan with --layout, --recipe or --world-size: the plan names its inputs and "
@@ -776,7 +775,7 @@ int RunRanks(const RanksOptions& options, std::ostream& out, std::ostream& err) 
   std::string unmodelled;  // "; recipe R uses F, which foldplan does not model"
   if (from_plan) {
     // The plan's own inputs, as written (simulate --plan reads them so too).
-    auto plan = LoadPlanFile(options.plan, options.candidate.value_or(0));
+    auto plan = LoadPlanFile(options.plan, options.candidate.value_or(1));
     if (!plan.ok()) return Fail(err, plan.status());
     cluster = plan->cluster;
     j = plan->job;

@@ -169,7 +169,7 @@ struct RanksOptions {
   // planner/launch_files.h) need --hosts FILE: host names in node order.
   std::string hosts;
   // --plan FILE [--candidate N]: a foldplan.plan/v1 file's inputs and its
-  // candidate N (0: the best) instead of --layout and the input flags.
+  // candidate #N (from 1, the best) instead of --layout and the input flags.
   std::string plan;
   std::optional<int> candidate;
   // With a model, a layout that does not fit in memory is refused (exit 1)
@@ -211,7 +211,7 @@ struct ExplainOptions {
   std::string output;                 // -o plan.json holding just this layout
   bool allow_oom = false;             // -o writes (and exit 0) even when the layout does not fit in memory
   std::string plan;                   // --plan FILE: a foldplan.plan/v1 file's inputs and
-  int candidate = 0;                  //   candidate N (0: the best) instead of --layout
+  int candidate = 1;                  //   candidate #N (1: the best) instead of --layout
 };
 int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& err);
 

@@ -33,7 +33,7 @@ std::string SignedFixed(double d, int digits) {
   return std::string(d > 0 ? "+" : "-") + text;
 }
 
-// --candidates "I,J": two candidate indices of the plan file, 0 the best.
+// --candidates "I,J": two candidate numbers of the plan file, from 1 (#1 the best).
 Result<std::pair<int, int>> ParseCandidates(const std::string& text) {
   const size_t comma = text.find(',');
   auto index = [](const std::string& s) -> std::optional<int> {
@@ -43,8 +43,9 @@ Result<std::pair<int, int>> ParseCandidates(const std::string& text) {
   const auto i = comma == std::string::npos ? std::nullopt : index(text.substr(0, comma));
   const auto j = comma == std::string::npos ? std::nullopt : index(text.substr(comma + 1));
   if (!i || !j) {
-    return Status::Error("--candidates: expected two candidate numbers I,J (0 is the best), found \"" + text + "\"");
+    return Status::Error("--candidates: expected two candidate numbers I,J (from 1, the best), found \"" + text + "\"");
   }
+  if (Status s = CheckCandidateNumber("--candidates", std::min(*i, *j)); !s.ok()) return s;
   return std::make_pair(*i, *j);
 }
 
@@ -68,7 +69,7 @@ Result<Evaluation> Costed(const std::string& text, const Inputs& in, const CostM
 Result<Pair> LoadPair(const DiffOptions& o) {
   Pair p;
   if (!o.plan.empty()) {
-    auto which = ParseCandidates(o.candidates.empty() ? "0,1" : o.candidates);
+    auto which = ParseCandidates(o.candidates.empty() ? "1,2" : o.candidates);
     if (!which.ok()) return which.status();
     auto first = LoadPlanFile(o.plan, which->first);
     if (!first.ok()) return first.status();
@@ -84,7 +85,7 @@ Result<Pair> LoadPair(const DiffOptions& o) {
     p.model = std::move(model).value();
     p.a = p.model->Evaluate(first->layout);
     p.b = p.model->Evaluate(second->layout);
-    p.source = "plan " + o.plan + ", candidates " + std::to_string(which->first) + " and " +
+    p.source = "plan " + o.plan + ", candidates #" + std::to_string(which->first) + " and #" +
                std::to_string(which->second);
     return p;
   }
@@ -244,7 +245,7 @@ int RunDiff(const DiffOptions& options, std::ostream& out, std::ostream& err) {
     for (const auto& [given, flag] : excluded) {
       if (given) return Usage(err, Status::Error(std::string(flag) + " with --plan: the plan names its inputs"));
     }
-    if (auto c = ParseCandidates(options.candidates.empty() ? "0,1" : options.candidates); !c.ok()) {
+    if (auto c = ParseCandidates(options.candidates.empty() ? "1,2" : options.candidates); !c.ok()) {
       return Usage(err, c.status());
     }
   }

@@ -17,7 +17,7 @@ struct DiffOptions {
   InputOptions inputs;
   std::vector<std::string> layouts;  // --layout A --layout B (exactly two), or:
   std::string plan;                  // --plan FILE: its inputs and
-  std::string candidates;            //   --candidates I,J (0: the best), default 0,1
+  std::string candidates;            //   --candidates I,J (1: the best), default 1,2
   bool json = false;                 // --json: foldplan.diff/v1
 };
 // 0 when both layouts are legal and costed (either may not fit in memory:

@@ -154,7 +154,7 @@ int main(int argc, char** argv) {
                          ->type_name("FILE");
   for (const char* flag : {"--layout", "--recipe", "--world-size", "--cluster", "--model", "--job"})
     ranks_plan->excludes(ranks_cmd->get_option(flag));
-  ranks_cmd->add_option("--candidate", ranks.candidate, "the plan's candidate (default 0, the best)")
+  ranks_cmd->add_option("--candidate", ranks.candidate, "the plan's candidate #N, numbered from 1 as plan numbers them (default 1, the best)")
       ->type_name("N")
       ->needs(ranks_plan);
   ranks_cmd->add_flag("--force", ranks.force,
@@ -203,7 +203,7 @@ int main(int argc, char** argv) {
   simulate_cmd->add_option("--layout", simulate.layout, "the layout, e.g. tp=2,cp=1,pp=8,ep=8,etp=1");
   simulate_cmd->add_option("--plan", simulate.plan, "or a foldplan.plan/v1 file: its inputs and a candidate")
       ->type_name("FILE");
-  simulate_cmd->add_option("--candidate", simulate.candidate, "the plan's candidate (0: the best)")
+  simulate_cmd->add_option("--candidate", simulate.candidate, "the plan's candidate #N, numbered from 1 (1: the best)")
       ->type_name("N");
   // simulate's --schedule is the one layout's schedule, not the job's
   // candidates (AddInputFlags' --schedule).
@@ -250,7 +250,7 @@ int main(int argc, char** argv) {
                         "accept a layout that does not fit in memory: -o writes its plan and the exit status is 0");
   explain_cmd->add_option("--plan", explain.plan, "or a foldplan.plan/v1 file: its inputs and a candidate")
       ->type_name("FILE");
-  explain_cmd->add_option("--candidate", explain.candidate, "the plan's candidate (0: the best)")->type_name("N");
+  explain_cmd->add_option("--candidate", explain.candidate, "the plan's candidate #N, numbered from 1 (1: the best)")->type_name("N");
 
   foldplan::DiffOptions diff;
   auto* diff_cmd = app.add_subcommand("diff", "two layouts' costs side by side and what explains the gap");
@@ -259,7 +259,7 @@ int main(int argc, char** argv) {
   diff_cmd->add_option("--layout", diff.layouts, "give it twice: layout A, then layout B")->type_name("LAYOUT");
   diff_cmd->add_option("--plan", diff.plan, "or a foldplan.plan/v1 file: its inputs and two candidates")
       ->type_name("FILE");
-  diff_cmd->add_option("--candidates", diff.candidates, "the plan's two candidates, I,J (0: the best; default 0,1)")
+  diff_cmd->add_option("--candidates", diff.candidates, "the plan's two candidates #I,#J, numbered from 1 (1: the best; default 1,2)")
       ->type_name("I,J");
   diff_cmd->add_flag("--json", diff.json, "print JSON (schema foldplan.diff/v1)");
 
@@ -286,7 +286,7 @@ int main(int argc, char** argv) {
       ->type_name("ARGS");
   validate_cmd->add_flag("--dry-run", validate.dry_run, "print the command on stdout and run nothing");
   validate_cmd->add_option("--candidate", validate.candidate,
-                           "the plan's candidate (default 0, the best); its plan is written beside -o")
+                           "the plan's candidate #N, numbered from 1 (default: the plan's own, #1); its plan is written beside -o")
       ->type_name("N");
   validate_cmd->add_option("--hosts", validate.hosts,
                            "host names, one per line in node order: ranks go on their planned hosts (a rankfile)")

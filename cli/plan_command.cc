@@ -839,11 +839,11 @@ int RunExplain(const ExplainOptions& options, std::ostream& out, std::ostream& e
     for (const auto& [given, flag] : excluded) {
       if (given) return Usage(err, Status::Error(std::string(flag) + " with --plan: the plan names its inputs and layout"));
     }
-    if (options.candidate < 0) return Usage(err, Status::Error("--candidate: expected 0 (the best) or more"));
+    if (Status s = CheckCandidateNumber("--candidate", options.candidate); !s.ok()) return Usage(err, s);
   } else if (!options.layout && options.inputs.recipe.empty()) {
     return Usage(err, Status::Error("explain needs --layout (or --recipe, whose layout it explains, or --plan FILE)"));
   }
-  if (!from_plan && options.candidate != 0) return Usage(err, Status::Error("--candidate needs --plan FILE"));
+  if (!from_plan && options.candidate != 1) return Usage(err, Status::Error("--candidate needs --plan FILE"));
   if (Status s = CheckInputFlags(options.inputs); !s.ok()) return Usage(err, s);
   if (Status s = CheckLayoutText(options.layout); !s.ok()) return Usage(err, s);
   Inputs in;

@@ -346,7 +346,7 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   if (from_plan == bool(options.layout)) {
     return Usage(err, Status::Error("simulate needs --layout (with --cluster, --model, --job) or --plan FILE"));
   }
-  if (options.candidate < 0) return Usage(err, Status::Error("--candidate: expected 0 or more"));
+  if (Status s = CheckCandidateNumber("--candidate", options.candidate); !s.ok()) return Usage(err, s);
   std::optional<PipelineSchedule> schedule;
   if (!options.schedule.empty()) {
     schedule = PipelineScheduleNamed(options.schedule);

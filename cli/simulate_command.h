@@ -23,7 +23,7 @@ struct SimulateOptions {
   InputOptions inputs;
   std::optional<std::string> layout;  // --layout, or:
   std::string plan;                   // --plan FILE: a foldplan.plan/v1 file's inputs and
-  int candidate = 0;                  //   candidate N (0: the best)
+  int candidate = 1;                  //   candidate #N (1: the best)
   std::string schedule;               // --schedule NAME ("": the layout's)
   std::string overlap;                // --overlap tp=0,ep=1,... | all | none ("": the recipe's)
   std::string imbalance;              // --imbalance uniform|zipf:S|dirichlet:A|FILE ("": balanced)

@@ -292,7 +292,7 @@ Result<LaunchFiles> PrepareLaunchFiles(const ValidateOptions& o, const std::stri
   LaunchFiles files;
   files.plan = o.plan;
   if (o.candidate) {
-    if (*o.candidate < 0) return Status::Error("--candidate: expected 0 (the best) or more");
+    if (Status s = CheckCandidateNumber("--candidate", *o.candidate); !s.ok()) return s;
     // foldbench reads the plan's rank map, which is the best candidate's:
     // candidate N gets a plan of its own, made as `explain -o` makes one.
     auto plan = LoadPlanFile(o.plan, *o.candidate);
@@ -410,7 +410,9 @@ Result<std::vector<std::string>> BuildValidateCommand(const ValidateOptions& o,
     return Status::Error("--backend " + *o.backend + ": expected mpi or nccl");
   }
   if (o.np && *o.np < 1) return Status::Error("--np: expected a positive integer");
-  if (o.candidate && *o.candidate < 0) return Status::Error("--candidate: expected 0 (the best) or more");
+  if (o.candidate) {
+    if (Status s = CheckCandidateNumber("--candidate", *o.candidate); !s.ok()) return s;
+  }
 
   // Flags after `--` go to foldbench as given, except those validate owns.
   const auto& extra = o.foldbench_args;

@@ -134,7 +134,12 @@ Result<std::string> PlanFileJson(const PlanFileContents& c) {
   return out.dump(1) + "\n";
 }
 
-Result<PlanFileInputs> LoadPlanFile(const std::string& path, int candidate) {
+Status CheckCandidateNumber(const std::string& flag, long long number) {
+  if (number >= 1) return Status();
+  return Status::Error(flag + ": candidates are numbered from 1 (#1 the best), found " + std::to_string(number));
+}
+
+Result<PlanFileInputs> LoadPlanFile(const std::string& path, int number) {
   auto doc = ParseJsonFile(path);
   if (!doc.ok()) return doc.status();
   JsonErrors errors(path);
@@ -170,13 +175,14 @@ Result<PlanFileInputs> LoadPlanFile(const std::string& path, int candidate) {
     errors.Add("/candidates", "expected a non-empty list of candidates");
     return errors.status();
   }
-  if (candidate < 0 || static_cast<size_t>(candidate) >= candidates.size()) {
-    errors.Add("/candidates", "expected a candidate " + std::to_string(candidate) + " (the file has " +
-                                  std::to_string(candidates.size()) + ", numbered from 0)");
+  if (number < 1 || static_cast<size_t>(number) > candidates.size()) {
+    errors.Add("/candidates", "expected a candidate #" + std::to_string(number) + " (the file has " +
+                                  std::to_string(candidates.size()) + ", numbered from 1)");
     return errors.status();
   }
-  const std::string pointer = "/candidates/" + std::to_string(candidate);
-  CheckedObject best(candidates[static_cast<size_t>(candidate)], pointer, &errors);
+  const size_t index = static_cast<size_t>(number - 1);
+  const std::string pointer = "/candidates/" + std::to_string(index);
+  CheckedObject best(candidates[index], pointer, &errors);
   CheckedObject layout = best.Object("layout");
   out.layout_text = layout.String("text");
   if (!errors.empty()) return errors.status();

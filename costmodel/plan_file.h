@@ -62,11 +62,16 @@ struct PlanFileInputs {
 };
 
 // Reads `path` as foldplan.plan/v1 and parses its embedded inputs with the
-// input readers (ParseCluster, ParseModel, ParseJob) and candidate
-// `candidate`'s layout with ParseLayout (no such candidate: an error at
-// /candidates). Errors name the file and the JSON
+// input readers (ParseCluster, ParseModel, ParseJob) and candidate number
+// `number`'s layout with ParseLayout. Candidates are numbered from 1 (#1 the
+// best, /candidates/0), as every table and flag numbers them (no such
+// candidate: an error at /candidates). Errors name the file and the JSON
 // pointer (of the plan for its own fields; of the embedded spec for the
 // readers', "FILE /inputs/model/spec: /layers: ...").
-Result<PlanFileInputs> LoadPlanFile(const std::string& path, int candidate = 0);
+Result<PlanFileInputs> LoadPlanFile(const std::string& path, int number = 1);
+
+// A candidate number given on the command line (`flag`: "--candidate"):
+// 1 or more, or a usage error saying candidates are numbered from 1.
+Status CheckCandidateNumber(const std::string& flag, long long number);
 
 }  // namespace foldplan

@@ -320,7 +320,7 @@ Result<std::string> SimulationSection(const ReportOptions& o, const PlanFileInpu
 Result<std::string> BuildReportHtml(const ReportOptions& o) {
   auto summary = ReadPlanSummary(o.plan);
   if (!summary.ok()) return summary.status();
-  auto inputs = LoadPlanFile(o.plan, 0);
+  auto inputs = LoadPlanFile(o.plan, 1);  // #1, the best
   if (!inputs.ok()) return inputs.status();
   const PlanSummary& plan = summary.value();
   const PlanFileInputs& in = inputs.value();

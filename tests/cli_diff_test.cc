@@ -84,7 +84,7 @@ TEST_CASE("diff --plan --candidates I,J is diff --layout of those candidates") {
   const std::string plan =
       (std::filesystem::temp_directory_path() / (std::to_string(::getpid()) + "-diff-plan.json")).string();
   REQUIRE(RunFoldplan("plan " + kInputs + " --top 4 -o " + plan).exit_code == 0);
-  auto from_plan = RunFoldplan("diff --plan " + plan + " --candidates 1,3 --json");
+  auto from_plan = RunFoldplan("diff --plan " + plan + " --candidates 2,4 --json");
   REQUIRE(from_plan.exit_code == 0);
   const Json d = Json::parse(from_plan.out);
   auto by_layout = RunFoldplan("diff " + kInputs + " --layout " + d["a"]["layout"]["text"].get<std::string>() +
@@ -92,7 +92,17 @@ TEST_CASE("diff --plan --candidates I,J is diff --layout of those candidates") {
   REQUIRE(by_layout.exit_code == 0);
   CHECK(Json::parse(by_layout.out) == d);
   CHECK(RunFoldplan("diff --plan " + plan + " --candidates 1").exit_code == 2);
-  CHECK(RunFoldplan("diff --plan " + plan + " --candidates 0,9").exit_code == 1);
+  CHECK(RunFoldplan("diff --plan " + plan + " --candidates 1,9").exit_code == 1);  // no #9
+  // Numbered from 1, as plan's table numbers them: 0 is a usage error.
+  const auto zero = RunFoldplan("diff --plan " + plan + " --candidates 0,1");
+  CHECK(zero.exit_code == 2);
+  CHECK(zero.err.find("--candidates: candidates are numbered from 1 (#1 the best), found 0") != std::string::npos);
+  // The default is #1 against #2, the table's first two rows.
+  auto first_two = RunFoldplan("diff --plan " + plan + " --json");
+  REQUIRE(first_two.exit_code == 0);
+  const Json file = Json::parse(foldplan::testing::Slurp(plan));
+  CHECK(Json::parse(first_two.out)["a"]["layout"]["text"] == file["candidates"][0]["layout"]["text"]);
+  CHECK(Json::parse(first_two.out)["b"]["layout"]["text"] == file["candidates"][1]["layout"]["text"]);
   std::remove(plan.c_str());
 }
 

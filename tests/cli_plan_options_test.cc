@@ -242,21 +242,22 @@ TEST_CASE("a global batch too small for the world size warns once and names the 
   CHECK(RunFoldplan("plan " + kSmall + " --top 1").err.find("warning") == std::string::npos);
 }
 
-TEST_CASE("explain --plan --candidate N is explain --layout of that candidate") {
+TEST_CASE("explain --plan --candidate N is explain --layout of candidate #N, numbered from 1 as plan numbers them") {
   const std::string plan = TempPath("plan-options.json");
   auto written = RunFoldplan("plan " + kSmall + " --top 4 -o " + plan);
   REQUIRE(written.exit_code == 0);
   const Json file = Json::parse(Slurp(plan));
-  for (int n : {0, 3}) {
+  for (int n : {1, 4}) {
     CAPTURE(n);
     auto from_plan = RunFoldplan("explain --plan " + plan + " --candidate " + std::to_string(n) + " --json");
-    const std::string text = file["candidates"][n]["layout"]["text"].get<std::string>();
+    const std::string text = file["candidates"][n - 1]["layout"]["text"].get<std::string>();
     auto by_layout = RunFoldplan("explain " + kSmall + " --layout " + text + " --json");
     REQUIRE(from_plan.exit_code == 0);
     REQUIRE(by_layout.exit_code == 0);
     CHECK(Json::parse(from_plan.out) == Json::parse(by_layout.out));
   }
   CHECK(RunFoldplan("explain --plan " + plan + " --candidate 9").exit_code == 1);  // no such candidate
+  CHECK(RunFoldplan("explain --plan " + plan + " --candidate 0").exit_code == 2);  // numbered from 1
   CHECK(RunFoldplan("explain --plan " + plan + " --layout tp=1").exit_code == 2);
   std::remove(plan.c_str());
 }

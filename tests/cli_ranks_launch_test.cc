@@ -175,7 +175,7 @@ TEST_CASE("ranks --plan exports a plan's candidate; --candidate past the list is
   CHECK(map["groups"] == embedded["groups"]);
   CHECK(map["placement"] == embedded["placement"]);
 
-  auto past = RunFoldplan("ranks --plan " + plan + " --candidate 1 --format rankmap");
+  auto past = RunFoldplan("ranks --plan " + plan + " --candidate 2 --format rankmap");
   CHECK(past.exit_code == 1);
   CHECK(Contains(past.err, "/candidates"));
   auto both = RunFoldplan("ranks --plan " + plan + " --layout tp=2 --format rankmap");

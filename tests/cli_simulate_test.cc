@@ -136,7 +136,8 @@ TEST_CASE("simulate --plan takes a plan file's inputs and candidate; a missing c
   CHECK(a.out.find("simulated  analytical") != std::string::npos);
   auto b = RunFoldplan("simulate --plan " + path + " --candidate 5");
   CHECK(b.exit_code == 1);
-  CHECK(b.err.find("/candidates: expected a candidate 5 (the file has 2") != std::string::npos);
+  CHECK(b.err.find("/candidates: expected a candidate #5 (the file has 2, numbered from 1)") != std::string::npos);
+  CHECK(RunFoldplan("simulate --plan " + path + " --candidate 0").exit_code == 2);
   std::remove(path.c_str());
 }
 

@@ -397,11 +397,11 @@ TEST_CASE("a hostfile in --mpirun-args stops the automatic --oversubscribe") {
 
 TEST_CASE("--candidate writes that candidate's plan for foldbench; past the list is an error") {
   ValidateOptions o = Options();
-  o.candidate = 0;
+  o.candidate = 1;  // #1, the best: numbered from 1 as plan numbers them
   const std::string prefix = TempFile("cand.", "");
   auto files = foldplan::PrepareLaunchFiles(o, prefix, "thishost");
   REQUIRE_MESSAGE(files.ok(), files.status().message());
-  CHECK(files->plan == prefix + "candidate-0.plan.json");
+  CHECK(files->plan == prefix + "candidate-1.plan.json");
   // The written plan's rank map is the original's best candidate's.
   const auto written = nlohmann::json::parse(foldplan::testing::Slurp(files->plan));
   const auto original = nlohmann::json::parse(foldplan::testing::Slurp(kPlan));
@@ -410,12 +410,12 @@ TEST_CASE("--candidate writes that candidate's plan for foldbench; past the list
   auto cmd = BuildValidateCommand(o, PlainEnv(), &files.value());
   REQUIRE(cmd.ok());
   CHECK(cmd.value().back() == files->plan);
-  o.candidate = 1;
+  o.candidate = 2;
   auto past = foldplan::PrepareLaunchFiles(o, prefix, "thishost");
   REQUIRE_FALSE(past.ok());
   CHECK(Contains(past.status().message(), "/candidates"));
-  o.candidate = -1;
-  CHECK(Contains(Error(o), "--candidate: expected 0"));
+  o.candidate = 0;
+  CHECK(Contains(Error(o), "--candidate: candidates are numbered from 1 (#1 the best), found 0"));
   for (const std::string& f : {files->plan, prefix}) std::remove(f.c_str());
 }
 
