@@ -48,9 +48,10 @@ def run(args):
     return p.returncode, p.stdout, p.stderr
 
 
-def check_export(trainer, checker, fmt, base, layout, where):
-    # --force: the groups are checked, whether or not the layout fits in memory.
-    rc, text, err = run(["ranks"] + base + ["--layout", layout, "--format", fmt, "--force"])
+def check_export(trainer, checker, fmt, base, layout, where, force):
+    # --force for the random layouts: their groups are checked whether or not
+    # they fit in memory. A plan's best must export without it.
+    rc, text, err = run(["ranks"] + base + ["--layout", layout, "--format", fmt] + (["--force"] if force else []))
     if rc != 0:
         failures.append(f"{where} --format {fmt}: refused (exit {rc}): {err.strip()}")
         return
@@ -88,15 +89,18 @@ def main():
                 layouts = [r[column] for r in records]
                 picked = rng.sample(layouts, min(SAMPLES, len(layouts)))
                 rc, out, err = run(["plan"] + base + ["--json", "--top", "1"])
-                if rc == 0:
-                    # None when no legal layout fits in memory.
-                    picked += [c["layout"]["text"] for c in json.loads(out)["candidates"][:1]]
+                best = []
+                if rc in (0, 1) and out.strip():
+                    # Exit 1 and no candidate when no legal layout fits in memory.
+                    best = [c["layout"]["text"] for c in json.loads(out)["candidates"][:1]]
+                    if (rc == 0) != bool(best):
+                        failures.append(f"plan {' '.join(base)}: exit {rc} with {len(best)} candidates")
                 elif layouts:
                     failures.append(f"plan {' '.join(base)}: exit {rc} with {len(layouts)} legal layouts: {err.strip()}")
-                for layout in picked:
+                for layout, force in [(l, True) for l in picked] + [(l, False) for l in best]:
                     where = f"ranks {' '.join(base)} --layout {layout}"
                     for fmt in formats:
-                        check_export(trainer, checker, fmt, base, layout, where)
+                        check_export(trainer, checker, fmt, base, layout, where, force)
                         exported += 1
     for f in failures:
         print("FAIL", f)
