@@ -1,7 +1,7 @@
 // `foldplan calibrate` and `foldplan collective`: measurements in, a
 // calibration file out (costmodel/calibrate.h), and the model's prediction
 // of one collective across sizes as an nccl-tests-shaped table, to hold
-// against a measured run. Exit codes as cli/commands.h says.
+// against a measured run. Exit codes as cli/inputs.h says.
 #pragma once
 
 #include <cstdint>
@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "cli/commands.h"
+#include "cli/inputs.h"
 
 namespace foldplan {
 

@@ -3,7 +3,7 @@
 // themselves (inputs/), the topology (topology/) and the layout syntax.
 #include <string>
 
-#include "cli/commands.h"
+#include "cli/check_command.h"
 #include "cli/output.h"
 #include "core/formats.h"
 #include "core/json_check.h"

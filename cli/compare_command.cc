@@ -5,7 +5,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "cli/inputs.h"
 #include "cli/output.h"
 #include "core/formats.h"
 #include "core/text_table.h"

@@ -1,5 +1,6 @@
 // foldplan: the command line. A thin dispatch table: each subcommand parses
-// its flags into an options struct and makes one library call (cli/commands.h).
+// its flags into an options struct and makes one library call
+// (cli/*_command.h; cli/inputs.h states what each call returns).
 #include <cstdio>
 #include <iostream>
 #include <new>
@@ -7,12 +8,18 @@
 #include <CLI/CLI.hpp>
 
 #include "cli/calibrate_command.h"
+#include "cli/check_command.h"
 #include "cli/cli_docs.h"
-#include "cli/commands.h"
 #include "cli/compare_command.h"
 #include "cli/diff_command.h"
+#include "cli/enumerate_command.h"
+#include "cli/inputs.h"
+#include "cli/list_command.h"
+#include "cli/plan_command.h"
+#include "cli/ranks_command.h"
 #include "cli/report_command.h"
 #include "cli/simulate_command.h"
+#include "cli/topo_command.h"
 #include "cli/usage_errors.h"
 #include "cli/validate_command.h"
 #include "inputs/loader.h"

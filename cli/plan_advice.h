@@ -22,7 +22,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "cli/plan_command.h"
 #include "core/status.h"
 #include "costmodel/evaluate.h"
 #include "planner/search.h"

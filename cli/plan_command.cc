@@ -1,4 +1,6 @@
 // `foldplan plan` and `foldplan explain`: the cost model wired to the search.
+#include "cli/plan_command.h"
+
 #include <unistd.h>
 
 #include <algorithm>
@@ -12,12 +14,11 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
-#include "cli/simulate_command.h"
+#include "cli/csv.h"
 #include "cli/output.h"
 #include "cli/plan_advice.h"
-#include "cli/csv.h"
 #include "cli/plan_text.h"
+#include "cli/simulate_command.h"
 #include "core/formats.h"
 #include "core/text_table.h"
 #include "costmodel/evaluate.h"

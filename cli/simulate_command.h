@@ -12,7 +12,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "cli/inputs.h"
 #include "core/status.h"
 #include "costmodel/evaluate.h"
 #include "sim/sim_estimate.h"

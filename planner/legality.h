@@ -122,7 +122,7 @@ std::string PrecisionProblem(const GpuSpec& gpu, Precision precision);
 // not: FlashAttention-3 is written for Hopper (its kernels use Hopper's
 // wgmma and TMA), and FlashAttention-2 needs equal q/k and v head dims
 // (MLA's differ; Transformer Engine disables it there). Not a layout rule:
-// the backend is the job's, so the inputs are refused (cli/commands.cc).
+// the backend is the job's, so the inputs are refused (cli/inputs.cc).
 std::string AttentionBackendProblem(const GpuSpec& gpu, const ModelSpec& model, AttentionBackend backend);
 // "" when the layout may overlap its EP all-to-all (Megatron's
 // --overlap-moe-expert-parallel-comm checks), else why not.

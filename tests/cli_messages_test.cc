@@ -11,7 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "cli/commands.h"
+#include "cli/list_command.h"
+#include "cli/plan_command.h"
+#include "cli/ranks_command.h"
 #include "text_count.h"
 
 namespace msg_test {
