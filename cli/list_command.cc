@@ -15,29 +15,6 @@ namespace foldplan {
 
 using json = nlohmann::ordered_json;
 
-namespace {
-
-// `text` in lines of at most `width` characters (a longer word alone),
-// each after `indent`.
-std::string Wrapped(const std::string& text, size_t width, const std::string& indent) {
-  std::string out, line;
-  size_t at = 0;
-  while (at < text.size()) {
-    const size_t space = std::min(text.find(' ', at), text.size());
-    const std::string word = text.substr(at, space - at);
-    if (!line.empty() && line.size() + 1 + word.size() > width) {
-      out += indent + line + "\n";
-      line.clear();
-    }
-    line += (line.empty() ? "" : " ") + word;
-    at = space + 1;
-  }
-  if (!line.empty()) out += indent + line + "\n";
-  return out;
-}
-
-}  // namespace
-
 int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
   constexpr InputKind kKinds[] = {InputKind::kCluster, InputKind::kModel, InputKind::kJob, InputKind::kRecipe};
   std::vector<InputKind> kinds;
@@ -90,7 +67,8 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
       if (options.long_descriptions) {
         // A recipe's summary, then its own description.
         if (kind == InputKind::kRecipe && !s.description.empty()) what += "; " + s.description;
-        long_text += "  " + s.name + "\n" + Wrapped(what, 96, "      ");
+        long_text += "  " + s.name + "\n";
+        for (const std::string& piece : WrapWords(what, 96)) long_text += "      " + piece + "\n";
         continue;
       }
       if (what.size() > kListDescriptionChars) {
