@@ -6,6 +6,7 @@
 // and the report helpers that need no MPI.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <string>
 
 #include "core/atomic_file.h"
@@ -348,4 +349,126 @@ TEST_CASE("a plan nested a million levels deep is refused by pointer, not a cras
   REQUIRE(!deep.ok());
   CHECK(deep.status().message().rfind("deep.json: /rank_map/0/0/", 0) == 0);
   CHECK(deep.status().message().find("nested deeper than 64 levels") != std::string::npos);
+}
+
+// Groups of the right sizes that the layout's degrees and order do not
+// generate (doc/folding.md) ran to "0 wrong" before: each is refused at the
+// pointer of the first wrong group.
+TEST_CASE("cp groups equal to the dp groups are refused by pointer") {
+  json doc = FixturePlan();
+  doc["rank_map"]["groups"]["cp"] = doc["rank_map"]["groups"]["dp"];
+  const std::string error = ErrorOf(doc);
+  CHECK(Has(error, "x.json: /rank_map/groups/cp/0: ranks 0 and 2 are in different dp coordinates "
+                   "(0 and 1), which a cp group never spans; order \"tp-cp-ep-dp-pp\" makes "
+                   "rank 0's cp group [0, 1]"));
+}
+
+TEST_CASE("ep groups spanning pipeline stages are refused by pointer") {
+  json doc = FixturePlan();
+  doc["rank_map"]["groups"]["ep"] = json::parse("[[0, 1, 4, 5], [2, 3, 6, 7]]");
+  const std::string error = ErrorOf(doc);
+  CHECK(Has(error, "x.json: /rank_map/groups/ep/0: ranks 0 and 4 are in different pipeline "
+                   "stages (0 and 1), which a ep group never spans (only pp groups cross "
+                   "stages); order \"tp-cp-ep-dp-pp\" makes rank 0's ep group [0, 1, 2, 3]"));
+}
+
+TEST_CASE("pp groups equal to the cp groups are refused by pointer") {
+  json doc = FixturePlan();
+  doc["rank_map"]["groups"]["pp"] = doc["rank_map"]["groups"]["cp"];
+  doc["rank_map"]["groups"]["mp"] = doc["rank_map"]["groups"]["cp"];
+  const std::string error = ErrorOf(doc);
+  CHECK(Has(error, "x.json: /rank_map/groups/pp/0: ranks 0 and 1 are in different cp coordinates "
+                   "(0 and 1), which a pp group never spans; order \"tp-cp-ep-dp-pp\" makes "
+                   "rank 0's pp group [0, 4]"));
+  CHECK(Has(error, "x.json: /rank_map/groups/mp/0: ranks 0 and 1 are in different cp"));
+}
+
+TEST_CASE("a layout that disagrees with its rank map is refused by pointer") {
+  json doc = FixturePlan();
+  doc["rank_map"]["order"] = "tp-cp-ep-pp-dp";
+  CHECK(Has(ErrorOf(doc), "x.json: /rank_map/layout: says order=tp-cp-ep-dp-pp but "
+                          "/rank_map/order is tp-cp-ep-pp-dp"));
+  doc = FixturePlan();
+  doc["candidates"][0]["layout"]["cp"] = 1;
+  doc["candidates"][0]["layout"]["dp"] = 4;
+  CHECK(Has(ErrorOf(doc), "x.json: /candidates/0/layout/cp: is 1 but /rank_map/degrees/cp is 2"));
+  doc = FixturePlan();
+  doc["rank_map"]["layout"] = "tp=1,cp=2,dp=2,pp=2,ep=4,etp=1,edp=1,vpp=1,mbs=1,world=16";
+  CHECK(Has(ErrorOf(doc), "x.json: /rank_map/layout: says world=16 but /rank_map/world_size is 8"));
+}
+
+TEST_CASE("groups numbered by another order than the rank map's are refused") {
+  // Layout text, order and candidate all say tp-dp-cp-ep-pp; the groups are
+  // those of tp-cp-ep-dp-pp. That order's cp groups are [0, 2], ...
+  json doc = FixturePlan();
+  doc["rank_map"]["order"] = "tp-dp-cp-ep-pp";
+  std::string layout = doc["rank_map"]["layout"];
+  layout.replace(layout.find("order=tp-cp-ep-dp-pp"), 20, "order=tp-dp-cp-ep-pp");
+  doc["rank_map"]["layout"] = layout;
+  doc["candidates"][0]["layout"]["order"] = "tp-dp-cp-ep-pp";
+  const std::string error = ErrorOf(doc);
+  CHECK(Has(error, "x.json: /rank_map/groups/cp/0: ranks 0 and 1 are in different dp "
+                   "coordinates (0 and 1), which a cp group never spans; order "
+                   "\"tp-dp-cp-ep-pp\" makes rank 0's cp group [0, 2]"));
+  CHECK(Has(error, "x.json: /rank_map/groups/dp/0: ranks 0 and 2 are in different cp"));
+}
+
+TEST_CASE("an order under which the views disagree on a rank's stage is refused") {
+  // tp-cp-ep-pp-dp with tp x cp = 2 but etp x ep = 4: the dense view puts
+  // rank 2 in stage 1, the expert view in stage 0.
+  json doc = FixturePlan();
+  doc["rank_map"]["order"] = "tp-cp-ep-pp-dp";
+  doc["rank_map"]["layout"] = "tp=1,cp=2,dp=2,pp=2,ep=4,etp=1,edp=1,vpp=1,mbs=1,world=8";
+  doc["candidates"][0]["layout"].erase("order");
+  CHECK(Has(ErrorOf(doc), "x.json: /rank_map/order: \"tp-cp-ep-pp-dp\" puts rank 2 in stage 1 "
+                          "of the dense view (tp x cp x dp) but stage 0 of the expert view (etp "
+                          "x ep x edp); each view must factor every stage"));
+}
+
+TEST_CASE("an order that cannot number the rank map is refused by pointer") {
+  json doc = FixturePlan();
+  doc["rank_map"]["order"] = "tp-ep-dp-pp";  // leaves out cp, of degree 2
+  doc["rank_map"]["layout"] = "tp=1,cp=2,dp=2,pp=2,ep=4,etp=1,edp=1,vpp=1,mbs=1,world=8";
+  doc["candidates"][0]["layout"].erase("order");
+  CHECK(Has(ErrorOf(doc), "x.json: /rank_map/order: \"tp-ep-dp-pp\" leaves out cp, whose degree "
+                          "cp is 2"));
+  doc["rank_map"]["order"] = "tp-cp-xx-dp-pp";
+  CHECK(Has(ErrorOf(doc), "x.json: /rank_map/order: expected an order of tp, cp, ep, dp and pp "
+                          "joined by '-' (tp-cp-ep-dp-pp), found the string \"tp-cp-xx-dp-pp\""));
+}
+
+TEST_CASE("the edited fixture plans are refused at their first wrong group") {
+  const std::string dir = std::string(FOLDPLAN_TEST_DATA_DIR) + "/validate/";
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"cp_groups_are_dp", "/rank_map/groups/cp/0: ranks 0 and 2"},
+      {"ep_across_stages", "/rank_map/groups/ep/0: ranks 0 and 4 are in different pipeline stages"},
+      {"pp_groups_are_cp", "/rank_map/groups/pp/0: ranks 0 and 1"},
+      {"layout_order_disagrees", "/rank_map/groups/cp/0: ranks 0 and 1 are in different dp"},
+  };
+  for (const auto& [name, part] : cases) {
+    CAPTURE(name);
+    auto input = ReadBenchInput(dir + name + ".plan.json");
+    REQUIRE_FALSE(input.ok());
+    CHECK(Has(input.status().message(), dir + name + ".plan.json: " + part));
+  }
+}
+
+TEST_CASE("plans and rank maps the planner wrote pass the generation check") {
+  for (const std::string& path :
+       {kPlan, kEtpPlan, std::string(FOLDPLAN_TEST_DATA_DIR) + "/../golden/ranks_w16_rankmap.json"}) {
+    CAPTURE(path);
+    auto input = ReadBenchInput(path);
+    CHECK(input.ok());
+    if (input.ok()) CHECK(input->order == "tp-cp-ep-dp-pp");
+  }
+  // `foldplan ranks --world-size 16 --layout ...,order=O` for other orders.
+  const std::string dir = std::string(FOLDPLAN_TEST_DATA_DIR) + "/validate/rankmap_w16_";
+  for (const std::string order : {"tp-cp-ep-pp-dp", "ep-tp-dp-pp-cp", "cp-tp-ep-dp-pp"}) {
+    CAPTURE(order);
+    std::string name = order;
+    std::replace(name.begin(), name.end(), '-', '_');
+    auto input = ReadBenchInput(dir + name + ".json");
+    CHECK(input.ok());
+    if (input.ok()) CHECK(input->order == order);
+  }
 }

@@ -115,6 +115,9 @@ Result<std::unique_ptr<Op>> MakeComputeOp(const BenchInput& input, const OpOptio
                                           Backend* backend);
 Result<std::unique_ptr<Op>> MakePackOp(const BenchInput& input, const OpOptions& options,
                                        Backend* backend);
+// The sweep's sizes per rank: min, min x step, ... up to max (bytes);
+// overflow-free for any values, an error unless 1 <= min <= max, step >= 2.
+Result<std::vector<int64_t>> SweepSizes(const OpOptions& options);
 Result<std::vector<std::unique_ptr<Op>>> MakeSweepOps(const BenchInput& input,
                                                       const OpOptions& options,
                                                       Backend* backend);
@@ -159,6 +162,8 @@ struct OpResult {
 // Runs every case of `op`. Collective; the statistics are meaningful on
 // world rank 0 only (wrong_elements on every rank).
 // `watchdog` (may be null) is armed around every step that can block.
+// Options with no timed iteration (or a negative warm-up) are an error
+// before any collective, on every rank alike.
 Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
                        const BenchInput& input, Watchdog* watchdog);
 

@@ -41,6 +41,7 @@
 #include <tuple>
 #include <utility>
 
+#include "validate/expert_draw.h"
 #include "validate/op.h"
 #include "validate/pattern.h"
 
@@ -536,27 +537,14 @@ class DispatchOp : public Op {
     const int64_t sent = tokens_ * top_k_;
     route.expert.resize(sent);
     route.weight.resize(sent);
-    std::vector<double> base_weight(static_cast<size_t>(experts_), 1.0);
-    if (routing == "skewed") {
-      for (int64_t e = 0; e < experts_; ++e) base_weight[e] = 1.0 / std::pow(e + 1.0, options_.skew);
-    }
+    const std::vector<double> base_weight = ExpertWeights(experts_, routing == "skewed", options_.skew);
+    std::vector<int32_t> drawn;
     for (int64_t t = 0; t < tokens_; ++t) {
       const uint64_t token_hash = Mix64(options_.seed ^ Mix64(static_cast<uint64_t>(GlobalToken(t))));
-      std::vector<double> w = base_weight;
-      double total = std::accumulate(w.begin(), w.end(), 0.0);
+      DrawExperts(base_weight, top_k_, token_hash, &drawn);
       float prob_sum = 0;
       for (int64_t k = 0; k < top_k_; ++k) {
-        // Draw without replacement: pick by cumulative weight, then remove.
-        double u = UnitInterval(Mix64(token_hash + 2 * k + 1)) * total;
-        int64_t e = 0;
-        while (e < experts_ - 1 && (w[e] == 0 || u >= w[e])) {
-          u -= w[e];
-          ++e;
-        }
-        while (w[e] == 0) --e;  // rounding ran past the last positive weight
-        total -= w[e];
-        w[e] = 0;
-        route.expert[t * top_k_ + k] = static_cast<int32_t>(e);
+        route.expert[t * top_k_ + k] = drawn[k];
         const float raw = 0.5f + static_cast<float>(UnitInterval(Mix64(token_hash + 2 * k + 2)));
         route.weight[t * top_k_ + k] = raw;
         prob_sum += raw;

@@ -272,14 +272,28 @@ class SweepOp : public Op {
 
 }  // namespace
 
+Result<std::vector<int64_t>> SweepSizes(const OpOptions& options) {
+  if (options.sweep_min_bytes < 1 || options.sweep_step < 2 ||
+      options.sweep_max_bytes < options.sweep_min_bytes) {
+    return Status::Error("sweep: sizes need 1 <= min <= max and a step >= 2");
+  }
+  // min, min x step, ... up to max. The next size is made only when it
+  // cannot pass max (bytes <= max / step), so no product overflows whatever
+  // the bounds (foldbench's flags bound them too: doc/validate.md).
+  std::vector<int64_t> sizes;
+  for (int64_t bytes = options.sweep_min_bytes;; bytes *= options.sweep_step) {
+    sizes.push_back(bytes);
+    if (bytes > options.sweep_max_bytes / options.sweep_step) break;
+  }
+  return sizes;
+}
+
 Result<std::vector<std::unique_ptr<Op>>> MakeSweepOps(const BenchInput& input,
                                                       const OpOptions& options,
                                                       Backend* backend) {
-  std::vector<int64_t> sizes;
-  for (int64_t bytes = options.sweep_min_bytes; bytes <= options.sweep_max_bytes;
-       bytes *= options.sweep_step) {
-    sizes.push_back(bytes);
-  }
+  Result<std::vector<int64_t>> listed = SweepSizes(options);
+  if (!listed.ok()) return listed.status();
+  const std::vector<int64_t> sizes = std::move(listed).value();
   std::vector<std::unique_ptr<Op>> ops;
   // The group kinds the cost model times collectives on; foldbench refused
   // an input without one (CheckGroupsForOps), so a missing one is skipped

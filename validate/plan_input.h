@@ -40,6 +40,9 @@ struct BenchInput {
   // "" in a rank map file, "/rank_map" in a plan.
   std::string rank_map_pointer;
   std::string layout_text;  // the layout in foldplan's command-line syntax
+  // The order the groups were generated with ("tp-cp-ep-dp-pp"): the rank
+  // map's, else the layout text's, else Megatron's default.
+  std::string order;
   int world_size = 0;
   std::map<std::string, int64_t> degrees;  // pp dp cp tp ep etp edp mbs ...
   std::map<std::string, GroupList> groups; // "cp" -> [[0, 1], [2, 3], ...]
@@ -56,7 +59,12 @@ struct BenchInput {
 // exactly once in groups of equal size; each kind with a degree (tp, cp, dp,
 // pp, ep, etp, edp, and products such as dp_cp = dp x cp) has groups of
 // that size, world / size of them; tp x cp x dp x pp and etp x ep x edp x pp
-// are the world; experts divide by ep. Group kinds may be missing here:
+// are the world; experts divide by ep. Then what the folding implies
+// (doc/folding.md): the layout text, the rank map and a plan's first
+// candidate agree on degrees, order and world, and every kind's groups are
+// those the degrees and order generate (as sets), so no kind but pp crosses
+// a pipeline stage and both views factor every stage; the first wrong group
+// of a kind is named by its pointer. Group kinds may be missing here:
 // which an op needs is CheckGroupsForOps's business (op.h).
 Result<BenchInput> ParseBenchInput(const nlohmann::json& doc, const std::string& file);
 // Parses the text of a plan or rank map file: ParseJsonText, then

@@ -155,7 +155,7 @@ Result<CaseResult> RunCase(Op& op, int index, const OpCase& op_case, const std::
   std::vector<double> all_s =
       step("gathering times", [&] { return backend.GatherToRoot(times_s); });
   if (op.timed_on_root_only()) all_s.resize(times_s.size());  // rank 0's come first
-  if (backend.world_rank() == 0) {
+  if (backend.world_rank() == 0 && !all_s.empty()) {  // RunOp asks for one timed run
     row.median_s = Median(all_s);
     row.min_s = *std::min_element(all_s.begin(), all_s.end());
     row.max_s = *std::max_element(all_s.begin(), all_s.end());
@@ -201,6 +201,13 @@ Result<OpResult> RunOp(Op& op, const LoopOptions& options, Backend& backend,
   }
   if (!result.skip_reason.empty()) return result;
   result.group_size = op.group_size();
+  // A case without a timed iteration has no median to report. Every rank
+  // holds the same options, so every rank refuses here, before a collective.
+  if (options.timed_iters < 1 || options.warmup_iters < 0) {
+    return Status::Error("op " + op.name() + ": needs at least one timed iteration and no " +
+                         "negative warm-up (timed " + std::to_string(options.timed_iters) +
+                         ", warm-up " + std::to_string(options.warmup_iters) + ")");
+  }
 
   const std::vector<OpCase> cases = op.cases();
   for (int index = 0; index < static_cast<int>(cases.size()); ++index) {
