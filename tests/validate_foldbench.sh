@@ -4,8 +4,9 @@
 # Plans (DATADIR): pp2_cp2_ep4 (PP2, DP2 x CP2 for attention, EP4 for
 # experts) and tp2_cp2_ep2_etp2 (TP2 x CP2, EP2 x ETP2), 8 ranks each; and
 # cp2_ep2 (2 ranks, cut to what foldbench reads) for the cases that test
-# foldbench's arguments only, which no rank count changes: a run costs
-# about a second per rank under the sanitizers.
+# foldbench's arguments, a skewed routing, or how a job ends (a hung or
+# dying rank), which no rank count changes: a run costs about a second per
+# rank under the sanitizers.
 # CASE ok:          pp2_cp2_ep4: ulysses, dispatch, pack and a short sweep verified,
 #                   exit 0, measurements JSON written
 # CASE etp2:        tp2_cp2_ep2_etp2: ulysses and dispatch (with the all-gather-v
@@ -16,15 +17,27 @@
 #                   --max-seq 64, no warm-up, one timed run, to keep the host
 #                   GEMMs (about 0.8 GFLOP per rank per run) short
 # CASE corrupt:     one element flipped on rank 3 after every case must be
-#                   caught in every case: exit 3 + message
+#                   caught in every case: exit 3 + message (one timed
+#                   iteration, the sweep at one size: the check is the point)
 # CASE wrong_world: -np 4 on the 8-rank plan must be refused: exit 2 + message
 #                   saying "run with -np 8"
 # CASE bad_args:    an unknown op, an unknown flag, a bad flag value, and
 #                   compute without the nccl backend, are refused before
-#                   anything runs, by both ranks of cp2_ep2: exit 2 + message
+#                   anything runs, by both ranks of cp2_ep2: exit 2 + message;
+#                   so are integers past a flag's range that were cut to int
+#                   after the check (--iters 2147483648: no timed run, a
+#                   crash; --die-rank 4294967296 killed rank 0) and a sweep
+#                   bound near INT64_MAX (the size list overflowed, never
+#                   ended, and grew until the OOM killer came)
+# CASE skew_underflow: cp2_ep2: dispatch with --skew 1100, whose weights past
+#                   expert 0 underflow to 0 (fewer than top_k left: the draw
+#                   walked below expert 0, "free(): invalid pointer"): exit 0,
+#                   0 wrong
 # Malformed plans (small files in DATADIR holding only what foldbench reads)
 # are refused on every rank before any collective: exit 1 + a message naming
-# the file and the JSON pointer, no crash:
+# the file and the JSON pointer, no crash. The plan is read before the world
+# size is checked, so these run 2 ranks of the 8-rank plans (a rank costs
+# about a second under the sanitizers):
 # CASE bad_ep_degree:  degrees.ep 2 against ep groups of 4 (this overran the
 #                      dispatcher's count buffer: "double free" on every rank)
 # CASE bad_tp_degree:  degrees.tp 1 against tp groups of 2 (this ran, exit 0)
@@ -32,17 +45,24 @@
 #                      skipped op), run for --ops ulysses (which needs none)
 # CASE bad_plan:       cp groups that are not a partition of the world (rank
 #                      5 twice, 6 never); a plan file that is not there
-# CASE rank_dies:   rank 3 kills itself (--die-rank) in a timed iteration: the
-#                   job must end non-zero, well within a bound, not hang
+# CASE bad_folding:    groups of the right sizes that the layout's degrees
+#                      and order do not generate (these ran to "0 wrong"):
+#                      ep groups spanning both pipeline stages, cp groups
+#                      equal to the dp groups, pp groups equal to the cp
+#                      groups, a layout text whose order is not the groups
+# CASE rank_dies:   cp2_ep2: rank 1 kills itself (--die-rank) in a timed
+#                   iteration: the job must end non-zero, well within a
+#                   bound, not hang
 # CASE timeout_values: cp2_ep2: --timeout 1e30, inf and 0 run (1e30 and inf
-#                   fired the watchdog at once); nan and -1 are usage errors
-#                   (exit 2)
-# CASE timeout_off: --timeout 0 with a hung rank: no watchdog fires, so only
-#                   this script's own bound ends the job
+#                   fired the watchdog at once), one timed iteration each;
+#                   nan and -1 are usage errors (exit 2)
+# CASE timeout_off: cp2_ep2: --timeout 0 with a hung rank: no watchdog fires,
+#                   so only this script's own bound ends the job
 # CASE no_memory:   a sweep size of 1 TiB is refused by the free-memory check
 #                   before anything is allocated: exit 3 + message
-# CASE hang:        rank 2 never joins a collective: the watchdog must end the
-#                   job (exit 3) with a message naming the op and the group
+# CASE hang:        cp2_ep2: rank 1 never joins a collective: the watchdog
+#                   must end the job (exit 3) with a message naming the op
+#                   and the group
 # CASE nccl_ok:     (builds with NCCL, where a GPU is listed) pp2_cp2_ep4 with
 #                   --backend nccl: ulysses verified on the GPU(s), exit 0;
 #                   8 ranks share the GPUs there are (NCCL_HOSTID emulation)
@@ -135,13 +155,14 @@ case "$case_name" in
     grep -q '"wrong_elements": 0' "$json" || fail "measurements do not say 0 wrong"
     ;;
   corrupt)
-    run 8 pp2_cp2_ep4 --ops ulysses,dispatch,sweep --corrupt-rank 3 -o "$json"; rc=$?
+    run 8 pp2_cp2_ep4 --ops ulysses,dispatch,sweep --corrupt-rank 3 --warmup 0 --iters 1 \
+      --sweep-max-bytes 1024 -o "$json"; rc=$?
     expect_exit 3 "a corrupted element was not caught"
     expect_out "correctness: FAILED" "no FAILED line"
     # Rank 3 is in a group of every kind, so every case must count it.
     if grep -q '"wrong_elements": 0' "$json"; then fail "a case missed the corruption"; fi
     # The pack op runs on rank 0 alone: corrupt there.
-    run 8 pp2_cp2_ep4 --ops pack --corrupt-rank 0; rc=$?
+    run 8 pp2_cp2_ep4 --ops pack --corrupt-rank 0 --warmup 0 --iters 1; rc=$?
     expect_exit 3 "a corrupted pack output was not caught"
     ;;
   wrong_world)
@@ -162,35 +183,65 @@ case "$case_name" in
     expect_out "foldbench: --no-such-flag: unknown flag" "no unknown-flag message"
     run 2 cp2_ep2 --ops ulysses --iters zero; rc=$?
     expect_exit 2 "a bad flag value was not refused"
-    expect_out 'foldbench: --iters: expected an integer >= 1, found "zero"' "no bad-value message"
+    expect_out 'foldbench: --iters: expected a decimal integer in \[1, 10000\], found "zero"' "no bad-value message"
+    run 2 cp2_ep2 --ops ulysses --iters 2147483648; rc=$?
+    no_crash
+    expect_exit 2 "--iters past int was not refused"
+    expect_out 'foldbench: --iters: expected a decimal integer in \[1, 10000\], found "2147483648"' "no --iters range message"
+    run 2 cp2_ep2 --ops ulysses --die-rank 4294967296; rc=$?
+    expect_exit 2 "--die-rank past int was not refused"
+    expect_out 'foldbench: --die-rank: expected a decimal integer in \[0, 1048575\], found "4294967296"' "no --die-rank range message"
+    run 2 cp2_ep2 --ops sweep --sweep-max-bytes 9223372036854775807; rc=$?
+    expect_exit 2 "--sweep-max-bytes near INT64_MAX was not refused"
+    expect_out 'foldbench: --sweep-max-bytes: expected a decimal integer in \[4, 1099511627776\]' "no sweep bound message"
+    ;;
+  skew_underflow)
+    run 2 cp2_ep2 --ops dispatch --routing skewed --skew 1100; rc=$?
+    no_crash
+    expect_exit 0 "dispatch with --skew 1100"
+    expect_out "correctness: every element checked, 0 wrong" "no correctness line"
+    ;;
+  bad_folding)
+    no_kill_wait
+    for plan in ep_across_stages:ep cp_groups_are_dp:cp pp_groups_are_cp:pp layout_order_disagrees:cp; do
+      name=${plan%%:*} kind=${plan#*:}
+      run 2 "$name" --ops ulysses,dispatch; rc=$?
+      no_crash
+      expect_exit 1 "$name was not refused"
+      expect_out "$name.plan.json: /rank_map/groups/$kind/0: ranks 0 and [0-9] are in different" "$name: no message naming the file and the first wrong group"
+    done
     ;;
   bad_ep_degree)
-    run 8 bad_ep_degree --ops dispatch; rc=$?
+    no_kill_wait
+    run 2 bad_ep_degree --ops dispatch; rc=$?
     no_crash
     expect_exit 1 "an ep degree against ep groups of 4 was not refused"
     expect_out "bad_ep_degree.plan.json: /rank_map/groups/ep: 2 groups of 4 ranks, but /rank_map/degrees/ep = 2 asks for 4 groups of 2 ranks" "no message naming the file, the ep groups and the degree"
     ;;
   bad_tp_degree)
-    run 8 bad_tp_degree --ops ulysses,dispatch; rc=$?
+    no_kill_wait
+    run 2 bad_tp_degree --ops ulysses,dispatch; rc=$?
     no_crash
     expect_exit 1 "a tp degree against tp groups of 2 was not refused"
     expect_out "bad_tp_degree.plan.json: /rank_map/groups/tp: 4 groups of 2 ranks, but /rank_map/degrees/tp = 1 asks for 8 groups of 1 rank" "no message naming the file, the tp groups and the degree"
     ;;
   missing_groups)
-    run 8 no_ep_groups --ops ulysses,dispatch; rc=$?
+    no_kill_wait
+    run 2 no_ep_groups --ops ulysses,dispatch; rc=$?
     expect_exit 1 "dispatch without ep groups was not refused"
     expect_out "no_ep_groups.plan.json: /rank_map/groups/ep: missing; op dispatch needs the ep groups" "no message naming the missing kind and the op"
     # Ulysses needs only cp: the plan runs.
-    run 8 no_ep_groups --ops ulysses; rc=$?
+    run 8 no_ep_groups --ops ulysses --warmup 0 --iters 1; rc=$?
     expect_exit 0 "ulysses on a plan without ep groups"
     expect_out "correctness: every element checked, 0 wrong" "no correctness line"
     ;;
   bad_plan)
-    run 8 cp_not_partition --ops ulysses; rc=$?
+    no_kill_wait
+    run 2 cp_not_partition --ops ulysses; rc=$?
     no_crash
     expect_exit 1 "cp groups that are not a partition were not refused"
     expect_out "cp_not_partition.plan.json: /rank_map/groups/cp/3/0: rank 5 is in more than one cp group" "no partition message"
-    run 8 no_such_file --ops ulysses; rc=$?
+    run 2 no_such_file --ops ulysses; rc=$?
     expect_exit 1 "a missing plan file was not refused"
     expect_out "no_such_file.plan.json: cannot open" "no missing-file message"
     ;;
@@ -199,30 +250,30 @@ case "$case_name" in
     # signal); the watchdog (--timeout 30) is the backstop; the bound here
     # catches a hang all the same.
     limit_s=90
-    run 8 pp2_cp2_ep4 --ops ulysses --die-rank 3 --timeout 30; rc=$?
+    run 2 cp2_ep2 --ops ulysses --die-rank 1 --timeout 30; rc=$?
     [ $rc -ne 0 ] || fail "a rank died but the job exited 0"
     [ "$elapsed_s" -lt "$limit_s" ] || fail "the job hung until the script's bound (exit $rc)"
-    expect_out "foldbench: rank 3: --die-rank: killing this rank in timed iteration 1 of op ulysses" "rank 3 did not die where asked"
+    expect_out "foldbench: rank 1: --die-rank: killing this rank in timed iteration 1 of op ulysses" "rank 1 did not die where asked"
     ;;
   timeout_values)
     no_kill_wait
     for t in 1e30 inf 0; do
-      run 2 cp2_ep2 --ops ulysses --timeout "$t"; rc=$?
+      run 2 cp2_ep2 --ops ulysses --warmup 0 --iters 1 --timeout "$t"; rc=$?
       expect_exit 0 "--timeout $t"
       if grep -q "did not finish within" "$out"; then fail "--timeout $t: the watchdog fired"; fi
     done
     for t in nan -1; do
       run 2 cp2_ep2 --ops ulysses --timeout "$t"; rc=$?
       expect_exit 2 "--timeout $t was not refused"
-      grep -q "foldbench: --timeout: expected a number >= 0, found \"$t\"" "$out" ||
+      grep -q "foldbench: --timeout: expected a number >= 0 or inf, found \"$t\"" "$out" ||
         fail "--timeout $t: no message"
     done
     ;;
   timeout_off)
-    # Rank 2 never joins; with the watchdog off nothing ends the job but
+    # Rank 1 never joins; with the watchdog off nothing ends the job but
     # timeout(1) here, after 8 s (exit 124), and no watchdog speaks.
     limit_s=8
-    run 8 pp2_cp2_ep4 --ops ulysses --hang-rank 2 --timeout 0; rc=$?
+    run 2 cp2_ep2 --ops ulysses --hang-rank 1 --timeout 0; rc=$?
     expect_exit 124 "with --timeout 0 a hang should last until the bound"
     if grep -q "did not finish within" "$out"; then fail "a watchdog fired with --timeout 0"; fi
     ;;
@@ -233,10 +284,9 @@ case "$case_name" in
     expect_out 'op all_to_all, case "1048576 MiB", on [a-z_]* group [0-9]* (world ranks [0-9, ]*): needs [0-9]* bytes per rank, only [0-9]* free on this rank' "no free-memory message"
     ;;
   hang)
-    run 8 pp2_cp2_ep4 --ops ulysses --hang-rank 2 --timeout 3; rc=$?
+    run 2 cp2_ep2 --ops ulysses --hang-rank 1 --timeout 3; rc=$?
     expect_exit 3 "a hang was not turned into a run-time failure"
-    # Rank 3 waits for rank 2 in their cp group; the others wait for rank 2
-    # in the next world step. Whichever watchdog fires first names both.
+    # Rank 0 waits for rank 1 in their cp group.
     expect_out 'of op ulysses, case "q seq->heads", on cp group [0-9] (world ranks [0-9, ]*) did not finish within 3 s' "no watchdog message naming the op and the group"
     ;;
   nccl_ok)
