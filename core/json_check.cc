@@ -98,8 +98,7 @@ Result<json> ParseJsonText(const std::string& text, const std::string& file) {
       case json::parse_event_t::array_start:
         element_starts();
         if (static_cast<int>(frames.size()) >= kMaxJsonDepth) {
-          throw ParseRefusal{PointerOf(frames), "nested deeper than " + std::to_string(kMaxJsonDepth) +
-                                                   " levels, the most a foldplan file may have"};
+          throw ParseRefusal{PointerOf(frames), JsonTooDeepText()};
         }
         frames.push_back(ParseFrame{event == json::parse_event_t::object_start, "", 0, {}});
         break;
@@ -107,8 +106,7 @@ Result<json> ParseJsonText(const std::string& text, const std::string& file) {
         ParseFrame& object = frames.back();  // a key is only read inside an object
         object.key = parsed.get<std::string>();
         if (!object.keys.insert(object.key).second) {
-          throw ParseRefusal{PointerOf(frames), "duplicate key (JSON readers disagree on which "
-                                                "one wins, so foldplan takes neither)"};
+          throw ParseRefusal{PointerOf(frames), JsonDuplicateKeyText()};
         }
         break;
       }
@@ -127,25 +125,35 @@ Result<json> ParseJsonText(const std::string& text, const std::string& file) {
   } catch (const ParseRefusal& refusal) {
     return Status::Error(file + ": " + refusal.pointer + ": " + refusal.what);
   } catch (const json::parse_error& e) {
-    // Convert the byte offset into line:column for a human.
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i + 1 < e.byte && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = e.what();
-    const auto pos = what.find("syntax error");
-    if (pos != std::string::npos) what = what.substr(pos);
-    return Status::Error(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
-                         ": not valid JSON: " + what);
+    return JsonSyntaxError(text, file, e.byte, e.what());
   } catch (const json::exception& e) {
     // e.g. a number out of range such as 1e999999
     return Status::Error(file + ": not valid JSON: " + e.what());
   }
+}
+
+std::string JsonTooDeepText() {
+  return "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels, the most a foldplan file may have";
+}
+
+std::string JsonDuplicateKeyText() {
+  return "duplicate key (JSON readers disagree on which one wins, so foldplan takes neither)";
+}
+
+Status JsonSyntaxError(const std::string& text, const std::string& file, size_t byte, const std::string& what) {
+  // The byte offset as line:column, for a human.
+  size_t line = 1, col = 1;
+  for (size_t i = 0; i + 1 < byte && i < text.size(); ++i) {
+    if (text[i] == '\n') {
+      ++line;
+      col = 1;
+    } else {
+      ++col;
+    }
+  }
+  const auto pos = what.find("syntax error");
+  return Status::Error(file + ":" + std::to_string(line) + ":" + std::to_string(col) +
+                       ": not valid JSON: " + (pos == std::string::npos ? what : what.substr(pos)));
 }
 
 Result<json> ParseJsonFile(const std::string& path) {

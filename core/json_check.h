@@ -37,6 +37,14 @@ Result<nlohmann::json> ParseJsonText(const std::string& text, const std::string&
 // Reads and parses a file.
 Result<nlohmann::json> ParseJsonFile(const std::string& path);
 
+// The refusals every JSON reader of foldplan gives (ParseJsonText, and the
+// streaming reader report/json_stream.h), one wording: nesting past
+// kMaxJsonDepth, a key given twice in one object, and a syntax error at
+// `byte` of `text` as "FILE:LINE:COLUMN: not valid JSON: syntax error ...".
+std::string JsonTooDeepText();
+std::string JsonDuplicateKeyText();
+Status JsonSyntaxError(const std::string& text, const std::string& file, size_t byte, const std::string& what);
+
 // One key as a JSON pointer token (RFC 6901: "~" -> "~0", "/" -> "~1").
 std::string EscapePointerToken(const std::string& key);
 

@@ -127,7 +127,7 @@ class StreamHandler {
     json* slot = Place(&element);
     if (static_cast<int>(frames_.size()) >= kMaxJsonDepth) {
       refused_pointer_ = PointerOfPath(Path());
-      refused_what_ = "nested deeper than " + std::to_string(kMaxJsonDepth) + " levels, the most a foldplan file may have";
+      refused_what_ = JsonTooDeepText();
       return false;
     }
     Frame f;
@@ -165,7 +165,7 @@ class StreamHandler {
   bool Duplicate(const std::string& k) {
     path_.back() = k;
     refused_pointer_ = PointerOfPath(Path());
-    refused_what_ = "duplicate key (JSON readers disagree on which one wins, so foldplan takes neither)";
+    refused_what_ = JsonDuplicateKeyText();
     return false;
   }
 
@@ -185,22 +185,7 @@ Result<JsonStreamResult> StreamJson(const std::string& text, const std::string& 
     return Status::Error(file + ": not valid JSON: " + e.what());
   }
   if (!h.refused_what_.empty()) return Status::Error(file + ": " + h.refused_pointer_ + ": " + h.refused_what_);
-  if (h.syntax_error_) {
-    // The byte offset as line:column, as ParseJsonText reports it.
-    size_t line = 1, col = 1;
-    for (size_t i = 0; i + 1 < h.syntax_byte_ && i < text.size(); ++i) {
-      if (text[i] == '\n') {
-        ++line;
-        col = 1;
-      } else {
-        ++col;
-      }
-    }
-    std::string what = h.syntax_what_;
-    const auto pos = what.find("syntax error");
-    if (pos != std::string::npos) what = what.substr(pos);
-    return Status::Error(file + ":" + std::to_string(line) + ":" + std::to_string(col) + ": not valid JSON: " + what);
-  }
+  if (h.syntax_error_) return JsonSyntaxError(text, file, h.syntax_byte_, h.syntax_what_);
   JsonStreamResult out;
   out.kept = std::move(h.root);
   out.stopped = h.stopped;
