@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "cli/output.h"
+#include "cli/plan_text.h"
 #include "cli/usage_errors.h"
 #include "core/decimal_text.h"
 #include "core/formats.h"
@@ -178,7 +179,8 @@ Json SimulationJson(const SimResult& r, const std::string& layout_text) {
 std::string SimulationText(const SimResult& r, const std::string& layout_text) {
   const StepBreakdown& a = r.analytical.step;
   const std::string problems = VerdictProblems(JudgeLayout(r.analytical));
-  std::string out = "layout " + layout_text + "\n" + (problems.empty() ? "" : "CANNOT RUN: it " + problems + "\n") + "schedule " + Name(r.schedule) + ", overlap tp " + OnOff(r.overlap.tp) +
+  // The compact notation, then the canonical text to paste (--layout).
+  std::string out = "layout    " + CompactLayout(r.analytical.layout) + "\n--layout  " + layout_text + "\n" + (problems.empty() ? "" : "CANNOT RUN: it " + problems + "\n") + "schedule " + Name(r.schedule) + ", overlap tp " + OnOff(r.overlap.tp) +
                     ", cp " + OnOff(r.overlap.cp) + ", ep " + OnOff(r.overlap.ep) + ", dp " + OnOff(r.overlap.dp) +
                     ", pp " + (r.overlap.pp ? "on" : "off") + ", shared " + (r.overlap.shared ? "on" : "off") +
                     ", host " + (r.overlap.host ? "on" : "off") + "\n\n";
@@ -236,10 +238,12 @@ std::string SimulationText(const SimResult& r, const std::string& layout_text) {
     }
     out += peaks.Render("  ");
   }
-  out += "\ncritical path (what sets the step time), by kind:";
+  // By kind on a line of its own, "kind=N ms" each, so that a narrow
+  // terminal wraps between kinds, not inside one.
+  out += "\ncritical path (what sets the step time), by kind:\n ";
   for (int k = 0; k < kSimKindCount; ++k) {
     if (r.critical_s[static_cast<size_t>(k)] > 0) {
-      out += std::string(" ") + Name(static_cast<SimKind>(k)) + " " + Ms(r.critical_s[static_cast<size_t>(k)]) + " ms";
+      out += std::string(" ") + Name(static_cast<SimKind>(k)) + "=" + Ms(r.critical_s[static_cast<size_t>(k)]) + "ms";
     }
   }
   out += "\n";
@@ -439,7 +443,7 @@ int RunSimulate(const SimulateOptions& options, std::ostream& out, std::ostream&
   if (options.json) {
     out << SimulationJson(r, text).dump(1) << "\n";
   } else {
-    out << SimulationText(r, text);
+    out << WrapLines(SimulationText(r, text), OutputColumns());
   }
   return 0;
 }
