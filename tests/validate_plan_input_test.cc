@@ -445,7 +445,9 @@ TEST_CASE("the edited fixture plans are refused at their first wrong group") {
       {"pp_groups_are_cp", "/rank_map/groups/pp/0: ranks 0 and 1"},
       {"layout_order_disagrees", "/rank_map/groups/cp/0: ranks 0 and 1 are in different dp"},
   };
-  for (const auto& [name, part] : cases) {
+  for (const auto& c : cases) {
+    const std::string& name = c.first;  // not a structured binding: CAPTURE's lambda takes it
+    const std::string& part = c.second;
     CAPTURE(name);
     auto input = ReadBenchInput(dir + name + ".plan.json");
     REQUIRE_FALSE(input.ok());
