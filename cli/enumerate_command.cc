@@ -133,7 +133,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
     }
     table.AddRow({"legal", WithCommas(e.legal_count), ""});
     table.AddRow({"total", WithCommas(e.candidates), ""});
-    out << "\nRejections (each candidate under the first rule it breaks):\n" << table.Render("  ");
+    out << "\nRejections (each candidate under the first rule it breaks):\n" << table.Render("  ", OutputColumns());
   }
   TextTable table({"#", "tp", "cp", "dp", "pp", "vpp", "ep", "etp", "edp", "mbs", "order", "cp_style",
                    "recompute", "placement", "recipe", "layers/stage"},
@@ -149,7 +149,7 @@ int RunEnumerate(const EnumerateOptionsCli& options, std::ostream& out, std::ost
                   Name(l.recompute), Name(l.placement), ShortRecipe(l).empty() ? "-" : ShortRecipe(l),
                   StagesText(l)});
   }
-  if (shown > 0) out << "\n" << table.Render("  ");
+  if (shown > 0) out << "\n" << table.Render("  ", OutputColumns());
   if (shown < e.legal_count) {
     out << "  ... " << WithCommas(e.legal_count - shown) << " more (--limit 0 shows all)\n";
   }

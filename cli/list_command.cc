@@ -78,7 +78,7 @@ int RunList(const ListOptions& options, std::ostream& out, std::ostream& err) {
       table.AddRow({s.name, what});
     }
     all[std::string(Name(kind)) + "s"] = items;
-    text += options.long_descriptions ? long_text : "\n" + table.Render("  ");
+    text += options.long_descriptions ? long_text : "\n" + table.Render("  ", OutputColumns());
   }
   if (cut) {
     text += "\n(descriptions cut to " + std::to_string(kListDescriptionChars) +

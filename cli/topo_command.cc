@@ -2,6 +2,7 @@
 #include "cli/topo_command.h"
 
 #include "cli/output.h"
+#include "core/text_table.h"
 #include "topology/topology.h"
 
 namespace foldplan {
@@ -12,7 +13,7 @@ int RunTopo(const TopoOptions& options, std::ostream& out, std::ostream& err) {
   if (!cluster.ok()) return Fail(err, cluster.status());
   auto topo = Topology::Build(cluster.value());
   if (!topo.ok()) return Fail(err, topo.status());
-  out << (options.json ? TopologySummaryJson(topo.value()) : TopologySummaryText(topo.value()));
+  out << (options.json ? TopologySummaryJson(topo.value()) : WrapLines(TopologySummaryText(topo.value()), OutputColumns()));
   return 0;
 }
 
