@@ -326,7 +326,8 @@ Result<SimulatedRanking> RankBySimulation(const CostModel& model, const std::vec
       };
       out.text += "  the orders disagree at " + std::to_string(k + 1) + ": the model's #" +
                   std::to_string(a.analytical + 1) + " simulates faster than its #" + std::to_string(b.analytical + 1) +
-                  ", mostly through " + biggest(a) + " and " + biggest(b) + " respectively\n";
+                  (biggest(a) == biggest(b) ? ", mostly through " + biggest(a) + ", in both\n"
+                                            : ", mostly through " + biggest(a) + " and " + biggest(b) + " respectively\n");
       break;
     }
   }
