@@ -25,6 +25,7 @@
 #include <memory>
 #include <vector>
 
+#include "costmodel/collective_time_memo.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/schedule.h"

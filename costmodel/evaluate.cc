@@ -11,6 +11,7 @@
 
 #include "core/json_check.h"
 #include "core/mix64.h"
+#include "costmodel/collective_time_memo.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/evaluate_memo.h"
 #include "costmodel/compute_calibration.h"

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/mix64.h"
+#include "costmodel/collective_time_memo.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/compute_time.h"
 #include "costmodel/compute_time_memo.h"

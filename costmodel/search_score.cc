@@ -9,6 +9,7 @@
 #include <limits>
 #include <vector>
 
+#include "costmodel/collective_time_memo.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/evaluate_memo.h"

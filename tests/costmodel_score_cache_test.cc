@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "costmodel/collective_time_memo.h"
 #include "costmodel/comm_plan.h"
 #include "costmodel_comm_fixtures.h"
 #include "costmodel/compute_profile.h"
