@@ -6,6 +6,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <vector>
 
 #include "costmodel/collective.h"
@@ -103,6 +104,66 @@ class CollectiveTimeMemo {
   std::array<int, 7> flex_key_{};  // FlexCopies' key
   FlexTokenCopies flex_copies_;
 };
+
+// The lookups, inline: the plan builder asks them for every op of every
+// layout scored (in comm_plan.cc, another file).
+
+namespace collective_time_memo {
+// A double's bits: the memo tells keys apart exactly as they are.
+inline uint64_t Bits(double x) {
+  uint64_t bits;
+  std::memcpy(&bits, &x, sizeof bits);
+  return bits;
+}
+}  // namespace collective_time_memo
+
+inline size_t CollectiveTimeMemo::Slot(uint8_t group, uint8_t collective, uint64_t bytes, uint64_t network_bytes) {
+  const uint64_t h = bytes * 0x9e3779b97f4a7c15ull ^ network_bytes * 0xc2b2ae3d27d4eb4full ^
+                     (uint64_t{group} << 8 | collective) * 0x165667b19e3779f9ull;
+  // The top bits: a product's depend on every bit of its factor, its low
+  // bits only on the factor's low bits, which a double's often leaves zero.
+  return static_cast<size_t>(h >> (64 - kSlotBits));
+}
+
+inline const CollectiveTimeMemo::Value* CollectiveTimeMemo::Find(GroupKind group, int collective, double bytes,
+                                                         double network_bytes) const {
+  const auto g = static_cast<uint8_t>(group), c = static_cast<uint8_t>(collective);
+  const uint64_t b = collective_time_memo::Bits(bytes), n = collective_time_memo::Bits(network_bytes);
+  const uint16_t kind_generation = kind_generations_[g];
+  for (size_t i = Slot(g, c, b, n), probes = 0; probes < kSlots; i = (i + 1) % kSlots, ++probes) {
+    const Entry& e = entries_[i];
+    if (e.generation != generation_) return nullptr;
+    if (e.bytes == b && e.group == g && e.collective == c && e.network_bytes == n &&
+        e.kind_generation == kind_generation)
+      return &e.value;
+  }
+  return nullptr;
+}
+
+inline size_t CollectiveTimeMemo::SpanSlot(uint8_t collective, uint64_t bytes, uint64_t network_bytes,
+                                    const GroupPlacement& placed) {
+  const GroupSpan& s = placed.span;
+  const uint64_t shape = uint64_t(uint32_t(s.gpus)) | uint64_t(uint32_t(s.nodes)) << 32;
+  const uint64_t spread = uint64_t(uint32_t(s.domains)) | uint64_t(uint32_t(s.max_per_domain)) << 32;
+  const uint64_t h = bytes * 0x9e3779b97f4a7c15ull ^ network_bytes * 0xc2b2ae3d27d4eb4full ^
+                     shape * 0x165667b19e3779f9ull ^ spread * 0xd6e8feb86659fd93ull ^
+                     (uint64_t(uint32_t(placed.groups_sharing_links)) << 8 | collective) * 0x27d4eb2f165667c5ull;
+  return static_cast<size_t>(h >> (64 - kSpanSlotBits));
+}
+
+inline const CollectiveTimeMemo::Value* CollectiveTimeMemo::FindOnSpan(int collective, double bytes, double network_bytes,
+                                                               const GroupPlacement& placed) const {
+  if (span_entries_.empty()) return nullptr;
+  const auto c = static_cast<uint8_t>(collective);
+  const uint64_t b = collective_time_memo::Bits(bytes), n = collective_time_memo::Bits(network_bytes);
+  for (size_t i = SpanSlot(c, b, n, placed);; i = (i + 1) % kSpanSlots) {  // never full: a free slot ends it
+    const SpanEntry& e = span_entries_[i];
+    if (e.generation != span_generation_) return nullptr;
+    if (e.bytes == b && e.collective == c && e.network_bytes == n &&
+        e.groups_sharing_links == placed.groups_sharing_links && e.span == placed.span)
+      return &e.value;
+  }
+}
 
 }  // namespace foldplan
 
