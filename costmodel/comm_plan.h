@@ -128,7 +128,7 @@ std::vector<CommOp> BuildCommPlan(const Layout& layout, const CostContext& ctx,
                                   const LayoutPlacement& placement, const PipelineDescription& pipeline);
 
 // The recipe variant whose plan takes no longer than `v`'s, per block kind
-// and per stage crossing, on every placement (schedule.h CommSecondsOf of
+// and per stage crossing, on every placement (schedule_bound.h CommSecondsOf of
 // its plan is at most v's, field by field): `v` without recomputation and
 // without EP or TP overlap. Recomputation only adds forward calls the
 // backward repeats (Volumes' again), and the overlaps only mark ops

@@ -21,6 +21,7 @@
 #include "costmodel/routing.h"
 #include "planner/group_placement.h"
 #include "costmodel/schedule.h"
+#include "costmodel/schedule_bound.h"
 #include "costmodel/stage_work.h"
 #include "planner/pipeline.h"
 

@@ -137,11 +137,11 @@ class CostModel {
   void ScoreFamily(const LayoutFamily& family, bool minimise_memory, ScoreSink& sink) const;
   // A lower bound on the layout's step time, bit for bit <= Score's
   // step_time_s: m x the slowest stage's compute + the least bubble it
-  // allows (schedule.h PipelineLowerBound), from the compute times alone.
+  // allows (schedule_bound.h PipelineLowerBound), from the compute times alone.
   // The throughput objective prunes by it. Uncached (for tests).
   double StepTimeLowerBound(const Layout& layout) const;
   // A lower bound on the step time with communication, <= Score's
-  // step_time_s: schedule.h PipelineLowerBound of the layout's compute with
+  // step_time_s: schedule_bound.h PipelineLowerBound of the layout's compute with
   // the CommSecondsOf of its CommFloorVariant's plan (comm_plan.h) as the
   // floor. ScoreFamily prunes by it, bit for bit this value. Uncached (for
   // tests).
@@ -149,7 +149,7 @@ class CostModel {
   // A lower bound on StepTimeLowerBound of every layout that differs from
   // `layout` only in its recompute set, order, placement, overlaps and
   // FSDP, and in its dispatcher and precision within `dispatchers` (bit d:
-  // Dispatcher d) and `precisions` (bit p: Precision p): schedule.h
+  // Dispatcher d) and `precisions` (bit p: Precision p): schedule_bound.h
   // LeastPipelineLowerBound of the LeastBlocks of those computes, timed at
   // dp 1 (the most micro-batches per step: the least FP8 weight-cast share,
   // so that the blocks serve every dp) and built on the layout's pipeline

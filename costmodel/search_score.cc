@@ -15,6 +15,7 @@
 #include "costmodel/evaluate_memo.h"
 #include "costmodel/memory_memo.h"
 #include "costmodel/schedule.h"
+#include "costmodel/schedule_bound.h"
 #include "costmodel/stage_work.h"
 #include "planner/group_placement.h"
 #include "planner/layout_family.h"
@@ -29,7 +30,7 @@ LayoutScore CostModel::Score(const Layout& layout, bool minimise_memory, double 
 
 // Pruning (Score's header): the memory objective is the peak, exact here
 // (the step time would only break ties among equal peaks); the step time
-// is at least PipelineLowerBound of the compute alone (schedule.cc states
+// is at least PipelineLowerBound of the compute alone (schedule_bound.cc states
 // the proof; the exposed data-parallel part and the optimizer step only
 // add), so the placement and the communication plan are skipped when that
 // already exceeds the bound.

@@ -187,7 +187,7 @@ void BuildStepWork(const Layout& layout, const ModelSpec& model, const GpuSpec& 
 // computes under any recompute set on the same pipeline, bit for bit: a
 // rank's sums are of block counts >= 0 times costs >= 0 (SumRanks), and
 // fl(a + b), fl(n x a) do not fall as a or b grows. What bounds a whole
-// layout family's compute at once (schedule.h LeastPipelineLowerBound).
+// layout family's compute at once (schedule_bound.h LeastPipelineLowerBound).
 struct LeastBlocks {
   // Indexed by BlockKind (two arrays, not BlockCosts: a search keeps
   // tens of thousands).

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "costmodel/schedule.h"
+#include "costmodel/schedule_bound.h"
 #include "seeded_draws.h"
 
 using namespace foldplan;

@@ -26,6 +26,7 @@
 #include "costmodel/compute_time_memo.h"
 #include "costmodel/evaluate.h"
 #include "costmodel/schedule.h"
+#include "costmodel/schedule_bound.h"
 #include "inputs/loader.h"
 #include "planner/enumerate.h"
 #include "planner/group_placement.h"
@@ -294,7 +295,7 @@ TEST_CASE("the step-time bound is below ScoreReference's, and a bounded Score pr
 }
 
 // What lets ScoreFamily prune every recompute mode of a compute key by the
-// bound without recomputation (schedule.h LowerBoundGrowsWithRecompute):
+// bound without recomputation (schedule_bound.h LowerBoundGrowsWithRecompute):
 // under each schedule but ZB-H1 no recompute set gives a layout a lower
 // StepTimeLowerBound, as doubles, than none does.
 TEST_CASE("the step-time bound without recomputation is below every recompute mode's, but under ZB-H1") {
