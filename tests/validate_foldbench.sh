@@ -14,8 +14,9 @@
 # CASE gemm:        tp2_cp2_ep2_etp2: dispatch with --expert gemm (two real
 #                   bf16 GEMMs per local expert on the MPI backend's host
 #                   loop, rows sorted by expert and back) verified exactly;
-#                   --max-seq 64, no warm-up, one timed run, to keep the host
-#                   GEMMs (about 0.8 GFLOP per rank per run) short
+#                   --max-seq 16, no warm-up, one timed run, to keep the host
+#                   GEMMs (about 0.2 GFLOP per rank per run; 50 s under the
+#                   sanitizers) short
 # CASE corrupt:     one element flipped on rank 3 after every case must be
 #                   caught in every case: exit 3 + message (one timed
 #                   iteration, the sweep at one size: the check is the point)
@@ -146,7 +147,7 @@ case "$case_name" in
     expect_out "correctness: every element checked, 0 wrong" "no correctness line"
     ;;
   gemm)
-    run 8 tp2_cp2_ep2_etp2 --ops dispatch --expert gemm --max-seq 64 --warmup 0 --iters 1 \
+    run 8 tp2_cp2_ep2_etp2 --ops dispatch --expert gemm --max-seq 16 --warmup 0 --iters 1 \
       -o "$json"; rc=$?
     expect_exit 0 "exit status"
     expect_out "expert function: two bf16 GEMMs per local expert" "no GEMM note"
