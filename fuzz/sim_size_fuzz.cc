@@ -2,8 +2,12 @@
 // micro-batches, imbalance, whole and trace), Mixtral-8x7B on the shipped
 // H100 nodes. The rule: the estimate made before the run (sim/sim_estimate.h)
 // bounds what the run built: its tasks and their members, dependencies,
-// passes, events and the most events queued; a run above the limit is
-// refused with the flag that raises it, and nothing is built.
+// passes, events and the most events queued, and (built with ASan, whose
+// allocator hooks count the heap) the bytes it held at its peak; a run
+// above the limit is refused with the flag that raises it, and nothing is
+// built.
+#include <algorithm>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -16,7 +20,30 @@
 
 using namespace foldplan;
 
+#if defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define SIM_SIZE_FUZZ_HEAP 1
+#include <sanitizer/allocator_interface.h>
+#endif
+#endif
+
 namespace {
+
+#ifdef SIM_SIZE_FUZZ_HEAP
+// The heap the run holds, counted by ASan's allocator hooks: live bytes
+// and their peak since the last reset (one thread runs a simulation).
+size_t g_live_bytes = 0;
+size_t g_peak_bytes = 0;
+void OnMalloc(const volatile void*, size_t bytes) {
+  g_live_bytes += bytes;
+  g_peak_bytes = std::max(g_peak_bytes, g_live_bytes);
+}
+void OnFree(const volatile void* p) {
+  const size_t bytes = __sanitizer_get_allocated_size(const_cast<const void*>(p));
+  g_live_bytes -= std::min(g_live_bytes, bytes);
+}
+const bool kHooked = __sanitizer_install_malloc_and_free_hooks(OnMalloc, OnFree) != 0;
+#endif
 
 // Small enough that a fuzz input runs in well under a second.
 constexpr long long kSizeFuzzMaxSlots = 1LL << 18;
@@ -55,7 +82,14 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   o.seed = flags >> 4;
   o.max_task_slots = kSizeFuzzMaxSlots;
   auto e = EstimateSimulation(*cost.value(), layout.value(), o);
+#ifdef SIM_SIZE_FUZZ_HEAP
+  g_peak_bytes = g_live_bytes;
+  const size_t before_bytes = g_live_bytes;
+#endif
   auto r = Simulate(*cost.value(), layout.value(), o);
+#ifdef SIM_SIZE_FUZZ_HEAP
+  const double heap_bytes = double(g_peak_bytes - before_bytes);
+#endif
   if (!e.ok()) {
     if (r.ok()) {
       std::fprintf(stderr, "sim_size_fuzz: no estimate (%s) but a run\n", e.status().message().c_str());
@@ -80,5 +114,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (double(r->graph.passes.size()) > e->passes) SizeFuzzFail("passes", double(r->graph.passes.size()), e->passes);
   if (double(r->events) > e->events) SizeFuzzFail("events", double(r->events), e->events);
   if (double(r->run.peak_queued) > e->events) SizeFuzzFail("events queued", double(r->run.peak_queued), e->events);
+#ifdef SIM_SIZE_FUZZ_HEAP
+  if (kHooked && heap_bytes > HeapBoundBytes(*e)) SizeFuzzFail("heap bytes", heap_bytes, HeapBoundBytes(*e));
+#endif
   return 0;
 }

@@ -34,8 +34,20 @@ struct SimEstimate {
   // Events the engine may process: a task's end, plus re-timings when
   // running kernels change (at most 16 per slot: sim/engine.h).
   double events = 0;
-  double bytes = 0;             // about the memory the run holds at its peak
+  // The bytes of what the counts above hold at their final sizes: about
+  // the heap the run holds at its peak (HeapBoundBytes bounds it).
+  double bytes = 0;
 };
+
+// A bound on the heap a run holds at its peak, above what it held before:
+// its structures are vectors, and one that doubles its capacity holds its
+// old buffer beside the new one, twice the size (3 x bytes at worst); the
+// part that does not grow with the run (the evaluation, the order's shape,
+// the engine's fixed state) stays under 1 MiB. fuzz/sim_size_fuzz.cc
+// checks it with ASan's allocator hooks.
+inline constexpr double kSimHeapGrowthFactor = 3;
+inline constexpr double kSimFixedHeapBytes = 1 << 20;
+inline double HeapBoundBytes(const SimEstimate& e) { return kSimHeapGrowthFactor * e.bytes + kSimFixedHeapBytes; }
 
 // What BoundStepGraph found, in the figures above; `trace`: the trace's
 // text of every task too.
