@@ -608,11 +608,13 @@ int RunPlanSizes(const PlanOptions& options, TableFormat format, std::ostream& o
     return best_per_gpu ? 0 : 1;
   }
   const Inputs& in = *first;
-  out << "cluster " << in.cluster.name << " (" << in.cluster.total_gpus() << " x " << in.cluster.gpu.name
-      << "), model " << in.model.name << ", job " << in.job.name << " (seq " << in.job.seq_len << ", global batch "
-      << in.job.global_batch << "); objective " << Name(objective) << ", the best layout at each world size\n"
-      << MemoryMarginLine(options, in.cluster.gpu.hbm_gib, MemoryLimit(options, in.cluster.gpu.hbm_gib).value())
-      << "\n";
+  std::ostringstream head;
+  head << "cluster " << in.cluster.name << " (" << in.cluster.total_gpus() << " x " << in.cluster.gpu.name
+       << "), model " << in.model.name << ", job " << in.job.name << " (seq " << in.job.seq_len << ", global batch "
+       << in.job.global_batch << "); objective " << Name(objective) << ", the best layout at each world size\n"
+       << MemoryMarginLine(options, in.cluster.gpu.hbm_gib, MemoryLimit(options, in.cluster.gpu.hbm_gib).value())
+       << "\n";
+  out << WrapLines(head.str(), OutputColumns());
   TextTable table({"GPUs", "degrees", "options", "step", "tokens/s", "tokens/s per GPU", "MFU", "mem GiB", ""},
                   {Align::kRight, Align::kLeft, Align::kLeft, Align::kRight, Align::kRight, Align::kRight,
                    Align::kRight, Align::kRight, Align::kLeft});
