@@ -76,7 +76,10 @@ std::string CompactMapSvg(const CompactInput& in, RankMapPicture* pic) {
   const double block_h = kBlockHead + kBlockPad + rows * (kNodeCell + kNodeCellGap) - kNodeCellGap;
   const int block_cols = std::clamp(static_cast<int>((kMaxWidth + kBlockGap) / (block_w + kBlockGap)), 1, blocks);
   const int block_rows = (blocks + block_cols - 1) / block_cols;
-  Svg svg(block_cols * (block_w + kBlockGap) - kBlockGap + 2, kTop + block_rows * (block_h + kBlockGap), "rankmap");
+  // "compact": the page scales it down to a narrow window (one cell per
+  // node stays legible there; a full map's cells would not).
+  Svg svg(block_cols * (block_w + kBlockGap) - kBlockGap + 2, kTop + block_rows * (block_h + kBlockGap),
+          "rankmap compact");
 
   // Each node's groups (in the order of its GPUs) with their GPU counts; -1 idle.
   std::vector<std::vector<std::pair<int, int>>> parts(static_cast<size_t>(in.nodes));

@@ -41,7 +41,7 @@ th{background:#f4f6f9}
 code{font-family:"DejaVu Sans Mono",monospace;font-size:12px;overflow-wrap:normal;word-break:normal}
 .tok{white-space:nowrap}
 svg text{fill:#1f2733}
-svg.bar,svg.timeline,svg.memory,svg.scatter{max-width:100%;height:auto}
+svg.bar,svg.timeline,svg.memory,svg.scatter,svg.compact{max-width:100%;height:auto}
 svg .cell-label{font-family:"DejaVu Sans Mono",monospace;pointer-events:none}
 svg .seg-label{fill:#fff;pointer-events:none}
 svg .box-label{fill:#4a5566}
